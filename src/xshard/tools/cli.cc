@@ -10,6 +10,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "xshard/ir/verifier.h"
+#include "xshard/text/parser.h"
+
 namespace xs::tools {
 
 StatusOr<std::vector<int64_t>> ParseIntList(std::string_view text, std::string_view flag) {
@@ -37,6 +40,47 @@ StatusOr<std::string> ReadFile(const std::string& path) {
   ss << in.rdbuf();
   if (in.bad()) return Unavailable("error reading '", path, "'");
   return ss.str();
+}
+
+std::string FirstLine(std::string_view message) {
+  return std::string(message.substr(0, message.find('\n')));
+}
+
+StatusOr<std::unique_ptr<Module>> LoadModule(const std::string& file, bool verify) {
+  XS_ASSIGN_OR_RETURN(std::string text, ReadFile(file));
+  StatusOr<std::unique_ptr<Module>> module = ParseHloModule(text, file);
+  if (!module.ok()) return InvalidArgument(FirstLine(module.status().message()));
+  if (verify) {
+    Status verified = Verify(**module);
+    if (!verified.ok()) return Annotate(verified, StrCat(file, ": "));
+  }
+  return module;
+}
+
+namespace {
+
+int64_t AnnotatedDevices(const HloSharding& s) {
+  int64_t n = 1;
+  if (s.IsTuple()) {
+    for (const HloSharding& e : s.tuple_elements()) n = std::max(n, AnnotatedDevices(e));
+  } else if (s.IsTiled()) {
+    n = s.tile_assignment().num_devices();
+  } else if (s.IsMaximal()) {
+    n = s.device() + 1;
+  }
+  return n;
+}
+
+}  // namespace
+
+int64_t AnnotatedDevices(const Module& m) {
+  int64_t n = 1;
+  for (const Computation* c : m.computations()) {
+    for (const Instruction* inst : c->instructions()) {
+      if (inst->sharding()) n = std::max(n, AnnotatedDevices(*inst->sharding()));
+    }
+  }
+  return n;
 }
 
 int RunCli(int argc, char** argv) {

@@ -10,6 +10,7 @@
 
 #include "CLI/CLI.hpp"
 #include "xshard/base/status.h"
+#include "xshard/ir/module.h"
 #include "xshard/sharding/hlo_sharding.h"
 
 namespace xs::tools {
@@ -39,6 +40,14 @@ StatusOr<std::vector<int64_t>> ParseIntList(std::string_view text, std::string_v
 HloSharding Retile(const HloSharding& sharding, bool iota);
 // Whole file as a string; error names the path and the reason.
 StatusOr<std::string> ReadFile(const std::string& path);
+// The first line of a message (parse errors add the source line and a caret below it).
+std::string FirstLine(std::string_view message);
+// Parses FILE (errors: the parser's first line, "file:line:col: error: ..."); with `verify`, also
+// verifies it (errors prefixed with the file name).
+StatusOr<std::unique_ptr<Module>> LoadModule(const std::string& file, bool verify = true);
+// The device count a module's annotations name (largest tile assignment, or maximal device + 1);
+// 1 without annotations.
+int64_t AnnotatedDevices(const Module& module);
 
 }  // namespace xs::tools
 

@@ -1,18 +1,6 @@
 // `xshard fmt FILE.hlo` (parse, verify, print canonical HLO text) and `xshard run FILE.hlo`
 // (run the entry computation on one device with inputs from .npy files or a random seed; print
 // the outputs like JAX prints arrays and / or save them as out<i>.npy).
-#include "xshard/ir/attributes.h"
-#include "xshard/ir/module.h"
-#include "xshard/ir/verifier.h"
-#include "xshard/kernels/dot.h"
-#include "xshard/runtime/executable.h"
-#include "xshard/text/parser.h"
-#include "xshard/text/printer.h"
-#include "xshard/runtime/client.h"
-#include "xshard/runtime/collectives.h"
-#include "xshard/runtime/communicator.h"
-#include "xshard/runtime/replica_groups.h"
-
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -20,30 +8,66 @@
 #include <thread>
 
 #include "xshard/core/npy.h"
-#include "xshard/ir/verifier.h"
+#include "xshard/jit/sharded_program.h"
+#include "xshard/runtime/client.h"
 #include "xshard/runtime/executable.h"
 #include "xshard/runtime/spmd_executor.h"
 #include "xshard/runtime/spmd_executor_io.h"
-#include "xshard/text/parser.h"
 #include "xshard/text/printer.h"
 #include "xshard/tools/cli.h"
+#include "xshard/tools/run_flags.h"
 
 namespace xs::tools {
+
+StatusOr<std::vector<Array>> LoadArguments(const RunFlags& f, const std::vector<Shape>& want,
+                                           std::string_view entry_name) {
+  std::vector<Array> args;
+  if (f.random_seed) {
+    if (!f.args.empty()) return InvalidArgument("give either --args or --random-args, not both");
+    std::mt19937_64 rng(*f.random_seed);
+    for (const Shape& s : want) args.push_back(RandomArray(s, rng));
+    return args;
+  }
+  if (f.args.size() != want.size()) {
+    std::string shapes;
+    for (const Shape& s : want) StrAppend(&shapes, shapes.empty() ? "" : ", ", s.ToString(false));
+    return InvalidArgument("'", entry_name, "' takes ", want.size(), " argument(s) (", shapes, ") but ",
+                           f.args.size(), " were given; pass --args a.npy ... or --random-args SEED");
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    XS_ASSIGN_OR_RETURN(Array a, ReadNpy(f.args[i]));
+    if (a.dtype() != want[i].dtype() || a.dims() != want[i].dims()) {
+      return InvalidArgument(f.args[i], ": holds ", a.shape().ToString(false), " but argument ", i, " of '",
+                             entry_name, "' is ", want[i].ToString(false));
+    }
+    args.push_back(std::move(a));
+  }
+  return args;
+}
+
+Status WriteOutputs(const RunFlags& f, const std::vector<Array>& outs) {
+  if (!f.save_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(f.save_dir, ec);
+    if (ec) return Unavailable("cannot create directory '", f.save_dir, "': ", ec.message());
+    for (size_t i = 0; i < outs.size(); ++i) {
+      XS_RETURN_IF_ERROR(WriteNpy((std::filesystem::path(f.save_dir) / StrCat("out", i, ".npy")).string(), outs[i]));
+    }
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const Array& a = outs[i];
+    if (!f.print) {
+      std::cout << "out" << i << ": " << a.shape().ToString(false) << "\n";
+    } else if (outs.size() == 1) {
+      std::cout << a.ToString() << "\n";
+    } else {
+      std::cout << "out" << i << ": " << a.shape().ToString(false) << "\n" << a.ToString() << "\n";
+    }
+  }
+  return OkStatus();
+}
+
 namespace {
-
-// The first line of a message (parse errors add the source line and a caret below it).
-std::string FirstLine(std::string_view message) {
-  return std::string(message.substr(0, message.find('\n')));
-}
-
-StatusOr<std::unique_ptr<Module>> LoadModule(const std::string& file) {
-  XS_ASSIGN_OR_RETURN(std::string text, ReadFile(file));
-  StatusOr<std::unique_ptr<Module>> module = ParseHloModule(text, file);
-  if (!module.ok()) return InvalidArgument(FirstLine(module.status().message()));
-  Status verified = Verify(**module);
-  if (!verified.ok()) return Annotate(verified, StrCat(file, ": "));
-  return module;
-}
 
 struct FmtFlags {
   std::string file;
@@ -56,59 +80,6 @@ Status RunFmt(const FmtFlags& f) {
   return OkStatus();
 }
 
-// Flags of `run`. Where the inputs come from and where the outputs go are separate from how the
-// module runs, so a multi-device `--devices N` (another issue) adds a field and a branch in
-// RunRun without touching the input / output handling.
-struct RunFlags {
-  std::string file;
-  std::vector<std::string> args;
-  std::optional<uint64_t> random_seed;
-  std::string save_dir;
-  bool print = false;
-  int blas_threads = 0;
-  int64_t max_while_iterations = -1;
-  // Multi-device runs (RunOnDevices): --devices N, --args-dir DIR, --memory.
-  std::optional<int64_t> devices;
-  std::string args_dir;
-  bool memory = false;
-};
-
-StatusOr<std::vector<Array>> LoadArguments(const RunFlags& f, const Executable& exe) {
-  const std::vector<Shape>& want = exe.argument_shapes();
-  const Computation& entry = *exe.module().entry();
-  std::vector<Array> args;
-  if (f.random_seed) {
-    if (!f.args.empty()) return InvalidArgument("give either --args or --random-args, not both");
-    std::mt19937_64 rng(*f.random_seed);
-    for (const Shape& s : want) args.push_back(RandomArray(s, rng));
-    return args;
-  }
-  if (f.args.size() != want.size()) {
-    std::string shapes;
-    for (const Shape& s : want) StrAppend(&shapes, shapes.empty() ? "" : ", ", s.ToString(false));
-    return InvalidArgument("'", entry.name(), "' takes ", want.size(), " argument(s) (", shapes, ") but ",
-                           f.args.size(), " were given; pass --args a.npy ... or --random-args SEED");
-  }
-  for (size_t i = 0; i < want.size(); ++i) {
-    XS_ASSIGN_OR_RETURN(Array a, ReadNpy(f.args[i]));
-    if (a.dtype() != want[i].dtype() || a.dims() != want[i].dims()) {
-      return InvalidArgument(f.args[i], ": holds ", a.shape().ToString(false), " but argument ", i, " of '",
-                             entry.name(), "' is ", want[i].ToString(false));
-    }
-    args.push_back(std::move(a));
-  }
-  return args;
-}
-
-bool HasShardings(const Module& module) {
-  for (const Computation* c : module.computations()) {
-    for (const Instruction* inst : c->instructions()) {
-      if (inst->has_sharding()) return true;
-    }
-  }
-  return false;
-}
-
 // How many devices the run uses: the module's num_partitions x replica_count, which --devices
 // must equal when given; without --devices, that many must be available ($XSHARD_DEVICES or 8).
 StatusOr<int64_t> DeviceCount(const RunFlags& f, const Module& module) {
@@ -119,16 +90,10 @@ StatusOr<int64_t> DeviceCount(const RunFlags& f, const Module& module) {
     return InvalidArgument("--devices must be at least 1, got ", *f.devices);
   }
   if (needed == 1 && f.devices && *f.devices > 1) {
-    if (HasShardings(module)) {
-      return InvalidArgument(
-          f.file, ": the module has sharding annotations but no num_partitions in its HloModule "
-          "line, so it still needs partitioning for --devices ", *f.devices, ", which xshard "
-          "cannot do yet; run it on one device (drop --devices) or give the per-device SPMD "
-          "module (num_partitions=", *f.devices, " in its HloModule line)");
-    }
     return InvalidArgument(f.file, ": the module is a one-device program (no num_partitions in "
-                           "its HloModule line) but --devices ", *f.devices, " was given; drop "
-                           "--devices, or give an SPMD module with num_partitions=", *f.devices);
+                           "its HloModule line, no shardings) but --devices ", *f.devices,
+                           " was given; drop --devices, annotate values with shardings, or give an "
+                           "SPMD module with num_partitions=", *f.devices);
   }
   if (f.devices && *f.devices != needed) {
     return InvalidArgument(f.file, ": the module runs on ", needed, " devices (num_partitions=",
@@ -147,8 +112,8 @@ StatusOr<int64_t> DeviceCount(const RunFlags& f, const Module& module) {
   return needed;
 }
 
-// `xshard run --devices N`: the module is taken as already partitioned (one program for every
-// device, keyed by partition-id); sharding annotations in it are not acted on.
+// `xshard run --devices N` on an SPMD module (already partitioned: one program for every device,
+// keyed by partition-id); its sharding annotations are not acted on.
 Status RunOnDevices(const RunFlags& f, const Module& module) {
   if (f.blas_threads < 0) return InvalidArgument("--blas-threads must be >= 0, got ", f.blas_threads);
   XS_ASSIGN_OR_RETURN(int64_t n, DeviceCount(f, module));
@@ -204,39 +169,39 @@ Status RunRun(const RunFlags& f) {
   if (f.blas_threads < 0) return InvalidArgument("--blas-threads must be >= 0, got ", f.blas_threads);
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, LoadModule(f.file));
   const ModuleConfig& config = module->config();
+  const bool global = NeedsPartitioning(*module) && !f.spmd;
+  if (global && (f.devices || config.num_partitions > 1 || f.check || f.report ||
+                 f.windowed_einsum_threshold != -1)) {
+    return RunSharded(f, *module);
+  }
+  if (f.check) {
+    return InvalidArgument(
+        "--check compares a partitioned run of a global module with a one-device run, but ", f.file,
+        f.spmd ? " is run as given (--spmd)"
+        : module->config().is_scheduled ? " is already partitioned (is_scheduled=true)"
+                                        : " has no sharding annotations to partition",
+        "; give the global module with shardings");
+  }
+  if (f.report || f.windowed_einsum_threshold != -1) {
+    return InvalidArgument("--report and --windowed-einsum-threshold apply to global modules that "
+                           "xshard partitions, but ", f.file, " has no sharding annotations or is "
+                           "already partitioned");
+  }
   if (f.devices || config.num_partitions * config.replica_count > 1 || !f.args_dir.empty() ||
       f.memory) {
     return RunOnDevices(f, *module);
   }
   StatusOr<std::unique_ptr<Executable>> exe = Executable::Create(*module);
   if (!exe.ok()) return Annotate(exe.status(), StrCat(f.file, ": "));
-  XS_ASSIGN_OR_RETURN(std::vector<Array> args, LoadArguments(f, **exe));
+  XS_ASSIGN_OR_RETURN(std::vector<Array> args,
+                      LoadArguments(f, (*exe)->argument_shapes(), module->entry()->name()));
   ExecuteOptions options;
   options.blas_threads = f.blas_threads > 0 ? f.blas_threads
                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   options.max_while_iterations = f.max_while_iterations;
   StatusOr<std::vector<Array>> outs = (*exe)->Run(args, options);
   if (!outs.ok()) return Annotate(outs.status(), StrCat(f.file, ": "));
-  if (!f.save_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(f.save_dir, ec);
-    if (ec) return Unavailable("cannot create directory '", f.save_dir, "': ", ec.message());
-    for (size_t i = 0; i < outs->size(); ++i) {
-      XS_RETURN_IF_ERROR(WriteNpy((std::filesystem::path(f.save_dir) / StrCat("out", i, ".npy")).string(),
-                                  (*outs)[i]));
-    }
-  }
-  for (size_t i = 0; i < outs->size(); ++i) {
-    const Array& a = (*outs)[i];
-    if (!f.print) {
-      std::cout << "out" << i << ": " << a.shape().ToString(false) << "\n";
-    } else if (outs->size() == 1) {
-      std::cout << a.ToString() << "\n";
-    } else {
-      std::cout << "out" << i << ": " << a.shape().ToString(false) << "\n" << a.ToString() << "\n";
-    }
-  }
-  return OkStatus();
+  return WriteOutputs(f, *outs);
 }
 
 }  // namespace
@@ -251,13 +216,18 @@ void AddHloCommands(CLI::App& root, CommandList& commands) {
   auto run = std::make_shared<RunFlags>();
   CLI::App* r = root.add_subcommand(
       "run",
-      "Run an HLO module's entry computation on one CPU device.\n"
+      "Run an HLO module. Three kinds of module:\n"
+      "- one-device programs run on one CPU device;\n"
+      "- global modules with sharding annotations (as JAX lowers jit with shardings) are\n"
+      "  partitioned for N devices (--devices, else num_partitions) and run with global inputs\n"
+      "  and outputs; --check also runs the module on one device and compares;\n"
+      "- SPMD modules (num_partitions=N and is_scheduled=true, as `xshard partition` and XLA\n"
+      "  print them, or --spmd) run as given, one program per device.\n"
       "Inputs: --args (one .npy per entry parameter leaf, in order) or --random-args SEED\n"
-      "(floats uniform in [-1, 1), integers in [0, 10)). Outputs: their shapes, --print (values, as\n"
-      "JAX prints arrays) and / or --save DIR (DIR/out<i>.npy).\n"
-      "SPMD modules (num_partitions=N) run on N devices: inputs from --args-dir DIR\n"
-      "(DIR/dev<d>/arg<i>.npy) or --random-args SEED (different on every device); --save DIR\n"
-      "writes DIR/dev<d>/out<i>.npy; --memory prints per-device bytes.");
+      "(floats uniform in [-1, 1), integers in [0, 10)); SPMD modules take --args-dir DIR\n"
+      "(DIR/dev<d>/arg<i>.npy) or --random-args (different on every device). Outputs: their\n"
+      "shapes, --print (values, as JAX prints arrays) and / or --save DIR (DIR/out<i>.npy;\n"
+      "DIR/dev<d>/out<i>.npy for SPMD modules); --memory prints per-device bytes.");
   r->add_option("file", run->file, "HLO text file")->required();
   r->add_option("--args", run->args, "Input .npy files, one per parameter (tuple parameters: one per leaf)");
   r->add_option("--random-args", run->random_seed, "Random inputs from this seed instead of --args");
@@ -267,14 +237,24 @@ void AddHloCommands(CLI::App& root, CommandList& commands) {
   r->add_option("--max-while-iterations", run->max_while_iterations,
                 "Fail a while loop that runs longer than this (default: no limit)");
   r->add_option("--devices", run->devices,
-                "Run an already-partitioned SPMD module on N devices at once; N must equal its\n"
-                "num_partitions x replica_count. Modules whose HloModule line has num_partitions > 1\n"
-                "run on that many devices without this flag ($XSHARD_DEVICES or 8 must be enough).\n"
-                "Sharding annotations are taken as already partitioned; a module with shardings but\n"
-                "no num_partitions cannot be partitioned yet.");
+                "Run on N devices. A global module with shardings is partitioned for N (when its\n"
+                "HloModule line has num_partitions, N must equal it); an SPMD module needs\n"
+                "N = num_partitions x replica_count. Without it, modules with num_partitions > 1\n"
+                "run on that many devices ($XSHARD_DEVICES or 8 must be enough).");
   r->add_option("--args-dir", run->args_dir,
-                "Per-device inputs: DIR/dev<d>/arg<i>.npy for every device d and argument i");
+                "Per-device inputs of an SPMD module: DIR/dev<d>/arg<i>.npy for every device d and argument i");
   r->add_flag("--memory", run->memory, "Print each device's argument, peak and live bytes");
+  r->add_flag("--check", run->check,
+              "Global modules: also run the module on one device and compare every output (max abs\n"
+              "and relative error); exit 1 when an element is beyond atol + rtol * |expected|");
+  r->add_option("--atol", run->atol, "Absolute tolerance of --check (default by dtype: f32 1e-4, f16 1e-2, ...; integers exact)");
+  r->add_option("--rtol", run->rtol, "Relative tolerance of --check (default by dtype, like --atol)");
+  r->add_flag("--report", run->report, "Global modules: print the partitioner's report (collectives, memory) first");
+  r->add_flag("--spmd", run->spmd, "Run the module as an already partitioned SPMD program even if it is not\n"
+                                   "marked is_scheduled=true; its shardings are not acted on");
+  r->add_option("--windowed-einsum-threshold", run->windowed_einsum_threshold,
+                "Global modules: use windowed einsum loops for dots whose all-gathered operand or\n"
+                "reduce-scattered result has at least this many bytes (default -1: off)");
   commands.push_back({r, [run] { return RunRun(*run); }});
 }
 

@@ -25,11 +25,6 @@ StatusOr<std::optional<bool>> ParseBoolFlag(const std::string& text, std::string
   return InvalidArgument(flag, ": '", text, "' is not true or false");
 }
 
-// The first line of a message (parse errors add the source line and a caret below it).
-std::string FirstLine(std::string_view message) {
-  return std::string(message.substr(0, message.find('\n')));
-}
-
 Status RunPropagate(const PropagateFlags& f) {
   if (f.devices < 0) return InvalidArgument("--devices must be >= 1, got ", f.devices);
   PropagationOptions options;
@@ -37,13 +32,11 @@ Status RunPropagate(const PropagateFlags& f) {
   XS_ASSIGN_OR_RETURN(options.allow_to_parameters,
                       ParseBoolFlag(f.to_parameters, "--to-parameters"));
   XS_ASSIGN_OR_RETURN(options.allow_to_output, ParseBoolFlag(f.to_output, "--to-output"));
-  XS_ASSIGN_OR_RETURN(std::string text, ReadFile(f.file));
-  StatusOr<std::unique_ptr<Module>> module = ParseHloModule(text, f.file);
-  if (!module.ok()) return InvalidArgument(FirstLine(module.status().message()));
-  StatusOr<PropagationResult> result = PropagateShardings(**module, options);
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, LoadModule(f.file, /*verify=*/false));
+  StatusOr<PropagationResult> result = PropagateShardings(*module, options);
   if (!result.ok()) return Annotate(result.status(), StrCat(f.file, ": "));
   const std::string printed =
-      PrintHloModule(**module, f.short_form ? PrintOptions::Short() : PrintOptions());
+      PrintHloModule(*module, f.short_form ? PrintOptions::Short() : PrintOptions());
   if (!f.explain) {
     std::cout << printed;
     return OkStatus();
@@ -53,7 +46,7 @@ Status RunPropagate(const PropagateFlags& f) {
             << result->propagated_leaves << " propagated, " << result->default_leaves
             << " replicated by default; " << result->iterations << " passes\n";
   for (const std::string& note : result->notes) std::cout << "// note: " << note << "\n";
-  std::cout << AnnotateWithOrigins(printed, **module, *result);
+  std::cout << AnnotateWithOrigins(printed, *module, *result);
   return OkStatus();
 }
 

@@ -1,0 +1,119 @@
+// Elementwise comparison of output leaves with allclose bounds per element type.
+#include "xshard/jit/output_check.h"
+
+#include <cmath>
+#include <complex>
+#include <cstdio>
+
+#include "xshard/base/strings.h"
+#include "xshard/core/shape.h"
+
+namespace xs {
+namespace {
+
+std::vector<int64_t> Unravel(int64_t linear, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> index(dims.size());
+  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+    index[d] = linear % dims[d];
+    linear /= dims[d];
+  }
+  return index;
+}
+
+// Element i as (real, imaginary).
+std::complex<double> Element(const Array& a, int64_t i) {
+  if (a.dtype() == DType::kC64) return std::complex<double>(a.values<std::complex<float>>()[i]);
+  if (a.dtype() == DType::kC128) return a.values<std::complex<double>>()[i];
+  return {a.GetDouble(i), 0.0};
+}
+
+// |got - want| for one component; NaN in both is equal, infinities must match exactly.
+double ComponentError(double got, double want) {
+  if (std::isnan(got) && std::isnan(want)) return 0;
+  if (std::isnan(got) || std::isnan(want)) return INFINITY;
+  if (std::isinf(got) || std::isinf(want)) return got == want ? 0 : INFINITY;
+  return std::fabs(got - want);
+}
+
+// Errors to 3 significant digits ("1.2e-07", "0.667"); values with full precision.
+std::string Short(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3g", x);
+  return buf;
+}
+
+}  // namespace
+
+Tolerance DefaultTolerance(DType dtype) {
+  switch (dtype) {
+    case DType::kF64:
+    case DType::kC128:
+      return {1e-10, 1e-10};
+    case DType::kF32:
+    case DType::kC64:
+      return {1e-4, 1e-4};
+    case DType::kF16:
+      return {1e-2, 1e-2};
+    case DType::kBF16:
+      return {5e-2, 5e-2};
+    case DType::kF8E4M3FN:
+    case DType::kF8E4M3B11FNUZ:
+    case DType::kF8E5M2:
+    case DType::kF8E8M0FNU:
+      return {0.25, 0.25};
+    default:
+      return {0, 0};
+  }
+}
+
+std::string OutputDiff::ToString(const std::vector<int64_t>& dims, DType dtype) const {
+  std::string s = StrCat("out", output, " ", DTypeName(dtype), "[", JoinDims(dims), "]: max abs error ",
+                         Short(max_abs_error), ", max rel error ", Short(max_rel_error), " (atol ", tolerance.atol,
+                         ", rtol ", tolerance.rtol, "): ");
+  if (ok()) return s + "ok";
+  int64_t count = 1;
+  for (int64_t d : dims) count *= d;
+  StrAppend(&s, mismatches, " of ", count, " elements differ, first at [", JoinDims(first_mismatch),
+            "]: got ", got, ", want ", want);
+  return s;
+}
+
+StatusOr<std::vector<OutputDiff>> CompareOutputs(const std::vector<Array>& got,
+                                                 const std::vector<Array>& want,
+                                                 std::optional<Tolerance> tolerance) {
+  if (got.size() != want.size()) {
+    return InvalidArgument("got ", got.size(), " outputs but the reference has ", want.size());
+  }
+  std::vector<OutputDiff> diffs;
+  for (size_t o = 0; o < got.size(); ++o) {
+    const Array& g = got[o];
+    const Array& w = want[o];
+    if (g.dtype() != w.dtype() || g.dims() != w.dims()) {
+      return InvalidArgument("output ", o, " is ", g.shape().ToString(false), " but the reference's is ",
+                             w.shape().ToString(false));
+    }
+    OutputDiff diff;
+    diff.output = static_cast<int64_t>(o);
+    diff.tolerance = tolerance.value_or(DefaultTolerance(g.dtype()));
+    for (int64_t i = 0; i < g.num_elements(); ++i) {
+      const std::complex<double> a = Element(g, i);
+      const std::complex<double> b = Element(w, i);
+      const double err = std::max(ComponentError(a.real(), b.real()), ComponentError(a.imag(), b.imag()));
+      const double magnitude = std::abs(b);
+      diff.max_abs_error = std::max(diff.max_abs_error, err);
+      if (magnitude > 0 && std::isfinite(magnitude)) diff.max_rel_error = std::max(diff.max_rel_error, err / magnitude);
+      const double bound = diff.tolerance.atol + diff.tolerance.rtol * (std::isfinite(magnitude) ? magnitude : 0);
+      if (!(err <= bound)) {
+        if (diff.mismatches++ == 0) {
+          diff.first_mismatch = Unravel(i, g.dims());
+          diff.got = a.real();
+          diff.want = b.real();
+        }
+      }
+    }
+    diffs.push_back(std::move(diff));
+  }
+  return diffs;
+}
+
+}  // namespace xs

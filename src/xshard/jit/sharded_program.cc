@@ -1,0 +1,222 @@
+// ShardedProgram: compile (propagate, partition, clean up, plan) once; run with global arrays.
+#include "xshard/jit/sharded_program.h"
+
+#include "xshard/base/strings.h"
+#include "xshard/ir/attributes.h"
+#include "xshard/ir/opcode.h"
+#include "xshard/passes/pipeline.h"
+#include "xshard/runtime/client.h"
+#include "xshard/sharding/geometry.h"
+
+namespace xs {
+namespace {
+
+void AppendLeaves(const Shape& shape, std::vector<Shape>* out) {
+  if (!shape.IsTuple()) {
+    out->push_back(shape);
+    return;
+  }
+  for (const Shape& e : shape.tuple_shapes()) AppendLeaves(e, out);
+}
+
+// One sharding per leaf of `shape` (a non-tuple sharding of a tuple applies to every leaf).
+void AppendLeafShardings(const Shape& shape, const HloSharding& s, std::vector<HloSharding>* out) {
+  if (!shape.IsTuple()) {
+    out->push_back(s);
+    return;
+  }
+  const std::vector<Shape>& elements = shape.tuple_shapes();
+  for (size_t i = 0; i < elements.size(); ++i) {
+    AppendLeafShardings(elements[i], s.IsTuple() && i < s.tuple_elements().size() ? s.tuple_elements()[i] : s, out);
+  }
+}
+
+// Where a leaf's data sits: the geometry for tiled / maximal shardings, none for replicated,
+// unknown and pure manual ones (every device holds the whole array).
+StatusOr<std::optional<ShardGeometry>> GeometryOf(const HloSharding& s, const Shape& shape, int64_t n) {
+  if (!s.IsTiled() && !s.IsMaximal()) return std::optional<ShardGeometry>();
+  XS_ASSIGN_OR_RETURN(ShardGeometry g, ShardGeometry::Create(s, shape.dims(), n));
+  return std::optional<ShardGeometry>(std::move(g));
+}
+
+bool PerDeviceValues(const HloSharding& s, const std::optional<ShardGeometry>& g) {
+  return s.IsManual() || s.IsUnreduced() || (g && g->HasPerDeviceValues());
+}
+
+}  // namespace
+
+bool NeedsPartitioning(const Module& module) {
+  if (module.config().is_scheduled) return false;
+  for (const Computation* c : module.computations()) {
+    for (const Instruction* inst : c->instructions()) {
+      if (inst->has_sharding()) return true;
+    }
+  }
+  return false;
+}
+
+std::optional<std::string> PerDeviceSemantics(const Module& global) {
+  for (const Computation* c : global.computations()) {
+    for (const Instruction* inst : c->instructions()) {
+      const std::string name = StrCat("'", inst->name(), "' (", OpcodeName(inst->opcode()), ")");
+      if (IsCollective(inst->opcode())) return StrCat(name, " communicates between devices");
+      if (inst->opcode() == Opcode::kPartitionId || inst->opcode() == Opcode::kReplicaId) {
+        return StrCat(name, " differs on every device");
+      }
+      if (inst->opcode() == Opcode::kCustomCall) {
+        const std::string target = inst->attrs().custom_call_target.value_or("");
+        if (target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape") {
+          return StrCat(name, " enters or leaves a manual (per-device) region");
+        }
+      }
+      if (inst->sharding()) {
+        const std::string text = inst->sharding()->ToString();
+        if (text.find("manual") != std::string::npos) return StrCat(name, " is manually sharded (per-device values)");
+        if (text.find("unreduced") != std::string::npos) return StrCat(name, " holds unreduced (per-device) partial values");
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+StatusOr<std::unique_ptr<ShardedProgram>> ShardedProgram::Compile(const Module& global, int64_t num_devices,
+                                                                  const CompileOptions& options) {
+  if (num_devices < 1 || num_devices > 4096) {
+    return InvalidArgument("the device count must be 1..4096, got ", num_devices);
+  }
+  if (global.config().replica_count > 1) {
+    return Unimplemented("unsupported: module '", global.name(), "' has replica_count=",
+                         global.config().replica_count, "; xshard partitions modules with one replica "
+                         "(data parallelism is expressed with shardings over num_partitions)");
+  }
+  std::unique_ptr<ShardedProgram> p(new ShardedProgram());
+  p->num_devices_ = num_devices;
+  p->global_ = global.Clone();
+  XS_ASSIGN_OR_RETURN(PartitionResult r, Partition(*p->global_, num_devices, options.partition));
+  if (options.cleanup) {
+    XS_RETURN_IF_ERROR(RunPipeline(*r.module, CleanupPasses()));
+    r.report.after = spmd::EstimateMemory(*r.module->entry());
+  }
+  r.module->mutable_config().is_scheduled = true;
+  p->spmd_ = std::move(r.module);
+  p->report_ = std::move(r.report);
+  const Computation& entry = *p->global_->entry();
+  for (size_t i = 0; i < entry.parameters().size(); ++i) {
+    const Shape& shape = entry.parameters()[i]->shape();
+    AppendLeaves(shape, &p->argument_shapes_);
+    AppendLeafShardings(shape, r.parameter_shardings[i], &p->argument_shardings_);
+  }
+  AppendLeaves(entry.root()->shape(), &p->output_shapes_);
+  AppendLeafShardings(entry.root()->shape(), r.output_sharding, &p->output_shardings_);
+  return p;
+}
+
+StatusOr<std::vector<std::vector<Array>>> ShardedProgram::ShardArguments(const std::vector<Array>& args) const {
+  const std::string& name = global_->entry()->name();
+  if (args.size() != argument_shapes_.size()) {
+    std::string shapes;
+    for (const Shape& s : argument_shapes_) StrAppend(&shapes, shapes.empty() ? "" : ", ", s.ToString(false));
+    return InvalidArgument("'", name, "' takes ", argument_shapes_.size(), " argument(s) (", shapes, ") but ",
+                           args.size(), " were given");
+  }
+  const int64_t n = num_devices_;
+  std::vector<std::vector<Array>> shards(n);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Shape& want = argument_shapes_[i];
+    if (args[i].dtype() != want.dtype() || args[i].dims() != want.dims()) {
+      return InvalidArgument("argument ", i, " of '", name, "' is ", want.ToString(false), " but ",
+                             args[i].shape().ToString(false), " was given");
+    }
+    const HloSharding& s = argument_shardings_[i];
+    XS_ASSIGN_OR_RETURN(std::optional<ShardGeometry> g, GeometryOf(s, want, n));
+    if (!g) {
+      for (int64_t d = 0; d < n; ++d) shards[d].push_back(args[i]);
+      continue;
+    }
+    if (s.IsMaximal()) {
+      for (int64_t d = 0; d < n; ++d) shards[d].push_back(d == s.device() ? args[i] : Array(want));
+      continue;
+    }
+    const std::vector<int64_t> padded = g->PaddedShardShape();
+    for (int64_t d = 0; d < n; ++d) {
+      Array shard(want.dtype(), padded);
+      const Box& box = g->shard(d).box;
+      if (box.num_elements() > 0) {
+        shard.UpdateSlice(args[i].Slice(box.start, box.sizes()), std::vector<int64_t>(padded.size(), 0));
+      }
+      shards[d].push_back(std::move(shard));
+    }
+  }
+  return shards;
+}
+
+StatusOr<ShardedResult> ShardedProgram::AssembleOutputs(std::vector<std::vector<Array>> device_outputs) const {
+  const int64_t n = num_devices_;
+  if (static_cast<int64_t>(device_outputs.size()) != n) {
+    return InvalidArgument("outputs of ", device_outputs.size(), " devices given; the program runs on ", n);
+  }
+  ShardedResult result;
+  for (size_t i = 0; i < output_shapes_.size(); ++i) {
+    const Shape& shape = output_shapes_[i];
+    const HloSharding& s = output_shardings_[i];
+    XS_ASSIGN_OR_RETURN(std::optional<ShardGeometry> g, GeometryOf(s, shape, n));
+    for (int64_t d = 0; d < n; ++d) {
+      if (device_outputs[d].size() != output_shapes_.size()) {
+        return InvalidArgument("device ", d, " has ", device_outputs[d].size(), " outputs; the program has ",
+                               output_shapes_.size());
+      }
+    }
+    if (PerDeviceValues(s, g)) {
+      result.outputs.push_back(Array(DType::kF32, {0}));
+      result.assembled.push_back(false);
+      continue;
+    }
+    const std::vector<int64_t> padded = g ? g->PaddedShardShape() : shape.dims();
+    Array global(shape);
+    if (!g) {
+      global = device_outputs[0][i];
+    } else {
+      for (const Piece& piece : g->pieces()) {
+        if (piece.box.num_elements() == 0) continue;
+        const Array& held = device_outputs[piece.devices.front()][i];
+        if (held.dims() != padded || held.dtype() != shape.dtype()) {
+          return Internal("device ", piece.devices.front(), " output ", i, " is ", held.shape().ToString(false),
+                          "; its shard of ", shape.ToString(false), " under ", s.ToString(), " is ",
+                          DTypeName(shape.dtype()), "[", JoinDims(padded), "]");
+        }
+        global.UpdateSlice(held.Slice(std::vector<int64_t>(padded.size(), 0), piece.box.sizes()), piece.box.start);
+      }
+    }
+    if (global.dims() != shape.dims() || global.dtype() != shape.dtype()) {
+      return Internal("output ", i, " came back as ", global.shape().ToString(false), ", expected ",
+                      shape.ToString(false));
+    }
+    result.outputs.push_back(std::move(global));
+    result.assembled.push_back(true);
+  }
+  result.device_outputs = std::move(device_outputs);
+  return result;
+}
+
+StatusOr<ShardedResult> ShardedProgram::Run(Client& client, const std::vector<Array>& args,
+                                            const SpmdRunOptions& options) const {
+  if (client.num_devices() < num_devices_) {
+    return InvalidArgument("the program runs on ", num_devices_, " devices but the client has ",
+                           client.num_devices());
+  }
+  XS_ASSIGN_OR_RETURN(std::vector<std::vector<Array>> shards, ShardArguments(args));
+  const SpmdExecutable* executable = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(plan_mutex_);
+    if (!executable_) {
+      XS_ASSIGN_OR_RETURN(executable_, SpmdExecutable::Create(*spmd_));
+    }
+    executable = executable_.get();
+  }
+  XS_ASSIGN_OR_RETURN(SpmdResult ran, executable->Run(client, shards, options));
+  XS_ASSIGN_OR_RETURN(ShardedResult result, AssembleOutputs(std::move(ran.outputs)));
+  result.memory = std::move(ran.memory);
+  return result;
+}
+
+}  // namespace xs

@@ -1,0 +1,110 @@
+// ShardedProgram: xshard's jax.jit with shardings. A global module (written for whole arrays,
+// with sharding annotations on some values) is propagated, partitioned for N devices and cleaned
+// up once; Run() takes the global arrays, gives each device its shard, runs the one SPMD program
+// on N devices of a Client and reassembles the global outputs.
+//
+//   XS_ASSIGN_OR_RETURN(auto module, ParseHloModule(text));  // x: {devices=[4,1]<=[4]} ...
+//   XS_ASSIGN_OR_RETURN(auto program, ShardedProgram::Compile(*module, 4));
+//   std::cout << PrintHloModule(program->spmd_module());       // what every device runs
+//   XS_ASSIGN_OR_RETURN(auto client, Client::Create({.num_devices = 4}));
+//   XS_ASSIGN_OR_RETURN(ShardedResult r, program->Run(*client, {x, y}));  // r.outputs[0]: global
+#ifndef XSHARD_JIT_SHARDED_PROGRAM_H_
+#define XSHARD_JIT_SHARDED_PROGRAM_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "xshard/base/status.h"
+#include "xshard/core/array.h"
+#include "xshard/ir/module.h"
+#include "xshard/runtime/spmd_executor.h"
+#include "xshard/spmd/partitioner.h"
+#include "xshard/spmd/report.h"
+
+namespace xs {
+
+class Client;
+
+struct CompileOptions {
+  PartitionOptions partition;  // propagation on, output padding masked, no windowed einsum
+  bool cleanup = true;         // DCE + CSE after partitioning (passes/ CleanupPasses)
+};
+
+struct ShardedResult {
+  // The global outputs (root leaves). An output whose sharding holds per-device values (manual,
+  // unreduced) has no global form: its entry is an empty f32[0] array and assembled[i] is false;
+  // its pieces are in device_outputs.
+  std::vector<Array> outputs;
+  std::vector<bool> assembled;
+  // device_outputs[d][i]: output leaf i as device d holds it (its padded shard).
+  std::vector<std::vector<Array>> device_outputs;
+  std::vector<SpmdDeviceMemory> memory;  // per device
+};
+
+class ShardedProgram {
+ public:
+  // Propagates shardings through `global`, partitions it for `num_devices` partitions and cleans
+  // the SPMD module up. The SPMD module is marked is_scheduled (its instruction order is final),
+  // so `xshard run` runs a printed copy as is instead of partitioning it again. Errors: a module
+  // with replica_count > 1, num_devices < 1 or > 4096, and every Partition() error (named by
+  // instruction).
+  static StatusOr<std::unique_ptr<ShardedProgram>> Compile(const Module& global, int64_t num_devices,
+                                                           const CompileOptions& options = {});
+
+  int64_t num_devices() const { return num_devices_; }
+  const Module& global_module() const { return *global_; }
+  const Module& spmd_module() const { return *spmd_; }
+  const spmd::PartitionReport& report() const { return report_; }
+  // Global shapes and shardings of the entry parameter leaves and of the root's leaves.
+  const std::vector<Shape>& argument_shapes() const { return argument_shapes_; }
+  const std::vector<HloSharding>& argument_shardings() const { return argument_shardings_; }
+  const std::vector<Shape>& output_shapes() const { return output_shapes_; }
+  const std::vector<HloSharding>& output_shardings() const { return output_shardings_; }
+
+  // Each device's inputs: shards[d][i] is argument leaf i's padded shard on device d (zeros in
+  // the padding; a maximal sharding puts the array on its device and zeros elsewhere; manual
+  // arguments are given to every device as they are). Errors name the argument whose count,
+  // dtype or dims do not match.
+  StatusOr<std::vector<std::vector<Array>>> ShardArguments(const std::vector<Array>& args) const;
+  // The inverse for outputs: global arrays from every device's padded output shards (replicas
+  // are taken from the lowest device holding each piece).
+  StatusOr<ShardedResult> AssembleOutputs(std::vector<std::vector<Array>> device_outputs) const;
+
+  // ShardArguments, SpmdExecutable::Run on the client's first num_devices() devices, and
+  // AssembleOutputs. The client must have at least num_devices() devices. The SPMD module is
+  // planned for execution on the first call (an op the executor does not support fails here, not
+  // in Compile, so that a program can always be partitioned and printed).
+  StatusOr<ShardedResult> Run(Client& client, const std::vector<Array>& args,
+                              const SpmdRunOptions& options = {}) const;
+
+ private:
+  ShardedProgram() = default;
+  int64_t num_devices_ = 1;
+  std::unique_ptr<Module> global_;
+  std::unique_ptr<Module> spmd_;
+  mutable std::mutex plan_mutex_;
+  mutable std::unique_ptr<SpmdExecutable> executable_;  // planned by the first Run
+  spmd::PartitionReport report_;
+  std::vector<Shape> argument_shapes_, output_shapes_;
+  std::vector<HloSharding> argument_shardings_, output_shardings_;
+};
+
+// True when `module` is a global program to partition: some instruction carries a sharding and
+// the module is not already an SPMD program (XLA's compiled modules and `xshard partition`'s
+// output are marked is_scheduled=true).
+bool NeedsPartitioning(const Module& module);
+
+// Why running `global` on one device would not compute what its partitioned program computes, or
+// nullopt when it would: the first instruction that means something per device (a collective,
+// partition-id / replica-id, a manual or unreduced sharding, an SPMDFullToShardShape /
+// SPMDShardToFullShape custom-call), e.g. "'psum.3' (all-reduce) sums over devices". `xshard run
+// --check` needs a one-device reference and refuses such modules as unsupported.
+std::optional<std::string> PerDeviceSemantics(const Module& global);
+
+}  // namespace xs
+
+#endif  // XSHARD_JIT_SHARDED_PROGRAM_H_

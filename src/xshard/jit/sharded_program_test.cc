@@ -1,0 +1,170 @@
+// ShardedProgram end to end: global arrays in, the SPMD program on N devices, global arrays out,
+// checked against values computed here by plain loops.
+#include "xshard/jit/sharded_program.h"
+
+#include <gtest/gtest.h>
+
+#include "xshard/runtime/client.h"
+#include "xshard/text/parser.h"
+
+namespace xs {
+namespace {
+
+std::unique_ptr<Module> Parse(const std::string& text) {
+  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text, "test.hlo");
+  XS_CHECK(m.ok(), m.status().ToString());
+  return std::move(*m);
+}
+
+std::unique_ptr<Client> MakeClient(int64_t n) {
+  ClientOptions options;
+  options.num_devices = n;
+  StatusOr<std::unique_ptr<Client>> c = Client::Create(options);
+  XS_CHECK(c.ok(), c.status().ToString());
+  return std::move(*c);
+}
+
+// Seed 000's "inner axes" case on mesh (a=4, b=2): x[4,16] P(None,'a'), y[16,4] P('a',None).
+constexpr char kInner[] = R"(
+HloModule matmul, num_partitions=8
+ENTRY main {
+  x = f32[4,16] parameter(0), sharding={devices=[1,4,2]<=[8] last_tile_dim_replicate}
+  y = f32[16,4] parameter(1), sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate}
+  ROOT z = f32[4,4] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})";
+
+TEST(ShardedProgramTest, InnerAxesMatmulGivesTheGlobalProduct) {
+  auto module = Parse(kInner);
+  StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(*module, 8);
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  EXPECT_TRUE((*program)->spmd_module().config().is_scheduled);
+  EXPECT_FALSE(NeedsPartitioning((*program)->spmd_module()));
+  EXPECT_TRUE(NeedsPartitioning(*module));
+  ASSERT_EQ((*program)->report().collectives.size(), 1u);
+  EXPECT_EQ((*program)->report().collectives[0].kind, "all-reduce");
+
+  Array x = Array::Iota(DType::kF32, {4, 16});
+  Array y = Array::Iota(DType::kF32, {16, 4});
+  std::vector<float> want(16, 0.0f);
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      for (int k = 0; k < 16; ++k) want[i * 4 + j] += static_cast<float>((i * 16 + k) * (k * 4 + j));
+    }
+  }
+  auto client = MakeClient(8);
+  StatusOr<ShardedResult> r = (*program)->Run(*client, {x, y});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->outputs.size(), 1u);
+  EXPECT_TRUE(r->assembled[0]);
+  EXPECT_EQ(r->outputs[0], Array::FromVector<float>({4, 4}, want));
+  // Every device holds the whole (replicated) result.
+  ASSERT_EQ(r->device_outputs.size(), 8u);
+  EXPECT_EQ(r->device_outputs[5][0].dims(), (std::vector<int64_t>{4, 4}));
+  EXPECT_EQ(r->memory.size(), 8u);
+}
+
+TEST(ShardedProgramTest, UnevenShardsArePaddedAndTheGlobalOutputHasNoPadding) {
+  // 5 rows on 4 devices: shards of 2, 2, 1, 0 rows.
+  auto module = Parse(R"(
+HloModule uneven, num_partitions=4
+ENTRY main {
+  p = s32[5,3] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT n = s32[5,3] negate(p), sharding={devices=[4,1]<=[4]}
+})");
+  StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(*module, 4);
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  Array x = Array::Iota(DType::kS32, {5, 3});
+  StatusOr<std::vector<std::vector<Array>>> shards = (*program)->ShardArguments({x});
+  ASSERT_TRUE(shards.ok());
+  EXPECT_EQ((*shards)[2][0], Array::FromVector<int32_t>({2, 3}, {12, 13, 14, 0, 0, 0}));
+  EXPECT_EQ((*shards)[3][0], Array::FromVector<int32_t>({2, 3}, {0, 0, 0, 0, 0, 0}));
+  auto client = MakeClient(4);
+  StatusOr<ShardedResult> r = (*program)->Run(*client, {x});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<int32_t> want(15);
+  for (int i = 0; i < 15; ++i) want[i] = -i;
+  EXPECT_EQ(r->outputs[0], Array::FromVector<int32_t>({5, 3}, want));
+}
+
+TEST(ShardedProgramTest, ColumnShardedOutputIsReassembledInTileOrder) {
+  // Device order reversed: device 3 holds columns 0-1, device 0 columns 6-7.
+  auto module = Parse(R"(
+HloModule cols, num_partitions=4
+ENTRY main {
+  p = f32[2,8] parameter(0), sharding={replicated}
+  ROOT a = f32[2,8] add(p, p), sharding={devices=[1,4]3,2,1,0}
+})");
+  StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(*module, 4);
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  auto client = MakeClient(4);
+  Array x = Array::Iota(DType::kF32, {2, 8});
+  StatusOr<ShardedResult> r = (*program)->Run(*client, {x});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<float> want(16);
+  for (int i = 0; i < 16; ++i) want[i] = 2.0f * i;
+  EXPECT_EQ(r->outputs[0], Array::FromVector<float>({2, 8}, want));
+  EXPECT_EQ(r->device_outputs[3][0], Array::FromVector<float>({2, 2}, {0, 2, 16, 18}));
+}
+
+TEST(ShardedProgramTest, MaximalArgumentLivesOnItsDevice) {
+  auto module = Parse(R"(
+HloModule maximal, num_partitions=2
+ENTRY main {
+  p = f32[3] parameter(0), sharding={maximal device=1}
+  ROOT n = f32[3] negate(p), sharding={replicated}
+})");
+  StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(*module, 2);
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  Array x = Array::FromVector<float>({3}, {1, 2, 3});
+  StatusOr<std::vector<std::vector<Array>>> shards = (*program)->ShardArguments({x});
+  ASSERT_TRUE(shards.ok());
+  EXPECT_EQ((*shards)[1][0], x);
+  EXPECT_EQ((*shards)[0][0], Array::FromVector<float>({3}, {0, 0, 0}));
+  auto client = MakeClient(2);
+  StatusOr<ShardedResult> r = (*program)->Run(*client, {x});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->outputs[0], Array::FromVector<float>({3}, {-1, -2, -3}));
+}
+
+TEST(ShardedProgramTest, WrongArgumentsAreNamed) {
+  auto module = Parse(kInner);
+  StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(*module, 8);
+  ASSERT_TRUE(program.ok());
+  StatusOr<std::vector<std::vector<Array>>> few = (*program)->ShardArguments({Array::Iota(DType::kF32, {4, 16})});
+  ASSERT_FALSE(few.ok());
+  EXPECT_EQ(few.status().message(), "'main' takes 2 argument(s) (f32[4,16], f32[16,4]) but 1 were given");
+  StatusOr<std::vector<std::vector<Array>>> wrong =
+      (*program)->ShardArguments({Array::Iota(DType::kF32, {4, 16}), Array::Iota(DType::kF32, {4, 16})});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().message(), "argument 1 of 'main' is f32[16,4] but f32[4,16] was given");
+  auto small = MakeClient(4);
+  StatusOr<ShardedResult> r = (*program)->Run(*small, {Array::Iota(DType::kF32, {4, 16}), Array::Iota(DType::kF32, {16, 4})});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "the program runs on 8 devices but the client has 4");
+}
+
+TEST(ShardedProgramTest, BadDeviceCountsAndReplicasAreRefused) {
+  auto module = Parse(kInner);
+  StatusOr<std::unique_ptr<ShardedProgram>> zero = ShardedProgram::Compile(*module, 0);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_EQ(zero.status().message(), "the device count must be 1..4096, got 0");
+  auto replicas = Parse(R"(
+HloModule r, replica_count=2
+ENTRY main {
+  p = f32[4] parameter(0), sharding={replicated}
+  ROOT n = f32[4] negate(p)
+})");
+  StatusOr<std::unique_ptr<ShardedProgram>> r = ShardedProgram::Compile(*replicas, 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("replica_count=2"), std::string::npos) << r.status().message();
+}
+
+TEST(ShardedProgramTest, ModulesWithoutShardingsOrAlreadyScheduledNeedNoPartitioning) {
+  EXPECT_FALSE(NeedsPartitioning(*Parse("HloModule m\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}")));
+  EXPECT_FALSE(NeedsPartitioning(*Parse(
+      "HloModule m, is_scheduled=true, num_partitions=2\nENTRY e {\n  ROOT p = f32[2] parameter(0), "
+      "sharding={devices=[2]<=[2]}\n}")));
+}
+
+}  // namespace
+}  // namespace xs

@@ -1,0 +1,146 @@
+// `xshard run` on a global module with sharding annotations: partition for N devices, shard the
+// global inputs, run on N virtual devices, gather the global outputs and, with --check, compare
+// them with a one-device run of the same module.
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "xshard/core/npy.h"
+#include "xshard/jit/output_check.h"
+#include "xshard/jit/sharded_program.h"
+#include "xshard/runtime/client.h"
+#include "xshard/runtime/executable.h"
+#include "xshard/tools/cli.h"
+#include "xshard/tools/run_flags.h"
+
+namespace xs::tools {
+namespace {
+
+// N: --devices (which must equal num_partitions when the module names one), else num_partitions,
+// else the device count the annotations name; without --devices, that many must be available.
+StatusOr<int64_t> PartitionCount(const RunFlags& f, const Module& module) {
+  const int64_t partitions = module.config().num_partitions;
+  if (f.devices) {
+    if (*f.devices < 1) return InvalidArgument("--devices must be at least 1, got ", *f.devices);
+    if (partitions > 1 && *f.devices != partitions) {
+      return InvalidArgument(f.file, ": the module was lowered for num_partitions=", partitions,
+                             " but --devices ", *f.devices, " was given; they must agree (drop --devices, "
+                             "or remove num_partitions from its HloModule line)");
+    }
+    return *f.devices;
+  }
+  const int64_t n = partitions > 1 ? partitions : AnnotatedDevices(module);
+  XS_ASSIGN_OR_RETURN(int64_t available, DefaultDeviceCount());
+  if (available < n) {
+    return InvalidArgument(f.file, ": the module runs on ", n, " devices but only ", available,
+                           " are available ($XSHARD_DEVICES or the default 8); pass --devices ", n);
+  }
+  return n;
+}
+
+// Outputs with per-device values (manual, unreduced) have no global array: each device's piece
+// is printed / saved as DIR/dev<d>/out<i>.npy instead.
+Status WritePerDeviceOutput(const RunFlags& f, const ShardedResult& r, size_t i, const HloSharding& s) {
+  std::cout << "out" << i << ": per-device values (sharding " << s.ToString() << ")\n";
+  for (size_t d = 0; d < r.device_outputs.size(); ++d) {
+    const Array& a = r.device_outputs[d][i];
+    std::cout << "  dev" << d << ": " << a.shape().ToString(false) << "\n";
+    if (f.print) std::cout << a.ToString() << "\n";
+    if (!f.save_dir.empty()) {
+      const std::filesystem::path dir = std::filesystem::path(f.save_dir) / StrCat("dev", d);
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (ec) return Unavailable("cannot create directory '", dir.string(), "': ", ec.message());
+      XS_RETURN_IF_ERROR(WriteNpy((dir / StrCat("out", i, ".npy")).string(), a));
+    }
+  }
+  return OkStatus();
+}
+
+Status Check(const RunFlags& f, const ShardedProgram& program, const std::vector<Array>& args,
+             const ShardedResult& result) {
+  ExecuteOptions options;
+  options.blas_threads = f.blas_threads > 0 ? f.blas_threads
+                                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  options.max_while_iterations = f.max_while_iterations;
+  StatusOr<std::vector<Array>> want = Execute(program.global_module(), args, options);
+  if (!want.ok()) return Annotate(want.status(), StrCat(f.file, ": --check: the one-device run: "));
+  std::optional<Tolerance> tolerance;
+  if (f.atol || f.rtol) tolerance = Tolerance{f.atol.value_or(0), f.rtol.value_or(0)};
+  XS_ASSIGN_OR_RETURN(std::vector<OutputDiff> diffs, CompareOutputs(result.outputs, *want, tolerance));
+  int failed = 0;
+  std::string first;
+  for (const OutputDiff& d : diffs) {
+    const Array& a = result.outputs[d.output];
+    std::cout << "check " << d.ToString(a.dims(), a.dtype()) << "\n";
+    if (!d.ok() && failed++ == 0) first = StrCat("out", d.output);
+  }
+  if (failed > 0) {
+    return Internal("--check failed: ", failed, " of ", diffs.size(), " outputs (first: ", first,
+                    ") differ from the one-device run of ", f.file, " beyond atol + rtol * |expected|");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status RunSharded(const RunFlags& f, const Module& module) {
+  if (f.blas_threads < 0) return InvalidArgument("--blas-threads must be >= 0, got ", f.blas_threads);
+  if (!f.args_dir.empty()) {
+    return InvalidArgument("--args-dir gives each device's inputs of an SPMD module, but ", f.file,
+                           " is a global module with shardings: pass whole arrays with --args a.npy ... "
+                           "or --random-args SEED (or --spmd to run it as already partitioned)");
+  }
+  if ((f.atol || f.rtol) && !f.check) return InvalidArgument("--atol / --rtol set the tolerance of --check; add --check");
+  if ((f.atol && *f.atol < 0) || (f.rtol && *f.rtol < 0)) return InvalidArgument("--atol and --rtol must be >= 0");
+  std::optional<std::string> per_device;
+  if (f.check) {
+    per_device = PerDeviceSemantics(module);
+    if (per_device) {
+      return Unimplemented("unsupported: --check needs a one-device reference run of ", f.file, ", but ",
+                           *per_device, ", so one device does not compute what the partitioned program "
+                           "does; run without --check");
+    }
+  }
+  XS_ASSIGN_OR_RETURN(int64_t n, PartitionCount(f, module));
+  CompileOptions options;
+  // WINDOWED: options.partition.windowed_einsum_threshold_bytes = f.windowed_einsum_threshold;
+  StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(module, n, options);
+  if (!program.ok()) return Annotate(program.status(), StrCat(f.file, ": "));
+  if (f.report) std::cout << spmd::FormatReport((*program)->report()) << "\n";
+  XS_ASSIGN_OR_RETURN(std::vector<Array> args,
+                      LoadArguments(f, (*program)->argument_shapes(), module.entry()->name()));
+  ClientOptions client_options;
+  client_options.num_devices = n;
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(client_options));
+  SpmdRunOptions run_options;
+  run_options.blas_threads = f.blas_threads;
+  run_options.max_while_iterations = f.max_while_iterations;
+  StatusOr<ShardedResult> result = (*program)->Run(*client, args, run_options);
+  if (!result.ok()) return Annotate(result.status(), StrCat(f.file, ": "));
+  bool all_global = true;
+  for (bool a : result->assembled) all_global = all_global && a;
+  if (all_global) {
+    XS_RETURN_IF_ERROR(WriteOutputs(f, result->outputs));
+  } else {
+    for (size_t i = 0; i < result->outputs.size(); ++i) {
+      if (result->assembled[i]) {
+        std::cout << "out" << i << ": " << result->outputs[i].shape().ToString(false) << "\n";
+        if (f.print) std::cout << result->outputs[i].ToString() << "\n";
+        if (!f.save_dir.empty()) {
+          std::error_code ec;
+          std::filesystem::create_directories(f.save_dir, ec);
+          XS_RETURN_IF_ERROR(WriteNpy((std::filesystem::path(f.save_dir) / StrCat("out", i, ".npy")).string(),
+                                      result->outputs[i]));
+        }
+      } else {
+        XS_RETURN_IF_ERROR(WritePerDeviceOutput(f, *result, i, (*program)->output_shardings()[i]));
+      }
+    }
+  }
+  if (f.memory) std::cout << FormatSpmdMemory(result->memory);
+  if (f.check) return Check(f, **program, args, *result);
+  return OkStatus();
+}
+
+}  // namespace xs::tools
