@@ -68,8 +68,8 @@ Tolerance DefaultTolerance(DType dtype) {
 
 std::string OutputDiff::ToString(const std::vector<int64_t>& dims, DType dtype) const {
   std::string s = StrCat("out", output, " ", DTypeName(dtype), "[", JoinDims(dims), "]: max abs error ",
-                         Short(max_abs_error), ", max rel error ", Short(max_rel_error), " (atol ", tolerance.atol,
-                         ", rtol ", tolerance.rtol, "): ");
+                         Short(max_abs_error), ", max rel error ", Short(max_rel_error), " (atol ", Short(tolerance.atol),
+                         ", rtol ", Short(tolerance.rtol), "): ");
   if (ok()) return s + "ok";
   int64_t count = 1;
   for (int64_t d : dims) count *= d;

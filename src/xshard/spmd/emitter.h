@@ -27,6 +27,8 @@ struct ModuleState {
   PartitionReport report;
   int64_t next_channel_id = 1;
   const Instruction* cause = nullptr;  // the global instruction being partitioned
+  // PartitionOptions::windowed_einsum_threshold_bytes (-1: off).
+  int64_t windowed_einsum_threshold_bytes = -1;
   std::map<std::pair<std::string, DType>, Computation*> reducers;
   std::unordered_map<const Computation*, Computation*> clones;
 

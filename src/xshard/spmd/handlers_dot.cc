@@ -4,8 +4,10 @@
 // sharded on both sides -> each device holds partial sums, combined by an all-reduce over those
 // mesh axes, or a reduce-scatter when the output wants a dim sharded on the same axes; operands
 // that disagree -> the cheaper operand (or the result) is resharded. Padding of uneven
-// contracting dims is zeroed on both operands first.
+// contracting dims is zeroed on both operands first. With the windowed einsum option, eligible
+// dots become a collective-permute loop instead (windowed_einsum.h).
 #include "xshard/spmd/handlers.h"
+#include "xshard/spmd/windowed_einsum.h"
 
 namespace xs::spmd::internal {
 namespace {
@@ -23,6 +25,8 @@ RuleConfig SumOfProducts(const Instruction& inst, Context& ctx) {
 }  // namespace
 
 Status HandleDot(const Instruction& inst, Context& ctx) {
+  XS_ASSIGN_OR_RETURN(bool windowed, TryWindowedEinsum(inst, ctx));
+  if (windowed) return OkStatus();
   return PartitionByRule(inst, ctx, SumOfProducts(inst, ctx));
 }
 

@@ -235,6 +235,7 @@ StatusOr<PartitionResult> Partition(const Module& global_in, int64_t num_partiti
   spmd::ModuleState state;
   state.module = module.get();
   state.num_partitions = num_partitions;
+  state.windowed_einsum_threshold_bytes = options.windowed_einsum_threshold_bytes;
   state.mesh = BuildMesh(*global, num_partitions);
   state.report.num_partitions = num_partitions;
   state.report.before = spmd::EstimateMemory(*global->entry());

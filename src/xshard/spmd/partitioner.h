@@ -31,6 +31,14 @@ struct PartitionOptions {
   bool propagate = true;
   // Zero the padding of uneven output shards (so outputs are deterministic).
   bool mask_output_padding = true;
+  // Windowed einsum (XLA's collective matmul loop, threshold_for_windowed_einsum_mib in bytes):
+  // -1 (the default) is off. Otherwise a dot whose operand would be all-gathered along a
+  // non-contracting dim (all-gather case), or whose result would be reduce-scattered (reduce-
+  // scatter case), over one group of mesh axes becomes a while loop of collective-permutes and
+  // dot steps when that operand's / result's GLOBAL byte size is >= this value (0: every
+  // eligible dot). A hint: dots that do not qualify (see spmd/windowed_einsum.h) are partitioned
+  // as usual, silently.
+  int64_t windowed_einsum_threshold_bytes = -1;
 };
 
 struct PartitionResult {

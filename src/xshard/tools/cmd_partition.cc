@@ -29,7 +29,7 @@ Status RunPartition(const PartitionFlags& f) {
   }
   CompileOptions options;
   options.partition.propagate = !f.no_propagate;
-  // WINDOWED: options.partition.windowed_einsum_threshold_bytes = f.windowed_einsum_threshold;
+  options.partition.windowed_einsum_threshold_bytes = f.windowed_einsum_threshold;
   StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(*module, devices, options);
   if (!program.ok()) return Annotate(program.status(), StrCat(f.file, ": "));
   std::cout << PrintHloModule((*program)->spmd_module(), f.short_form ? PrintOptions::Short() : PrintOptions());

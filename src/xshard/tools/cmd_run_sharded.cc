@@ -104,7 +104,7 @@ Status RunSharded(const RunFlags& f, const Module& module) {
   }
   XS_ASSIGN_OR_RETURN(int64_t n, PartitionCount(f, module));
   CompileOptions options;
-  // WINDOWED: options.partition.windowed_einsum_threshold_bytes = f.windowed_einsum_threshold;
+  options.partition.windowed_einsum_threshold_bytes = f.windowed_einsum_threshold;
   StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(module, n, options);
   if (!program.ok()) return Annotate(program.status(), StrCat(f.file, ": "));
   if (f.report) std::cout << spmd::FormatReport((*program)->report()) << "\n";
