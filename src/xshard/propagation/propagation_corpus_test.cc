@@ -5,42 +5,31 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "xshard/propagation/propagation.h"
+#include "xshard/testing/corpus.h"
 #include "xshard/text/parser.h"
 
 namespace xs {
 namespace {
 
-std::string ReadAll(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST(PropagationCorpusTest, PropagatesEveryShardingCorpusModule) {
   const std::filesystem::path dir = XSHARD_CORPUS_DIR;
-  if (!std::filesystem::exists(dir / "MANIFEST.tsv")) {
+  if (!testing::CorpusAvailable(dir)) {
     GTEST_SKIP() << "corpus not found at " << dir << " (it lives in ../shared/corpus/xla)";
   }
-  std::istringstream manifest(ReadAll(dir / "MANIFEST.tsv"));
-  std::string line;
-  std::getline(manifest, line);
   std::map<std::string, int> total, ok, unparsed;
   std::vector<std::string> errors, bad_errors;
-  while (std::getline(manifest, line)) {
-    const std::string file = line.substr(0, line.find('\t'));
-    const std::string folder = file.substr(0, file.find('/'));
-    if (!file.ends_with(".hlo") || line.find("test_expects_error") != std::string::npos) continue;
+  for (const testing::CorpusModule& row : testing::ReadCorpusManifest(dir)) {
+    const std::string& file = row.file;
+    const std::string folder = row.folder();
+    if (row.expects_error()) continue;
     if (folder != "sharding_propagation_test" && folder != "spmd_partitioner_test") continue;
     ++total[folder];
-    auto module = ParseHloModule(ReadAll(dir / file), file);
+    auto module = ParseHloModule(testing::ReadTextFile(dir / file), file);
     if (!module.ok()) {
       ++unparsed[folder];  // the parser's corpus test reports these
       continue;
@@ -48,7 +37,8 @@ TEST(PropagationCorpusTest, PropagatesEveryShardingCorpusModule) {
     const auto start = std::chrono::steady_clock::now();
     auto result = PropagateShardings(**module);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_LT(seconds, 2.0) << file << " took " << seconds << " s";
+    // A guard against runaway fixed points, not a speed target (propagation_bench measures speed).
+    EXPECT_LT(seconds, 30.0) << file << " took " << seconds << " s";
     if (result.ok()) {
       ++ok[folder];
       continue;

@@ -3,23 +3,15 @@
 // to the dim size. Skips without the corpus.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "xshard/rules/rule_registry.h"
+#include "xshard/testing/corpus.h"
 #include "xshard/text/parser.h"
 
 namespace xs {
 namespace {
-
-std::string ReadAll(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Empty when the rule fits the instruction's shapes, else what is wrong.
 std::string CheckRule(const Instruction& inst, const OpShardingRule& rule) {
@@ -57,18 +49,15 @@ std::string CheckRule(const Instruction& inst, const OpShardingRule& rule) {
 
 TEST(RuleCorpusTest, EveryCorpusInstructionHasAWellFormedRule) {
   const std::filesystem::path dir = XSHARD_CORPUS_DIR;
-  if (!std::filesystem::exists(dir / "MANIFEST.tsv")) {
+  if (!testing::CorpusAvailable(dir)) {
     GTEST_SKIP() << "corpus not found at " << dir << " (it lives in ../shared/corpus/xla)";
   }
-  std::istringstream manifest(ReadAll(dir / "MANIFEST.tsv"));
-  std::string line;
-  std::getline(manifest, line);
   int modules = 0, instructions = 0, rule_errors = 0;
   std::vector<std::string> failures;
-  while (std::getline(manifest, line)) {
-    const std::string file = line.substr(0, line.find('\t'));
-    if (!file.ends_with(".hlo") || line.find("test_expects_error") != std::string::npos) continue;
-    auto module = ParseHloModule(ReadAll(dir / file), file);
+  for (const testing::CorpusModule& row : testing::ReadCorpusManifest(dir)) {
+    const std::string& file = row.file;
+    if (row.expects_error()) continue;
+    auto module = ParseHloModule(testing::ReadTextFile(dir / file), file);
     if (!module.ok()) continue;
     ++modules;
     for (Computation* c : (*module)->computations()) {

@@ -8,30 +8,11 @@
 
 #include "gtest/gtest.h"
 #include "xshard/runtime/executable.h"
+#include "xshard/testing/corpus.h"
 #include "xshard/text/parser.h"
 
 namespace xs {
 namespace {
-
-struct Row {
-  std::string file, notes;
-};
-
-std::vector<Row> ReadManifest(const std::string& dir) {
-  std::ifstream in(dir + "/MANIFEST.tsv");
-  std::vector<Row> rows;
-  std::string line;
-  std::getline(in, line);  // header
-  while (std::getline(in, line)) {
-    std::vector<std::string> cols;
-    std::stringstream ss(line);
-    std::string col;
-    while (std::getline(ss, col, '\t')) cols.push_back(col);
-    if (cols.size() >= 10) rows.push_back({cols[0], cols[9]});
-    else if (!cols.empty()) rows.push_back({cols[0], ""});
-  }
-  return rows;
-}
 
 int64_t LargestBytes(const Shape& s) {
   if (s.IsTuple()) {
@@ -90,20 +71,16 @@ Array RandomArray(const Shape& shape, std::mt19937_64& rng) {
 
 TEST(ExecutableCorpus, EveryPlannableModuleRunsOrFailsCleanly) {
   const std::string dir = XSHARD_CORPUS_DIR;
-  std::ifstream probe(dir + "/MANIFEST.tsv");
-  if (!probe) GTEST_SKIP() << "corpus not found at " << dir << "; skipping";
+  if (!testing::CorpusAvailable(dir)) GTEST_SKIP() << "corpus not found at " << dir << "; skipping";
   std::map<std::string, int> counts;
   std::map<std::string, int> unsupported_ops;
   std::mt19937_64 rng(42);
-  for (const Row& row : ReadManifest(dir)) {
-    if (row.notes.find("test_expects_error") != std::string::npos) {
+  for (const testing::CorpusModule& row : testing::ReadCorpusManifest(dir)) {
+    if (row.expects_error()) {
       ++counts["skipped: test_expects_error"];
       continue;
     }
-    std::ifstream in(dir + "/" + row.file);
-    std::stringstream text;
-    text << in.rdbuf();
-    StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text.str(), row.file);
+    StatusOr<std::unique_ptr<Module>> m = ParseHloModule(testing::ReadTextFile(dir + "/" + row.file), row.file);
     if (!m.ok()) {
       ++counts["skipped: does not parse"];
       continue;

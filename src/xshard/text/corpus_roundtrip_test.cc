@@ -8,18 +8,12 @@
 #include <gtest/gtest.h>
 
 #include "xshard/ir/module_equal.h"
+#include "xshard/testing/corpus.h"
 #include "xshard/text/parser.h"
 #include "xshard/text/printer.h"
 
 namespace xs {
 namespace {
-
-std::string ReadFile(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Parse -> print -> parse -> compare -> print -> compare text. Returns "" or the failure.
 std::string RoundTrip(const std::string& text, const std::string& name, const PrintOptions& o) {
@@ -64,16 +58,11 @@ void Report(const Outcome& out, std::string_view what) {
 
 TEST(CorpusRoundTrip, EveryXlaCorpusModuleParsesAndRoundTrips) {
   std::filesystem::path dir = XSHARD_CORPUS_DIR;
-  if (!std::filesystem::exists(dir / "MANIFEST.tsv"))
+  if (!testing::CorpusAvailable(dir))
     GTEST_SKIP() << "corpus not found at " << dir << " (it lives in ../shared/corpus/xla)";
-  std::istringstream manifest(ReadFile(dir / "MANIFEST.tsv"));
-  std::string line;
-  std::getline(manifest, line);  // header
   Outcome out;
-  while (std::getline(manifest, line)) {
-    std::string file = line.substr(0, line.find('\t'));
-    if (!file.ends_with(".hlo") || line.find("test_expects_error") != std::string::npos) continue;
-    Check(ReadFile(dir / file), file, out);
+  for (const testing::CorpusModule& row : testing::ReadCorpusManifest(dir)) {
+    if (!row.expects_error()) Check(testing::ReadTextFile(dir / row.file), row.file, out);
   }
   Report(out, "corpus modules round-trip");
   EXPECT_GT(out.total, 1000);
@@ -84,7 +73,7 @@ TEST(CorpusRoundTrip, SeedNotebookModulesParseAndRoundTrip) {
   ASSERT_TRUE(std::filesystem::exists(dir)) << dir;
   Outcome out;
   for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".hlo") Check(ReadFile(e.path()), e.path().filename(), out);
+    if (e.path().extension() == ".hlo") Check(testing::ReadTextFile(e.path()), e.path().filename(), out);
   Report(out, "seed modules round-trip");
   EXPECT_GE(out.total, 5);
 }
