@@ -66,8 +66,8 @@ Tolerance DefaultTolerance(DType dtype) {
   }
 }
 
-std::string OutputDiff::ToString(const std::vector<int64_t>& dims, DType dtype) const {
-  std::string s = StrCat("out", output, " ", DTypeName(dtype), "[", JoinDims(dims), "]: max abs error ",
+std::string OutputDiff::ToString(const std::vector<int64_t>& dims, DType dtype, std::string_view label) const {
+  std::string s = StrCat(label.empty() ? StrCat("out", output) : std::string(label), " ", DTypeName(dtype), "[", JoinDims(dims), "]: max abs error ",
                          Short(max_abs_error), ", max rel error ", Short(max_rel_error), " (atol ", Short(tolerance.atol),
                          ", rtol ", Short(tolerance.rtol), "): ");
   if (ok()) return s + "ok";

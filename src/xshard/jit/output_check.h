@@ -37,8 +37,8 @@ struct OutputDiff {
   double got = 0, want = 0;      // the values there (real part for complex)
   bool ok() const { return mismatches == 0; }
   // "out0 f32[8,4]: max abs error 1.2e-07, max rel error 3.1e-07 (atol 1e-05, rtol 0.0001): ok"
-  // or "...: 3 of 32 elements differ, first at [1,2]: got 5, want 4".
-  std::string ToString(const std::vector<int64_t>& dims, DType dtype) const;
+  // or "...: 3 of 32 elements differ, first at [1,2]: got 5, want 4". `label` replaces "out0".
+  std::string ToString(const std::vector<int64_t>& dims, DType dtype, std::string_view label = "") const;
 };
 
 // Compares output leaves elementwise. Error when the counts, dtypes or dims differ (naming the

@@ -79,6 +79,42 @@ std::optional<std::string> PerDeviceSemantics(const Module& global) {
   return std::nullopt;
 }
 
+namespace {
+
+bool IsCustomCall(const Instruction& inst, std::string_view target) {
+  return inst.opcode() == Opcode::kCustomCall && inst.attrs().custom_call_target.value_or("") == target;
+}
+
+// Shardings that say what a value means per device, which a reference must keep.
+bool DefinesPerDeviceMeaning(const Instruction& inst) {
+  const std::string text = inst.sharding()->ToString();
+  if (text.find("manual") != std::string::npos || text.find("unreduced") != std::string::npos) return true;
+  if (IsCustomCall(inst, "SPMDShardToFullShape")) return true;
+  for (const Instruction* user : inst.users()) {
+    if (IsCustomCall(*user, "SPMDFullToShardShape")) return true;
+  }
+  return false;
+}
+
+HloSharding ReplicatedLike(const HloSharding& s) {
+  if (!s.IsTuple()) return HloSharding::Replicate();
+  std::vector<HloSharding> elements;
+  for (const HloSharding& e : s.tuple_elements()) elements.push_back(ReplicatedLike(e));
+  return HloSharding::Tuple(std::move(elements));
+}
+
+}  // namespace
+
+std::unique_ptr<Module> ReplicatedReference(const Module& global) {
+  std::unique_ptr<Module> copy = global.Clone();
+  for (Computation* c : copy->computations()) {
+    for (Instruction* inst : c->instructions()) {
+      if (inst->sharding() && !DefinesPerDeviceMeaning(*inst)) inst->set_sharding(ReplicatedLike(*inst->sharding()));
+    }
+  }
+  return copy;
+}
+
 StatusOr<std::unique_ptr<ShardedProgram>> ShardedProgram::Compile(const Module& global, int64_t num_devices,
                                                                   const CompileOptions& options) {
   if (num_devices < 1 || num_devices > 4096) {

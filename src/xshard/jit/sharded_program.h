@@ -101,9 +101,17 @@ bool NeedsPartitioning(const Module& module);
 // Why running `global` on one device would not compute what its partitioned program computes, or
 // nullopt when it would: the first instruction that means something per device (a collective,
 // partition-id / replica-id, a manual or unreduced sharding, an SPMDFullToShardShape /
-// SPMDShardToFullShape custom-call), e.g. "'psum.3' (all-reduce) sums over devices". `xshard run
-// --check` needs a one-device reference and refuses such modules as unsupported.
+// SPMDShardToFullShape custom-call), e.g. "'psum.3' (all-reduce) communicates between devices".
+// `xshard run --check` then compares with the partitioned ReplicatedReference instead.
 std::optional<std::string> PerDeviceSemantics(const Module& global);
+
+// The reference for a module with per-device semantics (PerDeviceSemantics): a copy whose
+// automatic shardings are all replaced by {replicated}, keeping only what defines the per-device
+// meaning (manual and unreduced shardings, and the tiled shardings at the boundaries of manual
+// regions: the Sharding custom-calls feeding SPMDFullToShardShape and the SPMDShardToFullShape
+// results). Partitioned, it computes the manual regions the same way but every automatic part
+// replicated, so comparing the two checks the automatic partitioning of the original.
+std::unique_ptr<Module> ReplicatedReference(const Module& global);
 
 }  // namespace xs
 

@@ -2,6 +2,8 @@
 // checked against values computed here by plain loops.
 #include "xshard/jit/sharded_program.h"
 
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "xshard/runtime/client.h"
@@ -164,6 +166,34 @@ TEST(ShardedProgramTest, ModulesWithoutShardingsOrAlreadyScheduledNeedNoPartitio
   EXPECT_FALSE(NeedsPartitioning(*Parse(
       "HloModule m, is_scheduled=true, num_partitions=2\nENTRY e {\n  ROOT p = f32[2] parameter(0), "
       "sharding={devices=[2]<=[2]}\n}")));
+}
+
+TEST(ShardedProgramTest, ReplicatedReferenceKeepsOnlyTheManualBoundaries) {
+  auto module = Parse(R"(
+HloModule manual_region, num_partitions=4
+ENTRY main {
+  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}
+  s = f32[8,4] custom-call(x), custom_call_target="Sharding", sharding={devices=[4,1]<=[4]}
+  m = f32[2,4] custom-call(s), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  n = f32[2,4] negate(m), sharding={manual}
+  f = f32[8,4] custom-call(n), custom_call_target="SPMDShardToFullShape", sharding={devices=[4,1]<=[4]}
+  ROOT e = f32[8,4] multiply(f, f), sharding={devices=[1,4]<=[4]}
+})");
+  std::optional<std::string> why = PerDeviceSemantics(*module);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(*why, "'m' (custom-call) enters or leaves a manual (per-device) region");
+  std::unique_ptr<Module> reference = ReplicatedReference(*module);
+  std::map<std::string, std::string> shardings;
+  for (const Instruction* inst : reference->entry()->instructions()) {
+    shardings[inst->name()] = inst->sharding() ? inst->sharding()->ToString() : "";
+  }
+  EXPECT_EQ(shardings["x"], "{replicated}");
+  EXPECT_EQ(shardings["s"], "{devices=[4,1]<=[4]}");
+  EXPECT_EQ(shardings["m"], "{manual}");
+  EXPECT_EQ(shardings["n"], "{manual}");
+  EXPECT_EQ(shardings["f"], "{devices=[4,1]<=[4]}");
+  EXPECT_EQ(shardings["e"], "{replicated}");
+  EXPECT_FALSE(PerDeviceSemantics(*Parse(kInner)).has_value());
 }
 
 }  // namespace

@@ -57,27 +57,69 @@ Status WritePerDeviceOutput(const RunFlags& f, const ShardedResult& r, size_t i,
   return OkStatus();
 }
 
+// The reference outputs: a one-device run of the global module, or, when the module means
+// something per device, the run of its ReplicatedReference on the same devices (per-device
+// outputs then compare device by device).
+struct Reference {
+  std::string what;
+  std::vector<Array> outputs;                     // global outputs
+  std::vector<std::vector<Array>> device_outputs; // [device][output], per-device references only
+};
+
+StatusOr<Reference> ReferenceRun(const RunFlags& f, const ShardedProgram& program, const std::vector<Array>& args,
+                                 Client& client, const SpmdRunOptions& run_options) {
+  Reference ref;
+  std::optional<std::string> per_device = PerDeviceSemantics(program.global_module());
+  if (!per_device) {
+    ExecuteOptions options;
+    options.blas_threads = f.blas_threads > 0 ? f.blas_threads
+                                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    options.max_while_iterations = f.max_while_iterations;
+    StatusOr<std::vector<Array>> want = Execute(program.global_module(), args, options);
+    if (!want.ok()) return Annotate(want.status(), StrCat(f.file, ": --check: the one-device run: "));
+    ref.what = "the one-device run";
+    ref.outputs = std::move(*want);
+    return ref;
+  }
+  std::unique_ptr<Module> replicated = ReplicatedReference(program.global_module());
+  StatusOr<std::unique_ptr<ShardedProgram>> reference = ShardedProgram::Compile(*replicated, program.num_devices());
+  if (!reference.ok()) return Annotate(reference.status(), StrCat(f.file, ": --check: the replicated reference: "));
+  StatusOr<ShardedResult> ran = (*reference)->Run(client, args, run_options);
+  if (!ran.ok()) return Annotate(ran.status(), StrCat(f.file, ": --check: the replicated reference: "));
+  ref.what = StrCat("the run with every automatic sharding replicated (one device cannot be the reference: ",
+                    *per_device, ")");
+  ref.outputs = std::move(ran->outputs);
+  ref.device_outputs = std::move(ran->device_outputs);
+  return ref;
+}
+
 Status Check(const RunFlags& f, const ShardedProgram& program, const std::vector<Array>& args,
-             const ShardedResult& result) {
-  ExecuteOptions options;
-  options.blas_threads = f.blas_threads > 0 ? f.blas_threads
-                                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  options.max_while_iterations = f.max_while_iterations;
-  StatusOr<std::vector<Array>> want = Execute(program.global_module(), args, options);
-  if (!want.ok()) return Annotate(want.status(), StrCat(f.file, ": --check: the one-device run: "));
+             const ShardedResult& result, Client& client, const SpmdRunOptions& run_options) {
+  XS_ASSIGN_OR_RETURN(Reference ref, ReferenceRun(f, program, args, client, run_options));
   std::optional<Tolerance> tolerance;
   if (f.atol || f.rtol) tolerance = Tolerance{f.atol.value_or(0), f.rtol.value_or(0)};
-  XS_ASSIGN_OR_RETURN(std::vector<OutputDiff> diffs, CompareOutputs(result.outputs, *want, tolerance));
-  int failed = 0;
+  std::cout << "check against " << ref.what << ":\n";
+  int checked = 0, failed = 0;
   std::string first;
-  for (const OutputDiff& d : diffs) {
-    const Array& a = result.outputs[d.output];
-    std::cout << "check " << d.ToString(a.dims(), a.dtype()) << "\n";
-    if (!d.ok() && failed++ == 0) first = StrCat("out", d.output);
+  auto compare = [&](const Array& got, const Array& want, const std::string& label) -> Status {
+    XS_ASSIGN_OR_RETURN(std::vector<OutputDiff> d, CompareOutputs({got}, {want}, tolerance));
+    std::cout << "  " << d[0].ToString(got.dims(), got.dtype(), label) << "\n";
+    ++checked;
+    if (!d[0].ok() && failed++ == 0) first = label;
+    return OkStatus();
+  };
+  for (size_t i = 0; i < result.outputs.size(); ++i) {
+    if (result.assembled[i]) {
+      XS_RETURN_IF_ERROR(compare(result.outputs[i], ref.outputs[i], StrCat("out", i)));
+      continue;
+    }
+    for (size_t d = 0; d < result.device_outputs.size() && !ref.device_outputs.empty(); ++d) {
+      XS_RETURN_IF_ERROR(compare(result.device_outputs[d][i], ref.device_outputs[d][i], StrCat("out", i, " dev", d)));
+    }
   }
   if (failed > 0) {
-    return Internal("--check failed: ", failed, " of ", diffs.size(), " outputs (first: ", first,
-                    ") differ from the one-device run of ", f.file, " beyond atol + rtol * |expected|");
+    return Internal("--check failed: ", failed, " of ", checked, " outputs (first: ", first, ") differ from ",
+                    ref.what.substr(0, ref.what.find(" (")), " of ", f.file, " beyond atol + rtol * |expected|");
   }
   return OkStatus();
 }
@@ -93,15 +135,6 @@ Status RunSharded(const RunFlags& f, const Module& module) {
   }
   if ((f.atol || f.rtol) && !f.check) return InvalidArgument("--atol / --rtol set the tolerance of --check; add --check");
   if ((f.atol && *f.atol < 0) || (f.rtol && *f.rtol < 0)) return InvalidArgument("--atol and --rtol must be >= 0");
-  std::optional<std::string> per_device;
-  if (f.check) {
-    per_device = PerDeviceSemantics(module);
-    if (per_device) {
-      return Unimplemented("unsupported: --check needs a one-device reference run of ", f.file, ", but ",
-                           *per_device, ", so one device does not compute what the partitioned program "
-                           "does; run without --check");
-    }
-  }
   XS_ASSIGN_OR_RETURN(int64_t n, PartitionCount(f, module));
   CompileOptions options;
   options.partition.windowed_einsum_threshold_bytes = f.windowed_einsum_threshold;
@@ -139,7 +172,7 @@ Status RunSharded(const RunFlags& f, const Module& module) {
     }
   }
   if (f.memory) std::cout << FormatSpmdMemory(result->memory);
-  if (f.check) return Check(f, **program, args, *result);
+  if (f.check) return Check(f, **program, args, *result, *client, run_options);
   return OkStatus();
 }
 
