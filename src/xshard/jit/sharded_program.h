@@ -6,7 +6,9 @@
 //   XS_ASSIGN_OR_RETURN(auto module, ParseHloModule(text));  // x: {devices=[4,1]<=[4]} ...
 //   XS_ASSIGN_OR_RETURN(auto program, ShardedProgram::Compile(*module, 4));
 //   std::cout << PrintHloModule(program->spmd_module());       // what every device runs
-//   XS_ASSIGN_OR_RETURN(auto client, Client::Create({.num_devices = 4}));
+//   ClientOptions options;
+//   options.num_devices = 4;
+//   XS_ASSIGN_OR_RETURN(auto client, Client::Create(options));
 //   XS_ASSIGN_OR_RETURN(ShardedResult r, program->Run(*client, {x, y}));  // r.outputs[0]: global
 #ifndef XSHARD_JIT_SHARDED_PROGRAM_H_
 #define XSHARD_JIT_SHARDED_PROGRAM_H_

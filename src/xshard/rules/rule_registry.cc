@@ -108,7 +108,8 @@ StatusOr<OpShardingRule> GetRule(const Instruction& inst) {
 }
 
 bool IsPassThroughCustomCall(std::string_view target) {
-  return target == "Sharding" || target == "X64Combine" || target == "LayoutConstraint" ||
+  return target == "Sharding" || target == "xla.sdy.FuncResultSharding" || target == "X64Combine" ||
+         target == "LayoutConstraint" ||
          target == "PinToDevice" || target == "MoveToHost" || target == "MoveToDevice";
 }
 

@@ -114,12 +114,13 @@ Status RunIdentity(const Step& step, Frame& frame, RunContext&) {
 
 Status PrepareCustomCall(const Instruction& inst, Step& step, const Program&) {
   const std::string target = inst.attrs().custom_call_target.value_or("");
+  // xla.sdy.FuncResultSharding: JAX's Shardy lowering marks each result's sharding with it.
   static constexpr std::string_view kIdentities[] = {"Sharding", "SPMDFullToShardShape",
-                                                      "SPMDShardToFullShape"};
+                                                      "SPMDShardToFullShape", "xla.sdy.FuncResultSharding"};
   if (std::find(std::begin(kIdentities), std::end(kIdentities), target) == std::end(kIdentities)) {
     return UnsupportedInstruction(inst, StrCat("custom_call_target=\"", target,
                                                "\" (supported: Sharding, SPMDFullToShardShape, "
-                                               "SPMDShardToFullShape)"));
+                                               "SPMDShardToFullShape, xla.sdy.FuncResultSharding)"));
   }
   if (inst.operand_count() != 1 || !inst.operand(0)->shape().Compatible(inst.shape())) {
     return UnsupportedInstruction(inst, StrCat("custom-call ", target, " changes the shape from ",

@@ -31,7 +31,9 @@ Status Boundary(const Instruction& inst, Context& ctx) {
 
 Status HandleCustomCall(const Instruction& inst, Context& ctx) {
   const std::string target = inst.attrs().custom_call_target.value_or("");
-  if (target == "Sharding" && inst.operand_count() == 1) {
+  // JAX's Shardy lowering ends every result with an xla.sdy.FuncResultSharding marker: an identity
+  // whose sharding is the result's (propagated to it like a Sharding annotation's).
+  if ((target == "Sharding" || target == "xla.sdy.FuncResultSharding") && inst.operand_count() == 1) {
     const PartitionedValue& x = ctx.Get(inst.operand(0));
     if (x.sharding().IsManual() && ctx.TargetOf(inst).IsManual()) {
       ctx.Set(&inst, x);
