@@ -45,7 +45,7 @@ Status RunDemo(const DemoFlags& flags) {
 
 std::vector<DemoSection> DemoSections() {
   std::vector<DemoSection> sections;
-  for (auto group : {ShardingDemoSections, RuntimeDemoSections}) {
+  for (auto group : {Seed000DemoSections, ShardingDemoSections, RuntimeDemoSections}) {
     for (DemoSection& s : group()) sections.push_back(std::move(s));
   }
   return sections;
