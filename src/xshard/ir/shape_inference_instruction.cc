@@ -88,6 +88,14 @@ StatusOr<ProgramShape> ComputeProgramShape(const Computation& computation) {
 StatusOr<int64_t> CollectiveGroupSize(const Instruction& inst, bool uniform) {
   const auto& groups = inst.attrs().replica_groups;
   if (groups && !groups->Groups().empty()) {
+    // Ids are normally dense (0..N-1): a bitmap then, a set otherwise (same first offender).
+    int64_t max_id = 0, count = 0;
+    for (const auto& g : groups->Groups()) {
+      for (int64_t id : g) max_id = std::max(max_id, id);
+      count += static_cast<int64_t>(g.size());
+    }
+    const bool dense = max_id < 4 * count + 64;
+    std::vector<char> seen_dense(dense ? max_id + 1 : 0, 0);
     std::set<int64_t> seen;
     const size_t size = groups->Groups()[0].size();
     for (const auto& g : groups->Groups()) {
@@ -97,7 +105,7 @@ StatusOr<int64_t> CollectiveGroupSize(const Instruction& inst, bool uniform) {
                                " and ", g.size());
       }
       for (int64_t id : g) {
-        if (id < 0 || !seen.insert(id).second) {
+        if (id < 0 || (dense ? seen_dense[id]++ != 0 : !seen.insert(id).second)) {
           return InvalidArgument("replica_groups names id ", id, " twice or negatively");
         }
       }

@@ -84,16 +84,19 @@ Status ValidateWithoutDeviceCount(const HloSharding& s, const Shape& shape) {
     return s.Validate(shape, n);
   }
   if (!s.IsTiled()) return s.Validate(shape, 1);
-  const std::vector<int64_t>& devices = s.tile_assignment().devices();
-  std::unordered_set<int64_t> seen;
-  for (int64_t d : devices) {
-    if (d < 0 || !seen.insert(d).second) {
-      return InvalidArgument("sharding ", s.ToString(false), " on shape ", shape.ToString(),
-                             ": device ", d, " is negative or appears twice");
+  // An iota form is a permutation of 0..N-1: only explicit lists need the O(N) scan.
+  const TileAssignment& tiles = s.tile_assignment();
+  if (!tiles.FindIota()) {
+    std::unordered_set<int64_t> seen;
+    for (int64_t d : tiles.devices()) {
+      if (d < 0 || !seen.insert(d).second) {
+        return InvalidArgument("sharding ", s.ToString(false), " on shape ", shape.ToString(),
+                               ": device ", d, " is negative or appears twice");
+      }
     }
   }
-  if (s.TiledDataRank() != shape.rank() || devices.size() == 1) {
-    return s.Validate(shape, static_cast<int64_t>(devices.size()));  // reports the problem
+  if (s.TiledDataRank() != shape.rank() || tiles.num_devices() == 1) {
+    return s.Validate(shape, tiles.num_devices());  // reports the problem
   }
   return OkStatus();
 }

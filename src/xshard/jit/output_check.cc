@@ -48,28 +48,33 @@ Tolerance DefaultTolerance(DType dtype) {
   switch (dtype) {
     case DType::kF64:
     case DType::kC128:
-      return {1e-10, 1e-10};
+      return {1e-10, 1e-10, std::ldexp(1.0, -50)};
     case DType::kF32:
     case DType::kC64:
-      return {1e-4, 1e-4};
+      return {1e-4, 1e-4, std::ldexp(1.0, -21)};
     case DType::kF16:
-      return {1e-2, 1e-2};
+      return {1e-2, 1e-2, std::ldexp(1.0, -8)};
     case DType::kBF16:
-      return {5e-2, 5e-2};
+      return {5e-2, 5e-2, std::ldexp(1.0, -5)};
     case DType::kF8E4M3FN:
     case DType::kF8E4M3B11FNUZ:
     case DType::kF8E5M2:
     case DType::kF8E8M0FNU:
-      return {0.25, 0.25};
+      return {0.25, 0.25, 0};
     default:
-      return {0, 0};
+      return {0, 0, 0};
   }
 }
 
 std::string OutputDiff::ToString(const std::vector<int64_t>& dims, DType dtype, std::string_view label) const {
   std::string s = StrCat(label.empty() ? StrCat("out", output) : std::string(label), " ", DTypeName(dtype), "[", JoinDims(dims), "]: max abs error ",
                          Short(max_abs_error), ", max rel error ", Short(max_rel_error), " (atol ", Short(tolerance.atol),
-                         ", rtol ", Short(tolerance.rtol), "): ");
+                         ", rtol ", Short(tolerance.rtol));
+  if (within_scale > 0) {
+    StrAppend(&s, "; ", within_scale, within_scale == 1 ? " element" : " elements", " within ",
+              Short(tolerance.scale_tol), " x largest |want| ", Short(largest));
+  }
+  s += "): ";
   if (ok()) return s + "ok";
   int64_t count = 1;
   for (int64_t d : dims) count *= d;
@@ -95,6 +100,11 @@ StatusOr<std::vector<OutputDiff>> CompareOutputs(const std::vector<Array>& got,
     OutputDiff diff;
     diff.output = static_cast<int64_t>(o);
     diff.tolerance = tolerance.value_or(DefaultTolerance(g.dtype()));
+    for (int64_t i = 0; i < w.num_elements(); ++i) {
+      const double magnitude = std::abs(Element(w, i));
+      if (std::isfinite(magnitude)) diff.largest = std::max(diff.largest, magnitude);
+    }
+    const double scale_term = diff.tolerance.scale_tol * diff.largest;
     for (int64_t i = 0; i < g.num_elements(); ++i) {
       const std::complex<double> a = Element(g, i);
       const std::complex<double> b = Element(w, i);
@@ -103,12 +113,13 @@ StatusOr<std::vector<OutputDiff>> CompareOutputs(const std::vector<Array>& got,
       diff.max_abs_error = std::max(diff.max_abs_error, err);
       if (magnitude > 0 && std::isfinite(magnitude)) diff.max_rel_error = std::max(diff.max_rel_error, err / magnitude);
       const double bound = diff.tolerance.atol + diff.tolerance.rtol * (std::isfinite(magnitude) ? magnitude : 0);
-      if (!(err <= bound)) {
-        if (diff.mismatches++ == 0) {
-          diff.first_mismatch = Unravel(i, g.dims());
-          diff.got = a.real();
-          diff.want = b.real();
-        }
+      if (err <= bound) continue;
+      if (err <= bound + scale_term) {
+        ++diff.within_scale;
+      } else if (diff.mismatches++ == 0) {
+        diff.first_mismatch = Unravel(i, g.dims());
+        diff.got = a.real();
+        diff.want = b.real();
       }
     }
     diffs.push_back(std::move(diff));

@@ -14,16 +14,24 @@
 
 namespace xs {
 
+// An element passes when |got - want| <= atol + rtol * |want| + scale_tol * L, where L is the
+// largest finite |want| of the whole output.
 struct Tolerance {
   double atol = 0;
   double rtol = 0;
+  // Why the last term: a sum computed in partial sums (a dot or reduce whose contracting dim is
+  // split over devices) rounds each partial sum and each step of the all-reduce to the element
+  // type, so an element that comes out small by cancellation still carries the rounding error of
+  // the large partial sums it came from, a few ulps of the output's scale, not of its own value.
+  double scale_tol = 0;
 };
 
 // The bound a partitioned result is held to against the one-device result. Sums run in another
 // order on N devices, so floating results may differ in the last bits (scaled by the element
 // type's precision); integers and pred must match exactly.
-// (atol / rtol): f64 1e-10 / 1e-10, f32 1e-4 / 1e-4, f16 1e-2 / 1e-2, bf16 5e-2 / 5e-2,
-// fp8 0.25 / 0.25, complex like its component type, integers and pred 0 / 0 (exact).
+// (atol / rtol / scale_tol): f64 1e-10 / 1e-10 / 2^-50, f32 1e-4 / 1e-4 / 2^-21,
+// f16 1e-2 / 1e-2 / 2^-8, bf16 5e-2 / 5e-2 / 2^-5 (scale_tol: 4 ulps of the largest value),
+// fp8 0.25 / 0.25 / 0, complex like its component type, integers and pred 0 / 0 / 0 (exact).
 Tolerance DefaultTolerance(DType dtype);
 
 // How one output compares.
@@ -35,9 +43,13 @@ struct OutputDiff {
   int64_t mismatches = 0;        // elements beyond the bound
   std::vector<int64_t> first_mismatch;  // its index; empty when mismatches == 0
   double got = 0, want = 0;      // the values there (real part for complex)
+  double largest = 0;            // the largest finite |want| (L of the bound)
+  int64_t within_scale = 0;      // elements that pass only by the scale_tol * L term
   bool ok() const { return mismatches == 0; }
   // "out0 f32[8,4]: max abs error 1.2e-07, max rel error 3.1e-07 (atol 1e-05, rtol 0.0001): ok"
-  // or "...: 3 of 32 elements differ, first at [1,2]: got 5, want 4". `label` replaces "out0".
+  // or "...: 3 of 32 elements differ, first at [1,2]: got 5, want 4". When elements needed the
+  // scale term, the bound says so: "(atol 0.05, rtol 0.05; 2 elements within 0.0312 x largest
+  // |want| 26.8): ok". `label` replaces "out0".
   std::string ToString(const std::vector<int64_t>& dims, DType dtype, std::string_view label = "") const;
 };
 

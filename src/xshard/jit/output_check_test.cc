@@ -54,6 +54,32 @@ TEST(OutputCheckTest, ExplicitToleranceOverridesTheDefault) {
   EXPECT_TRUE((*loose)[0].ok());
 }
 
+// A bf16 dot whose contracting dim is split over devices: the element 32 carries an ulp of 32
+// (0.25) from its partial sums, and the element -0.125 that came out small by cancellation carries
+// the same absolute error; 0.25 is within 2^-5 x 32 = 1 of the scale term but far beyond
+// atol 0.05 + rtol 0.05 x 0.125.
+TEST(OutputCheckTest, SmallElementsMayCarryTheRoundingErrorOfTheOutputsScale) {
+  Array want = Array::FromVector<float>({2}, {32.0f, -0.125f}).Convert(DType::kBF16);
+  Array got = Array::FromVector<float>({2}, {32.25f, 0.125f}).Convert(DType::kBF16);
+  StatusOr<std::vector<OutputDiff>> d = CompareOutputs({got}, {want});
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE((*d)[0].ok());
+  EXPECT_EQ((*d)[0].within_scale, 1);
+  EXPECT_EQ((*d)[0].largest, 32.0);
+  EXPECT_EQ((*d)[0].ToString({2}, DType::kBF16),
+            "out0 bf16[2]: max abs error 0.25, max rel error 2 (atol 0.05, rtol 0.05; 1 element within "
+            "0.0312 x largest |want| 32): ok");
+  // An error of 1.5 on that element is beyond every term: a wrong result still fails.
+  Array wrong = Array::FromVector<float>({2}, {32.0f, 1.375f}).Convert(DType::kBF16);
+  StatusOr<std::vector<OutputDiff>> w = CompareOutputs({wrong}, {want});
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ((*w)[0].mismatches, 1);
+  // Explicit tolerances have no scale term unless they give one.
+  StatusOr<std::vector<OutputDiff>> strict = CompareOutputs({got}, {want}, Tolerance{0.05, 0.05});
+  ASSERT_TRUE(strict.ok());
+  EXPECT_EQ((*strict)[0].mismatches, 1);
+}
+
 TEST(OutputCheckTest, ShapeAndCountMismatchesAreErrors) {
   StatusOr<std::vector<OutputDiff>> count = CompareOutputs({}, {Array::FromVector<float>({1}, {1})});
   ASSERT_FALSE(count.ok());

@@ -147,7 +147,7 @@ StatusOr<std::unique_ptr<ShardedProgram>> ShardedProgram::Compile(const Module& 
   return p;
 }
 
-StatusOr<std::vector<std::vector<Array>>> ShardedProgram::ShardArguments(const std::vector<Array>& args) const {
+StatusOr<ShardedProgram::DeviceArguments> ShardedProgram::PlaceArguments(const std::vector<Array>& args) const {
   const std::string& name = global_->entry()->name();
   if (args.size() != argument_shapes_.size()) {
     std::string shapes;
@@ -156,7 +156,8 @@ StatusOr<std::vector<std::vector<Array>>> ShardedProgram::ShardArguments(const s
                            args.size(), " were given");
   }
   const int64_t n = num_devices_;
-  std::vector<std::vector<Array>> shards(n);
+  DeviceArguments placed;
+  placed.per_device.assign(n, {});
   for (size_t i = 0; i < args.size(); ++i) {
     const Shape& want = argument_shapes_[i];
     if (args[i].dtype() != want.dtype() || args[i].dims() != want.dims()) {
@@ -166,22 +167,32 @@ StatusOr<std::vector<std::vector<Array>>> ShardedProgram::ShardArguments(const s
     const HloSharding& s = argument_shardings_[i];
     XS_ASSIGN_OR_RETURN(std::optional<ShardGeometry> g, GeometryOf(s, want, n));
     if (!g) {
-      for (int64_t d = 0; d < n; ++d) shards[d].push_back(args[i]);
+      for (int64_t d = 0; d < n; ++d) placed.per_device[d].push_back(&args[i]);
       continue;
     }
     if (s.IsMaximal()) {
-      for (int64_t d = 0; d < n; ++d) shards[d].push_back(d == s.device() ? args[i] : Array(want));
+      const Array& zeros = placed.owned.emplace_back(want);
+      for (int64_t d = 0; d < n; ++d) placed.per_device[d].push_back(d == s.device() ? &args[i] : &zeros);
       continue;
     }
     const std::vector<int64_t> padded = g->PaddedShardShape();
     for (int64_t d = 0; d < n; ++d) {
-      Array shard(want.dtype(), padded);
+      Array& shard = placed.owned.emplace_back(want.dtype(), padded);
       const Box& box = g->shard(d).box;
       if (box.num_elements() > 0) {
         shard.UpdateSlice(args[i].Slice(box.start, box.sizes()), std::vector<int64_t>(padded.size(), 0));
       }
-      shards[d].push_back(std::move(shard));
+      placed.per_device[d].push_back(&shard);
     }
+  }
+  return placed;
+}
+
+StatusOr<std::vector<std::vector<Array>>> ShardedProgram::ShardArguments(const std::vector<Array>& args) const {
+  XS_ASSIGN_OR_RETURN(DeviceArguments placed, PlaceArguments(args));
+  std::vector<std::vector<Array>> shards(placed.per_device.size());
+  for (size_t d = 0; d < shards.size(); ++d) {
+    for (const Array* a : placed.per_device[d]) shards[d].push_back(*a);
   }
   return shards;
 }
@@ -240,7 +251,7 @@ StatusOr<ShardedResult> ShardedProgram::Run(Client& client, const std::vector<Ar
     return InvalidArgument("the program runs on ", num_devices_, " devices but the client has ",
                            client.num_devices());
   }
-  XS_ASSIGN_OR_RETURN(std::vector<std::vector<Array>> shards, ShardArguments(args));
+  XS_ASSIGN_OR_RETURN(DeviceArguments placed, PlaceArguments(args));
   const SpmdExecutable* executable = nullptr;
   {
     std::lock_guard<std::mutex> lock(plan_mutex_);
@@ -249,7 +260,7 @@ StatusOr<ShardedResult> ShardedProgram::Run(Client& client, const std::vector<Ar
     }
     executable = executable_.get();
   }
-  XS_ASSIGN_OR_RETURN(SpmdResult ran, executable->Run(client, shards, options));
+  XS_ASSIGN_OR_RETURN(SpmdResult ran, executable->Run(client, placed.per_device, options));
   XS_ASSIGN_OR_RETURN(ShardedResult result, AssembleOutputs(std::move(ran.outputs)));
   result.memory = std::move(ran.memory);
   return result;

@@ -14,6 +14,7 @@
 #define XSHARD_JIT_SHARDED_PROGRAM_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -76,7 +77,8 @@ class ShardedProgram {
   // are taken from the lowest device holding each piece).
   StatusOr<ShardedResult> AssembleOutputs(std::vector<std::vector<Array>> device_outputs) const;
 
-  // ShardArguments, SpmdExecutable::Run on the client's first num_devices() devices, and
+  // ShardArguments (without copying: replicated and manual arguments are read by every device
+  // from `args` itself), SpmdExecutable::Run on the client's first num_devices() devices, and
   // AssembleOutputs. The client must have at least num_devices() devices. The SPMD module is
   // planned for execution on the first call (an op the executor does not support fails here, not
   // in Compile, so that a program can always be partitioned and printed).
@@ -84,6 +86,14 @@ class ShardedProgram {
                               const SpmdRunOptions& options = {}) const;
 
  private:
+  // Each device's argument leaves: pointers into the caller's arrays (replicated, manual, the
+  // maximal owner) or into `owned` (tiled shards, maximal zeros), which never moves its elements.
+  struct DeviceArguments {
+    std::deque<Array> owned;
+    std::vector<std::vector<const Array*>> per_device;
+  };
+  StatusOr<DeviceArguments> PlaceArguments(const std::vector<Array>& args) const;
+
   ShardedProgram() = default;
   int64_t num_devices_ = 1;
   std::unique_ptr<Module> global_;

@@ -1,8 +1,10 @@
 // Convolution: direct loop with precomputed input positions per (output, window) position, and an
-// im2col + GEMM fast path (per feature group; f16 / bf16 through f32).
+// im2col + GEMM fast path (per feature group and chunk of output positions; f16 / bf16 through f32).
 #include "xshard/kernels/convolution.h"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 
 #include "xshard/kernels/dot.h"
 #include "xshard/kernels/elementwise.h"
@@ -106,12 +108,42 @@ void DirectConv(const Array& lhs, const Array& rhs, const ConvolutionParams& p,
   }
 }
 
+// Rows of patches built and multiplied at a time: bounds the im2col buffer (a whole-output
+// patch matrix of a big convolution is gigabytes) while each GEMM stays large enough to run at
+// BLAS speed.
+constexpr int64_t kPatchChunkBytes = int64_t{32} << 20;
+
+// Row-major multi-index of `linear` in `dims`.
+void Unravel(int64_t linear, const std::vector<int64_t>& dims, std::vector<int64_t>& index) {
+  for (int64_t s = static_cast<int64_t>(dims.size()) - 1; s >= 0; --s) {
+    index[s] = linear % dims[s];
+    linear /= dims[s];
+  }
+}
+
+// An operand element in the GEMM type. bf16 -> f32 is the 16 bits shifted up (exact), inline here
+// because the patch loop runs it for every patch element (the out-of-line core conversion cost
+// 10 % of a bf16 convolution).
+template <typename G, typename T>
+inline G Widen(T v) {
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    const uint32_t bits = static_cast<uint32_t>(v.bits) << 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    return static_cast<G>(f);
+  } else {
+    return static_cast<G>(ToCompute(v));
+  }
+}
+
 // im2col per feature group g: patches [batch * out_positions, window * group_in_features] x
-// kernel [window * group_in_features, group_out_features] -> one GEMM, scattered to the output
-// layout (output features g * group_out_features + o).
-template <typename S>
+// kernel [window * group_in_features, group_out_features] -> GEMMs in type G over chunks of patch
+// rows (one buffer reused), scattered to the output layout (output features
+// g * group_out_features + o). Operands are read in their storage type T (G itself, or f16 / bf16
+// widened element by element), so no converted copy of a whole operand is made.
+template <typename G, typename T>
 StatusOr<Array> Im2ColConv(const Array& lhs, const Array& rhs, const ConvolutionParams& p,
-                           const ConvGeometry& g, DType result) {
+                           const ConvGeometry& g, DType gemm) {
   const auto& d = p.dims;
   const int64_t groups = p.feature_group_count;
   const int64_t batch = lhs.dims()[d.input_batch];
@@ -121,18 +153,21 @@ StatusOr<Array> Im2ColConv(const Array& lhs, const Array& rhs, const Convolution
   for (int64_t s = 0; s < g.num_spatial; ++s) out_spatial.push_back(g.out_dims[d.output_spatial[s]]);
   const int64_t positions = Product(out_spatial), window = Product(g.window_sizes);
   const int64_t rows = batch * positions, cols = window * in_f;
+  const int64_t chunk = std::clamp<int64_t>(kPatchChunkBytes / std::max<int64_t>(1, cols * DTypeSize(gemm)), 1, rows);
   const std::vector<int64_t> ls = RowMajorStrides(lhs.dims()), rs = RowMajorStrides(rhs.dims());
   const std::vector<int64_t> os = RowMajorStrides(g.out_dims);
-  const S* L = reinterpret_cast<const S*>(lhs.data());
-  const S* R = reinterpret_cast<const S*>(rhs.data());
-  Array out(Shape(result, g.out_dims));
-  S* O = reinterpret_cast<S*>(out.data());
+  const T* L = reinterpret_cast<const T*>(lhs.data());
+  const T* R = reinterpret_cast<const T*>(rhs.data());
+  Array out(Shape(gemm, g.out_dims));
+  G* O = reinterpret_cast<G*>(out.data());
   std::vector<int64_t> ki(g.num_spatial, 0), oi(g.num_spatial, 0);
+  DotDimensionNumbers dn;
+  dn.lhs_contracting = {1};
+  dn.rhs_contracting = {0};
+  Array kernel(Shape(gemm, {cols, out_f}));
+  Array full_chunk(Shape(gemm, {chunk, cols}));
   for (int64_t group = 0; group < groups; ++group) {
-    Array patches(Shape(result, {rows, cols}));
-    Array kernel(Shape(result, {cols, out_f}));
-    S* P = reinterpret_cast<S*>(patches.data());
-    S* K = reinterpret_cast<S*>(kernel.data());
+    G* K = reinterpret_cast<G*>(kernel.data());
     std::fill(ki.begin(), ki.end(), 0);
     for (int64_t w = 0; w < window; ++w) {
       int64_t r_off = group * out_f * rs[d.kernel_output_feature];
@@ -143,15 +178,21 @@ StatusOr<Array> Im2ColConv(const Array& lhs, const Array& rhs, const Convolution
       for (int64_t f = 0; f < in_f; ++f) {
         for (int64_t o = 0; o < out_f; ++o) {
           K[(w * in_f + f) * out_f + o] =
-              R[r_off + f * rs[d.kernel_input_feature] + o * rs[d.kernel_output_feature]];
+              Widen<G>(R[r_off + f * rs[d.kernel_input_feature] + o * rs[d.kernel_output_feature]]);
         }
       }
       if (g.num_spatial > 0) NextIndex(ki, g.window_sizes);
     }
-    std::fill(oi.begin(), oi.end(), 0);
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t pos = 0; pos < positions; ++pos) {
-        S* row = P + (b * positions + pos) * cols;
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+      const int64_t n = std::min(chunk, rows - r0);
+      Array last_chunk;
+      if (n < chunk) last_chunk = Array(Shape(gemm, {n, cols}));
+      Array& patches = n < chunk ? last_chunk : full_chunk;
+      G* P = reinterpret_cast<G*>(patches.data());
+      Unravel(r0 % positions, out_spatial, oi);
+      for (int64_t r = r0; r < r0 + n; ++r) {
+        const int64_t b = r / positions;
+        G* row = P + (r - r0) * cols;
         std::fill(ki.begin(), ki.end(), 0);
         for (int64_t w = 0; w < window; ++w) {
           int64_t l_off = b * ls[d.input_batch] + group * in_f * ls[d.input_feature];
@@ -161,25 +202,23 @@ StatusOr<Array> Im2ColConv(const Array& lhs, const Array& rhs, const Convolution
             inside = ip >= 0;
             l_off += ip * ls[d.input_spatial[s]];
           }
+          G* dst = row + w * in_f;
           if (inside) {
-            for (int64_t f = 0; f < in_f; ++f) row[w * in_f + f] = L[l_off + f * ls[d.input_feature]];
+            for (int64_t f = 0; f < in_f; ++f) dst[f] = Widen<G>(L[l_off + f * ls[d.input_feature]]);
+          } else {
+            std::fill(dst, dst + in_f, G(0));
           }
           if (g.num_spatial > 0) NextIndex(ki, g.window_sizes);
         }
         if (g.num_spatial > 0) NextIndex(oi, out_spatial);
       }
-    }
-    DotDimensionNumbers dn;
-    dn.lhs_contracting = {1};
-    dn.rhs_contracting = {0};
-    XS_ASSIGN_OR_RETURN(Array prod, DotGeneral(patches, kernel, dn, result));
-    const S* Q = reinterpret_cast<const S*>(prod.data());
-    std::fill(oi.begin(), oi.end(), 0);
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t pos = 0; pos < positions; ++pos) {
-        int64_t base = b * os[d.output_batch] + group * out_f * os[d.output_feature];
+      XS_ASSIGN_OR_RETURN(Array prod, DotGeneral(patches, kernel, dn, gemm));
+      const G* Q = reinterpret_cast<const G*>(prod.data());
+      Unravel(r0 % positions, out_spatial, oi);
+      for (int64_t r = r0; r < r0 + n; ++r) {
+        int64_t base = (r / positions) * os[d.output_batch] + group * out_f * os[d.output_feature];
         for (int64_t s = 0; s < g.num_spatial; ++s) base += oi[s] * os[d.output_spatial[s]];
-        const S* q = Q + (b * positions + pos) * out_f;
+        const G* q = Q + (r - r0) * out_f;
         for (int64_t o = 0; o < out_f; ++o) O[base + o * os[d.output_feature]] = q[o];
         if (g.num_spatial > 0) NextIndex(oi, out_spatial);
       }
@@ -253,19 +292,28 @@ StatusOr<Array> Convolution(const Array& lhs, const Array& rhs, const Convolutio
   // GEMM in f32 / f64; f16 / bf16 results compute in f32 and round once at the end.
   const bool half = result == DType::kF16 || result == DType::kBF16;
   const DType gemm = half ? DType::kF32 : result;
-  const int64_t positions = Product(g.out_dims) / std::max<int64_t>(1, g.out_dims[p.dims.output_feature]);
-  const int64_t patch_bytes = positions * Product(g.window_sizes) *
-                              (lhs.dims()[p.dims.input_feature] / p.feature_group_count) * DTypeSize(gemm);
-  if ((gemm != DType::kF32 && gemm != DType::kF64) || p.batch_group_count != 1 ||
-      patch_bytes > (int64_t{256} << 20) || Product(g.out_dims) == 0) {
+  if ((gemm != DType::kF32 && gemm != DType::kF64) || p.batch_group_count != 1 || Product(g.out_dims) == 0) {
     return ConvolutionReference(lhs, rhs, p, result);
   }
-  XS_ASSIGN_OR_RETURN(Array a, ToDType(lhs, gemm));
-  XS_ASSIGN_OR_RETURN(Array b, ToDType(rhs, gemm));
-  if (gemm == DType::kF64) return Im2ColConv<double>(a, b, p, g, gemm);
-  XS_ASSIGN_OR_RETURN(Array out, Im2ColConv<float>(a, b, p, g, gemm));
-  if (half) return Convert(out, result);
-  return out;
+  if (gemm == DType::kF64) {
+    XS_ASSIGN_OR_RETURN(Array a, ToDType(lhs, gemm));
+    XS_ASSIGN_OR_RETURN(Array b, ToDType(rhs, gemm));
+    return Im2ColConv<double, double>(a, b, p, g, gemm);
+  }
+  // Operands of one 16-bit float type (or f32) are read as they are; other mixes convert first.
+  const DType in = lhs.dtype();
+  Array out;
+  if (in == rhs.dtype() && in == DType::kBF16) {
+    XS_ASSIGN_OR_RETURN(out, (Im2ColConv<float, BFloat16>(lhs, rhs, p, g, gemm)));
+  } else if (in == rhs.dtype() && in == DType::kF16) {
+    XS_ASSIGN_OR_RETURN(out, (Im2ColConv<float, Half>(lhs, rhs, p, g, gemm)));
+  } else {
+    XS_ASSIGN_OR_RETURN(Array a, ToDType(lhs, gemm));
+    XS_ASSIGN_OR_RETURN(Array b, ToDType(rhs, gemm));
+    XS_ASSIGN_OR_RETURN(out, (Im2ColConv<float, float>(a, b, p, g, gemm)));
+  }
+  if (!half) return out;
+  return Convert(out, result);
 }
 
 }  // namespace xs::kernels

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <complex>
+#include <memory>
 
 #include "xshard/kernels/elementwise.h"
 #include "xshard/kernels/numeric.h"
@@ -47,21 +48,36 @@ int64_t SizeOf(const std::vector<int64_t>& dims, const std::vector<int64_t>& whi
 }
 
 // An operand laid out for GEMM: [batch, rows, cols] row-major, possibly marked transposed
-// (stored [batch, cols, rows]).
+// (stored [batch, cols, rows]). `data` is the caller's array itself when it already has the GEMM
+// type and a usable layout (no copy: a dot's operands can be gigabytes), else `owned`.
 struct GemmOperand {
-  Array data;
+  std::unique_ptr<Array> owned;
+  const Array* data = nullptr;
   bool transposed = false;
 };
 
-// Arranges `a` as [batch..., outer..., inner...] (no transpose), or [batch..., inner...,
-// outer...] with transposed=true when that is already the layout; else transposes.
-GemmOperand Arrange(Array a, const std::vector<int64_t>& batch, const std::vector<int64_t>& outer,
-                    const std::vector<int64_t>& inner) {
+// Arranges `a` (converted to `type` first if it is not) as [batch..., outer..., inner...] (no
+// transpose), or [batch..., inner..., outer...] with transposed=true when that is already the
+// layout; else transposes.
+StatusOr<GemmOperand> Arrange(const Array& a, DType type, const std::vector<int64_t>& batch,
+                              const std::vector<int64_t>& outer, const std::vector<int64_t>& inner) {
+  GemmOperand g;
+  g.data = &a;
+  if (a.dtype() != type) {
+    XS_ASSIGN_OR_RETURN(Array converted, Convert(a, type));
+    g.owned = std::make_unique<Array>(std::move(converted));
+    g.data = g.owned.get();
+  }
   const std::vector<int64_t> straight = Concat({&batch, &outer, &inner});
-  if (IsIdentity(straight)) return {std::move(a), false};
+  if (IsIdentity(straight)) return g;
   const std::vector<int64_t> swapped = Concat({&batch, &inner, &outer});
-  if (IsIdentity(swapped)) return {std::move(a), true};
-  return {Transpose(a, straight), false};
+  if (IsIdentity(swapped)) {
+    g.transposed = true;
+    return g;
+  }
+  g.owned = std::make_unique<Array>(Transpose(*g.data, straight));
+  g.data = g.owned.get();
+  return g;
 }
 
 template <typename T>
@@ -86,8 +102,8 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T
 template <typename T>
 void BatchedGemm(const GemmOperand& a, const GemmOperand& b, int64_t batch, int64_t m, int64_t n,
                  int64_t k, Array& out) {
-  const T* pa = reinterpret_cast<const T*>(a.data.data());
-  const T* pb = reinterpret_cast<const T*>(b.data.data());
+  const T* pa = reinterpret_cast<const T*>(a.data->data());
+  const T* pb = reinterpret_cast<const T*>(b.data->data());
   T* pc = reinterpret_cast<T*>(out.data());
   for (int64_t i = 0; i < batch; ++i) {
     Gemm<T>(a.transposed, b.transposed, m, n, k, pa + i * m * k, pb + i * k * n, pc + i * m * n);
@@ -98,8 +114,8 @@ void BatchedGemm(const GemmOperand& a, const GemmOperand& b, int64_t batch, int6
 template <typename S>
 void NaiveBatchedMatmul(const GemmOperand& a, const GemmOperand& b, int64_t batch, int64_t m,
                         int64_t n, int64_t k, Array& out) {
-  const S* pa = reinterpret_cast<const S*>(a.data.data());
-  const S* pb = reinterpret_cast<const S*>(b.data.data());
+  const S* pa = reinterpret_cast<const S*>(a.data->data());
+  const S* pb = reinterpret_cast<const S*>(b.data->data());
   S* pc = reinterpret_cast<S*>(out.data());
   for (int64_t bi = 0; bi < batch; ++bi) {
     const S* A = pa + bi * m * k;
@@ -180,10 +196,8 @@ StatusOr<Array> DotGeneral(const Array& lhs, const Array& rhs, const DotDimensio
   const bool blas = half || result == DType::kF32 || result == DType::kF64 ||
                     result == DType::kC64 || result == DType::kC128;
   const DType gemm_type = half ? DType::kF32 : result;
-  XS_ASSIGN_OR_RETURN(Array a, ToDType(lhs, gemm_type));
-  XS_ASSIGN_OR_RETURN(Array b, ToDType(rhs, gemm_type));
-  const GemmOperand ga = Arrange(std::move(a), dn.lhs_batch, lhs_free, dn.lhs_contracting);
-  const GemmOperand gb = Arrange(std::move(b), dn.rhs_batch, dn.rhs_contracting, rhs_free);
+  XS_ASSIGN_OR_RETURN(const GemmOperand ga, Arrange(lhs, gemm_type, dn.lhs_batch, lhs_free, dn.lhs_contracting));
+  XS_ASSIGN_OR_RETURN(const GemmOperand gb, Arrange(rhs, gemm_type, dn.rhs_batch, dn.rhs_contracting, rhs_free));
   Array out(Shape(gemm_type, out_dims));
   if (batch * m * n == 0 || k == 0) return half ? Convert(out, result) : StatusOr<Array>(std::move(out));
   if (blas) {

@@ -168,6 +168,24 @@ TEST(Convolution, Im2ColFastPathMatchesDirectLoop) {
   (void)rng;
 }
 
+// 9 window positions x 4096 input features make a patch row of 147,456 bytes, so the 32 MiB
+// im2col budget holds 227 rows: the 2 x 16 x 16 = 512 output positions run as three GEMMs whose
+// boundaries fall inside a batch element and inside a row of the output image.
+TEST(Convolution, Im2ColInChunksMatchesDirectLoopAcrossChunkBoundaries) {
+  Array x = SmallInts({2, 16, 16, 4096}, 11, 5), k = SmallInts({3, 3, 4096, 3}, 7, 3);
+  ConvolutionParams p = Params("", 2);
+  p.window.dims[0] = {3, 1, 1, 1, 1, 1, false};
+  p.window.dims[1] = {3, 1, 1, 1, 1, 1, true};
+  StatusOr<Array> fast = Convolution(x, k, p, DType::kF32);
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  ASSERT_EQ(fast->dims(), (std::vector<int64_t>{2, 16, 16, 3}));
+  const Array want = *ConvolutionReference(x, k, p, DType::kF32);
+  EXPECT_EQ(*fast, want);
+  // bf16 operands are widened while the patches are built; the f32 sums round once at the end.
+  Array xb = *Convert(x, DType::kBF16), kb = *Convert(k, DType::kBF16);
+  EXPECT_EQ(*Convolution(xb, kb, p, DType::kBF16), *Convert(want, DType::kBF16));
+}
+
 TEST(Convolution, MismatchedFeaturesAreAnError) {
   ConvolutionParams p = Params("", 1);
   p.window.dims[0] = {2, 1, 0, 0, 1, 1, false};

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <malloc.h>
+
 #include "xshard/runtime/device_threads.h"
 #include "xshard/runtime/inprocess_communicator.h"
 
@@ -12,6 +14,18 @@ namespace xs {
 namespace {
 
 constexpr int64_t kMaxDevices = 4096;
+
+// Devices are threads, and glibc gives threads their own malloc arenas and, after the first free
+// of a big block, raises its mmap threshold (up to 32 MiB): device buffers below that, freed by
+// one device, stay cached in that thread's arena instead of going back to the system, so 128
+// devices running a program whose live buffers peak at 3.3 GB kept 24 GB resident (and were
+// killed for it). A fixed threshold hands every block of 4 MiB or more back on free, at the cost
+// of fresh pages per big buffer (measured: 5-10 % on conv / gather runs). Process-wide and
+// idempotent; set before the first client's devices allocate anything.
+void ReturnBigBuffersToTheSystem() {
+  static const bool once = [] { return mallopt(M_MMAP_THRESHOLD, 4 << 20) == 1; }();
+  (void)once;
+}
 
 }  // namespace
 
@@ -39,6 +53,7 @@ StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
                            options.collective_timeout.count(), " ms");
   }
   const int64_t cores = options.num_cores > 0 ? options.num_cores : AvailableCores();
+  ReturnBigBuffersToTheSystem();
   return std::unique_ptr<Client>(new Client(std::move(options), cores));
 }
 

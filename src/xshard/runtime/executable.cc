@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "xshard/kernels/dot.h"
+#include "xshard/runtime/compute_gate.h"
 #include "xshard/runtime/executable_plan.h"
 
 namespace xs {
@@ -155,6 +156,37 @@ Status CheckResult(const Step& step, const Frame& frame) {
   return OkStatus();
 }
 
+// Steps whose operands and result together reach this many bytes run in the compute gate; below
+// it a kernel's scratch is small and the gate's handoff (a futex wake, ~30 us) would dominate.
+constexpr int64_t kGatedBytes = int64_t{1} << 20;
+
+int64_t LeafBytes(const Shape& s) {
+  if (s.IsArray()) return s.byte_size();
+  int64_t bytes = 0;
+  if (s.IsTuple()) {
+    for (const Shape& e : s.tuple_shapes()) bytes += LeafBytes(e);
+  }
+  return bytes;
+}
+
+int64_t StepBytes(const Instruction& inst) {
+  int64_t bytes = LeafBytes(inst.shape());
+  for (const Instruction* o : inst.operands()) bytes += LeafBytes(o->shape());
+  return bytes;
+}
+
+// A step in the compute gate, unless this device already holds a slot (a gated op's callees).
+Status RunStep(const Step& step, Frame& frame, RunContext& ctx) {
+  ComputeGate* gate = ctx.options.compute_gate;
+  if (gate == nullptr || !step.gated || ctx.in_gate) return step.run(step, frame, ctx);
+  gate->Enter();
+  ctx.in_gate = true;
+  Status st = step.run(step, frame, ctx);
+  ctx.in_gate = false;
+  gate->Leave();
+  return st;
+}
+
 StatusOr<std::unique_ptr<ComputationPlan>> PlanComputation(const Computation& c,
                                                            const HandlerTable& table,
                                                            const Program& program) {
@@ -183,6 +215,10 @@ StatusOr<std::unique_ptr<ComputationPlan>> PlanComputation(const Computation& c,
     if (prepare == nullptr) return UnsupportedInstruction(*inst);
     XS_RETURN_IF_ERROR(AnnotateInstruction(prepare(*inst, step, program), *inst));
     if (step.run == nullptr) return UnsupportedInstruction(*inst);
+    bool communicates = IsCollective(inst->opcode());
+    for (const ComputationPlan* callee : step.callees) communicates |= callee->communicates;
+    plan->communicates |= communicates;
+    step.gated = !communicates && StepBytes(*inst) >= kGatedBytes;
     plan->steps.push_back(std::move(step));
   }
   for (int p = 0; p < c.num_parameters(); ++p) {
@@ -227,9 +263,9 @@ void FlattenShapes(const Shape& s, std::vector<Shape>& out) {
 }
 
 // The caller's arrays as a (read-only) parameter value of `shape`.
-Slot ArgumentSlot(const Shape& shape, std::span<const Array> args, size_t* pos) {
+Slot ArgumentSlot(const Shape& shape, std::span<const Array* const> args, size_t* pos) {
   if (shape.IsToken()) return TupleSlot({});
-  if (!shape.IsTuple()) return SharedSlot(&args[(*pos)++]);
+  if (!shape.IsTuple()) return SharedSlot(args[(*pos)++]);
   std::vector<Slot> elements;
   for (const Shape& e : shape.tuple_shapes()) elements.push_back(ArgumentSlot(e, args, pos));
   return TupleSlot(std::move(elements));
@@ -254,6 +290,12 @@ Value SlotToValue(const Slot& slot, bool owner_unique) {
   return v;
 }
 
+std::vector<const Array*> Pointers(std::span<const Array> args) {
+  std::vector<const Array*> out;
+  for (const Array& a : args) out.push_back(&a);
+  return out;
+}
+
 }  // namespace
 
 StatusOr<Slot> RunPlan(const ComputationPlan& plan, std::vector<Slot> args, RunContext& ctx) {
@@ -263,7 +305,7 @@ StatusOr<Slot> RunPlan(const ComputationPlan& plan, std::vector<Slot> args, RunC
     frame.slots[plan.param_slots[i]] = std::move(args[i]);
   }
   for (const Step& step : plan.steps) {
-    Status st = step.run(step, frame, ctx);
+    Status st = RunStep(step, frame, ctx);
     if (!st.ok()) return AnnotateInstruction(st, *step.inst);
     XS_RETURN_IF_ERROR(CheckResult(step, frame));
     ++ctx.instructions_run;
@@ -301,7 +343,7 @@ StatusOr<std::unique_ptr<Executable>> Executable::Create(const Module& module) {
   return std::unique_ptr<Executable>(new Executable(module, std::move(program)));
 }
 
-Status Executable::CheckArguments(std::span<const Array> args) const {
+Status Executable::CheckArguments(std::span<const Array* const> args) const {
   const Computation& entry = *module_.entry();
   if (args.size() != argument_shapes_.size()) {
     return InvalidArgument("'", entry.name(), "' takes ", argument_shapes_.size(),
@@ -313,7 +355,7 @@ Status Executable::CheckArguments(std::span<const Array> args) const {
     std::vector<Shape> leaves;
     FlattenShapes(entry.parameter(p)->shape(), leaves);
     for (const Shape& want : leaves) {
-      const Array& a = args[k];
+      const Array& a = *args[k];
       if (a.dtype() != want.dtype() || a.dims() != want.dims()) {
         return InvalidArgument("argument ", k, " has shape ", a.shape().ToString(false),
                                " but parameter ", p, " '", entry.parameter(p)->name(), "' of '",
@@ -326,7 +368,7 @@ Status Executable::CheckArguments(std::span<const Array> args) const {
   return OkStatus();
 }
 
-StatusOr<Value> Executable::RunImpl(std::span<const Array> borrowed, std::vector<Array>* donated,
+StatusOr<Value> Executable::RunImpl(std::span<const Array* const> borrowed, std::vector<Array>* donated,
                                     const ExecuteOptions& options, ExecuteStats* stats) const {
   const Computation& entry = *module_.entry();
   if (options.blas_threads > 0) kernels::SetBlasThreads(options.blas_threads);
@@ -361,13 +403,21 @@ StatusOr<Value> Executable::RunImpl(std::span<const Array> borrowed, std::vector
 
 StatusOr<Value> Executable::RunTuple(std::span<const Array> args, const ExecuteOptions& options,
                                      ExecuteStats* stats) const {
+  const std::vector<const Array*> pointers = Pointers(args);
+  XS_RETURN_IF_ERROR(CheckArguments(pointers));
+  return RunImpl(pointers, nullptr, options, stats);
+}
+
+StatusOr<std::vector<Array>> Executable::Run(std::span<const Array* const> args, const ExecuteOptions& options,
+                                             ExecuteStats* stats) const {
   XS_RETURN_IF_ERROR(CheckArguments(args));
-  return RunImpl(args, nullptr, options, stats);
+  XS_ASSIGN_OR_RETURN(Value v, RunImpl(args, nullptr, options, stats));
+  return std::move(v).Flatten();
 }
 
 StatusOr<std::vector<Array>> Executable::RunDonated(std::vector<Array> args, const ExecuteOptions& options,
                                                     ExecuteStats* stats) const {
-  XS_RETURN_IF_ERROR(CheckArguments(args));
+  XS_RETURN_IF_ERROR(CheckArguments(Pointers(args)));
   XS_ASSIGN_OR_RETURN(Value v, RunImpl({}, &args, options, stats));
   return std::move(v).Flatten();
 }

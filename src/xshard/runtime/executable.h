@@ -25,6 +25,8 @@
 
 namespace xs {
 
+class ComputeGate;
+
 // Runs one collective instruction (all-reduce, all-gather, reduce-scatter, all-to-all,
 // collective-permute, collective-broadcast, and their -start forms) for this device. The
 // multi-device runtime implements it over its Communicator; without one the executor uses the
@@ -48,6 +50,9 @@ struct ExecuteOptions {
   int64_t replica_id = 0;
   // Not owned; null = one-participant collectives.
   CollectiveRunner* collectives = nullptr;
+  // Not owned; when set, kernels over 1 MiB of operands and result that cannot wait on another
+  // device run inside it (see compute_gate.h). The SPMD executor shares one per run.
+  ComputeGate* compute_gate = nullptr;
 };
 
 // Figures of one run.
@@ -82,6 +87,9 @@ class Executable {
   // f32[8,1]"). Returns the root's leaves in order.
   StatusOr<std::vector<Array>> Run(std::span<const Array> args, const ExecuteOptions& options = {},
                                    ExecuteStats* stats = nullptr) const;
+  // Same, with arguments the caller holds anywhere (several devices may read one array).
+  StatusOr<std::vector<Array>> Run(std::span<const Array* const> args, const ExecuteOptions& options = {},
+                                   ExecuteStats* stats = nullptr) const;
   // Same, keeping the root's tuple structure.
   StatusOr<Value> RunTuple(std::span<const Array> args, const ExecuteOptions& options = {},
                            ExecuteStats* stats = nullptr) const;
@@ -97,8 +105,8 @@ class Executable {
 
  private:
   Executable(const Module& module, std::unique_ptr<Program> program);
-  Status CheckArguments(std::span<const Array> args) const;
-  StatusOr<Value> RunImpl(std::span<const Array> borrowed, std::vector<Array>* donated,
+  Status CheckArguments(std::span<const Array* const> args) const;
+  StatusOr<Value> RunImpl(std::span<const Array* const> borrowed, std::vector<Array>* donated,
                           const ExecuteOptions& options, ExecuteStats* stats) const;
   const Module& module_;
   std::unique_ptr<Program> program_;

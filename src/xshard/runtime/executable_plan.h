@@ -48,6 +48,7 @@ struct RunContext {
   const Program& program;
   MemoryCounter memory;
   int64_t instructions_run = 0;
+  bool in_gate = false;  // this device holds a slot of options.compute_gate
 };
 
 using RunFn = Status (*)(const Step& step, Frame& frame, RunContext& ctx);
@@ -73,6 +74,8 @@ struct Step {
   kernels::Comparator comparator;  // sort fast path (fn unset)
   std::vector<const ComputationPlan*> callees;  // in the instruction's call order
   int64_t count = 0;  // result elements
+  // Runs inside ExecuteOptions::compute_gate: a big kernel that cannot wait on another device.
+  bool gated = false;
 };
 
 struct ComputationPlan {
@@ -81,6 +84,7 @@ struct ComputationPlan {
   std::vector<int> param_slots;  // slot of parameter i (-1 when missing)
   std::vector<Step> steps;
   int root_slot = -1;
+  bool communicates = false;  // a step, or a callee's, is a collective
 };
 
 class Program {

@@ -10,11 +10,14 @@
 #include "xshard/runtime/client.h"
 #include "xshard/runtime/collectives.h"
 #include "xshard/runtime/communicator.h"
+#include "xshard/runtime/compute_gate.h"
 #include "xshard/runtime/replica_groups.h"
 
 #include "xshard/runtime/spmd_executor.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "xshard/runtime/spmd_executor_collectives.h"
 
@@ -27,8 +30,14 @@ int64_t LeafBytes(const std::vector<Array>& leaves) {
   return n;
 }
 
+int64_t LeafBytes(const std::vector<const Array*>& leaves) {
+  int64_t n = 0;
+  for (const Array* a : leaves) n += a->byte_size();
+  return n;
+}
+
 // Every device's inputs must match the entry parameters before any device starts.
-Status CheckArguments(const Executable& exe, const std::vector<std::vector<Array>>& args,
+Status CheckArguments(const Executable& exe, const std::vector<std::vector<const Array*>>& args,
                       int64_t replicas, int64_t partitions) {
   const int64_t n = replicas * partitions;
   if (static_cast<int64_t>(args.size()) != n) {
@@ -44,7 +53,7 @@ Status CheckArguments(const Executable& exe, const std::vector<std::vector<Array
                              want.size(), " argument(s) but ", args[d].size(), " were given");
     }
     for (size_t i = 0; i < want.size(); ++i) {
-      const Array& a = args[d][i];
+      const Array& a = *args[d][i];
       if (a.dtype() != want[i].dtype() || a.dims() != want[i].dims()) {
         return InvalidArgument("device ", d, ": argument ", i, " has shape ",
                                a.shape().ToString(false), " but the module's parameter leaf ", i,
@@ -85,6 +94,17 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
                                          const std::vector<std::vector<Array>>& args,
                                          const SpmdRunOptions& options,
                                          std::vector<Status>* device_status) const {
+  std::vector<std::vector<const Array*>> pointers(args.size());
+  for (size_t d = 0; d < args.size(); ++d) {
+    for (const Array& a : args[d]) pointers[d].push_back(&a);
+  }
+  return Run(client, pointers, options, device_status);
+}
+
+StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
+                                         const std::vector<std::vector<const Array*>>& args,
+                                         const SpmdRunOptions& options,
+                                         std::vector<Status>* device_status) const {
   XS_RETURN_IF_ERROR(CheckArguments(*executable_, args, replica_count_, num_partitions_));
   StatusOr<DeviceAssignment> assigned =
       options.device_assignment
@@ -108,6 +128,9 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
   result.outputs.resize(n);
   result.devices = devices;
   std::vector<ExecuteStats> stats(n);
+  // More devices than cores: at most one big kernel per core at a time (compute_gate.h).
+  std::optional<ComputeGate> gate;
+  if (n > client.num_cores()) gate.emplace(std::clamp<int64_t>(client.num_cores(), 1, ComputeGate::kMaxSlots));
   const Client::RankFn run_device = [&](int64_t rank, Communicator& comm) -> Status {
     CommunicatorCollectiveRunner runner(*plan_, comm, rank);
     ExecuteOptions o;
@@ -115,6 +138,7 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
     o.replica_id = rank / num_partitions_;
     o.collectives = &runner;
     o.max_while_iterations = options.max_while_iterations;
+    o.compute_gate = gate ? &*gate : nullptr;
     XS_ASSIGN_OR_RETURN(result.outputs[rank], executable_->Run(args[rank], o, &stats[rank]));
     return OkStatus();
   };

@@ -89,6 +89,11 @@ class SpmdExecutable {
   StatusOr<SpmdResult> Run(Client& client, const std::vector<std::vector<Array>>& args,
                            const SpmdRunOptions& options = {},
                            std::vector<Status>* device_status = nullptr) const;
+  // Same, with each device's arguments held by the caller anywhere: devices may share one array
+  // (a replicated input need not be copied N times; arguments are only read).
+  StatusOr<SpmdResult> Run(Client& client, const std::vector<std::vector<const Array*>>& args,
+                           const SpmdRunOptions& options = {},
+                           std::vector<Status>* device_status = nullptr) const;
 
  private:
   SpmdExecutable(const Module& module, std::unique_ptr<Executable> executable,

@@ -267,9 +267,9 @@ HloSharding HloSharding::FromMeshAxes(MeshAxesSharding named) {
     for (const auto& [name, size] : named.mesh_axes) sizes.push_back(size);
     TileAssignment ids = *named.device_ids;
     if (ids.dims() != sizes) ids = ids.Reshape(sizes);
-    bool identity = true;
-    for (int64_t i = 0; i < ids.num_devices(); ++i) identity &= ids.devices()[i] == i;
-    if (identity) {
+    // Devices 0..N-1 in order are exactly the iota form <=[N].
+    const std::optional<IotaForm> form = ids.FindIota();
+    if (form && form->reshape_dims.size() == 1) {
       named.device_ids.reset();
     } else if (named.device_ids_iota_text && !ids.stored_as_iota() && ids.FindIota()) {
       ids = ids.ToIota();
@@ -429,17 +429,18 @@ bool operator==(const HloSharding& a, const HloSharding& b) {
 
 Status HloSharding::Validate(const Shape& shape, int64_t num_devices) const {
   if (shape.IsToken()) return OkStatus();
-  const std::string where = StrCat("sharding ", ToString(false), " on shape ", shape.ToString());
+  // Built only on the error paths: printing a long device list is O(N).
+  auto where = [&] { return StrCat("sharding ", ToString(false), " on shape ", shape.ToString()); };
   if (kind_ == Kind::kTuple) {
     if (!shape.IsTuple()) {
-      return InvalidArgument(where, ": a tuple sharding needs a tuple shape; give an array one "
+      return InvalidArgument(where(), ": a tuple sharding needs a tuple shape; give an array one "
                              "sharding like {devices=[2]0,1}");
     }
     std::vector<const Shape*> leaves;
     CollectLeaves(shape, leaves);
     if (leaves.empty() && tuple_.size() <= 1) return OkStatus();
     if (leaves.size() != tuple_.size()) {
-      return InvalidArgument(where, ": the tuple sharding has ", tuple_.size(),
+      return InvalidArgument(where(), ": the tuple sharding has ", tuple_.size(),
                              " elements but the shape has ", leaves.size(),
                              " leaves; give one sharding per leaf, in order");
     }
@@ -450,12 +451,12 @@ Status HloSharding::Validate(const Shape& shape, int64_t num_devices) const {
     return OkStatus();
   }
   if (shape.IsTuple()) {
-    return InvalidArgument(where, ": the shape is a tuple but the sharding is not; write one "
+    return InvalidArgument(where(), ": the shape is a tuple but the sharding is not; write one "
                            "sharding per leaf like {{replicated}, {devices=[2]0,1}}");
   }
   if (kind_ == Kind::kMaximal) {
     if (device_ < 0 || device_ >= num_devices) {
-      return InvalidArgument(where, ": device ", device_, " is out of range for ", num_devices,
+      return InvalidArgument(where(), ": device ", device_, " is out of range for ", num_devices,
                              " devices (ids 0..", num_devices - 1, ")");
     }
     return OkStatus();
@@ -466,7 +467,7 @@ Status HloSharding::Validate(const Shape& shape, int64_t num_devices) const {
       return tiled.Validate(shape, num_devices);
     }
     if (TiledDataRank() != shape.rank()) {
-      return InvalidArgument(where, ": the sharding has ", TiledDataRank(),
+      return InvalidArgument(where(), ": the sharding has ", TiledDataRank(),
                              " dim shardings but the shape has rank ", shape.rank(),
                              "; give one {...} per array dim");
     }
@@ -475,22 +476,26 @@ Status HloSharding::Validate(const Shape& shape, int64_t num_devices) const {
   }
   if (kind_ != Kind::kTiled) return OkStatus();
   if (tiles_.num_devices() == 1) {
-    return InvalidArgument(where, ": the tile assignment holds a single device; use "
+    return InvalidArgument(where(), ": the tile assignment holds a single device; use "
                            "{replicated} or {maximal device=N} instead");
   }
   if (TiledDataRank() != shape.rank()) {
-    return InvalidArgument(where, ": the tile assignment splits ", TiledDataRank(),
+    return InvalidArgument(where(), ": the tile assignment splits ", TiledDataRank(),
                            " data dims but the shape has rank ", shape.rank(),
                            "; give one tile count per array dim (subgroup dims come after)");
   }
-  for (int64_t d : tiles_.devices()) {
-    if (d >= num_devices) {
-      return InvalidArgument(where, ": device ", d, " is out of range for ", num_devices,
-                             " devices (ids 0..", num_devices - 1, ")");
+  // An iota form holds exactly the devices 0..N-1, so only explicit lists (or an iota form with
+  // too many devices, to name the first offender) need the scan.
+  if (!tiles_.FindIota() || tiles_.num_devices() > num_devices) {
+    for (int64_t d : tiles_.devices()) {
+      if (d >= num_devices) {
+        return InvalidArgument(where(), ": device ", d, " is out of range for ", num_devices,
+                               " devices (ids 0..", num_devices - 1, ")");
+      }
     }
   }
   if (tiles_.num_devices() != num_devices) {
-    return InvalidArgument(where, ": tile_assignment should have ", num_devices,
+    return InvalidArgument(where(), ": tile_assignment should have ", num_devices,
                            " devices but has ", tiles_.num_devices(),
                            "; a tiled sharding places a tile on every device");
   }

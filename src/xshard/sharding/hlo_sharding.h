@@ -154,6 +154,9 @@ class HloSharding {
   // Equality ignores metadata (and the text form of tile assignments), as XLA's operator== does;
   // shard groups count.
   friend bool operator==(const HloSharding& a, const HloSharding& b);
+  // Hash consistent with ==: equal shardings hash equal (metadata and text forms do not count).
+  // O(rank) for iota tile assignments (tuples: the sum over their elements).
+  size_t Hash() const;
 
  private:
   Kind kind_ = Kind::kReplicated;
@@ -170,5 +173,10 @@ class HloSharding {
 };
 
 }  // namespace xs
+
+template <>
+struct std::hash<xs::HloSharding> {
+  size_t operator()(const xs::HloSharding& s) const { return s.Hash(); }
+};
 
 #endif  // XSHARD_SHARDING_HLO_SHARDING_H_

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "xshard/core/shape.h"
+#include "xshard/sharding/tile_assignment.h"
 
 namespace xs {
 namespace {
@@ -161,6 +162,14 @@ std::string Mesh::ToString() const {
   for (size_t i = 0; i < device_ids_.size(); ++i) iota = iota && device_ids_[i] == int64_t(i);
   if (!iota) StrAppend(&out, ", device_ids=[", StrJoin(device_ids_, ","), "]");
   return out + ")";
+}
+
+size_t Mesh::Hash() const {
+  size_t h = HashCombine(0, names_.size());
+  for (const std::string& name : names_) h = HashCombine(h, std::hash<std::string>()(name));
+  for (int64_t size : sizes_) h = HashCombine(h, static_cast<size_t>(size));
+  for (int64_t id : device_ids_) h = HashCombine(h, static_cast<size_t>(id));
+  return h;
 }
 
 }  // namespace xs

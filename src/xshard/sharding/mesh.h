@@ -7,7 +7,9 @@
 #ifndef XSHARD_SHARDING_MESH_H_
 #define XSHARD_SHARDING_MESH_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +49,8 @@ class Mesh {
   // "Mesh('a': 4, 'b': 2, device_ids=[0,2,4,6,1,3,5,7])".
   std::string ToString() const;
   friend bool operator==(const Mesh&, const Mesh&) = default;
+  // Hash consistent with ==: equal meshes (names, sizes, device order) hash equal.
+  size_t Hash() const;
 
  private:
   std::vector<std::string> names_;
@@ -55,5 +59,10 @@ class Mesh {
 };
 
 }  // namespace xs
+
+template <>
+struct std::hash<xs::Mesh> {
+  size_t operator()(const xs::Mesh& m) const { return m.Hash(); }
+};
 
 #endif  // XSHARD_SHARDING_MESH_H_

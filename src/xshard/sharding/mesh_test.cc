@@ -1,6 +1,8 @@
 // Tests for Mesh: validation messages, the CLI text form, coordinates and printing.
 #include "xshard/sharding/mesh.h"
 
+#include <unordered_set>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -85,6 +87,18 @@ TEST(MeshTest, ErrorsNameTheAxisOrDevice) {
   EXPECT_THAT(message(Mesh::Parse("a=2", "0,x")), HasSubstr("\"x\" is not a device id"));
   EXPECT_THAT(message(Mesh::Create({"a", "b"}, {2048, 1024})),
               HasSubstr("more than 1048576 devices"));
+}
+
+TEST(MeshTest, EqualMeshesHashEqual) {
+  Mesh a = Mesh::Create({"x", "y"}, {4, 2}).value();
+  Mesh b = Mesh::Parse("x=4,y=2").value();
+  Mesh c = Mesh::Create({"x", "y"}, {4, 2}, {0, 2, 4, 6, 1, 3, 5, 7}).value();
+  Mesh d = Mesh::Create({"x", "y"}, {2, 4}).value();
+  ASSERT_EQ(a, b);
+  EXPECT_EQ(a.Hash(), b.Hash());
+  std::unordered_set<Mesh> set = {a, b, c, d, Mesh::Parse("y=4,x=2").value()};
+  EXPECT_EQ(set.size(), 4u);
+  EXPECT_EQ(set.count(Mesh::Parse("x=4,y=2", "0,2,4,6,1,3,5,7").value()), 1u);
 }
 
 }  // namespace

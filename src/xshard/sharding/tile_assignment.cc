@@ -1,14 +1,23 @@
-// TileAssignment: explicit and iota device arrays, XLA's iota canonicalization, and the detection
-// of the canonical iota form behind an explicit device list.
+// TileAssignment: explicit and iota device arrays in shared, immutable storage, with arithmetic
+// lookups for iota forms (the iota helpers themselves are in iota_form.cc).
 #include "xshard/sharding/tile_assignment.h"
 
 #include <algorithm>
 #include <limits>
+#include <mutex>
 #include <numeric>
 
 #include "xshard/core/shape.h"
+#include "xshard/sharding/iota_form.h"
 
 namespace xs {
+
+using iota_internal::DetectIota;
+using iota_internal::IdentityPerm;
+using iota_internal::IsPermutation;
+using iota_internal::MaterializeIota;
+using iota_internal::TransposedIota;
+
 namespace {
 
 // Product of dims, or -1 when it overflows int64 or any dim is < 1.
@@ -21,158 +30,105 @@ int64_t CheckedProduct(const std::vector<int64_t>& dims) {
   return p;
 }
 
-bool IsPermutation(const std::vector<int>& perm, size_t n) {
-  if (perm.size() != n) return false;
-  std::vector<bool> seen(n, false);
-  for (int p : perm) {
-    if (p < 0 || static_cast<size_t>(p) >= n || seen[p]) return false;
-    seen[p] = true;
-  }
-  return true;
-}
+}  // namespace
 
-std::vector<int> IdentityPerm(size_t n) {
-  std::vector<int> perm(n);
-  std::iota(perm.begin(), perm.end(), 0);
-  return perm;
-}
+// The shared device array. An array with an iota form keeps the canonical form plus the strides
+// its arithmetic lookups need (the form is unique: its digit runs are the maximal arithmetic runs
+// of the array, which is also why comparing and hashing forms compares arrays); `list` is filled
+// for arrays built from a list (and, lazily, for iota forms whose devices() is asked for).
+struct TileAssignment::Storage {
+  int64_t count = 0;
+  std::optional<IotaForm> iota;
+  std::vector<int64_t> list;  // set at construction for explicit lists
+  // Iota arithmetic: reshape dims r (device strides r_strides), transposed dims t (position
+  // strides t_strides, device stride t_dev_strides[i] = r_strides[perm[i]]), and the position
+  // stride of each reshape dim's digit.
+  std::vector<int64_t> r, r_strides, t, t_strides, t_dev_strides, pos_weight;
+  size_t hash = 0;
+  mutable std::once_flag materialize_once;
+  mutable std::vector<int64_t> materialized;  // iota forms without a list: devices()
+  mutable std::once_flag by_id_once;
+  mutable std::vector<std::pair<int64_t, int64_t>> by_id;  // lists: (device, position), sorted
 
-// XLA's CanonicalizeIotaDims: repeatedly drop size-1 reshape dims and merge runs of the perm that
-// name consecutive reshape dims in order ([3,4,5]T(1,2,0) -> [3,20]T(1,0)).
-void CanonicalizeIotaDims(std::vector<int64_t>& dims, std::vector<int>& perm) {
-  if (dims.size() <= 1) return;
-  while (true) {
-    std::vector<int> old_to_new(dims.size(), -1);
-    int new_ndims = 0;
-    for (size_t i = 0; i < dims.size(); ++i) {
-      if (dims[i] != 1) old_to_new[i] = new_ndims++;
-    }
-    if (static_cast<size_t>(new_ndims) != dims.size()) {
-      std::vector<int64_t> new_dims;
-      std::vector<int> new_perm;
-      for (size_t i = 0; i < dims.size(); ++i) {
-        if (dims[i] != 1) new_dims.push_back(dims[i]);
-        if (old_to_new[perm[i]] >= 0) new_perm.push_back(old_to_new[perm[i]]);
-      }
-      dims = std::move(new_dims);
-      perm = std::move(new_perm);
-    }
-    bool changed = false;
-    for (size_t i = 1, base = 0; i < dims.size(); ++i) {
-      if (perm[base] + static_cast<int>(i - base) == perm[i]) {
-        dims[perm[base]] *= dims[perm[i]];
-        dims[perm[i]] = 1;
-        changed = true;
-      } else {
-        base = i;
-      }
-    }
-    if (!changed) return;
-  }
-}
+  static std::shared_ptr<const Storage> OfIota(IotaForm canonical, std::vector<int64_t> list = {});
+  static std::shared_ptr<const Storage> OfList(std::vector<int64_t> devices);
+  const std::vector<int64_t>& Devices() const;
+  int64_t DeviceAt(int64_t position) const;
+  int64_t PositionOf(int64_t device) const;
+};
 
-// Devices of iota(product(reshape)).reshape(reshape).transpose(perm), flattened.
-std::vector<int64_t> MaterializeIota(const IotaForm& iota) {
-  const std::vector<int64_t>& r = iota.reshape_dims;
-  std::vector<int> perm =
-      iota.transpose_perm.empty() ? IdentityPerm(r.size()) : iota.transpose_perm;
-  std::vector<int64_t> strides = RowMajorStrides(r);
-  std::vector<int64_t> t_dims(r.size()), t_strides(r.size());
-  for (size_t i = 0; i < r.size(); ++i) {
-    t_dims[i] = r[perm[i]];
-    t_strides[i] = strides[perm[i]];
-  }
-  int64_t n = Product(r);
-  std::vector<int64_t> out(n);
-  std::vector<int64_t> index(r.size(), 0);
-  int64_t value = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    out[j] = value;
-    // Advance the row-major index over t_dims, keeping `value` in step.
-    for (int k = static_cast<int>(r.size()) - 1; k >= 0; --k) {
-      value += t_strides[k];
-      if (++index[k] < t_dims[k]) break;
-      value -= t_strides[k] * t_dims[k];
-      index[k] = 0;
-    }
-  }
-  return out;
-}
+namespace {
 
-// Finds the canonical iota form of a flat device list, if it has one. Walks from the minor end:
-// each output group is the longest run of repeats of the block found so far at a fixed stride.
-// Taking the longest run merges exactly the groups XLA's canonicalization merges (a group whose
-// stride is the next group's stride times its size is adjacent in both orders), so the result is
-// XLA's canonical form; a final rebuild rejects lists that only look like an iota.
-std::optional<IotaForm> DetectIota(const std::vector<int64_t>& devices) {
-  const int64_t n = static_cast<int64_t>(devices.size());
-  if (n == 0 || devices[0] != 0) return std::nullopt;
-  if (n == 1) return IotaForm{{1}, {}};
-  struct Group {
-    int64_t size, stride;
-  };
-  std::vector<Group> groups;  // minor to major
-  int64_t block = 1;
-  while (block < n) {
-    const int64_t stride = devices[block];
-    if (stride <= 0) return std::nullopt;
-    int64_t m = 1;
-    while ((m + 1) * block <= n) {
-      bool same = true;
-      for (int64_t i = 0; i < block && same; ++i) {
-        same = devices[m * block + i] == m * stride + devices[i];
-      }
-      if (!same) break;
-      ++m;
-    }
-    if (m < 2 || n % (m * block) != 0) return std::nullopt;
-    groups.push_back({m, stride});
-    block *= m;
-  }
-  // The reshape dims are the groups ordered by falling stride; their strides must be row-major.
-  std::vector<int> by_stride(groups.size());
-  std::iota(by_stride.begin(), by_stride.end(), 0);
-  std::sort(by_stride.begin(), by_stride.end(),
-            [&](int a, int b) { return groups[a].stride > groups[b].stride; });
-  int64_t expect = 1;
-  for (auto it = by_stride.rbegin(); it != by_stride.rend(); ++it) {
-    if (groups[*it].stride != expect) return std::nullopt;
-    expect *= groups[*it].size;
-  }
-  IotaForm form;
-  std::vector<int> reshape_pos(groups.size());
-  for (size_t k = 0; k < by_stride.size(); ++k) {
-    form.reshape_dims.push_back(groups[by_stride[k]].size);
-    reshape_pos[by_stride[k]] = static_cast<int>(k);
-  }
-  for (int g = static_cast<int>(groups.size()) - 1; g >= 0; --g) {
-    form.transpose_perm.push_back(reshape_pos[g]);
-  }
-  form = form.Canonical();
-  if (MaterializeIota(form) != devices) return std::nullopt;
-  return form;
+size_t HashInts(size_t seed, const std::vector<int64_t>& v) {
+  seed = HashCombine(seed, v.size());
+  for (int64_t x : v) seed = HashCombine(seed, std::hash<int64_t>()(x));
+  return seed;
 }
 
 }  // namespace
 
-std::string IotaForm::ToString() const {
-  std::string out = StrCat("<=[", JoinDims(reshape_dims), "]");
-  if (reshape_dims.size() > 1) {
-    std::vector<int> perm = transpose_perm.empty() ? IdentityPerm(reshape_dims.size())
-                                                   : transpose_perm;
-    StrAppend(&out, "T(", StrJoin(perm, ","), ")");
+std::shared_ptr<const TileAssignment::Storage> TileAssignment::Storage::OfIota(
+    IotaForm canonical, std::vector<int64_t> list) {
+  auto st = std::make_shared<Storage>();
+  st->r = canonical.reshape_dims;
+  st->count = Product(st->r);
+  const std::vector<int> perm = canonical.transpose_perm.empty() ? IdentityPerm(st->r.size())
+                                                                 : canonical.transpose_perm;
+  st->r_strides = RowMajorStrides(st->r);
+  for (int p : perm) {
+    st->t.push_back(st->r[p]);
+    st->t_dev_strides.push_back(st->r_strides[p]);
   }
-  return out;
+  st->t_strides = RowMajorStrides(st->t);
+  st->pos_weight.resize(st->r.size());
+  for (size_t i = 0; i < perm.size(); ++i) st->pos_weight[perm[i]] = st->t_strides[i];
+  size_t h = HashInts(1, canonical.reshape_dims);
+  h = HashInts(h, std::vector<int64_t>(perm.begin(), perm.end()));
+  st->hash = h;
+  st->iota = std::move(canonical);
+  st->list = std::move(list);
+  return st;
 }
 
-IotaForm IotaForm::Canonical() const {
-  std::vector<int64_t> dims = reshape_dims;
-  std::vector<int> perm = transpose_perm.empty() ? IdentityPerm(dims.size()) : transpose_perm;
-  XS_CHECK(!dims.empty() && IsPermutation(perm, dims.size()), "malformed iota form");
-  CanonicalizeIotaDims(dims, perm);
-  if (dims.empty()) return IotaForm{{1}, {}};
-  if (dims.size() == 1) perm.clear();
-  return IotaForm{std::move(dims), std::move(perm)};
+std::shared_ptr<const TileAssignment::Storage> TileAssignment::Storage::OfList(
+    std::vector<int64_t> devices) {
+  if (std::optional<IotaForm> iota = DetectIota(devices)) {
+    return OfIota(std::move(*iota), std::move(devices));
+  }
+  auto st = std::make_shared<Storage>();
+  st->count = static_cast<int64_t>(devices.size());
+  st->hash = HashInts(2, devices);
+  st->list = std::move(devices);
+  return st;
+}
+
+const std::vector<int64_t>& TileAssignment::Storage::Devices() const {
+  if (!iota || !list.empty()) return list;
+  std::call_once(materialize_once, [this] { materialized = MaterializeIota(*iota); });
+  return materialized;
+}
+
+int64_t TileAssignment::Storage::DeviceAt(int64_t position) const {
+  if (!iota) return list[position];
+  int64_t device = 0;
+  for (size_t i = 0; i < t.size(); ++i) device += (position / t_strides[i]) % t[i] * t_dev_strides[i];
+  return device;
+}
+
+int64_t TileAssignment::Storage::PositionOf(int64_t device) const {
+  if (iota) {
+    if (device < 0 || device >= count) return -1;
+    int64_t position = 0;
+    for (size_t k = 0; k < r.size(); ++k) position += (device / r_strides[k]) % r[k] * pos_weight[k];
+    return position;
+  }
+  std::call_once(by_id_once, [this] {
+    by_id.reserve(list.size());
+    for (size_t i = 0; i < list.size(); ++i) by_id.push_back({list[i], static_cast<int64_t>(i)});
+    std::sort(by_id.begin(), by_id.end());
+  });
+  auto it = std::lower_bound(by_id.begin(), by_id.end(), std::pair<int64_t, int64_t>{device, 0});
+  return it != by_id.end() && it->first == device ? it->second : -1;
 }
 
 StatusOr<TileAssignment> TileAssignment::FromDevices(std::vector<int64_t> dims,
@@ -204,7 +160,7 @@ StatusOr<TileAssignment> TileAssignment::FromDevices(std::vector<int64_t> dims,
   }
   TileAssignment t;
   t.dims_ = std::move(dims);
-  t.devices_ = std::move(devices);
+  t.storage_ = Storage::OfList(std::move(devices));
   return t;
 }
 
@@ -233,8 +189,8 @@ StatusOr<TileAssignment> TileAssignment::FromIota(std::vector<int64_t> dims, Iot
   }
   TileAssignment t;
   t.dims_ = std::move(dims);
-  t.iota_ = iota.Canonical();
-  t.devices_ = MaterializeIota(*t.iota_);
+  t.storage_ = Storage::OfIota(iota.Canonical());
+  t.print_iota_ = true;
   return t;
 }
 
@@ -245,6 +201,13 @@ TileAssignment TileAssignment::Iota(std::vector<int64_t> dims) {
   return std::move(t).value();
 }
 
+int64_t TileAssignment::num_devices() const { return storage_ ? storage_->count : 0; }
+
+const std::vector<int64_t>& TileAssignment::devices() const {
+  static const std::vector<int64_t> kNone;
+  return storage_ ? storage_->Devices() : kNone;
+}
+
 int64_t TileAssignment::operator()(const std::vector<int64_t>& index) const {
   XS_CHECK(index.size() == dims_.size(), "index rank ", index.size(), " vs ", dims_.size());
   int64_t linear = 0;
@@ -252,13 +215,21 @@ int64_t TileAssignment::operator()(const std::vector<int64_t>& index) const {
     XS_CHECK(index[i] >= 0 && index[i] < dims_[i], "tile index out of range");
     linear = linear * dims_[i] + index[i];
   }
-  return devices_[linear];
+  return DeviceAt(linear);
+}
+
+int64_t TileAssignment::DeviceAt(int64_t position) const {
+  XS_CHECK(position >= 0 && position < num_devices(), "tile position ", position, " out of range");
+  return storage_->DeviceAt(position);
+}
+
+int64_t TileAssignment::PositionOf(int64_t device) const {
+  return storage_ ? storage_->PositionOf(device) : -1;
 }
 
 std::optional<std::vector<int64_t>> TileAssignment::IndexOf(int64_t device) const {
-  auto it = std::find(devices_.begin(), devices_.end(), device);
-  if (it == devices_.end()) return std::nullopt;
-  int64_t linear = it - devices_.begin();
+  int64_t linear = PositionOf(device);
+  if (linear < 0) return std::nullopt;
   std::vector<int64_t> index(dims_.size());
   for (int i = static_cast<int>(dims_.size()) - 1; i >= 0; --i) {
     index[i] = linear % dims_[i];
@@ -268,8 +239,7 @@ std::optional<std::vector<int64_t>> TileAssignment::IndexOf(int64_t device) cons
 }
 
 std::optional<IotaForm> TileAssignment::FindIota() const {
-  if (iota_) return iota_;
-  return DetectIota(devices_);
+  return storage_ ? storage_->iota : std::nullopt;
 }
 
 TileAssignment TileAssignment::Reshape(std::vector<int64_t> dims) const {
@@ -284,44 +254,70 @@ TileAssignment TileAssignment::Transpose(const std::vector<int>& perm) const {
   XS_CHECK(IsPermutation(perm, dims_.size()), "bad transpose perm");
   std::vector<int64_t> new_dims(dims_.size());
   for (size_t i = 0; i < perm.size(); ++i) new_dims[i] = dims_[perm[i]];
-  std::vector<int64_t> old_strides = RowMajorStrides(dims_);
   TileAssignment t;
   t.dims_ = new_dims;
-  t.devices_.resize(devices_.size());
+  if (storage_ && storage_->iota) {
+    if (std::optional<IotaForm> form = TransposedIota(storage_->t, storage_->t_dev_strides, dims_, perm)) {
+      t.storage_ = Storage::OfIota(std::move(*form));
+      t.print_iota_ = print_iota_;
+      return t;
+    }
+  }
+  const std::vector<int64_t>& devices = this->devices();
+  std::vector<int64_t> old_strides = RowMajorStrides(dims_);
+  std::vector<int64_t> moved(devices.size());
   std::vector<int64_t> index(new_dims.size(), 0);
-  for (size_t j = 0; j < devices_.size(); ++j) {
+  for (size_t j = 0; j < devices.size(); ++j) {
     int64_t src = 0;
     for (size_t k = 0; k < index.size(); ++k) src += index[k] * old_strides[perm[k]];
-    t.devices_[j] = devices_[src];
+    moved[j] = devices[src];
     for (int k = static_cast<int>(index.size()) - 1; k >= 0; --k) {
       if (++index[k] < new_dims[k]) break;
       index[k] = 0;
     }
   }
-  if (iota_) t.iota_ = DetectIota(t.devices_);
+  t.storage_ = Storage::OfList(std::move(moved));
+  t.print_iota_ = print_iota_ && t.storage_->iota.has_value();
   return t;
 }
 
 TileAssignment TileAssignment::ToV1() const {
   TileAssignment t = *this;
-  t.iota_.reset();
+  t.print_iota_ = false;
   return t;
 }
 
 TileAssignment TileAssignment::ToIota() const {
   TileAssignment t = *this;
-  t.iota_ = FindIota();
+  t.print_iota_ = FindIota().has_value();
   return t;
 }
 
 std::string TileAssignment::ToString() const {
-  if (iota_) return StrCat("[", JoinDims(dims_), "]", iota_->ToString());
-  return StrCat("[", JoinDims(dims_), "]", StrJoin(devices_, ","));
+  if (print_iota_) return StrCat("[", JoinDims(dims_), "]", storage_->iota->ToString());
+  return StrCat("[", JoinDims(dims_), "]", StrJoin(devices(), ","));
 }
 
 std::string TileAssignment::ArrayToString() const {
-  if (iota_) return iota_->ToString().substr(2);  // drop the "<="
-  return StrJoin(devices_, ",");
+  if (print_iota_) return storage_->iota->ToString().substr(2);  // drop the "<="
+  return StrJoin(devices(), ",");
+}
+
+bool operator==(const TileAssignment& a, const TileAssignment& b) {
+  if (a.dims_ != b.dims_) return false;
+  if (a.storage_ == b.storage_) return true;
+  if (a.num_devices() != b.num_devices()) return false;
+  if (a.num_devices() == 0) return true;
+  const TileAssignment::Storage& x = *a.storage_;
+  const TileAssignment::Storage& y = *b.storage_;
+  if (x.iota.has_value() != y.iota.has_value()) return false;
+  if (x.iota) return *x.iota == *y.iota;
+  return x.list == y.list;
+}
+
+size_t TileAssignment::Hash() const {
+  size_t h = HashInts(3, dims_);
+  return storage_ && storage_->count > 0 ? HashCombine(h, storage_->hash) : h;
 }
 
 }  // namespace xs

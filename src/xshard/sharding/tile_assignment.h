@@ -6,7 +6,10 @@
 #ifndef XSHARD_SHARDING_TILE_ASSIGNMENT_H_
 #define XSHARD_SHARDING_TILE_ASSIGNMENT_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +18,12 @@
 #include "xshard/base/status.h"
 
 namespace xs {
+
+// Mixes `value` into the hash `seed` (boost::hash_combine's mixing step); the sharding value
+// types build their hashes from it.
+inline size_t HashCombine(size_t seed, size_t value) {
+  return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
+}
 
 // The iota form: devices = iota(product(reshape_dims)).reshape(reshape_dims)
 //                          .transpose(transpose_perm).reshape(dims).
@@ -32,6 +41,11 @@ struct IotaForm {
   IotaForm Canonical() const;
 };
 
+// Copies share the device array (an immutable, reference-counted storage), so copying a
+// TileAssignment costs O(rank) whatever the device count. An array with an iota form is stored as
+// that form alone: devices() materializes the list on first use (once, thread-safely) and element
+// lookups (operator(), IndexOf, PositionOf) are computed arithmetically; only arrays without an
+// iota form keep an explicit list.
 class TileAssignment {
  public:
   TileAssignment() = default;
@@ -45,23 +59,29 @@ class TileAssignment {
   static StatusOr<TileAssignment> FromIota(std::vector<int64_t> dims, IotaForm iota);
   // Plain iota: devices 0..N-1 row-major over dims (each >= 1, XS_CHECK), stored as "<=[N]".
   static TileAssignment Iota(std::vector<int64_t> dims);
-  // Most devices one assignment may hold: the device array is always materialized, so huge
+  // Most devices one assignment may hold: devices() may materialize the whole list, so huge
   // texts like "[1000000000]<=[1000000000]" are rejected instead of exhausting memory.
   static constexpr int64_t kMaxDevices = int64_t{1} << 20;
 
   const std::vector<int64_t>& dims() const { return dims_; }
   int64_t dim(int i) const { return dims_[i]; }
   int num_dims() const { return static_cast<int>(dims_.size()); }
-  int64_t num_devices() const { return static_cast<int64_t>(devices_.size()); }
-  // Devices row-major over dims (always materialized; meshes here are small).
-  const std::vector<int64_t>& devices() const { return devices_; }
+  int64_t num_devices() const;
+  // Devices row-major over dims. O(N) on the first call for an iota form (then cached).
+  const std::vector<int64_t>& devices() const;
+  // Device at a tile index (one entry per dim, in range; XS_CHECK). O(rank) for iota forms.
   int64_t operator()(const std::vector<int64_t>& index) const;
+  // Device at a row-major position 0 <= position < num_devices() (XS_CHECK).
+  int64_t DeviceAt(int64_t position) const;
+  // Row-major position of `device`, or -1 when it is not in the assignment. O(rank) for iota
+  // forms, O(log N) for explicit lists.
+  int64_t PositionOf(int64_t device) const;
   // Index in dims of `device`; nullopt when the device is not in the assignment.
   std::optional<std::vector<int64_t>> IndexOf(int64_t device) const;
 
   // True when this assignment was given (or built) in iota form; text prints in the form it was
   // given, as XLA does.
-  bool stored_as_iota() const { return iota_.has_value(); }
+  bool stored_as_iota() const { return print_iota_; }
   // The canonical (minimal) iota form of this device array, if one exists: detected from the
   // devices for explicit lists, e.g. [2,4] 0,2,4,6,1,3,5,7 -> <=[4,2]T(1,0); [2,2] 0,1,2,3 -> <=[4].
   std::optional<IotaForm> FindIota() const;
@@ -80,17 +100,23 @@ class TileAssignment {
   std::string ToString() const;
   // The devices alone as XLA's mesh `device_ids=(...)` prints them: "0,2,1,3" or "[4,2]T(1,0)".
   std::string ArrayToString() const;
-  // Equal when the device arrays are equal, whatever the text form.
-  friend bool operator==(const TileAssignment& a, const TileAssignment& b) {
-    return a.dims_ == b.dims_ && a.devices_ == b.devices_;
-  }
+  // Equal when the device arrays are equal, whatever the text form. O(rank) for iota forms.
+  friend bool operator==(const TileAssignment& a, const TileAssignment& b);
+  // Hash of the device array (equal assignments hash equal, whatever the text form). O(rank).
+  size_t Hash() const;
 
  private:
+  struct Storage;  // the device array: an iota form or an explicit list (tile_assignment.cc)
   std::vector<int64_t> dims_;
-  std::vector<int64_t> devices_;
-  std::optional<IotaForm> iota_;
+  std::shared_ptr<const Storage> storage_;  // null: no devices
+  bool print_iota_ = false;
 };
 
 }  // namespace xs
+
+template <>
+struct std::hash<xs::TileAssignment> {
+  size_t operator()(const xs::TileAssignment& t) const { return t.Hash(); }
+};
 
 #endif  // XSHARD_SHARDING_TILE_ASSIGNMENT_H_

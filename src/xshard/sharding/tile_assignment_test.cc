@@ -2,6 +2,10 @@
 // canonicalization (expected forms come from XLA itself, see kXlaIotaCases).
 #include "xshard/sharding/tile_assignment.h"
 
+#include <algorithm>
+#include <numeric>
+#include <unordered_set>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -230,6 +234,97 @@ TEST(TileAssignmentTest, IotaCanonicalizationMatchesXla) {
     ASSERT_TRUE(v1.FindIota().has_value()) << c.canonical;
     EXPECT_EQ(v1.ToIota().ToString(), c.canonical);
   }
+}
+
+// Row-major transpose of a flat array of `dims`: result dim i is source dim perm[i]. Written
+// here independently of TileAssignment (the reference for the tests below).
+std::vector<int64_t> TransposeList(const std::vector<int64_t>& list, const std::vector<int64_t>& dims,
+                                   const std::vector<int>& perm) {
+  const int rank = static_cast<int>(dims.size());
+  std::vector<int64_t> strides(rank, 1), new_dims(rank);
+  for (int i = rank - 2; i >= 0; --i) strides[i] = strides[i + 1] * dims[i + 1];
+  for (int i = 0; i < rank; ++i) new_dims[i] = dims[perm[i]];
+  std::vector<int64_t> out;
+  for (size_t j = 0; j < list.size(); ++j) {
+    int64_t rem = static_cast<int64_t>(j), src = 0;
+    for (int i = rank - 1; i >= 0; --i) {
+      src += rem % new_dims[i] * strides[perm[i]];
+      rem /= new_dims[i];
+    }
+    out.push_back(list[src]);
+  }
+  return out;
+}
+
+TEST(TileAssignmentTest, CopiesShareTheDeviceArray) {
+  TileAssignment a = Iota({64, 64}, {64, 64}, {1, 0});
+  TileAssignment b = a;
+  TileAssignment c = a.Reshape({4096});
+  EXPECT_EQ(&a.devices(), &b.devices());
+  EXPECT_EQ(&a.devices(), &c.devices());
+  TileAssignment v1 = Devices({2}, {1, 0});
+  TileAssignment v1_copy = v1.ToV1();
+  EXPECT_EQ(&v1.devices(), &v1_copy.devices());
+}
+
+TEST(TileAssignmentTest, IotaLookupsAreArithmeticAndMatchTheList) {
+  // [2,4]<=[4,2]T(1,0) = 0,2,4,6,1,3,5,7.
+  TileAssignment t = Iota({2, 4}, {4, 2}, {1, 0});
+  EXPECT_EQ(t.DeviceAt(5), 3);
+  EXPECT_EQ(t.DeviceAt(3), 6);
+  EXPECT_EQ(t.PositionOf(3), 5);
+  EXPECT_EQ(t.PositionOf(6), 3);
+  EXPECT_EQ(t.PositionOf(8), -1);
+  EXPECT_EQ(t.PositionOf(-1), -1);
+  TileAssignment v1 = Devices({2, 2}, {3, 1, 2, 0});
+  EXPECT_EQ(v1.PositionOf(2), 2);
+  EXPECT_EQ(v1.PositionOf(4), -1);
+  EXPECT_THAT(*v1.IndexOf(0), ElementsAre(1, 1));
+  // Every XLA case: lookups agree with XLA's device list.
+  for (const IotaCase& c : kXlaIotaCases) {
+    TileAssignment x = Iota(c.dims, c.reshape, c.perm);
+    for (size_t p = 0; p < c.devices.size(); ++p) {
+      EXPECT_EQ(x.DeviceAt(static_cast<int64_t>(p)), c.devices[p]) << c.canonical;
+      EXPECT_EQ(x.PositionOf(c.devices[p]), static_cast<int64_t>(p)) << c.canonical;
+    }
+  }
+}
+
+TEST(TileAssignmentTest, TransposeOfIotaMatchesTheTransposedList) {
+  for (const IotaCase& c : kXlaIotaCases) {
+    std::vector<int> perm(c.dims.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    do {
+      TileAssignment t = Iota(c.dims, c.reshape, c.perm).Transpose(perm);
+      const std::vector<int64_t> want = TransposeList(c.devices, c.dims, perm);
+      EXPECT_EQ(t.devices(), want) << c.canonical;
+      TileAssignment from_list = Devices(t.dims(), want);
+      EXPECT_EQ(t.FindIota(), from_list.FindIota()) << c.canonical;
+      EXPECT_EQ(t, from_list) << c.canonical;
+      EXPECT_EQ(t.Hash(), from_list.Hash()) << c.canonical;
+    } while (std::next_permutation(perm.begin(), perm.end()));
+  }
+}
+
+TEST(TileAssignmentTest, TransposeWithoutACommonSplitFallsBackToTheList) {
+  // <=[3,2]T(1,0) = 0,2,4,1,3,5 viewed as [3,2] = [[0,2],[4,1],[3,5]]; its transpose
+  // [[0,4,3],[2,1,5]] has no iota form, so it prints as a list.
+  TileAssignment t = Iota({3, 2}, {3, 2}, {1, 0}).Transpose({1, 0});
+  EXPECT_EQ(t.ToString(), "[2,3]0,4,3,2,1,5");
+  EXPECT_FALSE(t.FindIota().has_value());
+}
+
+TEST(TileAssignmentTest, EqualArraysHashEqualWhateverTheForm) {
+  TileAssignment v1 = Devices({2, 4}, {0, 2, 4, 6, 1, 3, 5, 7});
+  TileAssignment v2 = Iota({2, 4}, {4, 2}, {1, 0});
+  EXPECT_EQ(v1, v2);
+  EXPECT_EQ(v1.Hash(), v2.Hash());
+  EXPECT_EQ(std::hash<TileAssignment>()(v1), std::hash<TileAssignment>()(v2.ToV1()));
+  // Same devices, other dims: different values.
+  EXPECT_FALSE(v1 == v2.Reshape({8}));
+  std::unordered_set<TileAssignment> set = {v1, v2, v2.Reshape({8}), Devices({2}, {1, 0}),
+                                            Devices({2}, {1, 0}), TileAssignment::Iota({2})};
+  EXPECT_EQ(set.size(), 4u);
 }
 
 }  // namespace

@@ -9,12 +9,6 @@
 namespace xs::spmd {
 namespace {
 
-std::string ExplicitText(const ReplicaGroups& groups) {
-  std::vector<std::string> parts;
-  for (const auto& g : groups.Groups()) parts.push_back(StrCat("{", StrJoin(g, ","), "}"));
-  return StrCat("{", StrJoin(parts, ","), "}");
-}
-
 std::string GroupsText(const ReplicaGroups& groups) {
   if (groups.iota) {
     std::string out = StrCat("[", groups.num_groups, ",", groups.group_size, "]<=[",
@@ -35,6 +29,18 @@ int64_t GroupSize(const ReplicaGroups& groups) {
 int64_t Share(int64_t bytes, int64_t g) { return g <= 1 ? 0 : bytes * (g - 1) / g; }
 
 }  // namespace
+
+size_t ReshardKeyHash::operator()(const ReshardKey& k) const {
+  size_t h = HashCombine(static_cast<size_t>(k.kind), static_cast<size_t>(k.dtype));
+  for (int64_t d : k.dims) h = HashCombine(h, static_cast<size_t>(d));
+  h = HashCombine(HashCombine(h, k.from.Hash()), k.to.Hash());
+  h = HashCombine(h, k.partial.has_value());
+  if (k.partial) {
+    for (int a : *k.partial) h = HashCombine(h, static_cast<size_t>(a));
+  }
+  for (int64_t s : k.mesh) h = HashCombine(h, static_cast<size_t>(s));
+  return h;
+}
 
 Computation* ModuleState::Reducer(Opcode op, DType dtype) {
   const std::string name = StrCat(OpcodeName(op), ".", DTypeName(dtype));
@@ -101,7 +107,9 @@ Status Emitter::CheckShape(const Instruction& inst) {
 }
 
 Instruction* Emitter::AddInstruction(std::unique_ptr<Instruction> inst) {
-  if (!scratch()) {
+  // Collectives are built by the methods below with shapes taken from their groups; checking
+  // them here would scan the O(N) group lists a second time (Verify at the end of Partition does).
+  if (!scratch() && !IsCollective(inst->opcode())) {
     Status s = CheckShape(*inst);
     XS_CHECK(s.ok(), "partitioner built a bad instruction for '", state_->CauseName(), "': ",
              inst->ShortString(), ": ", s.message());
@@ -112,11 +120,22 @@ Instruction* Emitter::AddInstruction(std::unique_ptr<Instruction> inst) {
 Instruction* Emitter::Add(Opcode opcode, Shape shape, std::vector<Instruction*> operands,
                           Attributes attrs, std::vector<CalledComputation> calls,
                           std::string name) {
+  if (name.empty()) name = FreshName(OpcodeName(opcode));
   std::unique_ptr<Instruction> inst =
       Instruction::Create(opcode, std::move(shape), std::move(operands), std::move(name));
   inst->mutable_attrs() = std::move(attrs);
   inst->set_calls(std::move(calls));
   return AddInstruction(std::move(inst));
+}
+
+std::string Emitter::FreshName(std::string_view base) {
+  // Names are never freed while partitioning, so the smallest free N only grows.
+  auto it = name_counters_.find(base);
+  if (it == name_counters_.end()) it = name_counters_.emplace(std::string(base), 0).first;
+  for (int64_t& n = it->second;; ++n) {
+    std::string candidate = n == 0 ? std::string(base) : StrCat(base, ".", n);
+    if (computation_->GetInstruction(candidate) == nullptr) return candidate;
+  }
 }
 
 Instruction* Emitter::ScratchParameter(const Shape& shape) {
@@ -144,19 +163,6 @@ Instruction* Emitter::Scalar(DType dtype, double value) {
   if (it != scalars_.end()) return it->second;
   Array a = Array::Full(dtype, {}, value);
   return scalars_[key] = Constant(std::move(a));
-}
-
-Instruction* Emitter::PerPartition(const std::vector<int64_t>& values) {
-  XS_CHECK(static_cast<int64_t>(values.size()) == num_partitions(), "table size");
-  if (std::all_of(values.begin(), values.end(), [&](int64_t v) { return v == values[0]; })) {
-    return Scalar(DType::kS32, static_cast<double>(values[0]));
-  }
-  auto it = tables_.find(values);
-  if (it != tables_.end()) return it->second;
-  std::vector<int32_t> v32(values.begin(), values.end());
-  Instruction* table = Constant(Array::FromVector<int32_t>({num_partitions()}, v32));
-  Instruction* one = DynamicSlice(table, {PartitionId()}, {1});
-  return tables_[values] = Reshape(one, {});
 }
 
 Instruction* Emitter::Reshape(Instruction* x, std::vector<int64_t> dims) {
@@ -297,7 +303,7 @@ void Emitter::Record(Instruction* inst, std::string kind, int64_t bytes, const R
   r.shape = inst->shape();
   r.bytes = bytes;
   r.groups = groups != nullptr ? GroupsText(*groups) : pairs;
-  r.explicit_groups = groups != nullptr ? ExplicitText(*groups) : pairs;
+  r.explicit_groups = groups != nullptr ? ExplicitGroups(*groups) : ExplicitGroups(pairs);
   if (!inst->dimensions().empty()) r.dimension = inst->dimensions()[0];
   r.cause = state_->CauseName();
   r.reason = std::move(reason);

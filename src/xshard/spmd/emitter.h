@@ -1,6 +1,7 @@
 // Emitter: adds instructions to one computation of the SPMD module being built (every new
-// instruction's shape is checked by shape inference), keeps the per-computation caches
-// (partition-id, per-partition tables) and records each collective it inserts. A scratch emitter
+// instruction's shape is checked by shape inference; collectives by the final Verify), keeps the
+// per-computation caches (partition-id, per-partition offsets) and records each collective it
+// inserts. A scratch emitter
 // builds into a throw-away computation and only sums collective costs: the partitioner dry-runs
 // candidate plans with it to pick the cheapest. ModuleState holds what all emitters of one
 // partitioning share.
@@ -16,8 +17,32 @@
 #include "xshard/ir/module.h"
 #include "xshard/rules/tile_mesh.h"
 #include "xshard/spmd/report.h"
+#include "xshard/spmd/shard_layout.h"
 
 namespace xs::spmd {
+
+// What a reshard decision depends on besides the partition count: the value's global shape, its
+// sharding and pending partial-reduction axes, the target, and the sizes of the mesh the axes
+// refer to. `kind` names the decision (the caller's numbering).
+struct ReshardKey {
+  int kind = 0;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> dims;
+  HloSharding from, to;
+  std::optional<std::vector<int>> partial;
+  std::vector<int64_t> mesh;
+  friend bool operator==(const ReshardKey&, const ReshardKey&) = default;
+};
+struct ReshardKeyHash {
+  size_t operator()(const ReshardKey& k) const;
+};
+// A memoized decision: dry-run cost and bytes, the chosen route, or a local slice's geometry.
+struct ReshardDecision {
+  int64_t cost = 0, bytes = 0;
+  int route = -1;
+  bool ok = false;
+  std::vector<int64_t> needed;  // local slice: padded buffer dims the slice needs
+};
 
 // State shared by every emitter of one Partition() call.
 struct ModuleState {
@@ -31,6 +56,11 @@ struct ModuleState {
   int64_t windowed_einsum_threshold_bytes = -1;
   std::map<std::pair<std::string, DType>, Computation*> reducers;
   std::unordered_map<const Computation*, Computation*> clones;
+  // Reshard decisions are pure functions of their key, and a module repeats the same few
+  // (shape, sharding, target) triples, so each is worked out (O(N) host work) once.
+  std::unordered_map<ReshardKey, ReshardDecision, ReshardKeyHash> reshard_memo;
+  // GroupsOverAxes results by (mesh sizes, axes): the explicit lists are O(N) to build.
+  std::map<std::pair<std::vector<int64_t>, std::vector<int>>, ReplicaGroups> groups_over_axes;
 
   // A scalar reducer computation "(x, y) -> x <op> y" in the SPMD module (one per op and type).
   Computation* Reducer(Opcode op, DType dtype);
@@ -76,9 +106,20 @@ class Emitter {
   Instruction* Constant(Array value);
   Instruction* Scalar(DType dtype, double value);
   Instruction* ZeroOf(DType dtype) { return Scalar(dtype, 0); }
-  // This partition's entry of `values` (one per partition) as an s32 scalar: a constant when all
-  // are equal, else table[partition-id] (dynamic-slice of a constant table, reshaped), cached.
+  // This partition's entry of `values` (one per partition) as an s32 scalar, cached: a constant
+  // when all are equal; arithmetic on partition-id when the values are linear in the mesh axis
+  // indices (AffineOverMesh); else table[partition-id] (dynamic-slice of a constant table).
+  // O(N) host work: hot paths use the layout-based forms below.
   Instruction* PerPartition(const std::vector<int64_t>& values);
+  // `e` evaluated at this partition's id, as an s32 scalar (cached).
+  Instruction* Evaluate(const PartitionExpr& e);
+  // Where this partition's piece of `layout` starts along d, as an s32 scalar: arithmetic on
+  // partition-id for iota tile assignments (TileIndexExpr), so the program stays O(1) in the
+  // partition count; a per-partition table only for explicit device lists without an iota form.
+  Instruction* TileStart(const ShardLayout& layout, int d);
+  // by_tile[tile index along d of this partition] as an s32 scalar: a constant, arithmetic when
+  // the values step evenly, else a table with one entry per tile (not per partition).
+  Instruction* PerTile(const ShardLayout& layout, int d, const std::vector<int64_t>& by_tile);
 
   Instruction* Reshape(Instruction* x, std::vector<int64_t> dims);
   Instruction* Transpose(Instruction* x, std::vector<int64_t> perm);
@@ -99,6 +140,9 @@ class Emitter {
   Instruction* Convert(Instruction* x, DType dtype);
   Instruction* Tuple(std::vector<Instruction*> elements);
   Instruction* GetTupleElement(Instruction* tuple, int64_t index);
+
+  // GroupsOverAxes(mesh(), axes), cached in the module state.
+  ReplicaGroups GroupsOver(const std::vector<int>& axes);
 
   // Collectives (channel_id set; all-gather / all-reduce / reduce-scatter use global device ids).
   // `reason` says why, for the report.
@@ -122,7 +166,15 @@ class Emitter {
   int64_t cost_ = 0;
   int64_t bytes_ = 0;
   Instruction* partition_id_ = nullptr;
+  Instruction* partition_id_s32_ = nullptr;
+  Instruction* Digit(int64_t stride, int64_t size);
+  // `base`, or base.N with the smallest free N, as Computation::AddInstruction would pick, but
+  // without probing .1, .2, ... from the start for every instruction.
+  std::string FreshName(std::string_view base);
+  std::map<std::string, int64_t, std::less<>> name_counters_;
   std::map<std::vector<int64_t>, Instruction*> tables_;
+  std::map<std::pair<int64_t, int64_t>, Instruction*> digits_;
+  std::map<std::pair<int64_t, std::vector<PartitionExpr::Term>>, Instruction*> exprs_;
   std::map<std::pair<DType, double>, Instruction*> scalars_;
 };
 

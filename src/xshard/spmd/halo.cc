@@ -93,10 +93,12 @@ StatusOr<Instruction*> HaloWindow(const PartitionedValue& v, const DimWindow& w,
     padding[d] = PaddingDim{low, std::max<int64_t>(high, 0), 0};
     buffer = em.Pad(buffer, em.ZeroOf(buffer->shape().dtype()), std::move(padding));
   }
-  std::vector<int64_t> per_partition(em.num_partitions());
-  for (int64_t p = 0; p < em.num_partitions(); ++p) per_partition[p] = offset[layout.start(p, d) / len] + low;
+  // Each tile's window offset, looked up by this partition's tile index along d (arithmetic on
+  // partition-id, no per-partition table).
+  std::vector<int64_t> by_tile(t);
+  for (int64_t k = 0; k < t; ++k) by_tile[k] = offset[k] + low;
   std::vector<Instruction*> starts(rank, em.ZeroOf(DType::kS32));
-  starts[d] = em.PerPartition(per_partition);
+  starts[d] = em.PerTile(layout, d, by_tile);
   std::vector<int64_t> sizes = x->shape().dims();
   sizes[d] = w.size;
   return em.DynamicSlice(buffer, std::move(starts), std::move(sizes));

@@ -39,22 +39,31 @@ StatusOr<PartitionedValue> ReshardTiled(const PartitionedValue& v, const HloShar
   if (local.ok()) return local;
   const std::vector<std::pair<std::string, Route>> routes = {
       {"axes", internal::AxesRoute}, {"permute", internal::PermuteRoute}, {"full", internal::FullRoute}};
-  int best = -1;
-  int64_t best_cost = kImpossibleCost, best_bytes = 0;
-  for (int i = 0; i < static_cast<int>(routes.size()); ++i) {
-    int64_t bytes = 0;
-    const int64_t cost = DryRun(routes[i].second, v, target, why, &bytes);
-    if (cost < best_cost) {
-      best = i;
-      best_cost = cost;
-      best_bytes = bytes;
+  ModuleState& state = v.emitter().state();
+  // The cheapest route depends only on the key: dry-run the routes once per key.
+  const ReshardKey key = MakeReshardKey(kRouteDecision, state, v.global_shape(), v.sharding(),
+                                        v.partial(), target);
+  auto it = state.reshard_memo.find(key);
+  if (it == state.reshard_memo.end()) {
+    ReshardDecision decision;
+    int64_t best_cost = kImpossibleCost;
+    for (int i = 0; i < static_cast<int>(routes.size()); ++i) {
+      int64_t bytes = 0;
+      const int64_t cost = DryRun(routes[i].second, v, target, why, &bytes);
+      if (cost < best_cost) {
+        decision.route = i;
+        best_cost = cost;
+        decision.bytes = bytes;
+      }
     }
+    it = state.reshard_memo.emplace(key, std::move(decision)).first;
   }
+  const int best = it->second.route;
+  const int64_t best_bytes = it->second.bytes;
   if (best < 0) {
     return Unimplemented("cannot reshard ", v.global_shape().ToString(false), " from ",
                          v.sharding().ToString(), " to ", target.ToString());
   }
-  ModuleState& state = v.emitter().state();
   if (routes[best].first == "full" && !target.IsReplicated() && !v.emitter().scratch()) {
     state.report.warnings.push_back(StrCat(
         "%", state.CauseName(), ": resharding ", v.global_shape().ToString(false), " from ",
@@ -66,6 +75,20 @@ StatusOr<PartitionedValue> ReshardTiled(const PartitionedValue& v, const HloShar
 }
 
 }  // namespace
+
+ReshardKey MakeReshardKey(ReshardDecisionKind kind, const ModuleState& state, const Shape& global,
+                          const HloSharding& from, const std::optional<PartialReduction>& partial,
+                          const HloSharding& to) {
+  ReshardKey key;
+  key.kind = kind;
+  key.dtype = global.dtype();
+  key.dims = global.dims();
+  key.from = from;
+  key.to = to;
+  if (partial) key.partial = partial->axes;
+  key.mesh = state.mesh.axis_sizes();
+  return key;
+}
 
 PartitionedValue::PartitionedValue(Instruction* hlo, Shape global_shape, HloSharding sharding,
                                    Emitter* emitter, std::optional<PartialReduction> partial)
@@ -215,10 +238,8 @@ StatusOr<Instruction*> PartitionedValue::PadWithValue(Instruction* value,
   Instruction* mask = nullptr;
   for (int d : dims) {
     if (!layout.HasPadding(d)) continue;
-    std::vector<int64_t> starts(em.num_partitions());
-    for (int64_t p = 0; p < em.num_partitions(); ++p) starts[p] = layout.start(p, d);
     Instruction* pos = em.Iota(DType::kS32, local.dims(), d);
-    pos = em.Binary(Opcode::kAdd, pos, em.Broadcast(em.PerPartition(starts), s32, {}));
+    pos = em.Binary(Opcode::kAdd, pos, em.Broadcast(em.TileStart(layout, d), s32, {}));
     Instruction* limit = em.Broadcast(em.Scalar(DType::kS32, static_cast<double>(layout.dims()[d])), s32, {});
     Instruction* m = em.Compare(pos, limit, ComparisonDirection::kLt);
     mask = mask == nullptr ? m : em.Binary(Opcode::kAnd, mask, m);
@@ -231,13 +252,29 @@ StatusOr<Instruction*> PartitionedValue::PadWithValue(Instruction* value,
 int64_t ReshardCost(ModuleState& state, const Shape& global, const HloSharding& from,
                     const std::optional<PartialReduction>& partial, const HloSharding& to,
                     int64_t* bytes) {
+  // Plans of every op ask for the same few costs: remember them (array values only).
+  std::optional<ReshardKey> key;
+  if (global.IsArray()) {
+    key = MakeReshardKey(kCostDecision, state, global, from, partial, to);
+    auto it = state.reshard_memo.find(*key);
+    if (it != state.reshard_memo.end()) {
+      if (bytes != nullptr) *bytes = it->second.bytes;
+      return it->second.cost;
+    }
+  }
+  ReshardDecision decision;
+  decision.cost = kImpossibleCost;
   StatusOr<Shape> local = LocalShape(global, from, state.num_partitions);
-  if (!local.ok()) return kImpossibleCost;
-  std::unique_ptr<Emitter> scratch = Emitter::Scratch(&state);
-  PartitionedValue pv(scratch->ScratchParameter(*local), global, from, scratch.get(), partial);
-  StatusOr<PartitionedValue> r = pv.Reshard(to);
-  if (bytes != nullptr) *bytes = scratch->bytes();
-  return r.ok() ? scratch->cost() : kImpossibleCost;
+  if (local.ok()) {
+    std::unique_ptr<Emitter> scratch = Emitter::Scratch(&state);
+    PartitionedValue pv(scratch->ScratchParameter(*local), global, from, scratch.get(), partial);
+    StatusOr<PartitionedValue> r = pv.Reshard(to);
+    decision.bytes = scratch->bytes();
+    if (r.ok()) decision.cost = scratch->cost();
+  }
+  if (bytes != nullptr) *bytes = decision.bytes;
+  if (key) state.reshard_memo.emplace(std::move(*key), decision);
+  return decision.cost;
 }
 
 }  // namespace xs::spmd

@@ -2,12 +2,13 @@
 // PartitionedHlo): the per-device instruction, the global shape and the sharding that says which
 // piece each partition holds, optionally with partial results still to be reduced over some mesh
 // axes. Reshard(target) emits the cheapest way to get the target sharding: nothing; a local slice
-// (dynamic-slice at offsets read from a per-partition table by partition-id); all-to-all to move a
+// (dynamic-slice at offsets computed from partition-id); all-to-all to move a
 // sharded mesh axis between dims; all-gather over a subgroup (uneven dims: the padded shards are
 // gathered and the padding sliced off); a slice + collective-permute when every target piece sits
 // inside some source piece (a different device order, or a finer tiling); reduce-scatter /
 // all-reduce for partial results. Gathering to full replication and slicing is the last resort and
-// leaves a warning naming the instruction, both shardings and the bytes moved.
+// leaves a warning naming the instruction, both shardings and the bytes moved. Decisions (which
+// route, what a dry run costs) are remembered per (shape, sharding, target) in the ModuleState.
 #ifndef XSHARD_SPMD_PARTITIONED_VALUE_H_
 #define XSHARD_SPMD_PARTITIONED_VALUE_H_
 
@@ -83,6 +84,13 @@ int64_t ReshardCost(ModuleState& state, const Shape& global, const HloSharding& 
                     const std::optional<PartialReduction>& partial, const HloSharding& to,
                     int64_t* bytes = nullptr);
 inline constexpr int64_t kImpossibleCost = int64_t{1} << 60;
+
+// The decisions ModuleState::reshard_memo remembers, and the key of one for a value of `global`
+// (array) shape on the state's current mesh.
+enum ReshardDecisionKind { kCostDecision = 1, kRouteDecision = 2, kLocalSliceDecision = 3 };
+ReshardKey MakeReshardKey(ReshardDecisionKind kind, const ModuleState& state, const Shape& global,
+                          const HloSharding& from, const std::optional<PartialReduction>& partial,
+                          const HloSharding& to);
 
 }  // namespace xs::spmd
 

@@ -58,7 +58,16 @@ MemoryEstimate EstimateMemory(const Computation& computation, int top) {
   std::vector<std::pair<int64_t, const Instruction*>> sizes;
   for (size_t i = 0; i < order.size(); ++i) {
     const Instruction* inst = order[i];
-    if (Allocates(*inst) || inst->opcode() == Opcode::kParameter) sizes.push_back({Bytes(inst->shape()), inst});
+    if (Allocates(*inst) || inst->opcode() == Opcode::kParameter) {
+      // Keep the `top` largest, earlier ones first among equals (a stable sort's order).
+      const std::pair<int64_t, const Instruction*> entry{Bytes(inst->shape()), inst};
+      auto at = std::upper_bound(sizes.begin(), sizes.end(), entry,
+                                 [](const auto& a, const auto& b) { return a.first > b.first; });
+      if (at - sizes.begin() < top) {
+        sizes.insert(at, entry);
+        if (static_cast<int>(sizes.size()) > top) sizes.pop_back();
+      }
+    }
     if (Allocates(*inst)) live += Bytes(inst->shape());
     out.peak_bytes = std::max(out.peak_bytes, live);
     for (const Instruction* o : inst->operands()) {
@@ -68,7 +77,6 @@ MemoryEstimate EstimateMemory(const Computation& computation, int top) {
       last_use.erase(it);
     }
   }
-  std::stable_sort(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   PrintOptions options = PrintOptions::Short();
   options.metadata = false;
   for (int k = 0; k < top && k < static_cast<int>(sizes.size()); ++k) {
@@ -76,6 +84,43 @@ MemoryEstimate EstimateMemory(const Computation& computation, int top) {
   }
   return out;
 }
+
+ExplicitGroups::ExplicitGroups(const ReplicaGroups& groups) {
+  if (!groups.iota) {
+    groups_ = groups;
+    return;
+  }
+  // Only the iota form: ToString() rebuilds the lists.
+  ReplicaGroups g;
+  g.iota = true;
+  g.num_groups = groups.num_groups;
+  g.group_size = groups.group_size;
+  g.reshape_dims = groups.reshape_dims;
+  g.transpose_perm = groups.transpose_perm;
+  groups_ = std::move(g);
+}
+
+std::string ExplicitGroups::ToString() const {
+  if (!groups_) return text_;
+  const ReplicaGroups& g = *groups_;
+  std::vector<std::string> parts;
+  if (g.iota && g.groups.empty()) {
+    std::vector<int> perm(g.transpose_perm.begin(), g.transpose_perm.end());
+    StatusOr<TileAssignment> ta =
+        TileAssignment::FromIota({g.num_groups, g.group_size}, IotaForm{g.reshape_dims, perm});
+    XS_CHECK(ta.ok(), "bad iota replica groups: ", ta.status().ToString());
+    const std::vector<int64_t>& flat = ta->devices();
+    for (int64_t k = 0; k < g.num_groups; ++k) {
+      std::vector<int64_t> group(flat.begin() + k * g.group_size, flat.begin() + (k + 1) * g.group_size);
+      parts.push_back(StrCat("{", StrJoin(group, ","), "}"));
+    }
+  } else {
+    for (const auto& group : g.groups) parts.push_back(StrCat("{", StrJoin(group, ","), "}"));
+  }
+  return StrCat("{", StrJoin(parts, ","), "}");
+}
+
+std::ostream& operator<<(std::ostream& os, const ExplicitGroups& g) { return os << g.ToString(); }
 
 int64_t PartitionReport::TotalCollectiveBytes() const {
   int64_t total = 0;

@@ -5,6 +5,9 @@
 #define XSHARD_SPMD_REPORT_H_
 
 #include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -12,6 +15,23 @@
 #include "xshard/ir/computation.h"
 
 namespace xs::spmd {
+
+// A collective's replica groups as explicit lists, "{{0,2,4,6},{1,3,5,7}}" (the pairs text for
+// permutes), built when read: the text is O(N) long, so only the groups are kept (an iota form
+// without its lists). Compares equal to the text.
+class ExplicitGroups {
+ public:
+  ExplicitGroups() = default;
+  explicit ExplicitGroups(std::string text) : text_(std::move(text)) {}
+  explicit ExplicitGroups(const ReplicaGroups& groups);
+  std::string ToString() const;
+  friend bool operator==(const ExplicitGroups& a, std::string_view b) { return a.ToString() == b; }
+  friend std::ostream& operator<<(std::ostream& os, const ExplicitGroups& g);
+
+ private:
+  std::string text_;
+  std::optional<ReplicaGroups> groups_;
+};
 
 // One inserted collective.
 struct CollectiveRecord {
@@ -24,7 +44,7 @@ struct CollectiveRecord {
                           // the operand, collective-permute the whole operand)
   std::string groups;     // replica groups as printed ("[2,4]<=[4,2]T(1,0)" or "{{0,2},{1,3}}"),
                           // or permute pairs "{{0,1},{1,0}}"
-  std::string explicit_groups;  // the same groups as explicit lists (pairs for permutes)
+  ExplicitGroups explicit_groups;  // the same groups as explicit lists (pairs for permutes)
   int64_t dimension = -1;       // gathered / scattered / all-to-all dim (-1: none)
   std::string cause;      // the global instruction being partitioned ("dot.3")
   std::string reason;     // why ("operand 1: contracting dim sharded on the other operand")

@@ -1,6 +1,6 @@
-// The reshard routes: local slice, slice + collective-permute, the mesh-axes route (all-to-all,
+// The reshard routes: slice + collective-permute, the mesh-axes route (all-to-all,
 // all-gather, slice), the full-replication fallback, partial-result reduction and the broadcast
-// of a maximal value.
+// of a maximal value (the local slice is in reshard_local_slice.cc).
 #include "xshard/spmd/reshard_routes.h"
 
 #include <algorithm>
@@ -124,7 +124,7 @@ PartitionedValue AllToAllAxes(const PartitionedValue& v, const Axes& axes, int i
     if (k != j) perm.push_back(k);
   }
   x = em.Transpose(x, perm);  // [n, local dims with dim j divided by n]
-  x = em.AllToAll(x, 0, GroupsOverAxes(em.mesh(), axes), std::move(reason));
+  x = em.AllToAll(x, 0, em.GroupsOver(axes), std::move(reason));
   std::vector<int64_t> back;
   for (int k = 1; k <= rank; ++k) {
     if (k == i + 1) back.push_back(0);
@@ -142,74 +142,34 @@ PartitionedValue AllToAllAxes(const PartitionedValue& v, const Axes& axes, int i
   return PartitionedValue(x, v.global_shape(), after, &em);
 }
 
-// `s` with tile dim `dim` folded into the replicated subgroup.
+// `s` with tile dim `dim` folded into the replicated subgroup (each new group sorted, as
+// PartialTile keeps them): the tile assignment with `dim` moved next to the replication dim and
+// merged into it. O(rank) for iota forms.
 StatusOr<HloSharding> ReplicateDim(const HloSharding& s, int dim, int rank) {
   const TileAssignment& ta = s.tile_assignment();
-  const int64_t rep = s.ReplicateOnLastTileDim() ? ta.dim(ta.num_dims() - 1) : 1;
-  std::vector<int64_t> data(ta.dims().begin(), ta.dims().begin() + rank);
-  const int64_t t = data[dim];
-  data[dim] = 1;
-  std::vector<int64_t> new_dims = data;
-  new_dims.push_back(rep * t);
-  std::vector<int64_t> devices;
-  std::vector<int64_t> index(ta.num_dims(), 0);
-  const int64_t positions = Product(data);
-  for (int64_t pos = 0; pos < positions; ++pos) {
-    int64_t rem = pos;
-    for (int d = rank - 1; d >= 0; --d) {
-      index[d] = rem % data[d];
-      rem /= data[d];
-    }
-    std::vector<int64_t> group;
-    for (int64_t m = 0; m < t; ++m) {
-      index[dim] = m;
-      for (int64_t r = 0; r < rep; ++r) {
-        if (s.ReplicateOnLastTileDim()) index[ta.num_dims() - 1] = r;
-        group.push_back(ta(index));
-      }
-    }
-    std::sort(group.begin(), group.end());
-    devices.insert(devices.end(), group.begin(), group.end());
+  std::vector<int> perm;
+  for (int d = 0; d < rank; ++d) {
+    if (d != dim) perm.push_back(d);
   }
-  XS_ASSIGN_OR_RETURN(TileAssignment out, TileAssignment::FromDevices(new_dims, devices));
-  return HloSharding::Tile(out.ToIota(), true);
+  perm.push_back(dim);
+  if (s.ReplicateOnLastTileDim()) perm.push_back(ta.num_dims() - 1);
+  std::vector<int64_t> new_dims(ta.dims().begin(), ta.dims().begin() + rank);
+  new_dims[dim] = 1;
+  new_dims.push_back(ta.num_devices() / Product(new_dims));
+  return HloSharding::Tile(ta.Transpose(perm).Reshape(std::move(new_dims)).ToIota(), true);
 }
 
 // Groups along tile dim `dim`: the devices whose tile indices differ only there, in tile order.
 ReplicaGroups LinesAlong(const TileAssignment& ta, int dim) {
-  std::vector<std::vector<int64_t>> groups;
-  std::vector<int64_t> index(ta.num_dims(), 0);
-  for (int64_t pos = 0; pos < ta.num_devices(); ++pos) {
-    int64_t rem = pos;
-    for (int d = ta.num_dims() - 1; d >= 0; --d) {
-      index[d] = rem % ta.dim(d);
-      rem /= ta.dim(d);
-    }
-    if (index[dim] != 0) continue;
-    std::vector<int64_t> line;
-    for (int64_t m = 0; m < ta.dim(dim); ++m) {
-      index[dim] = m;
-      line.push_back(ta(index));
-    }
-    groups.push_back(std::move(line));
+  std::vector<int> perm;
+  for (int d = 0; d < ta.num_dims(); ++d) {
+    if (d != dim) perm.push_back(d);
   }
-  return MakeReplicaGroups(std::move(groups));
+  perm.push_back(dim);
+  return GroupsOf(ta.Transpose(perm).Reshape({ta.num_devices() / ta.dim(dim), ta.dim(dim)}));
 }
 
 }  // namespace
-
-StatusOr<PartitionedValue> LocalSliceRoute(const PartitionedValue& v, const HloSharding& target) {
-  XS_ASSIGN_OR_RETURN(ShardLayout s, v.Layout());
-  XS_ASSIGN_OR_RETURN(ShardLayout t, ShardLayout::Create(target, v.global_shape().dims(),
-                                                         v.emitter().num_partitions()));
-  const int64_t n = v.emitter().num_partitions();
-  std::vector<int64_t> self(n);
-  for (int64_t p = 0; p < n; ++p) {
-    if (!Inside(t, p, s, p)) return FailedPrecondition("not a local slice");
-    self[p] = p;
-  }
-  return PartitionedValue(SliceForPeers(v, s, t, self), v.global_shape(), target, &v.emitter());
-}
 
 StatusOr<PartitionedValue> PermuteRoute(const PartitionedValue& v, const HloSharding& target,
                                         std::string_view why) {
@@ -218,6 +178,16 @@ StatusOr<PartitionedValue> PermuteRoute(const PartitionedValue& v, const HloShar
                                                          v.emitter().num_partitions()));
   const int64_t n = v.emitter().num_partitions();
   const int rank = s.rank();
+  // The piece at tile 0 has data (when no dim is empty); if it is longer along some dim than any
+  // source piece can be, no source piece holds it: a cheap early no.
+  const std::vector<int64_t>& dims = s.dims();
+  if (std::none_of(dims.begin(), dims.end(), [](int64_t d) { return d == 0; })) {
+    for (int d = 0; d < rank; ++d) {
+      if (std::min(t.shard_dims()[d], dims[d]) > std::min(s.shard_dims()[d], dims[d])) {
+        return FailedPrecondition("a target piece spans several sources");
+      }
+    }
+  }
   // The devices holding each source piece, keyed by the piece's start.
   std::map<std::vector<int64_t>, std::vector<int64_t>> holders;
   for (int64_t p = 0; p < n; ++p) {
@@ -343,7 +313,7 @@ StatusOr<PartitionedValue> AxesRoute(const PartitionedValue& v, const HloShardin
       after = mesh.ToHloSharding(next);
       XS_ASSIGN_OR_RETURN(layout, ShardLayout::Create(after, v.global_shape().dims(), n));
     }
-    value = Gather(value, i, GroupsOverAxes(mesh, lost), after, layout,
+    value = Gather(value, i, em.GroupsOver(lost), after, layout,
                    Why(why, StrCat("gather dim ", i)));
     c = next;
   }
@@ -394,7 +364,7 @@ StatusOr<PartitionedValue> ResolvePartial(const PartitionedValue& v, const HloSh
       XS_ASSIGN_OR_RETURN(ShardLayout layout, ShardLayout::Create(after, v.global_shape().dims(), em.num_partitions()));
       const int64_t g = AxesSize(mesh, next_axes);
       if (x->shape().dim(i) % g != 0 || x->shape().dim(i) / g != layout.shard_dims()[i]) continue;
-      x = em.ReduceScatter(x, reducer, i, GroupsOverAxes(mesh, next_axes),
+      x = em.ReduceScatter(x, reducer, i, em.GroupsOver(next_axes),
                            Why(why, StrCat("combine the partial results of the sharded reduction "
                                            "dims, leaving dim ", i, " sharded")));
       sharding = after;
@@ -403,7 +373,7 @@ StatusOr<PartitionedValue> ResolvePartial(const PartitionedValue& v, const HloSh
     }
   }
   if (!pending.empty()) {
-    x = em.AllReduce(x, reducer, GroupsOverAxes(mesh, pending),
+    x = em.AllReduce(x, reducer, em.GroupsOver(pending),
                      Why(why, "combine the partial results of the sharded reduction dims"));
   }
   return PartitionedValue(x, v.global_shape(), sharding, &em);
@@ -417,11 +387,11 @@ StatusOr<PartitionedValue> BroadcastFromMaximal(const PartitionedValue& v, std::
                                  ComparisonDirection::kEq);
   Instruction* mask = em.Broadcast(here, local.WithDType(DType::kPred), {});
   Instruction* kept = em.Select(mask, v.hlo(), em.Broadcast(em.ZeroOf(dtype), local, {}));
-  std::vector<int64_t> all(em.num_partitions());
-  for (int64_t p = 0; p < em.num_partitions(); ++p) all[p] = p;
+  std::vector<int> all_axes(em.mesh().num_axes());
+  for (int a = 0; a < em.mesh().num_axes(); ++a) all_axes[a] = a;
   Computation* reducer =
       em.scratch() ? nullptr : em.state().Reducer(dtype == DType::kPred ? Opcode::kOr : Opcode::kAdd, dtype);
-  Instruction* x = em.AllReduce(kept, reducer, MakeReplicaGroups({all}),
+  Instruction* x = em.AllReduce(kept, reducer, em.GroupsOver(all_axes),
                                 Why(why, StrCat("broadcast the value held by device ", v.sharding().device())));
   return PartitionedValue(x, v.global_shape(), HloSharding::Replicate(), &em);
 }

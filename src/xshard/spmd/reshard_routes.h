@@ -13,8 +13,9 @@ namespace xs::spmd::internal {
 
 // No communication: applies when every partition's target piece lies inside its own source
 // piece (replicated -> tiled, tiled -> finer tiled along the same axes). A dynamic-slice at
-// offsets read from a per-partition table (padding the buffer first when a short trailing piece
-// would make the slice run past it).
+// offsets computed from partition-id (Emitter::TileStart; a table only for explicit device lists
+// without an iota form), padding the buffer first when a short trailing piece would make the
+// slice run past it. Whether the pieces fit is checked over all partitions once per key.
 StatusOr<PartitionedValue> LocalSliceRoute(const PartitionedValue& v, const HloSharding& target);
 
 // One collective-permute: applies when each target piece lies inside some source piece and the

@@ -59,5 +59,74 @@ TEST(MeshGroupsTest, ExplicitGroupsWithoutAnIotaFormStayExplicit) {
   EXPECT_EQ(g.Groups(), (std::vector<std::vector<int64_t>>{{3, 1}, {0, 2}}));
 }
 
+TEST(ShardLayoutTest, StartsOfAnExplicitListFollowTheList) {
+  // [4]2,0,3,1 on f32[8]: device 2 holds [0,2), device 0 [2,4), device 3 [4,6), device 1 [6,8).
+  StatusOr<ShardLayout> l = ShardLayout::Create(Parse("{devices=[4]2,0,3,1}"), {8}, 4);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->start(2, 0), 0);
+  EXPECT_EQ(l->start(0, 0), 2);
+  EXPECT_EQ(l->start(3, 0), 4);
+  EXPECT_EQ(l->start(1, 0), 6);
+}
+
+TEST(PartitionExprTest, TransposedIotaTileIndicesAreDigitsOfThePartitionId) {
+  // [2,4]<=[4,2]T(1,0) = [[0,2,4,6],[1,3,5,7]]: device p sits in row p % 2, column p / 2.
+  StatusOr<ShardLayout> l = ShardLayout::Create(Parse("{devices=[2,4]<=[4,2]T(1,0)}"), {6, 8}, 8);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  std::optional<PartitionExpr> row = TileIndexExpr(*l, 0), col = TileIndexExpr(*l, 1);
+  ASSERT_TRUE(row && col);
+  EXPECT_EQ(row->ToString(), "(p % 2)");
+  EXPECT_EQ(col->ToString(), "(p / 2 % 4)");
+  for (int64_t p = 0; p < 8; ++p) {
+    EXPECT_EQ(row->Eval(p), p % 2) << p;
+    EXPECT_EQ(col->Eval(p), p / 2) << p;
+  }
+  // Start along dim 0 (shards of 3) minus start along dim 1 (shards of 2).
+  PartitionExpr diff = *row * 3 - *col * 2;
+  EXPECT_EQ(diff.Eval(5), 3 * 1 - 2 * 2);
+  EXPECT_TRUE((*row - *row).IsConstant());
+}
+
+TEST(PartitionExprTest, PartialReplicationSkipsTheReplicaDigit) {
+  // [4,1,2]<=[8] last_tile_dim_replicate: devices 2k and 2k+1 hold row block k; f32[12,5] rows
+  // start at 3 * (p / 2).
+  StatusOr<ShardLayout> l =
+      ShardLayout::Create(Parse("{devices=[4,1,2]<=[8] last_tile_dim_replicate}"), {12, 5}, 8);
+  ASSERT_TRUE(l.ok());
+  std::optional<PartitionExpr> row = TileIndexExpr(*l, 0);
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ((*row * l->shard_dims()[0]).ToString(), "3 * (p / 2 % 4)");
+  std::optional<PartitionExpr> col = TileIndexExpr(*l, 1);
+  ASSERT_TRUE(col.has_value());
+  EXPECT_TRUE(col->IsConstant());
+}
+
+TEST(PartitionExprTest, AdjacentDigitsMergeIntoOne) {
+  // (p / 4 % 2) * 4 + (p / 1 % 4) is p % 8.
+  PartitionExpr a{0, {{4, 2, 4}}}, b{0, {{1, 4, 1}}};
+  EXPECT_EQ((a + b).ToString(), "(p % 8)");
+}
+
+TEST(PartitionExprTest, NoExpressionWithoutASplitAtTheDimBoundaries) {
+  // [3,2]<=[3,2]T(1,0) = [[0,2],[4,1],[3,5]]: the row of device p is not a digit of p.
+  StatusOr<ShardLayout> l = ShardLayout::Create(Parse("{devices=[3,2]<=[3,2]T(1,0)}"), {3, 2}, 6);
+  ASSERT_TRUE(l.ok());
+  EXPECT_FALSE(TileIndexExpr(*l, 0).has_value());
+  StatusOr<ShardLayout> v1 = ShardLayout::Create(Parse("{devices=[4]2,0,3,1}"), {8}, 4);
+  ASSERT_TRUE(v1.ok());
+  EXPECT_FALSE(TileIndexExpr(*v1, 0).has_value());
+}
+
+TEST(PartitionExprTest, AffineOverMeshFindsLinearValues) {
+  const TileMesh mesh(8);  // axes [2,2,2], strides 4, 2, 1
+  // 5 * (p % 2) + (p / 4) + 7.
+  std::vector<int64_t> values;
+  for (int64_t p = 0; p < 8; ++p) values.push_back(5 * (p % 2) + p / 4 + 7);
+  std::optional<PartitionExpr> e = AffineOverMesh(mesh, values);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->ToString(), "(p / 4 % 2) + 5 * (p % 2) + 7");
+  EXPECT_FALSE(AffineOverMesh(mesh, {0, 1, 1, 0, 0, 1, 1, 0}).has_value());
+}
+
 }  // namespace
 }  // namespace xs::spmd
