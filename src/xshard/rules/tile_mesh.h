@@ -82,8 +82,8 @@ class TileMesh {
   // expressible on this mesh.
   std::optional<AxesSharding> ToAxes(const HloSharding& sharding, int rank) const;
   // The HloSharding of an axes view, in XLA's canonical iota form: e.g. dim 0 on axis 2 of
-  // [2,2,2], rank 2 -> {devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}. Costs O(devices)
-  // (the tile assignment is materialized); cache results for repeated shardings.
+  // [2,2,2], rank 2 -> {devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}. Costs O(rank):
+  // the tile assignment stays in iota form.
   HloSharding ToHloSharding(const AxesSharding& axes) const;
 
  private:

@@ -11,7 +11,8 @@
 // Entry parameters take each partition's padded shard (ceil(d/n) per split dim; the tail of a
 // short shard is padding) and the outputs are each partition's padded shard of the root's
 // sharding, padding zeroed. The program does not grow with the partition count: per-partition
-// offsets are constant tables indexed by partition-id.
+// offsets are computed from partition-id with divide / remainder / multiply (constant tables
+// indexed by partition-id remain only for device lists with no iota form).
 #ifndef XSHARD_SPMD_PARTITIONER_H_
 #define XSHARD_SPMD_PARTITIONER_H_
 
