@@ -10,13 +10,24 @@ arguments with --check (the partitioned run is compared with a reference run). E
   failed       anything else: a wrong result (--check failed), any other error, a crash (killed
                by a signal) or a timeout.
 
-Prints the counts, the unsupported reasons grouped by op / reason and every failed module with
-the first line of its error. Exits 0 when nothing failed, 1 otherwise (and 1 with a message when
-the corpus or the binary is missing; tests/CMakeLists.txt maps a missing corpus to a skip).
+A row whose module xshard finds no sharding annotation in (MANIFEST's has_sharding is a text
+match and also fires on shardings quoted inside an attribute string) is not a partitioner case:
+it is listed as "excluded" with the reason, never counted as passed.
 
-  scripts/conformance.py                          # build/xshard over ../shared/corpus/xla
+Every virtual device lives in one xshard process, so a module can need more host memory than the
+machine has; xshard refuses such a module up front ("unsupported: ... needs about N GiB of host
+memory"). The script gives each of its --jobs processes an equal share of the memory available
+when it starts ($XSHARD_HOST_MEMORY, unless already set).
+
+Prints the counts, the unsupported reasons grouped by op / reason and every failed module with
+the first line of its error (timeouts and crashes marked as such). Exits 0 when nothing failed,
+1 otherwise, and 1 with a message when the corpus or the binary is missing (--skip-code N: exit N
+for a missing corpus instead; the ctest `conformance` uses 77, a skip).
+
+  scripts/conformance.py                          # build/xshard over ../shared/corpus/xla, ~9 min on 2 cores
   scripts/conformance.py --xshard build-rel/xshard --jobs 2 --filter dot_handler --verbose
-  scripts/conformance.py --shard 1/4              # every 4th module, deterministic
+  scripts/conformance.py --max-array-mib 16       # the quick subset CI runs (~50 s)
+  scripts/conformance.py --shard 1/4 --list-failures
 Python 3 standard library only.
 """
 
@@ -47,11 +58,14 @@ def parse_args(argv):
                    help="the corpus folder holding MANIFEST.tsv (default: %(default)s)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="modules run at once (default: the number of cores, %(default)s)")
-    p.add_argument("--timeout", type=float, default=120.0,
+    p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds per module before it counts as a failed timeout (default: %(default)s)")
     p.add_argument("--filter", default="", help="only modules whose path contains this substring")
     p.add_argument("--shard", default="", metavar="I/N",
                    help="only the I-th of N deterministic slices of the selected modules (1-based)")
+    p.add_argument("--max-array-mib", type=float, default=None, metavar="MIB",
+                   help="only modules whose every array (global shape) is at most this many MiB: a "
+                        "deterministic quick subset (the summary says how many were left out)")
     p.add_argument("--seed", type=int, default=1, help="--random-args seed (default: %(default)s)")
     p.add_argument("--max-while-iterations", type=int, default=1000,
                    help="bound on every while loop, so loops on random inputs end (default: %(default)s)")
@@ -72,6 +86,27 @@ def parse_args(argv):
             p.error("--shard takes I/N with 1 <= I <= N (e.g. 1/4), got '%s'" % args.shard)
         args.shard = (int(m.group(1)), int(m.group(2)))
     return args
+
+
+BYTES = {"pred": 1, "s4": 1, "u4": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1, "f8e4m3b11fnuz": 1,
+         "f8e8m0fnu": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "f32": 4,
+         "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
+
+
+def largest_array_bytes(path):
+    """The largest array shape written in the module text (dtype[dims]), in bytes."""
+    with open(path, errors="replace") as f:
+        text = f.read()
+    largest = 0
+    for dtype, dims in re.findall(r"\b([a-z]+[0-9]*[a-z0-9]*)\[([0-9, ]*)\]", text):
+        if dtype not in BYTES:
+            continue
+        n = 1
+        for d in dims.split(","):
+            if d.strip():
+                n *= int(d)
+        largest = max(largest, n * BYTES[dtype])
+    return largest
 
 
 def select_rows(corpus, substring, shard):
@@ -104,11 +139,23 @@ def first_line(text):
     return ""
 
 
-def run_one(args, row):
+def mem_available():
+    """MemAvailable from /proc/meminfo in bytes, or None."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def run_one(args, row, env):
     start = time.monotonic()
     try:
         p = subprocess.run(command(args, row), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           timeout=args.timeout, errors="replace")
+                           timeout=args.timeout, errors="replace", env=env)
     except subprocess.TimeoutExpired as e:
         err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
         return Outcome(row, "failed", "timeout", "timeout after %gs" % args.timeout, err, time.monotonic() - start)
@@ -122,6 +169,9 @@ def run_one(args, row):
                        err, seconds)
     if p.returncode == 1 and "unsupported" in err:
         return Outcome(row, "unsupported", "", first_line(err), err, seconds)
+    if p.returncode == 1 and "has no sharding annotations to partition" in err:
+        return Outcome(row, "excluded", "", "no sharding annotation in the module (has_sharding matched quoted text)",
+                       err, seconds)
     kind = "mismatch" if "--check failed" in err else "error"
     return Outcome(row, "failed", kind, first_line(err) or "exit %d, no stderr" % p.returncode, err, seconds)
 
@@ -131,9 +181,14 @@ def unsupported_reason(stderr):
     line = next((l for l in stderr.splitlines() if "unsupported" in l), stderr)
     m = re.search(r"instruction '[^']*' \(([^)]+)\) is not supported by the executor(?:; (.*))?", line)
     if m:
-        reason = "executor: " + m.group(1)
-        if m.group(2):
-            reason += ": " + m.group(2)
+        target = re.search(r'custom_call_target="([^"]*)"', m.group(2) or "")
+        if target:
+            return 'executor: custom-call target "%s"' % target.group(1)
+        reason = "executor: " + m.group(1) + (": " + m.group(2) if m.group(2) else "")
+    elif "of host memory" in line:
+        return "host memory: the run needs more than this job's share of the machine's memory"
+    elif "cannot compare runs that do not finish" in line:
+        return "--check: a while loop does not finish on the random inputs, partitioned or not"
     else:
         reason = line[line.find("unsupported"):]
     reason = re.sub(r"'[^']*'", "'…'", reason)
@@ -154,13 +209,24 @@ def main(argv):
               "or pass --xshard PATH" % args.xshard, file=sys.stderr)
         return 1
     rows = select_rows(args.corpus, args.filter, args.shard)
+    args.left_out = 0
+    if args.max_array_mib is not None:
+        limit = args.max_array_mib * 2**20
+        kept = [r for r in rows if largest_array_bytes(os.path.join(args.corpus, r["file"])) <= limit]
+        args.left_out = len(rows) - len(kept)
+        rows = kept
     if not rows:
         print("conformance: no module selected (filter '%s')" % args.filter, file=sys.stderr)
         return 1
+    env = dict(os.environ)
+    available = mem_available()
+    if "XSHARD_HOST_MEMORY" not in env and available:
+        env["XSHARD_HOST_MEMORY"] = str(available // min(args.jobs, len(rows)))
+    args.memory_note = env.get("XSHARD_HOST_MEMORY")
     start = time.monotonic()
     outcomes = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(run_one, args, r) for r in rows]
+        futures = [pool.submit(run_one, args, r, env) for r in rows]
         for fut in concurrent.futures.as_completed(futures):
             o = fut.result()
             outcomes.append(o)
@@ -177,12 +243,23 @@ def report(args, outcomes, wall):
     by_status = collections.Counter(o.status for o in outcomes)
     failed = [o for o in outcomes if o.status == "failed"]
     kinds = collections.Counter(o.kind for o in failed)
-    print("\nxshard run --check over %s (%d modules, seed %d, %d jobs, %.0fs wall)"
-          % (args.corpus, len(outcomes), args.seed, args.jobs, wall))
+    memory = ""
+    if args.memory_note:
+        note = args.memory_note
+        memory = ", host memory per job %s" % ("%.1f GiB" % (int(note) / 2**30) if note.isdigit() else note)
+    print("\nxshard run --check over %s (%d modules, seed %d, %d jobs%s, %.0fs wall)"
+          % (args.corpus, len(outcomes), args.seed, args.jobs, memory, wall))
+    if getattr(args, "left_out", 0):
+        print("  (%d modules with an array over %g MiB left out by --max-array-mib)" % (args.left_out, args.max_array_mib))
     print("  %5d  passed" % by_status["passed"])
     print("  %5d  unsupported" % by_status["unsupported"])
     print("  %5d  failed" % by_status["failed"]
           + ("  (" + ", ".join("%s %d" % (k, n) for k, n in sorted(kinds.items())) + ")" if failed else ""))
+    excluded = [o for o in outcomes if o.status == "excluded"]
+    if excluded:
+        print("  %5d  excluded (not partitioner cases)" % len(excluded))
+        for o in excluded:
+            print("           %s: %s" % (o.row["file"], o.message))
     reasons = collections.Counter(unsupported_reason(o.stderr) for o in outcomes if o.status == "unsupported")
     if reasons:
         print("\nunsupported, by reason:")

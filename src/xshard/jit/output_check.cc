@@ -100,12 +100,13 @@ StatusOr<std::vector<OutputDiff>> CompareOutputs(const std::vector<Array>& got,
     OutputDiff diff;
     diff.output = static_cast<int64_t>(o);
     diff.tolerance = tolerance.value_or(DefaultTolerance(g.dtype()));
-    for (int64_t i = 0; i < w.num_elements(); ++i) {
+    const int64_t count = g.num_elements();
+    for (int64_t i = 0; i < count; ++i) {
       const double magnitude = std::abs(Element(w, i));
       if (std::isfinite(magnitude)) diff.largest = std::max(diff.largest, magnitude);
     }
     const double scale_term = diff.tolerance.scale_tol * diff.largest;
-    for (int64_t i = 0; i < g.num_elements(); ++i) {
+    for (int64_t i = 0; i < count; ++i) {
       const std::complex<double> a = Element(g, i);
       const std::complex<double> b = Element(w, i);
       const double err = std::max(ComponentError(a.real(), b.real()), ComponentError(a.imag(), b.imag()));

@@ -1,11 +1,13 @@
-// Convolution: direct loop with precomputed input positions per (output, window) position, and an
-// im2col + GEMM fast path (per feature group and chunk of output positions; f16 / bf16 through f32).
+// Convolution: direct loop with precomputed input positions per (output, window) position, and two
+// GEMM paths (f16 / bf16 through f32): one GEMM per tap and output row for wide features and rows
+// (convolution_taps.h), else im2col per feature group and chunk of output positions.
 #include "xshard/kernels/convolution.h"
 
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
 
+#include "xshard/kernels/convolution_taps.h"
 #include "xshard/kernels/dot.h"
 #include "xshard/kernels/elementwise.h"
 #include "xshard/kernels/numeric.h"
@@ -294,6 +296,11 @@ StatusOr<Array> Convolution(const Array& lhs, const Array& rhs, const Convolutio
   const DType gemm = half ? DType::kF32 : result;
   if ((gemm != DType::kF32 && gemm != DType::kF64) || p.batch_group_count != 1 || Product(g.out_dims) == 0) {
     return ConvolutionReference(lhs, rhs, p, result);
+  }
+  if (gemm == DType::kF32 && TapGemmApplies(lhs, rhs, p, g.out_dims)) {
+    Array out = TapGemmConvolution(lhs, rhs, p, g.out_dims);
+    if (!half) return out;
+    return Convert(out, result);
   }
   if (gemm == DType::kF64) {
     XS_ASSIGN_OR_RETURN(Array a, ToDType(lhs, gemm));

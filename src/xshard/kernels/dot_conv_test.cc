@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "xshard/kernels/convolution.h"
+#include "xshard/kernels/convolution_taps.h"
 #include "xshard/kernels/dot.h"
 #include "xshard/kernels/elementwise.h"
 
@@ -184,6 +185,58 @@ TEST(Convolution, Im2ColInChunksMatchesDirectLoopAcrossChunkBoundaries) {
   // bf16 operands are widened while the patches are built; the f32 sums round once at the end.
   Array xb = *Convert(x, DType::kBF16), kb = *Convert(k, DType::kBF16);
   EXPECT_EQ(*Convolution(xb, kb, p, DType::kBF16), *Convert(want, DType::kBF16));
+}
+
+// The tap GEMM path (>= 32 input features, >= 16 output rows) on integer-valued data, so every
+// order of summation is exact and it must equal the direct loop bit for bit: padding past the
+// image (taps that land outside contribute nothing), negative padding (crop), stride, window
+// dilation, reversal, feature groups, a non-canonical layout and 1 to 3 spatial dims.
+TEST(Convolution, TapGemmsMatchDirectLoop) {
+  struct Case {
+    std::vector<int64_t> x, k;
+    std::vector<WindowDim> window;
+    int64_t groups;
+  };
+  const std::vector<Case> cases = {
+      // 2-D, window 3x3 dilated by 8 with padding 8: most taps of edge rows fall outside.
+      {{2, 20, 18, 32}, {3, 3, 32, 5}, {{3, 1, 8, 8, 1, 8, false}, {3, 1, 8, 8, 1, 8, false}}, 1},
+      // 2-D, stride 2, crop on one side, reversal on the last dim.
+      {{1, 9, 40, 40}, {2, 3, 40, 3}, {{2, 2, 1, 0, 1, 1, false}, {3, 2, -1, 2, 1, 1, true}}, 1},
+      // 1-D with 2 feature groups of 32.
+      {{3, 24, 64}, {4, 32, 6}, {{4, 1, 2, 1, 1, 2, false}}, 2},
+      // 3-D.
+      {{1, 3, 4, 17, 32}, {2, 2, 3, 32, 4}, {{2, 1, 1, 0, 1, 1, false}, {2, 1, 0, 1, 1, 1, false},
+                                             {3, 1, 1, 1, 1, 1, false}}, 1},
+  };
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const Case& tc = cases[c];
+    const int n = static_cast<int>(tc.window.size());
+    Array x = SmallInts(tc.x, 11, 5), k = SmallInts(tc.k, 7, 3);
+    ConvolutionParams p = Params("", n);
+    p.window.dims = tc.window;
+    p.feature_group_count = tc.groups;
+    const std::vector<int64_t> out = *ConvolutionResultDims(x.dims(), k.dims(), p);
+    ASSERT_TRUE(TapGemmApplies(x, k, p, out)) << "case " << c;
+    const Array want = *ConvolutionReference(x, k, p, DType::kF32);
+    EXPECT_EQ(*Convolution(x, k, p, DType::kF32), want) << "case " << c;
+    Array xb = *Convert(x, DType::kBF16), kb = *Convert(k, DType::kBF16);
+    EXPECT_EQ(*Convolution(xb, kb, p, DType::kBF16), *Convert(want, DType::kBF16)) << "case " << c;
+  }
+  // The same 2-D case with features first (bf01 / oi01 -> bf01): the layouts are transposed
+  // around the same GEMMs.
+  Array x = SmallInts({2, 32, 20, 18}, 11, 5), k = SmallInts({5, 32, 3, 3}, 7, 3);
+  ConvolutionParams p;
+  p.dims.input_batch = 0;
+  p.dims.input_feature = 1;
+  p.dims.input_spatial = {2, 3};
+  p.dims.kernel_output_feature = 0;
+  p.dims.kernel_input_feature = 1;
+  p.dims.kernel_spatial = {2, 3};
+  p.dims.output_batch = 0;
+  p.dims.output_feature = 1;
+  p.dims.output_spatial = {2, 3};
+  p.window.dims = {{3, 1, 8, 8, 1, 8, false}, {3, 1, 8, 8, 1, 8, false}};
+  EXPECT_EQ(*Convolution(x, k, p, DType::kF32), *ConvolutionReference(x, k, p, DType::kF32));
 }
 
 TEST(Convolution, MismatchedFeaturesAreAnError) {

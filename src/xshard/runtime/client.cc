@@ -7,6 +7,7 @@
 
 #include <malloc.h>
 
+#include "xshard/runtime/compute_gate.h"
 #include "xshard/runtime/device_threads.h"
 #include "xshard/runtime/inprocess_communicator.h"
 
@@ -66,6 +67,7 @@ Client::Client(ClientOptions options, int64_t num_cores)
     options_.wait_policy = DefaultWaitPolicy(options_.num_devices, num_cores_);
   }
   threads_ = std::make_unique<DeviceThreads>(options_.num_devices, *options_.wait_policy);
+  gate_ = std::make_unique<ComputeGate>(std::clamp<int64_t>(num_cores_, 1, ComputeGate::kMaxSlots));
 }
 
 Client::~Client() = default;
@@ -94,6 +96,7 @@ StatusOr<InProcessCommunicator*> Client::CommunicatorFor(std::span<const int64_t
     o.algorithm = options_.algorithm;
     o.wait_policy = options_.wait_policy;
     o.eager_bytes = options_.eager_bytes;
+    o.compute_gate = gate_.get();
     XS_ASSIGN_OR_RETURN(auto comm, InProcessCommunicator::Create(std::move(o)));
     it = communicators_.emplace(std::move(key), std::move(comm)).first;
   }

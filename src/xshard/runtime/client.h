@@ -31,6 +31,7 @@
 
 namespace xs {
 
+class ComputeGate;
 class DeviceThreads;
 class InProcessCommunicator;
 
@@ -63,6 +64,10 @@ class Client {
   Device& device(int64_t id) const { return *devices_[id]; }
   // The device, or an error naming the id, the device count and the fix.
   StatusOr<Device*> LookupDevice(int64_t id) const;
+
+  // At most num_cores() devices of a run inside a big kernel at once (compute_gate.h); SPMD runs
+  // with more devices than cores use it.
+  ComputeGate& compute_gate() const { return *gate_; }
 
   // Threads each device may use inside one op when `devices_running` devices compute at once:
   // max(1, cores / devices_running). 8 devices on 2 cores get 1 each; 1 device gets both.
@@ -101,6 +106,7 @@ class Client {
   int64_t num_cores_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<DeviceThreads> threads_;
+  std::unique_ptr<ComputeGate> gate_;
   std::mutex run_mu_;  // one run at a time: the device threads are shared
   std::map<std::vector<int64_t>, std::unique_ptr<InProcessCommunicator>> communicators_;
 };

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "xshard/runtime/client.h"
+#include "xshard/runtime/collectives.h"
 #include "xshard/runtime/spmd_executor.h"
 #include "xshard/text/parser.h"
 
@@ -96,6 +97,43 @@ ENTRY main {
   for (int d = 0; d < 8; ++d) {
     EXPECT_EQ(r->outputs[d][0].GetDouble(0), 896);
     EXPECT_EQ(r->outputs[d][0].GetDouble(262143), 896);
+  }
+}
+
+Status SumOnce(Communicator& comm, int64_t rank) {
+  Array x(DType::kF32, {8});
+  return AllReduce(comm, CollectiveCall(rank, "all-reduce", 1), DeviceGroups::All(comm.num_ranks()), x,
+                   ReductionKind::kSum)
+      .status();
+}
+
+// Device 1 computes inside the client's gate for 4 timeouts before it joins the all-reduce; device
+// 0, waiting there, keeps waiting because a device is busy in the gate, and both succeed. The same
+// delay outside the gate (a device that is not computing) times out, as before.
+TEST(ComputeGate, CollectivesWaitForDevicesComputingInTheGate) {
+  const std::chrono::milliseconds timeout(150);
+  for (bool in_gate : {true, false}) {
+    ClientOptions o;
+    o.num_devices = 2;
+    o.num_cores = 1;
+    o.collective_timeout = timeout;
+    StatusOr<std::unique_ptr<Client>> client = Client::Create(o);
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    ComputeGate& gate = (*client)->compute_gate();
+    StatusOr<Client::RunResult> r = (*client)->RunPerRank(std::vector<int64_t>{0, 1}, [&](int64_t rank, Communicator& comm) {
+      if (rank == 1) {
+        if (in_gate) gate.Enter();
+        std::this_thread::sleep_for(4 * timeout);
+        if (in_gate) gate.Leave();
+      }
+      return SumOnce(comm, rank);
+    });
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    if (in_gate) {
+      EXPECT_TRUE(r->status.ok()) << r->status.ToString();
+    } else {
+      EXPECT_EQ(r->status.code(), StatusCode::kDeadlineExceeded) << r->status.ToString();
+    }
   }
 }
 

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "xshard/base/status.h"
@@ -118,6 +119,13 @@ StatusOr<std::vector<Array>> Execute(const Module& module, std::span<const Array
                                      const ExecuteOptions& options = {});
 StatusOr<Value> ExecuteTuple(const Module& module, std::span<const Array> args,
                              const ExecuteOptions& options = {});
+
+// Ends the message of a while loop stopped by ExecuteOptions::max_while_iterations.
+inline constexpr std::string_view kWhileLimitNote = "(ExecuteOptions::max_while_iterations)";
+// True when `s` is, or wraps (e.g. "device 3 failed: ..."), that error.
+inline bool ExceededWhileIterations(const Status& s) {
+  return !s.ok() && s.message().find(kWhileLimitNote) != std::string::npos;
+}
 
 // The status an unsupported instruction gets: "unsupported: instruction 'fft.3' (fft) is not
 // supported by the executor" plus `detail` ("; <detail>") when given.

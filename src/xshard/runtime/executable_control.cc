@@ -52,7 +52,7 @@ Status RunWhile(const Step& step, Frame& frame, RunContext& ctx) {
     if (!PredValue(cond)) break;
     if (ctx.options.max_while_iterations >= 0 && iterations >= ctx.options.max_while_iterations) {
       return InvalidArgument("while loop '", step.inst->name(), "' exceeded ",
-                             ctx.options.max_while_iterations, " iterations (ExecuteOptions::max_while_iterations)");
+                             ctx.options.max_while_iterations, " iterations ", kWhileLimitNote);
     }
     std::vector<Slot> args;
     args.push_back(std::move(state));

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "xshard/runtime/compute_gate.h"
 #include "xshard/runtime/inprocess_internal.h"
 
 namespace xs {
@@ -67,10 +68,13 @@ WaitResult State::Wait(int64_t waiter, std::span<const int64_t> ranks,
     result = WaitResult::kReady;
     return true;
   };
-  const auto deadline = SteadyClock::now() + options.timeout;
-  if (!slots[waiter].bell.WaitUntil(ready, deadline, policy)) {
-    *culprit = ranks[next];
-    return WaitResult::kTimeout;
+  auto deadline = SteadyClock::now() + options.timeout;
+  while (!slots[waiter].bell.WaitUntil(ready, deadline, policy)) {
+    if (options.compute_gate == nullptr || !options.compute_gate->Busy()) {
+      *culprit = ranks[next];
+      return WaitResult::kTimeout;
+    }
+    deadline = SteadyClock::now() + options.timeout;
   }
   return result;
 }

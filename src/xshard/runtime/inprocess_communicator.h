@@ -20,6 +20,8 @@
 
 namespace xs {
 
+class ComputeGate;
+
 namespace inprocess {
 struct State;
 struct OpSpec;
@@ -38,6 +40,9 @@ struct InProcessOptions {
   // Direct-algorithm inputs up to this size are staged (copied into the communicator) so the call
   // returns without waiting for peers to finish reading.
   int64_t eager_bytes = 64 * 1024;
+  // Not owned (the Client's). While a device is queued at or inside it, a wait that reaches
+  // `timeout` starts another one instead of failing: the peers are computing, not hung.
+  const ComputeGate* compute_gate = nullptr;
 };
 
 class InProcessCommunicator final : public Communicator {

@@ -15,9 +15,7 @@
 
 #include "xshard/runtime/spmd_executor.h"
 
-#include <algorithm>
 #include <cstdio>
-#include <optional>
 
 #include "xshard/runtime/spmd_executor_collectives.h"
 
@@ -129,8 +127,7 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
   result.devices = devices;
   std::vector<ExecuteStats> stats(n);
   // More devices than cores: at most one big kernel per core at a time (compute_gate.h).
-  std::optional<ComputeGate> gate;
-  if (n > client.num_cores()) gate.emplace(std::clamp<int64_t>(client.num_cores(), 1, ComputeGate::kMaxSlots));
+  ComputeGate* gate = n > client.num_cores() ? &client.compute_gate() : nullptr;
   const Client::RankFn run_device = [&](int64_t rank, Communicator& comm) -> Status {
     CommunicatorCollectiveRunner runner(*plan_, comm, rank);
     ExecuteOptions o;
@@ -138,7 +135,7 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
     o.replica_id = rank / num_partitions_;
     o.collectives = &runner;
     o.max_while_iterations = options.max_while_iterations;
-    o.compute_gate = gate ? &*gate : nullptr;
+    o.compute_gate = gate;
     XS_ASSIGN_OR_RETURN(result.outputs[rank], executable_->Run(args[rank], o, &stats[rank]));
     return OkStatus();
   };

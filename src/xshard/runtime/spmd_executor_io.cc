@@ -1,6 +1,7 @@
 // Per-device .npy folders and random inputs for SPMD runs.
 #include "xshard/runtime/spmd_executor_io.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include "xshard/core/npy.h"
@@ -64,18 +65,24 @@ Status WriteDeviceOutputs(const std::string& dir, const std::vector<int64_t>& de
   return OkStatus();
 }
 
+double UniformMinusOneToOne(std::mt19937_64& rng) {
+  double u = static_cast<double>(rng()) * 0x1p-64;
+  if (u >= 1.0) u = std::nextafter(1.0, 0.0);
+  return 2.0 * u - 1.0;
+}
+
 Array RandomArray(const Shape& shape, std::mt19937_64& rng) {
   Array a(shape);
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  std::uniform_int_distribution<int> small(0, 9);
-  for (int64_t k = 0; k < a.num_elements(); ++k) {
-    if (shape.dtype() == DType::kPred) {
-      a.SetDouble(k, small(rng) % 2);
-    } else if (IsInteger(shape.dtype())) {
-      a.SetDouble(k, small(rng));
-    } else {
-      a.SetDouble(k, real(rng));
-    }
+  const int64_t n = a.num_elements();
+  const DType t = shape.dtype();
+  if (t == DType::kPred || IsInteger(t)) {
+    std::uniform_int_distribution<int> small(0, 9);
+    for (int64_t k = 0; k < n; ++k) a.SetDouble(k, t == DType::kPred ? small(rng) % 2 : small(rng));
+  } else if (t == DType::kF32) {
+    float* p = reinterpret_cast<float*>(a.data());
+    for (int64_t k = 0; k < n; ++k) p[k] = static_cast<float>(UniformMinusOneToOne(rng));
+  } else {
+    for (int64_t k = 0; k < n; ++k) a.SetDouble(k, UniformMinusOneToOne(rng));
   }
   return a;
 }

@@ -29,6 +29,11 @@ Status WriteDeviceOutputs(const std::string& dir, const std::vector<int64_t>& de
 // --random-args` draws them on one device).
 Array RandomArray(const Shape& shape, std::mt19937_64& rng);
 
+// One draw of std::uniform_real_distribution<double>(-1, 1) on `rng`, the same value libstdc++
+// gives (one 64-bit draw scaled to [0, 1)), without the distribution's per-draw log2 of the
+// generator's range, which made drawing a 3 GB argument take a minute.
+double UniformMinusOneToOne(std::mt19937_64& rng);
+
 // `count` devices' arguments from one generator seeded with `seed`: device 0's arguments first,
 // then device 1's, ..., so devices get different values.
 std::vector<std::vector<Array>> RandomDeviceArguments(uint64_t seed, int64_t count,

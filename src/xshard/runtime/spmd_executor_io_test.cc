@@ -87,5 +87,18 @@ TEST(SpmdIo, RandomArgumentsDifferPerDeviceAndRepeatPerSeed) {
   }
 }
 
+// --random-args values must not change with the fast path: the same draws as
+// std::uniform_real_distribution<double>(-1, 1) stored through SetDouble, in every float type.
+TEST(SpmdIo, RandomFloatsAreTheStandardDistributionsDraws) {
+  for (DType t : {DType::kF32, DType::kF64, DType::kBF16, DType::kF16}) {
+    std::mt19937_64 fast_rng(11), std_rng(11);
+    const Array fast = RandomArray(Shape(t, {20000}), fast_rng);
+    Array want(Shape(t, {20000}));
+    std::uniform_real_distribution<double> real(-1.0, 1.0);
+    for (int64_t k = 0; k < want.num_elements(); ++k) want.SetDouble(k, real(std_rng));
+    EXPECT_TRUE(fast == want) << DTypeName(t);
+  }
+}
+
 }  // namespace
 }  // namespace xs

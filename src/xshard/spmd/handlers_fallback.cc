@@ -2,6 +2,8 @@
 // copied as is), collectives written in the global program, and the fallback for ops without a
 // partitioned form (computed on replicated operands, with a warning naming the op and the bytes
 // gathered).
+#include <optional>
+
 #include "xshard/base/strings.h"
 #include "xshard/spmd/handlers.h"
 
@@ -31,25 +33,88 @@ Status HandleManual(const Instruction& inst, Context& ctx) {
   return OkStatus();
 }
 
+// The devices of `s` (tiled, with a manual subgroup dim) that hold the same tile: each device's
+// tile index with the manual coordinate dropped. nullopt when `s` has no manual subgroup.
+std::optional<std::vector<std::vector<int64_t>>> TileKeys(const HloSharding& s, int64_t num_devices) {
+  if (!s.IsTiled()) return std::nullopt;
+  const std::vector<SubgroupType>& types = s.subgroup_types();
+  int manual = -1;
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (types[i] == SubgroupType::kManual) manual = s.TiledDataRank() + static_cast<int>(i);
+  }
+  if (manual < 0) return std::nullopt;
+  std::vector<std::vector<int64_t>> keys(num_devices);
+  for (int64_t d = 0; d < num_devices; ++d) {
+    std::optional<std::vector<int64_t>> index = s.tile_assignment().IndexOf(d);
+    if (!index) return std::nullopt;
+    index->erase(index->begin() + manual);
+    keys[d] = std::move(*index);
+  }
+  return keys;
+}
+
+// Why `inst`, a collective with sharding `s`, cannot run on the local pieces as written, or nullopt
+// when it can: `s` must be partially manual (empty reason when it is not), the collective must keep
+// its shape (all-reduce, collective-permute of one array) and each of its groups / pairs must stay
+// among devices that hold the same tile, the manual subgroup the code was written for.
+std::optional<std::string> SubgroupManualProblem(const Instruction& inst, const HloSharding& s, int64_t n) {
+  const std::optional<std::vector<std::vector<int64_t>>> keys = TileKeys(s, n);
+  if (!keys) return "";
+  const Opcode op = inst.opcode();
+  if ((op != Opcode::kAllReduce && op != Opcode::kCollectivePermute) || !inst.shape().IsArray() ||
+      inst.operand_count() != 1) {
+    return "only all-reduce and collective-permute of one array are partitioned in a partially manual region";
+  }
+  auto same_tile = [&](int64_t a, int64_t b) {
+    return a >= 0 && b >= 0 && a < n && b < n && (*keys)[a] == (*keys)[b];
+  };
+  if (op == Opcode::kCollectivePermute) {
+    for (const auto& [from, to] : inst.attrs().source_target_pairs.value_or(std::vector<std::pair<int64_t, int64_t>>{})) {
+      if (!same_tile(from, to)) return StrCat("the pair {", from, ",", to, "} joins devices holding different tiles");
+    }
+    return std::nullopt;
+  }
+  const std::vector<std::vector<int64_t>> groups =
+      inst.attrs().replica_groups ? inst.attrs().replica_groups->Groups() : std::vector<std::vector<int64_t>>{};
+  if (groups.empty()) return "it reduces over all devices, across different tiles";
+  for (const std::vector<int64_t>& g : groups) {
+    for (int64_t d : g) {
+      if (!same_tile(g.front(), d)) return StrCat("its group {", StrJoin(g, ","), "} joins devices holding different tiles");
+    }
+  }
+  return std::nullopt;
+}
+
 // As XLA: a cross-replica all-reduce (no channel) sums over replicas, not partitions, so it is
 // elementwise here; a cross-partition collective is kept as written on replicated operands when
-// its sharding is replicated. Tiled or partially manual ones have no meaning xshard supports.
+// its sharding is replicated, or on the local pieces when its sharding is partially manual and its
+// groups stay inside the manual subgroups. Other tiled collectives have no meaning xshard supports.
 Status HandleCollective(const Instruction& inst, Context& ctx) {
   if (inst.opcode() == Opcode::kAllReduce && !inst.attrs().channel_id && inst.operand_count() == 1) {
     return HandleElementwise(inst, ctx);
   }
   const HloSharding target = ctx.TargetOf(inst);
-  if (!target.IsReplicated()) {
-    return InvalidArgument("the collective has sharding ", target.ToString(),
-                           "; a collective written in the global program must be replicated or inside "
-                           "a fully manual region (sharding={manual})");
+  if (target.IsReplicated()) {
+    std::vector<Instruction*> operands;
+    for (int i = 0; i < inst.operand_count(); ++i) {
+      XS_ASSIGN_OR_RETURN(PartitionedValue r, ctx.Get(inst.operand(i)).Replicate(StrCat("operand ", i)));
+      operands.push_back(r.hlo());
+    }
+    Instruction* local = CloneLocal(inst, ctx, std::move(operands));
+    ctx.Set(&inst, PartitionedValue(local, inst.shape(), target, &ctx.em()));
+    return OkStatus();
   }
-  std::vector<Instruction*> operands;
-  for (int i = 0; i < inst.operand_count(); ++i) {
-    XS_ASSIGN_OR_RETURN(PartitionedValue r, ctx.Get(inst.operand(i)).Replicate(StrCat("operand ", i)));
-    operands.push_back(r.hlo());
+  const int64_t n = ctx.state().num_partitions;
+  if (std::optional<std::string> problem = SubgroupManualProblem(inst, target, n)) {
+    return Unimplemented("unsupported: the collective has sharding ", target.ToString(),
+                         "; a collective written in the global program must be replicated, inside a fully "
+                         "manual region (sharding={manual}), or inside a partially manual region with each "
+                         "group on one manual subgroup", problem->empty() ? "" : StrCat(" (", *problem, ")"));
   }
-  Instruction* local = CloneLocal(inst, ctx, std::move(operands));
+  XS_ASSIGN_OR_RETURN(PartitionedValue operand, ctx.Get(inst.operand(0)).Reshard(target, "operand 0"));
+  XS_ASSIGN_OR_RETURN(Shape local_shape, LocalShape(inst.shape(), target, n));
+  Instruction* local = CloneLocal(inst, ctx, {operand.hlo()});
+  local->set_shape(local_shape);
   ctx.Set(&inst, PartitionedValue(local, inst.shape(), target, &ctx.em()));
   return OkStatus();
 }

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "xshard/core/npy.h"
+#include "xshard/jit/host_memory.h"
 #include "xshard/jit/output_check.h"
 #include "xshard/jit/sharded_program.h"
 #include "xshard/runtime/client.h"
@@ -93,6 +94,19 @@ StatusOr<Reference> ReferenceRun(const RunFlags& f, const ShardedProgram& progra
   return ref;
 }
 
+// A loop that runs past --max-while-iterations partitioned may do the same in the reference: the
+// inputs make it run long or forever (a bound drawn at random, a body that never changes the
+// state), and there is nothing to compare. If the reference finishes, the partitioned program
+// looped differently: that error stands.
+Status LoopsDidNotFinish(const RunFlags& f, const ShardedProgram& program, const std::vector<Array>& args,
+                         Client& client, const SpmdRunOptions& run_options, const Status& partitioned) {
+  StatusOr<Reference> ref = ReferenceRun(f, program, args, client, run_options);
+  if (ref.ok() || !ExceededWhileIterations(ref.status())) return Annotate(partitioned, StrCat(f.file, ": "));
+  return Unimplemented("unsupported: --check cannot compare runs that do not finish: on these inputs a while "
+                       "loop of ", f.file, " runs past --max-while-iterations ", f.max_while_iterations,
+                       " both partitioned and in the reference (", partitioned.message(), ")");
+}
+
 Status Check(const RunFlags& f, const ShardedProgram& program, const std::vector<Array>& args,
              const ShardedResult& result, Client& client, const SpmdRunOptions& run_options) {
   XS_ASSIGN_OR_RETURN(Reference ref, ReferenceRun(f, program, args, client, run_options));
@@ -141,6 +155,10 @@ Status RunSharded(const RunFlags& f, const Module& module) {
   StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(module, n, options);
   if (!program.ok()) return Annotate(program.status(), StrCat(f.file, ": "));
   if (f.report) std::cout << spmd::FormatReport((*program)->report()) << "\n";
+  XS_ASSIGN_OR_RETURN(std::optional<int64_t> memory_limit, HostMemoryLimit());
+  if (memory_limit) {
+    XS_RETURN_IF_ERROR(Annotate(CheckHostMemory(**program, f.check, *memory_limit), StrCat(f.file, ": ")));
+  }
   XS_ASSIGN_OR_RETURN(std::vector<Array> args,
                       LoadArguments(f, (*program)->argument_shapes(), module.entry()->name()));
   ClientOptions client_options;
@@ -150,6 +168,9 @@ Status RunSharded(const RunFlags& f, const Module& module) {
   run_options.blas_threads = f.blas_threads;
   run_options.max_while_iterations = f.max_while_iterations;
   StatusOr<ShardedResult> result = (*program)->Run(*client, args, run_options);
+  if (!result.ok() && f.check && ExceededWhileIterations(result.status())) {
+    return LoopsDidNotFinish(f, **program, args, *client, run_options, result.status());
+  }
   if (!result.ok()) return Annotate(result.status(), StrCat(f.file, ": "));
   bool all_global = true;
   for (bool a : result->assembled) all_global = all_global && a;

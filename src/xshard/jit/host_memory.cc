@@ -1,0 +1,107 @@
+// Host memory estimate of a sharded run and the limit it is checked against.
+#include "xshard/jit/host_memory.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+
+#include "xshard/base/strings.h"
+#include "xshard/runtime/device.h"
+#include "xshard/sharding/geometry.h"
+
+namespace xs {
+namespace {
+
+int64_t LeafBytes(const Shape& s) {
+  if (s.IsArray()) return s.byte_size();
+  int64_t bytes = 0;
+  if (s.IsTuple()) {
+    for (const Shape& e : s.tuple_shapes()) bytes += LeafBytes(e);
+  }
+  return bytes;
+}
+
+// Bytes of the per-device copies ShardedProgram::Run makes of one argument: a padded shard per
+// device for tiled shardings, one zero array for maximal ones, none for replicated / manual.
+int64_t PlacedBytes(const Shape& shape, const HloSharding& s, int64_t n) {
+  if (s.IsMaximal()) return shape.byte_size();
+  if (!s.IsTiled()) return 0;
+  StatusOr<ShardGeometry> g = ShardGeometry::Create(s, shape.dims(), n);
+  if (!g.ok()) return 0;
+  return n * Shape(shape.dtype(), g->PaddedShardShape()).byte_size();
+}
+
+std::optional<int64_t> MemAvailable() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  int64_t value = 0;
+  while (in >> key >> value) {
+    std::getline(in, unit);
+    if (key == "MemAvailable:") return value * 1024;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+HostMemoryEstimate EstimateHostMemory(const ShardedProgram& program, bool reference) {
+  const int64_t n = program.num_devices();
+  const spmd::PartitionReport& report = program.report();
+  HostMemoryEstimate e;
+  for (const Shape& s : program.argument_shapes()) e.argument_bytes += s.byte_size();
+  int64_t placed = 0;
+  for (size_t i = 0; i < program.argument_shapes().size(); ++i) {
+    placed += PlacedBytes(program.argument_shapes()[i], program.argument_shardings()[i], n);
+  }
+  // Each device's own buffers: its peak minus its parameters (the placed arguments above).
+  const int64_t per_device = std::max<int64_t>(0, report.after.peak_bytes - report.after.parameter_bytes);
+  e.device_bytes = placed + n * per_device;
+  int64_t outputs = 0;
+  for (const Shape& s : program.output_shapes()) outputs += s.byte_size();
+  const int64_t device_outputs = n * LeafBytes(program.spmd_module().entry()->root()->shape());
+  const int64_t during_run = e.argument_bytes + e.device_bytes + outputs;
+  int64_t after_run = e.argument_bytes + outputs + device_outputs;
+  if (reference) {
+    // One device runs the global module; a module with per-device meaning is instead run
+    // partitioned with its automatic shardings replicated: every device holds the global values.
+    const int64_t one = std::max<int64_t>(0, report.before.peak_bytes - report.before.parameter_bytes);
+    e.reference_bytes = PerDeviceSemantics(program.global_module()) ? n * one : one;
+    after_run += e.reference_bytes;
+  }
+  e.peak_bytes = std::max(during_run, after_run);
+  return e;
+}
+
+StatusOr<std::optional<int64_t>> HostMemoryLimit() {
+  const char* env = std::getenv("XSHARD_HOST_MEMORY");
+  if (env == nullptr || *env == '\0') return MemAvailable();
+  std::string text(env);
+  int shift = 0;
+  const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  const std::string units = "KMGT";
+  if (const size_t u = units.find(last); u != std::string::npos) {
+    shift = 10 * static_cast<int>(u + 1);
+    text.pop_back();
+  }
+  int64_t value = 0;
+  if (!ParseInt64(text, &value) || value <= 0 || (shift > 0 && value > (int64_t{1} << (62 - shift)))) {
+    return InvalidArgument("$XSHARD_HOST_MEMORY='", env, "' is not a positive byte count; give bytes or a "
+                           "number with a K, M, G or T suffix (e.g. 8G), or unset it to use the available memory");
+  }
+  return std::optional<int64_t>(value << shift);
+}
+
+Status CheckHostMemory(const ShardedProgram& program, bool reference, int64_t limit) {
+  const HostMemoryEstimate e = EstimateHostMemory(program, reference);
+  if (e.peak_bytes <= limit) return OkStatus();
+  std::string parts = StrCat(FormatBytes(e.argument_bytes), " of global arguments, ", FormatBytes(e.device_bytes),
+                             " on the ", program.num_devices(), " virtual devices");
+  if (reference) StrAppend(&parts, ", ", FormatBytes(e.reference_bytes), " for the --check reference");
+  return Unimplemented("unsupported: running '", program.global_module().name(), "' on ", program.num_devices(),
+                       " virtual devices in this process needs about ", FormatBytes(e.peak_bytes),
+                       " of host memory (", parts, "), more than the ", FormatBytes(limit),
+                       " it may use ($XSHARD_HOST_MEMORY, else the memory available)");
+}
+
+}  // namespace xs

@@ -1,0 +1,41 @@
+// Host memory for running a ShardedProgram in this process: an estimate of the peak (every
+// virtual device's buffers live in host memory, next to the global arrays) and a check against
+// what the machine can give, so that a program too big for it is refused up front with an
+// "unsupported: ..." error instead of being killed by the kernel halfway through.
+#ifndef XSHARD_JIT_HOST_MEMORY_H_
+#define XSHARD_JIT_HOST_MEMORY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "xshard/base/status.h"
+#include "xshard/jit/sharded_program.h"
+
+namespace xs {
+
+// The peak bytes of ShardedProgram::Run on global arguments (plus, with `reference`, a reference
+// run for --check while the results are held), from the partitioner's liveness estimates: the
+// global arguments, the per-device shards made from them (replicated ones are shared), N x each
+// device's own buffers, the gathered outputs and the reference's buffers. Kernel scratch and loop
+// bodies are not counted, so the true peak is at least this.
+struct HostMemoryEstimate {
+  int64_t peak_bytes = 0;
+  int64_t argument_bytes = 0;     // global arguments
+  int64_t device_bytes = 0;       // all devices' shards and buffers during the run
+  int64_t reference_bytes = 0;    // the reference run's buffers (0 without `reference`)
+};
+HostMemoryEstimate EstimateHostMemory(const ShardedProgram& program, bool reference);
+
+// What this process may use: $XSHARD_HOST_MEMORY (bytes, or with a K / M / G / T suffix, binary)
+// when set, else MemAvailable from /proc/meminfo, else nullopt (no check). Error for a malformed
+// $XSHARD_HOST_MEMORY, naming the value.
+StatusOr<std::optional<int64_t>> HostMemoryLimit();
+
+// Unimplemented "unsupported: ..." when the estimate exceeds `limit`, naming the module, the
+// device count, the estimate's parts and the limit; OK otherwise.
+Status CheckHostMemory(const ShardedProgram& program, bool reference, int64_t limit);
+
+}  // namespace xs
+
+#endif  // XSHARD_JIT_HOST_MEMORY_H_
