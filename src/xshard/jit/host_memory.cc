@@ -13,15 +13,6 @@
 namespace xs {
 namespace {
 
-int64_t LeafBytes(const Shape& s) {
-  if (s.IsArray()) return s.byte_size();
-  int64_t bytes = 0;
-  if (s.IsTuple()) {
-    for (const Shape& e : s.tuple_shapes()) bytes += LeafBytes(e);
-  }
-  return bytes;
-}
-
 // Bytes of the per-device copies ShardedProgram::Run makes of one argument: a padded shard per
 // device for tiled shardings, one zero array for maximal ones, none for replicated / manual.
 int64_t PlacedBytes(const Shape& shape, const HloSharding& s, int64_t n) {
@@ -59,7 +50,7 @@ HostMemoryEstimate EstimateHostMemory(const ShardedProgram& program, bool refere
   e.device_bytes = placed + n * per_device;
   int64_t outputs = 0;
   for (const Shape& s : program.output_shapes()) outputs += s.byte_size();
-  const int64_t device_outputs = n * LeafBytes(program.spmd_module().entry()->root()->shape());
+  const int64_t device_outputs = n * program.spmd_module().entry()->root()->shape().byte_size();
   const int64_t during_run = e.argument_bytes + e.device_bytes + outputs;
   int64_t after_run = e.argument_bytes + outputs + device_outputs;
   if (reference) {

@@ -1,6 +1,8 @@
 // ShardedProgram: compile (propagate, partition, clean up, plan) once; run with global arrays.
 #include "xshard/jit/sharded_program.h"
 
+#include <algorithm>
+
 #include "xshard/base/strings.h"
 #include "xshard/ir/attributes.h"
 #include "xshard/ir/opcode.h"
@@ -55,6 +57,34 @@ bool NeedsPartitioning(const Module& module) {
   return false;
 }
 
+namespace {
+
+bool IsCustomCall(const Instruction& inst, std::string_view target) {
+  return inst.opcode() == Opcode::kCustomCall && inst.attrs().custom_call_target.value_or("") == target;
+}
+
+// True when `s` (or one of its tuple elements) gives devices values of kind `type` (manual or
+// unreduced): the whole value, or a subgroup of a tiled one.
+bool HasDevicesOfKind(const HloSharding& s, SubgroupType type) {
+  if (s.IsTuple()) {
+    for (const HloSharding& e : s.tuple_elements()) {
+      if (HasDevicesOfKind(e, type)) return true;
+    }
+    return false;
+  }
+  if (s.IsMeshAxes()) {
+    StatusOr<HloSharding> tiled = s.ToTiled();
+    return tiled.ok() && HasDevicesOfKind(*tiled, type);
+  }
+  if ((type == SubgroupType::kManual && s.IsManual()) || (type == SubgroupType::kUnreduced && s.IsUnreduced())) {
+    return true;
+  }
+  const std::vector<SubgroupType>& types = s.subgroup_types();
+  return std::find(types.begin(), types.end(), type) != types.end();
+}
+
+}  // namespace
+
 std::optional<std::string> PerDeviceSemantics(const Module& global) {
   for (const Computation* c : global.computations()) {
     for (const Instruction* inst : c->instructions()) {
@@ -63,16 +93,14 @@ std::optional<std::string> PerDeviceSemantics(const Module& global) {
       if (inst->opcode() == Opcode::kPartitionId || inst->opcode() == Opcode::kReplicaId) {
         return StrCat(name, " differs on every device");
       }
-      if (inst->opcode() == Opcode::kCustomCall) {
-        const std::string target = inst->attrs().custom_call_target.value_or("");
-        if (target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape") {
-          return StrCat(name, " enters or leaves a manual (per-device) region");
-        }
+      if (IsCustomCall(*inst, "SPMDFullToShardShape") || IsCustomCall(*inst, "SPMDShardToFullShape")) {
+        return StrCat(name, " enters or leaves a manual (per-device) region");
       }
-      if (inst->sharding()) {
-        const std::string text = inst->sharding()->ToString();
-        if (text.find("manual") != std::string::npos) return StrCat(name, " is manually sharded (per-device values)");
-        if (text.find("unreduced") != std::string::npos) return StrCat(name, " holds unreduced (per-device) partial values");
+      if (inst->sharding() && HasDevicesOfKind(*inst->sharding(), SubgroupType::kManual)) {
+        return StrCat(name, " is manually sharded (per-device values)");
+      }
+      if (inst->sharding() && HasDevicesOfKind(*inst->sharding(), SubgroupType::kUnreduced)) {
+        return StrCat(name, " holds unreduced (per-device) partial values");
       }
     }
   }
@@ -81,14 +109,10 @@ std::optional<std::string> PerDeviceSemantics(const Module& global) {
 
 namespace {
 
-bool IsCustomCall(const Instruction& inst, std::string_view target) {
-  return inst.opcode() == Opcode::kCustomCall && inst.attrs().custom_call_target.value_or("") == target;
-}
-
 // Shardings that say what a value means per device, which a reference must keep.
 bool DefinesPerDeviceMeaning(const Instruction& inst) {
-  const std::string text = inst.sharding()->ToString();
-  if (text.find("manual") != std::string::npos || text.find("unreduced") != std::string::npos) return true;
+  const HloSharding& s = *inst.sharding();
+  if (HasDevicesOfKind(s, SubgroupType::kManual) || HasDevicesOfKind(s, SubgroupType::kUnreduced)) return true;
   if (IsCustomCall(inst, "SPMDShardToFullShape")) return true;
   for (const Instruction* user : inst.users()) {
     if (IsCustomCall(*user, "SPMDFullToShardShape")) return true;
@@ -202,17 +226,17 @@ StatusOr<ShardedResult> ShardedProgram::AssembleOutputs(std::vector<std::vector<
   if (static_cast<int64_t>(device_outputs.size()) != n) {
     return InvalidArgument("outputs of ", device_outputs.size(), " devices given; the program runs on ", n);
   }
+  for (int64_t d = 0; d < n; ++d) {
+    if (device_outputs[d].size() != output_shapes_.size()) {
+      return InvalidArgument("device ", d, " has ", device_outputs[d].size(), " outputs; the program has ",
+                             output_shapes_.size());
+    }
+  }
   ShardedResult result;
   for (size_t i = 0; i < output_shapes_.size(); ++i) {
     const Shape& shape = output_shapes_[i];
     const HloSharding& s = output_shardings_[i];
     XS_ASSIGN_OR_RETURN(std::optional<ShardGeometry> g, GeometryOf(s, shape, n));
-    for (int64_t d = 0; d < n; ++d) {
-      if (device_outputs[d].size() != output_shapes_.size()) {
-        return InvalidArgument("device ", d, " has ", device_outputs[d].size(), " outputs; the program has ",
-                               output_shapes_.size());
-      }
-    }
     if (PerDeviceValues(s, g)) {
       result.outputs.push_back(Array(DType::kF32, {0}));
       result.assembled.push_back(false);

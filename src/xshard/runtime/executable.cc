@@ -160,18 +160,9 @@ Status CheckResult(const Step& step, const Frame& frame) {
 // it a kernel's scratch is small and the gate's handoff (a futex wake, ~30 us) would dominate.
 constexpr int64_t kGatedBytes = int64_t{1} << 20;
 
-int64_t LeafBytes(const Shape& s) {
-  if (s.IsArray()) return s.byte_size();
-  int64_t bytes = 0;
-  if (s.IsTuple()) {
-    for (const Shape& e : s.tuple_shapes()) bytes += LeafBytes(e);
-  }
-  return bytes;
-}
-
 int64_t StepBytes(const Instruction& inst) {
-  int64_t bytes = LeafBytes(inst.shape());
-  for (const Instruction* o : inst.operands()) bytes += LeafBytes(o->shape());
+  int64_t bytes = inst.shape().byte_size();  // tuples: the sum of their leaves
+  for (const Instruction* o : inst.operands()) bytes += o->shape().byte_size();
   return bytes;
 }
 

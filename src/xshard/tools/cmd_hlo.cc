@@ -45,14 +45,24 @@ StatusOr<std::vector<Array>> LoadArguments(const RunFlags& f, const std::vector<
   return args;
 }
 
+Status SaveNpy(const std::filesystem::path& dir, const std::string& name, const Array& array) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Unavailable("cannot create directory '", dir.string(), "': ", ec.message());
+  return WriteNpy((dir / name).string(), array);
+}
+
+ExecuteOptions OneDeviceOptions(const RunFlags& f) {
+  ExecuteOptions options;
+  options.blas_threads = f.blas_threads > 0 ? f.blas_threads
+                                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  options.max_while_iterations = f.max_while_iterations;
+  return options;
+}
+
 Status WriteOutputs(const RunFlags& f, const std::vector<Array>& outs) {
   if (!f.save_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(f.save_dir, ec);
-    if (ec) return Unavailable("cannot create directory '", f.save_dir, "': ", ec.message());
-    for (size_t i = 0; i < outs.size(); ++i) {
-      XS_RETURN_IF_ERROR(WriteNpy((std::filesystem::path(f.save_dir) / StrCat("out", i, ".npy")).string(), outs[i]));
-    }
+    for (size_t i = 0; i < outs.size(); ++i) XS_RETURN_IF_ERROR(SaveNpy(f.save_dir, StrCat("out", i, ".npy"), outs[i]));
   }
   for (size_t i = 0; i < outs.size(); ++i) {
     const Array& a = outs[i];
@@ -195,11 +205,7 @@ Status RunRun(const RunFlags& f) {
   if (!exe.ok()) return Annotate(exe.status(), StrCat(f.file, ": "));
   XS_ASSIGN_OR_RETURN(std::vector<Array> args,
                       LoadArguments(f, (*exe)->argument_shapes(), module->entry()->name()));
-  ExecuteOptions options;
-  options.blas_threads = f.blas_threads > 0 ? f.blas_threads
-                                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  options.max_while_iterations = f.max_while_iterations;
-  StatusOr<std::vector<Array>> outs = (*exe)->Run(args, options);
+  StatusOr<std::vector<Array>> outs = (*exe)->Run(args, OneDeviceOptions(f));
   if (!outs.ok()) return Annotate(outs.status(), StrCat(f.file, ": "));
   return WriteOutputs(f, *outs);
 }
@@ -246,7 +252,8 @@ void AddHloCommands(CLI::App& root, CommandList& commands) {
   r->add_flag("--memory", run->memory, "Print each device's argument, peak and live bytes");
   r->add_flag("--check", run->check,
               "Global modules: also run the module on one device and compare every output (max abs\n"
-              "and relative error); exit 1 when an element is beyond atol + rtol * |expected|");
+              "and relative error); exit 1 when an element is beyond atol + rtol * |expected| (+ 4 ulps of the output's\n"
+              "largest value with the default tolerances)");
   r->add_option("--atol", run->atol, "Absolute tolerance of --check (default by dtype: f32 1e-4, f16 1e-2, ...; integers exact)");
   r->add_option("--rtol", run->rtol, "Relative tolerance of --check (default by dtype, like --atol)");
   r->add_flag("--report", run->report, "Global modules: print the partitioner's report (collectives, memory) first");

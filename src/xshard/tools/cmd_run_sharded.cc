@@ -3,9 +3,7 @@
 // them with a one-device run of the same module.
 #include <filesystem>
 #include <iostream>
-#include <thread>
 
-#include "xshard/core/npy.h"
 #include "xshard/jit/host_memory.h"
 #include "xshard/jit/output_check.h"
 #include "xshard/jit/sharded_program.h"
@@ -48,11 +46,7 @@ Status WritePerDeviceOutput(const RunFlags& f, const ShardedResult& r, size_t i,
     std::cout << "  dev" << d << ": " << a.shape().ToString(false) << "\n";
     if (f.print) std::cout << a.ToString() << "\n";
     if (!f.save_dir.empty()) {
-      const std::filesystem::path dir = std::filesystem::path(f.save_dir) / StrCat("dev", d);
-      std::error_code ec;
-      std::filesystem::create_directories(dir, ec);
-      if (ec) return Unavailable("cannot create directory '", dir.string(), "': ", ec.message());
-      XS_RETURN_IF_ERROR(WriteNpy((dir / StrCat("out", i, ".npy")).string(), a));
+      XS_RETURN_IF_ERROR(SaveNpy(std::filesystem::path(f.save_dir) / StrCat("dev", d), StrCat("out", i, ".npy"), a));
     }
   }
   return OkStatus();
@@ -62,7 +56,8 @@ Status WritePerDeviceOutput(const RunFlags& f, const ShardedResult& r, size_t i,
 // something per device, the run of its ReplicatedReference on the same devices (per-device
 // outputs then compare device by device).
 struct Reference {
-  std::string what;
+  std::string what;  // "the one-device run", ...
+  std::string why;   // for the replicated reference: why one device cannot be the reference
   std::vector<Array> outputs;                     // global outputs
   std::vector<std::vector<Array>> device_outputs; // [device][output], per-device references only
 };
@@ -72,11 +67,7 @@ StatusOr<Reference> ReferenceRun(const RunFlags& f, const ShardedProgram& progra
   Reference ref;
   std::optional<std::string> per_device = PerDeviceSemantics(program.global_module());
   if (!per_device) {
-    ExecuteOptions options;
-    options.blas_threads = f.blas_threads > 0 ? f.blas_threads
-                                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    options.max_while_iterations = f.max_while_iterations;
-    StatusOr<std::vector<Array>> want = Execute(program.global_module(), args, options);
+    StatusOr<std::vector<Array>> want = Execute(program.global_module(), args, OneDeviceOptions(f));
     if (!want.ok()) return Annotate(want.status(), StrCat(f.file, ": --check: the one-device run: "));
     ref.what = "the one-device run";
     ref.outputs = std::move(*want);
@@ -87,8 +78,8 @@ StatusOr<Reference> ReferenceRun(const RunFlags& f, const ShardedProgram& progra
   if (!reference.ok()) return Annotate(reference.status(), StrCat(f.file, ": --check: the replicated reference: "));
   StatusOr<ShardedResult> ran = (*reference)->Run(client, args, run_options);
   if (!ran.ok()) return Annotate(ran.status(), StrCat(f.file, ": --check: the replicated reference: "));
-  ref.what = StrCat("the run with every automatic sharding replicated (one device cannot be the reference: ",
-                    *per_device, ")");
+  ref.what = "the run with every automatic sharding replicated";
+  ref.why = StrCat(" (one device cannot be the reference: ", *per_device, ")");
   ref.outputs = std::move(ran->outputs);
   ref.device_outputs = std::move(ran->device_outputs);
   return ref;
@@ -112,7 +103,7 @@ Status Check(const RunFlags& f, const ShardedProgram& program, const std::vector
   XS_ASSIGN_OR_RETURN(Reference ref, ReferenceRun(f, program, args, client, run_options));
   std::optional<Tolerance> tolerance;
   if (f.atol || f.rtol) tolerance = Tolerance{f.atol.value_or(0), f.rtol.value_or(0)};
-  std::cout << "check against " << ref.what << ":\n";
+  std::cout << "check against " << ref.what << ref.why << ":\n";
   int checked = 0, failed = 0;
   std::string first;
   auto compare = [&](const Array& got, const Array& want, const std::string& label) -> Status {
@@ -133,7 +124,7 @@ Status Check(const RunFlags& f, const ShardedProgram& program, const std::vector
   }
   if (failed > 0) {
     return Internal("--check failed: ", failed, " of ", checked, " outputs (first: ", first, ") differ from ",
-                    ref.what.substr(0, ref.what.find(" (")), " of ", f.file, " beyond atol + rtol * |expected|");
+                    ref.what, " of ", f.file, " beyond the tolerance");
   }
   return OkStatus();
 }
@@ -181,12 +172,7 @@ Status RunSharded(const RunFlags& f, const Module& module) {
       if (result->assembled[i]) {
         std::cout << "out" << i << ": " << result->outputs[i].shape().ToString(false) << "\n";
         if (f.print) std::cout << result->outputs[i].ToString() << "\n";
-        if (!f.save_dir.empty()) {
-          std::error_code ec;
-          std::filesystem::create_directories(f.save_dir, ec);
-          XS_RETURN_IF_ERROR(WriteNpy((std::filesystem::path(f.save_dir) / StrCat("out", i, ".npy")).string(),
-                                      result->outputs[i]));
-        }
+        if (!f.save_dir.empty()) XS_RETURN_IF_ERROR(SaveNpy(f.save_dir, StrCat("out", i, ".npy"), result->outputs[i]));
       } else {
         XS_RETURN_IF_ERROR(WritePerDeviceOutput(f, *result, i, (*program)->output_shardings()[i]));
       }

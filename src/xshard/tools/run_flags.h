@@ -5,6 +5,7 @@
 #define XSHARD_TOOLS_RUN_FLAGS_H_
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "xshard/base/status.h"
 #include "xshard/core/array.h"
 #include "xshard/ir/module.h"
+#include "xshard/runtime/executable.h"
 
 namespace xs::tools {
 
@@ -41,6 +43,10 @@ struct RunFlags {
 // shapes `want` (errors name the file, its shape and the parameter's).
 StatusOr<std::vector<Array>> LoadArguments(const RunFlags& flags, const std::vector<Shape>& want,
                                            std::string_view entry_name);
+// Writes DIR/NAME as .npy, creating DIR first (errors name the directory or file).
+Status SaveNpy(const std::filesystem::path& dir, const std::string& name, const Array& array);
+// The options of a one-device run: --blas-threads (default: every core), --max-while-iterations.
+ExecuteOptions OneDeviceOptions(const RunFlags& flags);
 // Saves outputs as --save DIR/out<i>.npy and prints their shapes, or their values with --print.
 Status WriteOutputs(const RunFlags& flags, const std::vector<Array>& outputs);
 
