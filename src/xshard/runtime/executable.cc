@@ -321,6 +321,7 @@ StatusOr<std::unique_ptr<Executable>> Executable::Create(const Module& module) {
   RegisterShapeHandlers(table);
   RegisterComputeHandlers(table);
   RegisterControlHandlers(table);
+  RegisterExtraOpHandlers(table);
   std::unordered_set<const Computation*> reachable;
   CollectReachable(module.entry(), reachable);
   auto program = std::make_unique<Program>();

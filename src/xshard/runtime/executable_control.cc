@@ -112,7 +112,10 @@ Status RunIdentity(const Step& step, Frame& frame, RunContext&) {
   return OkStatus();
 }
 
-Status PrepareCustomCall(const Instruction& inst, Step& step, const Program&) {
+Status PrepareCustomCall(const Instruction& inst, Step& step, const Program& program) {
+  bool handled = false;
+  XS_RETURN_IF_ERROR(PrepareExtraCustomCall(inst, step, program, &handled));
+  if (handled) return OkStatus();
   const std::string target = inst.attrs().custom_call_target.value_or("");
   // xla.sdy.FuncResultSharding: JAX's Shardy lowering marks each result's sharding with it.
   static constexpr std::string_view kIdentities[] = {"Sharding", "SPMDFullToShardShape",
@@ -120,7 +123,7 @@ Status PrepareCustomCall(const Instruction& inst, Step& step, const Program&) {
   if (std::find(std::begin(kIdentities), std::end(kIdentities), target) == std::end(kIdentities)) {
     return UnsupportedInstruction(inst, StrCat("custom_call_target=\"", target,
                                                "\" (supported: Sharding, SPMDFullToShardShape, "
-                                               "SPMDShardToFullShape, xla.sdy.FuncResultSharding)"));
+                                               "SPMDShardToFullShape, xla.sdy.FuncResultSharding, TopK)"));
   }
   if (inst.operand_count() != 1 || !inst.operand(0)->shape().Compatible(inst.shape())) {
     return UnsupportedInstruction(inst, StrCat("custom-call ", target, " changes the shape from ",

@@ -55,6 +55,12 @@ using RunFn = Status (*)(const Step& step, Frame& frame, RunContext& ctx);
 
 struct ComputationPlan;
 
+// Plan-time parameters of a step whose op has no dedicated Step field (topk's k, fft's lengths,
+// ...): each handler file derives its own block from this.
+struct ExtraParams {
+  virtual ~ExtraParams() = default;
+};
+
 // How a step runs on scalars inside a ScalarRunner's compiled fast path (kNone: not eligible).
 enum class ScalarKind { kNone, kUnary, kBinary, kTernary, kShare, kConstant, kTuple };
 
@@ -76,6 +82,7 @@ struct Step {
   int64_t count = 0;  // result elements
   // Runs inside ExecuteOptions::compute_gate: a big kernel that cannot wait on another device.
   bool gated = false;
+  std::shared_ptr<const ExtraParams> extra;  // see ExtraParams
 };
 
 struct ComputationPlan {
@@ -113,6 +120,9 @@ void RegisterElementwiseHandlers(HandlerTable& table);
 void RegisterShapeHandlers(HandlerTable& table);
 void RegisterComputeHandlers(HandlerTable& table);
 void RegisterControlHandlers(HandlerTable& table);
+void RegisterExtraOpHandlers(HandlerTable& table);  // executable_extra_ops.cc
+// Custom-call targets with a kernel of their own (TopK); sets *handled when `inst`'s target is one.
+Status PrepareExtraCustomCall(const Instruction& inst, Step& step, const Program& program, bool* handled);
 
 // ---- helpers for handlers ----
 

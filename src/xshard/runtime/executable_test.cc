@@ -52,12 +52,12 @@ TEST(Executable, UnsupportedOpIsAnErrorNamingTheInstruction) {
   std::unique_ptr<Module> m = Parse(R"(
 HloModule f
 ENTRY main {
-  p = c64[8] parameter(0)
-  ROOT fft.3 = c64[8] fft(p), fft_type=FFT, fft_length={8}
+  tok = token[] after-all()
+  ROOT infeed.3 = ((f32[8]), token[]) infeed(tok)
 })");
   StatusOr<std::unique_ptr<Executable>> e = Executable::Create(*m);
   ASSERT_FALSE(e.ok());
-  EXPECT_EQ(e.status().message(), "unsupported: instruction 'fft.3' (fft) is not supported by the executor");
+  EXPECT_EQ(e.status().message(), "unsupported: instruction 'infeed.3' (infeed) is not supported by the executor");
 }
 
 TEST(Executable, UnknownCustomCallTargetIsUnsupported) {

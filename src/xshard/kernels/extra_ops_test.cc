@@ -1,0 +1,390 @@
+// Tests of the linear algebra, fft, topk, random, batch-norm and ragged-dot kernels against hand
+// computations, naive transforms and known-answer vectors.
+#include <cmath>
+#include <complex>
+#include <numbers>
+
+#include "gtest/gtest.h"
+#include "xshard/kernels/batch_norm.h"
+#include "xshard/kernels/fft.h"
+#include "xshard/kernels/linalg.h"
+#include "xshard/kernels/ragged_dot.h"
+#include "xshard/kernels/random.h"
+#include "xshard/kernels/topk.h"
+
+namespace xs::kernels {
+namespace {
+
+using C = std::complex<float>;
+
+std::vector<double> Doubles(const Array& a) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < a.num_elements(); ++i) v.push_back(a.GetDouble(i));
+  return v;
+}
+
+void ExpectNear(const std::vector<double>& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
+}
+
+void ExpectComplexNear(const Array& got, const std::vector<std::complex<double>>& want, double tol) {
+  Array w = got.Convert(DType::kC128);
+  auto v = w.values<std::complex<double>>();
+  ASSERT_EQ(v.size(), want.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_NEAR(v[i].real(), want[i].real(), tol) << "element " << i;
+    EXPECT_NEAR(v[i].imag(), want[i].imag(), tol) << "element " << i;
+  }
+}
+
+TEST(Cholesky, FactorsLowerAndUpperOfABatch) {
+  Array a = Array::FromVector<float>({2, 2, 2}, {4, 2, 2, 3, 9, 3, 3, 5});
+  StatusOr<Array> lower = Cholesky(a, true);
+  ASSERT_TRUE(lower.ok()) << lower.status().ToString();
+  // [[4,2],[2,3]] = L L^T with L = [[2,0],[1,sqrt 2]]; [[9,3],[3,5]]: L = [[3,0],[1,2]].
+  ExpectNear(Doubles(*lower), {2, 0, 1, std::sqrt(2.0), 3, 0, 1, 2}, 1e-6);
+  StatusOr<Array> upper = Cholesky(a, false);
+  ASSERT_TRUE(upper.ok());
+  ExpectNear(Doubles(*upper), {2, 1, 0, std::sqrt(2.0), 3, 1, 0, 2}, 1e-6);
+}
+
+TEST(Cholesky, ReadsOnlyTheNamedTriangle) {
+  // The upper triangle holds junk that a lower factorization must ignore.
+  Array a = Array::FromVector<double>({2, 2}, {4, 1000, 2, 3});
+  StatusOr<Array> l = Cholesky(a, true);
+  ASSERT_TRUE(l.ok());
+  ExpectNear(Doubles(*l), {2, 0, 1, std::sqrt(2.0)}, 1e-12);
+}
+
+TEST(Cholesky, NotPositiveDefiniteGivesNaN) {
+  StatusOr<Array> l = Cholesky(Array::FromVector<float>({2, 2}, {1, 2, 2, 1}), true);
+  ASSERT_TRUE(l.ok());
+  for (double x : Doubles(*l)) EXPECT_TRUE(std::isnan(x));
+}
+
+TEST(Cholesky, ComplexHermitian) {
+  // [[4, 2i], [-2i, 3]] = L L^H with L = [[2, 0], [-i, sqrt 2]].
+  Array a = Array::FromVector<C>({2, 2}, {C(4, 0), C(0, 2), C(0, -2), C(3, 0)});
+  StatusOr<Array> l = Cholesky(a, true);
+  ASSERT_TRUE(l.ok());
+  ExpectComplexNear(*l, {{2, 0}, {0, 0}, {0, -1}, {std::sqrt(2.0), 0}}, 1e-6);
+}
+
+TEST(Cholesky, RejectsNonSquareAndIntegers) {
+  EXPECT_FALSE(Cholesky(Array(DType::kF32, {2, 3}), true).ok());
+  EXPECT_FALSE(Cholesky(Array(DType::kS32, {2, 2}), true).ok());
+}
+
+TEST(TriangularSolve, LeftLowerAndTransposed) {
+  Array a = Array::FromVector<float>({2, 2}, {2, 0, 1, 4});
+  TriangularSolveOptions o;
+  StatusOr<Array> x = TriangularSolve(a, Array::FromVector<float>({2, 1}, {2, 9}), o);
+  ASSERT_TRUE(x.ok()) << x.status().ToString();
+  ExpectNear(Doubles(*x), {1, 2}, 1e-6);  // 2*1 = 2, 1*1 + 4*2 = 9
+  o.transpose_a = TransposeA::kTranspose;  // [[2,1],[0,4]] x = [4, 8]
+  x = TriangularSolve(a, Array::FromVector<float>({2, 1}, {4, 8}), o);
+  ASSERT_TRUE(x.ok());
+  ExpectNear(Doubles(*x), {1, 2}, 1e-6);
+}
+
+TEST(TriangularSolve, RightSideUpperAndUnitDiagonal) {
+  // x a = b with a = [[2,1],[0,4]] (upper): x = [1, 2] gives [2, 1 + 8].
+  Array a = Array::FromVector<double>({2, 2}, {2, 1, 0, 4});
+  TriangularSolveOptions o;
+  o.left_side = false;
+  o.lower = false;
+  StatusOr<Array> x = TriangularSolve(a, Array::FromVector<double>({1, 2}, {2, 9}), o);
+  ASSERT_TRUE(x.ok()) << x.status().ToString();
+  ExpectNear(Doubles(*x), {1, 2}, 1e-12);
+  // Unit diagonal: [[1,0],[3,1]] x = [1, 5] -> [1, 2]; the stored diagonal is ignored.
+  TriangularSolveOptions u;
+  u.left_side = true;
+  u.unit_diagonal = true;
+  x = TriangularSolve(Array::FromVector<double>({2, 2}, {5, 0, 3, 7}), Array::FromVector<double>({2, 1}, {1, 5}), u);
+  ASSERT_TRUE(x.ok());
+  ExpectNear(Doubles(*x), {1, 2}, 1e-12);
+}
+
+TEST(TriangularSolve, RejectsMismatchedSizes) {
+  TriangularSolveOptions o;
+  EXPECT_FALSE(TriangularSolve(Array(DType::kF32, {2, 2}), Array(DType::kF32, {3, 1}), o).ok());
+  EXPECT_FALSE(TriangularSolve(Array(DType::kF32, {2, 2}), Array(DType::kF64, {2, 1}), o).ok());
+}
+
+// Direct O(n^2) DFT of one line: the independent reference for the fast transform.
+std::vector<std::complex<double>> NaiveDft(const std::vector<std::complex<double>>& x, int sign) {
+  const size_t n = x.size();
+  std::vector<std::complex<double>> y(n);
+  for (size_t k = 0; k < n; ++k) {
+    for (size_t j = 0; j < n; ++j) {
+      y[k] += x[j] * std::polar(1.0, sign * 2 * std::numbers::pi * double(j * k % n) / double(n));
+    }
+  }
+  return y;
+}
+
+TEST(Fft, HandComputedLengthsFourAndThree) {
+  StatusOr<Array> y = Fft(Array::FromVector<C>({4}, {1, 2, 3, 4}), FftType::kFft, {4});
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  ExpectComplexNear(*y, {{10, 0}, {-2, 2}, {-2, 0}, {-2, -2}}, 1e-5);
+  y = Fft(Array::FromVector<C>({3}, {1, 2, 3}), FftType::kFft, {3});
+  ASSERT_TRUE(y.ok());
+  ExpectComplexNear(*y, {{6, 0}, {-1.5, std::sqrt(3.0) / 2}, {-1.5, -std::sqrt(3.0) / 2}}, 1e-5);
+}
+
+TEST(Fft, OddLengthsMatchTheNaiveDftAndInvert) {
+  for (int n : {1, 5, 7, 12, 17, 30}) {
+    std::vector<std::complex<double>> x;
+    std::vector<std::complex<double>> xd;
+    for (int i = 0; i < n; ++i) xd.push_back({std::sin(i * 1.3), std::cos(i * 0.7)});
+    Array a(Shape(DType::kC128, {n}));
+    std::copy(xd.begin(), xd.end(), a.values<std::complex<double>>().begin());
+    StatusOr<Array> y = Fft(a, FftType::kFft, {n});
+    ASSERT_TRUE(y.ok());
+    ExpectComplexNear(*y, NaiveDft(xd, -1), 1e-9 * n);
+    StatusOr<Array> back = Fft(*y, FftType::kIfft, {n});
+    ASSERT_TRUE(back.ok());
+    ExpectComplexNear(*back, xd, 1e-9 * n);
+  }
+}
+
+TEST(Fft, TwoDimensionalIsSeparable) {
+  // 2x3 transform = DFT along rows then columns.
+  std::vector<std::complex<double>> x = {{1, 0}, {2, 1}, {0, -1}, {3, 0}, {-1, 2}, {0.5, 0}};
+  Array a(Shape(DType::kC128, {2, 3}));
+  std::copy(x.begin(), x.end(), a.values<std::complex<double>>().begin());
+  std::vector<std::complex<double>> want(6);
+  for (int r = 0; r < 2; ++r) {
+    auto row = NaiveDft({x[r * 3], x[r * 3 + 1], x[r * 3 + 2]}, -1);
+    for (int c = 0; c < 3; ++c) want[r * 3 + c] = row[c];
+  }
+  for (int c = 0; c < 3; ++c) {
+    auto col = NaiveDft({want[c], want[3 + c]}, -1);
+    want[c] = col[0];
+    want[3 + c] = col[1];
+  }
+  StatusOr<Array> y = Fft(a, FftType::kFft, {2, 3});
+  ASSERT_TRUE(y.ok());
+  ExpectComplexNear(*y, want, 1e-9);
+}
+
+TEST(Fft, RealTransformsRoundTrip) {
+  StatusOr<Array> y = Fft(Array::FromVector<float>({4}, {1, 2, 3, 4}), FftType::kRfft, {4});
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  EXPECT_EQ(y->dtype(), DType::kC64);
+  ExpectComplexNear(*y, {{10, 0}, {-2, 2}, {-2, 0}}, 1e-5);
+  for (int n : {4, 5}) {
+    std::vector<float> x;
+    for (int i = 0; i < 2 * n; ++i) x.push_back(static_cast<float>(std::sin(i + 0.5)));
+    Array a = Array::FromVector<float>({2, n}, x);
+    StatusOr<Array> f = Fft(a, FftType::kRfft, {2, n});
+    ASSERT_TRUE(f.ok());
+    EXPECT_EQ(f->dims(), (std::vector<int64_t>{2, n / 2 + 1}));
+    StatusOr<Array> back = Fft(*f, FftType::kIrfft, {2, n});
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(back->dtype(), DType::kF32);
+    ExpectNear(Doubles(*back), Doubles(a), 1e-5);
+  }
+}
+
+TEST(Fft, RejectsWrongTypesAndLengths) {
+  EXPECT_FALSE(Fft(Array(DType::kF32, {4}), FftType::kFft, {4}).ok());
+  EXPECT_FALSE(Fft(Array(DType::kC64, {4}), FftType::kRfft, {4}).ok());
+  EXPECT_FALSE(Fft(Array(DType::kC64, {4}), FftType::kFft, {8}).ok());
+  EXPECT_FALSE(Fft(Array(DType::kC64, {4}), FftType::kIrfft, {4}).ok());  // needs 3 = 4/2+1
+  EXPECT_FALSE(ParseFftType("DCT").ok());
+}
+
+TEST(TopK, LargestWithTiesAndNaN) {
+  StatusOr<std::pair<Array, Array>> r = TopK(Array::FromVector<float>({2, 5}, {3, 1, 4, 1, 5, 2, 2, 7, 2, 0}), 3, true);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ExpectNear(Doubles(r->first), {5, 4, 3, 7, 2, 2}, 0);
+  ExpectNear(Doubles(r->second), {4, 2, 0, 2, 0, 1}, 0);  // ties: lower index first
+  r = TopK(Array::FromVector<float>({4}, {1, NAN, INFINITY, -1}), 2, true);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(std::isnan(r->first.GetDouble(0)));
+  EXPECT_EQ(r->first.GetDouble(1), INFINITY);
+  r = TopK(Array::FromVector<int32_t>({5}, {3, 1, 4, 1, 5}), 2, false);
+  ASSERT_TRUE(r.ok());
+  ExpectNear(Doubles(r->first), {1, 1}, 0);
+  ExpectNear(Doubles(r->second), {1, 3}, 0);
+}
+
+TEST(TopK, RejectsKOutOfRange) {
+  EXPECT_FALSE(TopK(Array(DType::kF32, {4}), 5, true).ok());
+  EXPECT_FALSE(TopK(Array(DType::kF32, {4}), -1, true).ok());
+  EXPECT_FALSE(TopK(Array(DType::kF32, {}), 1, true).ok());
+}
+
+TEST(Random, PhiloxAndThreefryKnownAnswers) {
+  // Known-answer vectors of Random123 (philox4x32_10, threefry2x32_20).
+  uint32_t out[4];
+  const uint32_t zero_key[2] = {0, 0}, zero_ctr[4] = {0, 0, 0, 0};
+  Philox4x32(zero_key, zero_ctr, out);
+  EXPECT_EQ(out[0], 0x6627e8d5u);
+  EXPECT_EQ(out[1], 0xe169c58du);
+  EXPECT_EQ(out[2], 0xbc57ac4cu);
+  EXPECT_EQ(out[3], 0x9b00dbd8u);
+  const uint32_t ones_key[2] = {0xffffffffu, 0xffffffffu};
+  const uint32_t ones_ctr[4] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu};
+  Philox4x32(ones_key, ones_ctr, out);
+  EXPECT_EQ(out[0], 0x408f276du);
+  EXPECT_EQ(out[1], 0x41c83b0eu);
+  EXPECT_EQ(out[2], 0xa20bc7c6u);
+  EXPECT_EQ(out[3], 0x6d5451fdu);
+  uint32_t tf[2];
+  const uint32_t tf_ctr[2] = {0, 0};
+  Threefry2x32(zero_key, tf_ctr, tf);
+  EXPECT_EQ(tf[0], 0x6b200159u);
+  EXPECT_EQ(tf[1], 0x99ba4efeu);
+  // The vector JAX's threefry tests use.
+  const uint32_t jk[2] = {0x13198a2eu, 0x03707344u}, jc[2] = {0x243f6a88u, 0x85a308d3u};
+  Threefry2x32(jk, jc, tf);
+  EXPECT_EQ(tf[0], 0xc4923a9cu);
+  EXPECT_EQ(tf[1], 0x483df7a0u);
+}
+
+TEST(Random, BitGeneratorAdvancesTheCounterAndFillsFromIt) {
+  Array state = Array::FromVector<uint64_t>({2}, {7, 100});
+  StatusOr<std::pair<Array, Array>> r = RngBitGenerator(RngAlgorithm::kPhilox, state, Shape(DType::kU32, {2, 4}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->first.values<uint64_t>()[0], 7u);
+  EXPECT_EQ(r->first.values<uint64_t>()[1], 102u);  // two 128-bit blocks
+  uint32_t block[4];
+  const uint32_t key[2] = {7, 0}, ctr[4] = {101, 0, 0, 0};
+  Philox4x32(key, ctr, block);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(r->second.values<uint32_t>()[4 + i], block[i]);
+  // Threefry: 64 bits a block; u64[3] is rejected for it.
+  r = RngBitGenerator(RngAlgorithm::kThreeFry, state, Shape(DType::kU64, {3}));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->first.values<uint64_t>()[1], 103u);
+  EXPECT_FALSE(RngBitGenerator(RngAlgorithm::kThreeFry, Array(DType::kU64, {3}), Shape(DType::kU32, {1})).ok());
+  EXPECT_FALSE(RngBitGenerator(RngAlgorithm::kPhilox, Array(DType::kU32, {2}), Shape(DType::kU32, {1})).ok());
+}
+
+TEST(Random, UniformAndNormalMoments) {
+  const int64_t n = 200000;
+  StatusOr<Array> u = Rng(RngDistribution::kUniform, Array::Scalar<float>(2), Array::Scalar<float>(4),
+                          Shape(DType::kF32, {n}), 1);
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  double sum = 0;
+  for (double x : Doubles(*u)) {
+    ASSERT_GE(x, 2);
+    ASSERT_LT(x, 4);
+    sum += x;
+  }
+  EXPECT_NEAR(sum / n, 3.0, 0.01);
+  StatusOr<Array> g = Rng(RngDistribution::kNormal, Array::Scalar<double>(1), Array::Scalar<double>(2),
+                          Shape(DType::kF64, {n}), 2);
+  ASSERT_TRUE(g.ok());
+  double m = 0, m2 = 0;
+  for (double x : Doubles(*g)) {
+    m += x;
+    m2 += x * x;
+  }
+  m /= n;
+  EXPECT_NEAR(m, 1.0, 0.02);
+  EXPECT_NEAR(std::sqrt(m2 / n - m * m), 2.0, 0.02);
+  StatusOr<Array> ints = Rng(RngDistribution::kUniform, Array::Scalar<int32_t>(-3), Array::Scalar<int32_t>(3),
+                             Shape(DType::kS32, {1000}), 3);
+  ASSERT_TRUE(ints.ok());
+  for (double x : Doubles(*ints)) {
+    EXPECT_GE(x, -3);
+    EXPECT_LT(x, 3);
+  }
+  EXPECT_FALSE(Rng(RngDistribution::kNormal, Array::Scalar<int32_t>(0), Array::Scalar<int32_t>(1),
+                   Shape(DType::kS32, {2}), 1).ok());
+}
+
+TEST(BatchNorm, TrainingHandComputed) {
+  // Features along dim 1: feature 0 = {1, 3}, feature 1 = {2, 6}.
+  Array x = Array::FromVector<float>({2, 2}, {1, 2, 3, 6});
+  StatusOr<std::vector<Array>> r = BatchNormTraining(x, Array::FromVector<float>({2}, {1, 2}),
+                                                     Array::FromVector<float>({2}, {0, 10}), 0, 1);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ExpectNear(Doubles((*r)[1]), {2, 4}, 1e-6);
+  ExpectNear(Doubles((*r)[2]), {1, 4}, 1e-6);
+  ExpectNear(Doubles((*r)[0]), {-1, 10 - 2, 1, 10 + 2}, 1e-6);
+}
+
+TEST(BatchNorm, GradMatchesFiniteDifferences) {
+  // d/dx of sum(dy * training_output(x)) by central differences in f64.
+  const std::vector<double> xs = {0.3, -1.2, 2.0, 0.7, 1.1, -0.4};
+  const std::vector<double> dys = {0.5, -1.0, 0.25, 2.0, -0.3, 0.8};
+  Array scale = Array::FromVector<double>({2}, {1.5, -0.5}), offset = Array::FromVector<double>({2}, {0.1, 0.2});
+  auto objective = [&](const std::vector<double>& v) {
+    auto out = BatchNormTraining(Array::FromVector<double>({3, 2}, v), scale, offset, 1e-3, 1);
+    double s = 0;
+    for (int i = 0; i < 6; ++i) s += dys[i] * (*out)[0].GetDouble(i);
+    return s;
+  };
+  auto stats = BatchNormTraining(Array::FromVector<double>({3, 2}, xs), scale, offset, 1e-3, 1);
+  ASSERT_TRUE(stats.ok());
+  StatusOr<std::vector<Array>> g = BatchNormGrad(Array::FromVector<double>({3, 2}, xs), scale, (*stats)[1],
+                                                 (*stats)[2], Array::FromVector<double>({3, 2}, dys), 1e-3, 1);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  for (int i = 0; i < 6; ++i) {
+    std::vector<double> hi = xs, lo = xs;
+    hi[i] += 1e-6;
+    lo[i] -= 1e-6;
+    EXPECT_NEAR((*g)[0].GetDouble(i), (objective(hi) - objective(lo)) / 2e-6, 1e-5) << "x " << i;
+  }
+  // grad offset = sum of dy per feature.
+  ExpectNear(Doubles((*g)[2]), {0.5 + 0.25 - 0.3, -1.0 + 2.0 + 0.8}, 1e-12);
+}
+
+TEST(RaggedDot, NonContractingRowsPickTheirGroup) {
+  // lhs [4, 2]; rhs [2 groups, 2, 1]; sizes {1, 2}: row 0 -> group 0, rows 1-2 -> group 1,
+  // row 3 is past every group -> 0.
+  Array lhs = Array::FromVector<float>({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  Array rhs = Array::FromVector<float>({2, 2, 1}, {1, 1, 10, -1});
+  RaggedDotDims d;
+  d.dot.lhs_contracting = {1};
+  d.dot.rhs_contracting = {1};
+  d.lhs_ragged = 0;
+  d.rhs_group = {0};
+  StatusOr<Array> out = RaggedDot(lhs, rhs, Array::FromVector<int32_t>({2}, {1, 2}), d, Shape(DType::kF32, {4, 1}));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ExpectNear(Doubles(*out), {1 + 2, 30 - 4, 50 - 6, 0}, 1e-6);
+}
+
+TEST(RaggedDot, ContractingSplitsTheSum) {
+  // lhs [1, 4] ragged along k; rhs [4, 1] of ones; sizes {3, 1}: group sums 1+2+3 and 4.
+  Array lhs = Array::FromVector<float>({1, 4}, {1, 2, 3, 4});
+  Array rhs = Array::FromVector<float>({4, 1}, {1, 1, 1, 1});
+  RaggedDotDims d;
+  d.dot.lhs_contracting = {1};
+  d.dot.rhs_contracting = {0};
+  d.lhs_ragged = 1;
+  StatusOr<Array> out = RaggedDot(lhs, rhs, Array::FromVector<int32_t>({2}, {3, 1}), d, Shape(DType::kF32, {2, 1, 1}));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ExpectNear(Doubles(*out), {6, 4}, 1e-6);
+  EXPECT_FALSE(RaggedDot(lhs, rhs, Array::FromVector<int32_t>({2}, {3, 1}), d, Shape(DType::kF32, {1, 1})).ok());
+}
+
+}  // namespace
+}  // namespace xs::kernels
+
+namespace xs::kernels {
+namespace {
+
+TEST(BlockScaledDot, ScalesRepeatOverBlocksOfK) {
+  // K = 4 in blocks of 2: lhs row scales {2, 0.5}, rhs row scales {1, 4}.
+  Array lhs = Array::FromVector<float>({1, 4}, {1, 2, 3, 4});
+  Array rhs = Array::FromVector<float>({1, 4}, {1, 1, 1, 1});
+  Array ls = Array::FromVector<float>({1, 2}, {2, 0.5});
+  Array rs = Array::FromVector<float>({1, 2}, {1, 4});
+  StatusOr<Array> out = BlockScaledDot(lhs, rhs, &ls, &rs, Shape(DType::kF32, {1, 1}));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  // (1*2 + 2*2) * 1 + (3*0.5 + 4*0.5) * 4 = 6 + 14.
+  EXPECT_DOUBLE_EQ(out->GetDouble(0), 20);
+  StatusOr<Array> plain = BlockScaledDot(lhs, rhs, nullptr, nullptr, Shape(DType::kF32, {1, 1}));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_DOUBLE_EQ(plain->GetDouble(0), 10);
+  Array bad = Array::FromVector<float>({1, 3}, {1, 1, 1});
+  EXPECT_FALSE(BlockScaledDot(lhs, rhs, &bad, nullptr, Shape(DType::kF32, {1, 1})).ok());
+}
+
+}  // namespace
+}  // namespace xs::kernels

@@ -1,0 +1,33 @@
+// Dense linear algebra ops of XLA on batches of matrices: cholesky and triangular-solve. Each
+// works on the two minor dims of its operands (leading dims are a batch) and computes in f64 /
+// c128 whatever the element type (f16, bf16, f32, f64, c64, c128), rounding once at the end.
+#ifndef XSHARD_KERNELS_LINALG_H_
+#define XSHARD_KERNELS_LINALG_H_
+
+#include "xshard/base/status.h"
+#include "xshard/core/array.h"
+
+namespace xs::kernels {
+
+// cholesky(a), lower=L: a = L L^H (lower) or U^H U (upper) for each [n, n] matrix of `a`. Only
+// the named triangle of `a` is read; the other triangle of the result is zero. A matrix that is
+// not positive definite comes back all NaN (as jnp.linalg.cholesky gives).
+StatusOr<Array> Cholesky(const Array& a, bool lower);
+
+enum class TransposeA { kNoTranspose, kTranspose, kAdjoint };
+
+struct TriangularSolveOptions {
+  bool left_side = true;       // solve op(a) x = b (true) or x op(a) = b (false)
+  bool lower = true;           // a's lower triangle is read (else the upper)
+  bool unit_diagonal = false;  // a's diagonal is taken as ones
+  TransposeA transpose_a = TransposeA::kNoTranspose;
+};
+
+// triangular-solve(a, b): a is [..., m, m], b is [..., m, n] (left side) or [..., n, m]; the
+// batch dims agree. Returns x with b's shape. A zero on the diagonal gives inf / NaN, as
+// back substitution does.
+StatusOr<Array> TriangularSolve(const Array& a, const Array& b, const TriangularSolveOptions& options);
+
+}  // namespace xs::kernels
+
+#endif  // XSHARD_KERNELS_LINALG_H_
