@@ -184,7 +184,27 @@ ENTRY main.7 {
     Case("einsum_batch", lambda a, b: jnp.einsum("bij,bjk->bki", a, b), S((2, 3, 4)), S((2, 4, 5)))
     Case("clamp_select_compare", lambda x: jnp.where(x > 0.1, jnp.clip(x, -0.3, 0.4), x * x), S((20,)))
     Case("erf_tanh_logistic", lambda x: (lax.erf(x), jnp.tanh(x), jax.nn.sigmoid(x), jnp.log1p(x * x)), S((11,)))
+    ExtraOpCases()
     return 0
+
+
+def ExtraOpCases():
+    """topk, fft and jnp.linalg (LAPACK custom-calls on CPU): complex results are compared as real
+    and imaginary parts."""
+    from jax.scipy.linalg import solve_triangular
+    Case("top_k_rows", lambda x: lax.top_k(x, 3), S((4, 9)))
+    Case("fft_odd_length", lambda x: (jnp.real(jnp.fft.fft(x)), jnp.imag(jnp.fft.ifft(x))), S((3, 6)))
+    Case("rfft2_irfft", lambda x: (jnp.abs(jnp.fft.rfft2(x)), jnp.fft.irfft(jnp.fft.rfft(x) * 2.0, n=8)), S((4, 8)))
+
+    def spd(a):
+        return a @ a.T + 4.0 * jnp.eye(a.shape[0], dtype=a.dtype)
+
+    Case("cholesky_lapack", lambda a: jnp.linalg.cholesky(spd(a)), S((5, 5)))
+    Case("solve_triangular_lapack", lambda a, b: (solve_triangular(spd(a), b, lower=True),
+                                                  solve_triangular(spd(a), b, lower=False, trans=1)),
+         S((4, 4)), S((4, 3)))
+    Case("linalg_solve_det_inv", lambda a, b: (jnp.linalg.solve(spd(a), b), jnp.linalg.det(spd(a)),
+                                               jnp.linalg.inv(spd(a))), S((4, 4)), S((4,)))
 
 
 if __name__ == "__main__":

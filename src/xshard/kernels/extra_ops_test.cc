@@ -388,3 +388,35 @@ TEST(BlockScaledDot, ScalesRepeatOverBlocksOfK) {
 
 }  // namespace
 }  // namespace xs::kernels
+
+namespace xs::kernels {
+namespace {
+
+TEST(LapackPotrf, KeepsTheOtherTriangleAndReportsInfo) {
+  StatusOr<std::vector<Array>> r = LapackPotrf(Array::FromVector<float>({2, 2}, {4, 7, 2, 3}), true);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // Lower factor [[2, .], [1, sqrt 2]]; the upper entry keeps a's 7 (LAPACK leaves it).
+  EXPECT_DOUBLE_EQ((*r)[0].GetDouble(1), 7);
+  EXPECT_NEAR((*r)[0].GetDouble(3), std::sqrt(2.0), 1e-6);
+  EXPECT_EQ((*r)[1].GetDouble(0), 0);
+  r = LapackPotrf(Array::FromVector<float>({2, 2}, {1, 0, 2, 1}), true);  // minor of order 2 fails
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[1].GetDouble(0), 2);
+}
+
+TEST(LapackGetrf, PivotsOnTheLargestEntry) {
+  // [[1, 2], [3, 4]]: pivot row 2 (1-based); L = [[1, 0], [1/3, 1]], U = [[3, 4], [0, 2/3]].
+  StatusOr<std::vector<Array>> r = LapackGetrf(Array::FromVector<double>({2, 2}, {1, 2, 3, 4}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::vector<double> lu = {3, 4, 1.0 / 3, 2.0 / 3};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR((*r)[0].GetDouble(i), lu[i], 1e-12);
+  EXPECT_EQ((*r)[1].GetDouble(0), 2);
+  EXPECT_EQ((*r)[1].GetDouble(1), 2);
+  EXPECT_EQ((*r)[2].GetDouble(0), 0);
+  r = LapackGetrf(Array::FromVector<double>({2, 2}, {0, 0, 0, 1}));  // singular: U[0,0] = 0
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[2].GetDouble(0), 1);
+}
+
+}  // namespace
+}  // namespace xs::kernels

@@ -3,6 +3,7 @@
 // wide type keep one code path for every element type.
 #include "xshard/kernels/linalg.h"
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <limits>
@@ -170,6 +171,112 @@ StatusOr<Array> TriangularSolve(const Array& a, const Array& b, const Triangular
     }
   }
   return Narrow(bv, b.shape());
+}
+
+namespace {
+
+// Batch dims of an [..., m, n] array and the s32 array of one int per matrix.
+Array PerMatrix(const Array& a, const std::vector<int32_t>& values) {
+  std::vector<int64_t> dims(a.dims().begin(), a.dims().end() - 2);
+  Array out(Shape(DType::kS32, dims));
+  std::copy(values.begin(), values.end(), out.values<int32_t>().begin());
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::vector<Array>> LapackPotrf(const Array& a, bool lower) {
+  if (!SupportedType(a.dtype()) || a.rank() < 2 || a.dims()[a.rank() - 1] != a.dims()[a.rank() - 2]) {
+    return InvalidArgument("potrf needs square floating-point or complex matrices, got ", a.shape().ToString(false));
+  }
+  const int64_t n = a.dims().back(), mat = n * n;
+  const int64_t batch = mat == 0 ? 0 : a.num_elements() / mat;
+  std::vector<C> v = Widen(a);
+  std::vector<C> m(static_cast<size_t>(mat));
+  std::vector<int32_t> info(static_cast<size_t>(batch), 0);
+  for (int64_t b = 0; b < batch; ++b) {
+    C* src = v.data() + b * mat;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j <= i; ++j) m[i * n + j] = lower ? src[i * n + j] : std::conj(src[j * n + i]);
+    }
+    // Column by column, stopping at the first non-positive pivot (its 1-based order is info).
+    for (int64_t j = 0; j < n && info[b] == 0; ++j) {
+      double d = m[j * n + j].real();
+      for (int64_t k = 0; k < j; ++k) d -= std::norm(m[j * n + k]);
+      if (!(d > 0)) {
+        info[b] = static_cast<int32_t>(j + 1);
+        break;
+      }
+      const double l = std::sqrt(d);
+      m[j * n + j] = l;
+      for (int64_t i = j + 1; i < n; ++i) {
+        C s = m[i * n + j];
+        for (int64_t k = 0; k < j; ++k) s -= m[i * n + k] * std::conj(m[j * n + k]);
+        m[i * n + j] = s / l;
+      }
+      for (int64_t i = 0; i < n; ++i) {  // write back column j of the factor
+        if (i < j) continue;
+        if (lower) {
+          src[i * n + j] = m[i * n + j];
+        } else {
+          src[j * n + i] = std::conj(m[i * n + j]);
+        }
+      }
+    }
+  }
+  std::vector<Array> out;
+  out.push_back(Narrow(v, a.shape()));
+  out.push_back(PerMatrix(a, info));
+  return out;
+}
+
+StatusOr<std::vector<Array>> LapackGetrf(const Array& a) {
+  if (!SupportedType(a.dtype()) || a.rank() < 2) {
+    return InvalidArgument("getrf needs floating-point or complex matrices, got ", a.shape().ToString(false));
+  }
+  const int64_t rows = a.dims()[a.rank() - 2], cols = a.dims().back(), mat = rows * cols;
+  const int64_t k = std::min(rows, cols);
+  const int64_t batch = mat == 0 ? 0 : a.num_elements() / mat;
+  std::vector<C> v = Widen(a);
+  std::vector<int32_t> pivots(static_cast<size_t>(batch * k)), info(static_cast<size_t>(batch), 0);
+  for (int64_t b = 0; b < batch; ++b) {
+    C* m = v.data() + b * mat;
+    for (int64_t j = 0; j < k; ++j) {
+      // LAPACK's pivot: the first row of largest |re| + |im| in column j (at or below j).
+      int64_t p = j;
+      double best = -1;
+      for (int64_t i = j; i < rows; ++i) {
+        const double mag = std::abs(m[i * cols + j].real()) + std::abs(m[i * cols + j].imag());
+        if (mag > best) {
+          best = mag;
+          p = i;
+        }
+      }
+      pivots[b * k + j] = static_cast<int32_t>(p + 1);
+      if (p != j) {
+        for (int64_t c = 0; c < cols; ++c) std::swap(m[j * cols + c], m[p * cols + c]);
+      }
+      const C pivot = m[j * cols + j];
+      if (pivot == C(0)) {
+        if (info[b] == 0) info[b] = static_cast<int32_t>(j + 1);
+        continue;
+      }
+      for (int64_t i = j + 1; i < rows; ++i) {
+        const C f = m[i * cols + j] / pivot;
+        m[i * cols + j] = f;
+        for (int64_t c = j + 1; c < cols; ++c) m[i * cols + c] -= f * m[j * cols + c];
+      }
+    }
+  }
+  std::vector<int64_t> pdims(a.dims().begin(), a.dims().end() - 2);
+  pdims.push_back(k);
+  Array piv(Shape(DType::kS32, pdims));
+  std::copy(pivots.begin(), pivots.end(), piv.values<int32_t>().begin());
+  std::vector<Array> out;
+  out.push_back(Narrow(v, a.shape()));
+  out.push_back(std::move(piv));
+  out.push_back(PerMatrix(a, info));
+  return out;
 }
 
 }  // namespace xs::kernels

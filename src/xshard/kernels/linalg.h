@@ -4,6 +4,8 @@
 #ifndef XSHARD_KERNELS_LINALG_H_
 #define XSHARD_KERNELS_LINALG_H_
 
+#include <vector>
+
 #include "xshard/base/status.h"
 #include "xshard/core/array.h"
 
@@ -27,6 +29,17 @@ struct TriangularSolveOptions {
 // batch dims agree. Returns x with b's shape. A zero on the diagonal gives inf / NaN, as
 // back substitution does.
 StatusOr<Array> TriangularSolve(const Array& a, const Array& b, const TriangularSolveOptions& options);
+
+// LAPACK's potrf as JAX's CPU lowering calls it (the `lapack_?potrf_ffi` custom-calls): returns
+// (factor, info). The factor's named triangle holds the Cholesky factor, the other triangle keeps
+// a's values (LAPACK does not touch it); info (s32, one per matrix, shape = batch dims) is 0, or
+// j+1 when the leading minor of order j+1 is not positive definite.
+StatusOr<std::vector<Array>> LapackPotrf(const Array& a, bool lower);
+
+// LAPACK's getrf (`lapack_?getrf_ffi`): LU with partial pivoting of each [m, n] matrix: returns
+// (lu, pivots s32[..., min(m, n)], info s32[...]) with L's unit diagonal implicit, 1-based pivot
+// rows as LAPACK gives them, and info = j+1 for the first exactly zero pivot U[j, j] (else 0).
+StatusOr<std::vector<Array>> LapackGetrf(const Array& a);
 
 }  // namespace xs::kernels
 

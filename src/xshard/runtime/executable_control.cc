@@ -123,7 +123,8 @@ Status PrepareCustomCall(const Instruction& inst, Step& step, const Program& pro
   if (std::find(std::begin(kIdentities), std::end(kIdentities), target) == std::end(kIdentities)) {
     return UnsupportedInstruction(inst, StrCat("custom_call_target=\"", target,
                                                "\" (supported: Sharding, SPMDFullToShardShape, "
-                                               "SPMDShardToFullShape, xla.sdy.FuncResultSharding, TopK)"));
+                                               "SPMDShardToFullShape, xla.sdy.FuncResultSharding, TopK, __op$block_scaled_dot, "
+                                               "lapack_?potrf_ffi, lapack_?getrf_ffi, lapack_?trsm_ffi)"));
   }
   if (inst.operand_count() != 1 || !inst.operand(0)->shape().Compatible(inst.shape())) {
     return UnsupportedInstruction(inst, StrCat("custom-call ", target, " changes the shape from ",

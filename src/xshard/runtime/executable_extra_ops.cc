@@ -1,6 +1,7 @@
 // Executor handlers for the ops outside the everyday set: topk (and the TopK custom-call),
-// fft, cholesky, triangular-solve, rng, rng-bit-generator, batch-norm-*, ragged-dot. Each reads
-// its attributes at plan time into a small parameter block the step keeps.
+// fft, cholesky, triangular-solve, rng, rng-bit-generator, batch-norm-*, ragged-dot, and the
+// custom-calls JAX emits on CPU for linear algebra (lapack_?potrf_ffi, ?getrf, ?trsm) and
+// block-scaled dots. Each reads its attributes at plan time into a parameter block the step keeps.
 #include <memory>
 #include <string>
 
@@ -295,6 +296,93 @@ Status PrepareRaggedDot(const Instruction& inst, Step& step, const Program&) {
   return OkStatus();
 }
 
+// ---- JAX's LAPACK custom-calls on CPU (jnp.linalg / jax.scipy.linalg) ----
+
+// A character field of the FFI backend_config, `{uplo = 76 : ui8, ...}`: the ASCII code, or
+// `fallback` when absent.
+StatusOr<char> FfiChar(const Instruction& inst, std::string_view name, char fallback) {
+  const std::string_view text = inst.attrs().backend_config ? std::string_view(*inst.attrs().backend_config) : "";
+  size_t pos = 0;
+  while ((pos = text.find(name, pos)) != std::string_view::npos) {
+    const bool starts = pos == 0 || text[pos - 1] == '{' || text[pos - 1] == ' ' || text[pos - 1] == ',';
+    size_t q = pos + name.size();
+    while (q < text.size() && text[q] == ' ') ++q;
+    if (starts && q < text.size() && text[q] == '=') {
+      ++q;
+      while (q < text.size() && text[q] == ' ') ++q;
+      size_t e = q;
+      while (e < text.size() && text[e] >= '0' && text[e] <= '9') ++e;
+      int64_t code = 0;
+      if (!ParseInt64(text.substr(q, e - q), &code) || code < 0 || code > 127) {
+        return InvalidArgument("custom-call ", inst.name(), ": backend_config field ", name, " is not a character code");
+      }
+      return static_cast<char>(code);
+    }
+    pos += name.size();
+  }
+  return fallback;
+}
+
+bool IsLapackTarget(std::string_view target, std::string_view routine) {
+  // lapack_<s|d|c|z><routine>_ffi
+  return target.size() == routine.size() + 12 && target.substr(0, 6) == "lapack" && target[6] == '_' &&
+         std::string_view("sdcz").find(target[7]) != std::string_view::npos && target.substr(8, routine.size()) == routine &&
+         target.substr(8 + routine.size()) == "_ffi";
+}
+
+Status RunLapackPotrf(const Step& step, Frame& frame, RunContext& ctx) {
+  XS_ASSIGN_OR_RETURN(std::vector<Array> out,
+                      kernels::LapackPotrf(OperandArray(step, frame, 0), Params<CholeskyParams>(step).lower));
+  SetTuple(step, frame, ctx, std::move(out));
+  return OkStatus();
+}
+
+Status RunLapackGetrf(const Step& step, Frame& frame, RunContext& ctx) {
+  XS_ASSIGN_OR_RETURN(std::vector<Array> out, kernels::LapackGetrf(OperandArray(step, frame, 0)));
+  SetTuple(step, frame, ctx, std::move(out));
+  return OkStatus();
+}
+
+Status PrepareLapack(const Instruction& inst, std::string_view target, Step& step) {
+  const Shape& s = inst.shape();
+  if (IsLapackTarget(target, "potrf")) {
+    if (inst.operand_count() != 1 || !s.IsTuple() || s.tuple_size() != 2) {
+      return InvalidArgument("custom-call ", target, " needs one operand and a (factor, info) result");
+    }
+    auto p = std::make_shared<CholeskyParams>();
+    XS_ASSIGN_OR_RETURN(char uplo, FfiChar(inst, "uplo", 'L'));
+    p->lower = uplo == 'L';
+    step.extra = std::move(p);
+    step.run = &RunLapackPotrf;
+    return OkStatus();
+  }
+  if (IsLapackTarget(target, "getrf")) {
+    if (inst.operand_count() != 1 || !s.IsTuple() || s.tuple_size() != 3) {
+      return InvalidArgument("custom-call ", target, " needs one operand and a (lu, pivots, info) result");
+    }
+    step.run = &RunLapackGetrf;
+    return OkStatus();
+  }
+  // trsm: (a, b) -> x, b's shape.
+  if (inst.operand_count() < 2 || !s.IsArray()) {
+    return InvalidArgument("custom-call ", target, " needs (a, b) and an array result");
+  }
+  auto p = std::make_shared<SolveParams>();
+  XS_ASSIGN_OR_RETURN(char side, FfiChar(inst, "side", 'L'));
+  XS_ASSIGN_OR_RETURN(char uplo, FfiChar(inst, "uplo", 'L'));
+  XS_ASSIGN_OR_RETURN(char trans, FfiChar(inst, "trans_x", 'N'));
+  XS_ASSIGN_OR_RETURN(char diag, FfiChar(inst, "diag", 'N'));
+  p->options.left_side = side == 'L';
+  p->options.lower = uplo == 'L';
+  p->options.unit_diagonal = diag == 'U';
+  p->options.transpose_a = trans == 'T'   ? kernels::TransposeA::kTranspose
+                           : trans == 'C' ? kernels::TransposeA::kAdjoint
+                                          : kernels::TransposeA::kNoTranspose;
+  step.extra = std::move(p);
+  step.run = &RunTriangularSolve;
+  return OkStatus();
+}
+
 Status RunBlockScaledDot(const Step& step, Frame& frame, RunContext& ctx) {
   const int n = static_cast<int>(step.operands.size());
   XS_ASSIGN_OR_RETURN(Array out, kernels::BlockScaledDot(OperandArray(step, frame, 0), OperandArray(step, frame, 1),
@@ -324,6 +412,10 @@ Status PrepareExtraCustomCall(const Instruction& inst, Step& step, const Program
     step.extra = std::move(p);
     step.run = &RunTopK;
     return OkStatus();
+  }
+  if (IsLapackTarget(target, "potrf") || IsLapackTarget(target, "getrf") || IsLapackTarget(target, "trsm")) {
+    *handled = true;
+    return PrepareLapack(inst, target, step);
   }
   if (target == "__op$block_scaled_dot") {
     *handled = true;

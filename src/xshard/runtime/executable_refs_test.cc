@@ -100,6 +100,11 @@ INSTANTIATE_TEST_SUITE_P(
                       "bf16_matmul_f32_acc", "conv_feature_groups", "logsumexp_softmax",
                       "dynamic_slice_clamp", "pad_negative_interior", "einsum_batch",
                       "clamp_select_compare", "erf_tanh_logistic"));
+// topk, fft and jnp.linalg, which JAX lowers on CPU to LAPACK custom-calls (potrf, getrf, trsm).
+INSTANTIATE_TEST_SUITE_P(
+    JaxExtraOps, ExecutableRefs,
+    ::testing::Values("top_k_rows", "fft_odd_length", "rfft2_irfft", "cholesky_lapack", "solve_triangular_lapack",
+                      "linalg_solve_det_inv"));
 
 TEST(ExecutableRefs, SeedSigmoidPrintsTheNotebookValue) {
   // jit(sigmoid)(ones(10)) = 1 / (1 + e^-1) = 0.7310586; jit(grad(sigmoid))(1.) = 0.19661194.
