@@ -110,37 +110,69 @@ void SelectLoop(const std::byte* p, const std::byte* t, const std::byte* f, std:
   }
 }
 
+// Runs step(a, b, c, out) over lanes-sized pieces, the tail on zero-padded copies.
+template <class S, class Step>
+HWY_INLINE void TernaryDriver(int64_t lanes, const S* a, const S* b, const S* c, S* o, int64_t n,
+                              const Step& step) {
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) step(a + i, b + i, c + i, o + i);
+  if (i < n) {
+    HWY_ALIGN S ab[kMaxLanes] = {}, bb[kMaxLanes] = {}, cb[kMaxLanes] = {}, ob[kMaxLanes] = {};
+    const size_t m = static_cast<size_t>(n - i);
+    std::memcpy(ab, a + i, m * sizeof(S));
+    std::memcpy(bb, b + i, m * sizeof(S));
+    std::memcpy(cb, c + i, m * sizeof(S));
+    step(ab, bb, cb, ob);
+    std::memcpy(o + i, ob, m * sizeof(S));
+  }
+}
+
 // clamp(lo, x, hi) = min(hi, max(x, lo)) as std::min / std::max order them (ties keep x, then
 // the max), then a NaN lo, x or hi (checked in that order) is the result.
 template <class T>
-void ClampLoop(const std::byte* lo_p, const std::byte* x_p, const std::byte* hi_p, std::byte* out,
+void ClampLoop(const std::byte* lo, const std::byte* x, const std::byte* hi, std::byte* out,
                int64_t n) {
   const hn::ScalableTag<T> d;
-  const T* lo = reinterpret_cast<const T*>(lo_p);
-  const T* x = reinterpret_cast<const T*>(x_p);
-  const T* hi = reinterpret_cast<const T*>(hi_p);
-  T* o = reinterpret_cast<T*>(out);
-  auto step = [&](const T* a, const T* b, const T* c, T* r) {
-    const auto l = hn::LoadU(d, a), v = hn::LoadU(d, b), h = hn::LoadU(d, c);
-    auto m = hn::IfThenElse(hn::Lt(v, l), l, v);
-    m = hn::IfThenElse(hn::Lt(m, h), m, h);
-    m = hn::IfThenElse(hn::IsNaN(h), h, m);
-    m = hn::IfThenElse(hn::IsNaN(v), v, m);
-    m = hn::IfThenElse(hn::IsNaN(l), l, m);
-    hn::StoreU(m, d, r);
+  TernaryDriver(static_cast<int64_t>(hn::Lanes(d)), reinterpret_cast<const T*>(lo),
+                reinterpret_cast<const T*>(x), reinterpret_cast<const T*>(hi),
+                reinterpret_cast<T*>(out), n, [d](const T* a, const T* b, const T* c, T* r) {
+                  const auto l = hn::LoadU(d, a), v = hn::LoadU(d, b), h = hn::LoadU(d, c);
+                  auto m = hn::IfThenElse(hn::Lt(v, l), l, v);
+                  m = hn::IfThenElse(hn::Lt(m, h), m, h);
+                  m = hn::IfThenElse(hn::IsNaN(h), h, m);
+                  m = hn::IfThenElse(hn::IsNaN(v), v, m);
+                  m = hn::IfThenElse(hn::IsNaN(l), l, m);
+                  hn::StoreU(m, d, r);
+                });
+}
+
+// The same rule on bf16 / f16: decided on exact f32 widenings, then the raw 16-bit operand is
+// picked, so a NaN comes out with the bits it went in with (as the scalar kernel does).
+template <class S>
+void ClampHalfLoop(const std::byte* lo, const std::byte* x, const std::byte* hi, std::byte* out,
+                   int64_t n) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToUnsigned<decltype(d)> du32;
+  const hn::RebindToSigned<decltype(d)> di32;
+  const hn::Rebind<uint16_t, decltype(d)> du16;
+  auto raw = [&](const S* p) {
+    return hn::PromoteTo(du32, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
   };
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) step(lo + i, x + i, hi + i, o + i);
-  if (i < n) {
-    HWY_ALIGN T ab[kMaxLanes] = {}, bb[kMaxLanes] = {}, cb[kMaxLanes] = {}, ob[kMaxLanes] = {};
-    const size_t m = static_cast<size_t>(n - i);
-    std::memcpy(ab, lo + i, m * sizeof(T));
-    std::memcpy(bb, x + i, m * sizeof(T));
-    std::memcpy(cb, hi + i, m * sizeof(T));
-    step(ab, bb, cb, ob);
-    std::memcpy(o + i, ob, m * sizeof(T));
-  }
+  TernaryDriver(static_cast<int64_t>(hn::Lanes(d)), reinterpret_cast<const S*>(lo),
+                reinterpret_cast<const S*>(x), reinterpret_cast<const S*>(hi),
+                reinterpret_cast<S*>(out), n, [&](const S* a, const S* b, const S* c, S* r) {
+                  const auto l = Io<S>::Load(d, a), v = Io<S>::Load(d, b), h = Io<S>::Load(d, c);
+                  const auto rl = raw(a), rv = raw(b), rh = raw(c);
+                  const auto take_l = hn::Lt(v, l);
+                  const auto m = hn::IfThenElse(take_l, l, v);
+                  auto bits = hn::IfThenElse(hn::RebindMask(du32, take_l), rl, rv);
+                  bits = hn::IfThenElse(hn::RebindMask(du32, hn::Not(hn::Lt(m, h))), rh, bits);
+                  bits = hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(h)), rh, bits);
+                  bits = hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), rv, bits);
+                  bits = hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(l)), rl, bits);
+                  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, bits)), du16,
+                             reinterpret_cast<uint16_t*>(r));
+                });
 }
 
 template <ComparisonDirection Dir>
@@ -176,6 +208,8 @@ void FillMisc(KernelTable* t) {
   t->select_by_log2_size[3] = &SelectLoop<uint64_t>;
   t->clamp[static_cast<int>(FType::kF32)] = &ClampLoop<float>;
   t->clamp[static_cast<int>(FType::kF64)] = &ClampLoop<double>;
+  t->clamp[static_cast<int>(FType::kBF16)] = &ClampHalfLoop<BFloat16>;
+  if (kHaveF16) t->clamp[static_cast<int>(FType::kF16)] = &ClampHalfLoop<Half>;
 #else
   (void)t;
 #endif
