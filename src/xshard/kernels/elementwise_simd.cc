@@ -46,6 +46,13 @@ void FillMath(KernelTable* t) {
   XS_UNARY(kErf, VErf, false)  // the rational approximation is an f32 one
   XS_UNARY(kSin, VSin, true)
   XS_UNARY(kCos, VCos, true)
+  XS_UNARY(kAtan, VAtan, true)
+  XS_UNARY(kAsin, VAsin, true)
+  XS_UNARY(kAcos, VAcos, true)
+  XS_UNARY(kAsinh, VAsinh, true)
+  XS_UNARY(kAcosh, VAcosh, true)
+  XS_UNARY(kAtanh, VAtanh, true)
+  XS_UNARY(kSinh, VSinh, true)
 #undef XS_UNARY
 #define XS_BINARY(op, Functor)                                                \
   {                                                                           \
@@ -117,6 +124,8 @@ int UnaryIndex(Opcode op) {
     XS_CASE(kRoundNearestAfz, kRoundAfz) XS_CASE(kSign, kSign) XS_CASE(kExp, kExp)
     XS_CASE(kExpm1, kExpm1) XS_CASE(kLog, kLog) XS_CASE(kLog1p, kLog1p) XS_CASE(kTanh, kTanh)
     XS_CASE(kLogistic, kLogistic) XS_CASE(kErf, kErf) XS_CASE(kSin, kSin) XS_CASE(kCos, kCos)
+    XS_CASE(kAtan, kAtan) XS_CASE(kAsin, kAsin) XS_CASE(kAcos, kAcos) XS_CASE(kAsinh, kAsinh)
+    XS_CASE(kAcosh, kAcosh) XS_CASE(kAtanh, kAtanh) XS_CASE(kSinh, kSinh)
 #undef XS_CASE
     default: return -1;
   }

@@ -19,7 +19,8 @@ enum class FType : int { kF32, kF64, kBF16, kF16, kCount };
 // elementwise_simd_test.cc against the libm reference; the others are bit-exact.
 enum class UOp : int {
   kAbs, kNegate, kSqrt, kRsqrt, kFloor, kCeil, kRoundEven, kRoundAfz, kSign,
-  kExp, kExpm1, kLog, kLog1p, kTanh, kLogistic, kErf, kSin, kCos, kCount
+  kExp, kExpm1, kLog, kLog1p, kTanh, kLogistic, kErf, kSin, kCos,
+  kAtan, kAsin, kAcos, kAsinh, kAcosh, kAtanh, kSinh, kCount
 };
 // Binary ops with vector kernels (all bit-exact: IEEE ops, XLA's NaN / signed-zero max / min).
 enum class BOp : int { kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum, kCount };

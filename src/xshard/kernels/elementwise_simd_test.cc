@@ -23,12 +23,15 @@ const DType kFloatTypes[] = {DType::kF32, DType::kF64, DType::kBF16, DType::kF16
 
 // Max ulp error of each approximated op in f32 / f64 against glibc (itself within 1 ulp), as
 // measured on every target on these inputs (Highway documents exp 1, expm1 4, log 4, log1p 2,
-// tanh 4, sin / cos 3 against the true value). For bf16 and f16 the f32 result is rounded once
+// tanh 4, sin / cos 3, atan / asinh / acosh / atanh 3, asin / acos 2, sinh 4 against the true
+// value). For bf16 and f16 the f32 result is rounded once
 // more, so the bound there is 1 ulp of the 16-bit type. Every other op is bit-exact.
 const std::map<Opcode, int> kUlpBound = {
     {Opcode::kExp, 1},  {Opcode::kExpm1, 2}, {Opcode::kLog, 1},      {Opcode::kLog1p, 2},
     {Opcode::kTanh, 2}, {Opcode::kSin, 2},   {Opcode::kCos, 2},      {Opcode::kLogistic, 2},
     {Opcode::kErf, 5},  // XLA's rational approximation itself; 4 with FMA (AVX2, AVX-512)
+    {Opcode::kAtan, 2}, {Opcode::kAsin, 2},  {Opcode::kAcos, 1},     {Opcode::kAsinh, 2},
+    {Opcode::kAcosh, 2}, {Opcode::kAtanh, 2}, {Opcode::kSinh, 3},
 };
 
 // Ordered integer key of a float's bits (-0 and +0 are one apart), as int64.
@@ -97,13 +100,17 @@ const std::map<Opcode, Range> kRanges = {
     {Opcode::kExp, {-110, 95}},  {Opcode::kExpm1, {-20, 95}}, {Opcode::kLog, {0, 100}},
     {Opcode::kLog1p, {-1, 10}},  {Opcode::kTanh, {-20, 20}},  {Opcode::kLogistic, {-110, 110}},
     {Opcode::kErf, {-5, 5}},     {Opcode::kSin, {-50, 50}},   {Opcode::kCos, {-50, 50}},
+    {Opcode::kAtan, {-10, 10}},  {Opcode::kAsin, {-1, 1}},    {Opcode::kAcos, {-1, 1}},
+    {Opcode::kAsinh, {-10, 10}}, {Opcode::kAcosh, {1, 10}},   {Opcode::kAtanh, {-1, 1}},
+    {Opcode::kSinh, {-90, 90}},
 };
 
 const Opcode kVectorUnary[] = {
     Opcode::kAbs, Opcode::kNegate, Opcode::kSqrt, Opcode::kRsqrt, Opcode::kFloor, Opcode::kCeil,
     Opcode::kRoundNearestEven, Opcode::kRoundNearestAfz, Opcode::kSign, Opcode::kExp,
     Opcode::kExpm1, Opcode::kLog, Opcode::kLog1p, Opcode::kTanh, Opcode::kLogistic, Opcode::kErf,
-    Opcode::kSin, Opcode::kCos};
+    Opcode::kSin, Opcode::kCos, Opcode::kAtan, Opcode::kAsin, Opcode::kAcos, Opcode::kAsinh,
+    Opcode::kAcosh, Opcode::kAtanh, Opcode::kSinh};
 
 class SimdKernels : public testing::TestWithParam<int64_t> {
  protected:

@@ -288,7 +288,8 @@ bool IsApproximated(Opcode op) {
   switch (op) {
     case Opcode::kExp: case Opcode::kExpm1: case Opcode::kLog: case Opcode::kLog1p:
     case Opcode::kTanh: case Opcode::kLogistic: case Opcode::kErf: case Opcode::kSin:
-    case Opcode::kCos:
+    case Opcode::kCos: case Opcode::kAtan: case Opcode::kAsin: case Opcode::kAcos:
+    case Opcode::kAsinh: case Opcode::kAcosh: case Opcode::kAtanh: case Opcode::kSinh:
       return true;
     default:
       return false;

@@ -175,6 +175,22 @@ struct VCos {
   template <class T> static T Scalar(T x) { return ops::Cos::Apply(x); }
 };
 
+// Inverse trigonometric / hyperbolic functions on the domain where Highway's are valid.
+#define XS_DOMAIN_UNARY_(Name, hwy_fn, scalar_op, bad_expr)                          \
+  struct Name {                                                                     \
+    template <class D, class V> static V Apply(D d, V x) { return hn::hwy_fn(d, x); } \
+    template <class D, class V> static auto Bad(D d, V x) { return bad_expr; }      \
+    template <class T> static T Scalar(T x) { return ops::scalar_op::Apply(x); }    \
+  };
+XS_DOMAIN_UNARY_(VAtan, Atan, Atan, hn::Not(hn::Lt(hn::Abs(x), PosInf(d))))
+XS_DOMAIN_UNARY_(VAsin, Asin, Asin, hn::Not(hn::Le(hn::Abs(x), C(d, 1))))
+XS_DOMAIN_UNARY_(VAcos, Acos, Acos, hn::Not(hn::Le(hn::Abs(x), C(d, 1))))
+XS_DOMAIN_UNARY_(VAsinh, Asinh, Asinh, hn::Not(hn::Lt(hn::Abs(x), PosInf(d))))
+XS_DOMAIN_UNARY_(VAcosh, Acosh, Acosh, hn::Not(hn::And(hn::Ge(x, C(d, 1)), hn::Lt(x, PosInf(d)))))
+XS_DOMAIN_UNARY_(VAtanh, Atanh, Atanh, hn::Not(hn::Lt(hn::Abs(x), C(d, 1))))
+XS_DOMAIN_UNARY_(VSinh, Sinh, Sinh, hn::Not(hn::Le(hn::Abs(x), MaxExpArg(d))))
+#undef XS_DOMAIN_UNARY_
+
 // ---- binary (bit-exact) ----
 struct VAdd {
   template <class D, class V> static V Apply(D, V a, V b) { return hn::Add(a, b); }
