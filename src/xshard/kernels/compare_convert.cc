@@ -4,6 +4,7 @@
 
 #include "xshard/kernels/elementwise.h"
 #include "xshard/kernels/elementwise_loops.h"
+#include "xshard/kernels/elementwise_simd.h"
 #include "xshard/kernels/scalar_ops.h"
 
 namespace xs::kernels {
@@ -74,11 +75,15 @@ BinaryEntry ResolveCompareKind(ComparisonType k, DType t) {
   return {};
 }
 
+}  // namespace
+
 ComparisonType DefaultComparisonType(DType t) {
   if (IsSignedInteger(t)) return ComparisonType::kSigned;
   if (IsUnsignedInteger(t) || t == DType::kPred) return ComparisonType::kUnsigned;
   return ComparisonType::kFloat;
 }
+
+namespace {
 
 template <typename D, typename S>
 void ConvertFast(const std::byte* in, std::byte* out, int64_t n) {
@@ -136,11 +141,15 @@ StatusOr<UnaryEntry> LookupConvert(DType from, DType to) {
 StatusOr<BinaryKernel> FindCompareKernel(ComparisonDirection direction, ComparisonType type,
                                          DType operand) {
   XS_ASSIGN_OR_RETURN(internal::BinaryEntry e, internal::LookupCompare(direction, type, operand));
+  const ComparisonType k =
+      type == ComparisonType::kNone ? internal::DefaultComparisonType(operand) : type;
+  if (BinaryKernel v = simd::FindCompare(direction, k, operand)) return v;
   return e.fast;
 }
 
 StatusOr<UnaryKernel> FindConvertKernel(DType from, DType to) {
   XS_ASSIGN_OR_RETURN(internal::UnaryEntry e, internal::LookupConvert(from, to));
+  if (UnaryKernel v = simd::FindConvert(from, to)) return v;
   return e.fast;
 }
 
@@ -170,7 +179,8 @@ Array RunBinary(BinaryKernel k, DType out, const Array& a, const Array& b) {
 
 StatusOr<Array> Unary(Opcode op, const Array& in) {
   XS_ASSIGN_OR_RETURN(internal::UnaryEntry e, internal::LookupUnary(op, in.dtype()));
-  return RunUnary(e.fast, e.out, in);
+  XS_ASSIGN_OR_RETURN(UnaryKernel k, FindUnaryKernel(op, in.dtype()));
+  return RunUnary(k, e.out, in);
 }
 StatusOr<Array> UnaryReference(Opcode op, const Array& in) {
   XS_ASSIGN_OR_RETURN(internal::UnaryEntry e, internal::LookupUnary(op, in.dtype()));
@@ -183,7 +193,8 @@ StatusOr<Array> Binary(Opcode op, const Array& a, const Array& b) {
                            " vs ", DTypeName(b.dtype()));
   }
   XS_ASSIGN_OR_RETURN(internal::BinaryEntry e, internal::LookupBinary(op, a.dtype()));
-  return RunBinary(e.fast, e.out, a, b);
+  XS_ASSIGN_OR_RETURN(BinaryKernel k, FindBinaryKernel(op, a.dtype()));
+  return RunBinary(k, e.out, a, b);
 }
 StatusOr<Array> BinaryReference(Opcode op, const Array& a, const Array& b) {
   XS_RETURN_IF_ERROR(CheckSameDims(OpcodeName(op), a, b));
@@ -194,7 +205,8 @@ StatusOr<Array> Compare(ComparisonDirection direction, ComparisonType type, cons
                         const Array& b) {
   XS_RETURN_IF_ERROR(CheckSameDims("compare", a, b));
   XS_ASSIGN_OR_RETURN(internal::BinaryEntry e, internal::LookupCompare(direction, type, a.dtype()));
-  return RunBinary(e.fast, e.out, a, b);
+  XS_ASSIGN_OR_RETURN(BinaryKernel k, FindCompareKernel(direction, type, a.dtype()));
+  return RunBinary(k, e.out, a, b);
 }
 StatusOr<Array> CompareReference(ComparisonDirection direction, ComparisonType type,
                                  const Array& a, const Array& b) {
@@ -204,7 +216,8 @@ StatusOr<Array> CompareReference(ComparisonDirection direction, ComparisonType t
 }
 StatusOr<Array> Convert(const Array& in, DType to) {
   XS_ASSIGN_OR_RETURN(internal::UnaryEntry e, internal::LookupConvert(in.dtype(), to));
-  return RunUnary(e.fast, e.out, in);
+  XS_ASSIGN_OR_RETURN(UnaryKernel k, FindConvertKernel(in.dtype(), to));
+  return RunUnary(k, e.out, in);
 }
 StatusOr<Array> ConvertReference(const Array& in, DType to) {
   XS_ASSIGN_OR_RETURN(internal::UnaryEntry e, internal::LookupConvert(in.dtype(), to));

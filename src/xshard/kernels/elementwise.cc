@@ -1,10 +1,12 @@
 // Unary, binary and ternary elementwise kernel tables: opcode -> scalar functor (scalar_ops.h)
-// -> per-dtype loop instantiation (elementwise_loops.h).
+// -> per-dtype loop instantiation (elementwise_loops.h); the Find* functions prefer the vector
+// kernels of elementwise_simd.h where one exists.
 #include "xshard/kernels/elementwise.h"
 
 #include <cstring>
 
 #include "xshard/kernels/elementwise_loops.h"
+#include "xshard/kernels/elementwise_simd.h"
 #include "xshard/kernels/scalar_ops.h"
 
 namespace xs::kernels {
@@ -118,11 +120,13 @@ StatusOr<DType> UnaryResultDType(Opcode op, DType operand) {
 
 StatusOr<UnaryKernel> FindUnaryKernel(Opcode op, DType operand) {
   XS_ASSIGN_OR_RETURN(internal::UnaryEntry e, internal::LookupUnary(op, operand));
+  if (UnaryKernel k = simd::FindUnary(op, operand)) return k;
   return e.fast;
 }
 
 StatusOr<BinaryKernel> FindBinaryKernel(Opcode op, DType operand) {
   XS_ASSIGN_OR_RETURN(internal::BinaryEntry e, internal::LookupBinary(op, operand));
+  if (BinaryKernel k = simd::FindBinary(op, operand)) return k;
   return e.fast;
 }
 
@@ -162,6 +166,7 @@ void ClampLoop(const std::byte* lo_p, const std::byte* x_p, const std::byte* hi_
 }  // namespace
 
 StatusOr<TernaryKernel> FindSelectKernel(DType dtype) {
+  if (TernaryKernel k = simd::FindSelect(dtype)) return k;
   switch (DTypeSize(dtype)) {
     case 1: return &SelectLoop<uint8_t>;
     case 2: return &SelectLoop<uint16_t>;
@@ -173,6 +178,7 @@ StatusOr<TernaryKernel> FindSelectKernel(DType dtype) {
 }
 
 StatusOr<TernaryKernel> FindClampKernel(DType dtype) {
+  if (TernaryKernel k = simd::FindClamp(dtype)) return k;
   TernaryKernel k = VisitDType(
       dtype,
       [](auto tag) -> TernaryKernel {

@@ -284,12 +284,26 @@ const DType kAllTypes[] = {DType::kPred, DType::kS8, DType::kS16, DType::kS32, D
                            DType::kU8, DType::kU16, DType::kU32, DType::kU64, DType::kF16,
                            DType::kBF16, DType::kF32, DType::kF64, DType::kC64, DType::kC128};
 
+bool IsApproximated(Opcode op) {
+  switch (op) {
+    case Opcode::kExp: case Opcode::kExpm1: case Opcode::kLog: case Opcode::kLog1p:
+    case Opcode::kTanh: case Opcode::kLogistic: case Opcode::kErf: case Opcode::kSin:
+    case Opcode::kCos: case Opcode::kAtan: case Opcode::kAsin: case Opcode::kAcos:
+    case Opcode::kAsinh: case Opcode::kAcosh: case Opcode::kAtanh: case Opcode::kSinh:
+      return true;
+    default:
+      return false;
+  }
+}
+
 TEST(Elementwise, EveryFastUnaryKernelMatchesItsReference) {
   std::mt19937 rng(1);
   int checked = 0;
   for (int op = 0; op < kOpcodeCount; ++op) {
     for (DType t : kAllTypes) {
       if (!FindUnaryKernel(static_cast<Opcode>(op), t).ok()) continue;
+      // Vector transcendentals are within an ulp bound, not bit-exact: elementwise_simd_test.cc.
+      if (IsApproximated(static_cast<Opcode>(op)) && IsFloating(t)) continue;
       Array in = RandomArray(t, 1000, rng);  // > one f16 chunk
       StatusOr<Array> fast = Unary(static_cast<Opcode>(op), in);
       StatusOr<Array> ref = UnaryReference(static_cast<Opcode>(op), in);

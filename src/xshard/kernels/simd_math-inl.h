@@ -1,0 +1,226 @@
+// Per-target vector functors for the elementwise ops (Highway; included once per target by
+// elementwise_simd.cc). Each functor has Apply(d, x) on full vectors; those whose fast formula is
+// not valid everywhere also have Bad(d, x) (the lanes to recompute with the scalar op) and
+// Scalar(x), the scalar_ops.h semantics. Bad lanes are rare (NaN, overflow), so cost one test.
+
+// Per-target include guard (Highway's toggle idiom).
+#if defined(XSHARD_KERNELS_SIMD_MATH_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef XSHARD_KERNELS_SIMD_MATH_INL_H_
+#undef XSHARD_KERNELS_SIMD_MATH_INL_H_
+#else
+#define XSHARD_KERNELS_SIMD_MATH_INL_H_
+#endif
+
+#include <limits>
+
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+#include "xshard/kernels/scalar_ops.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace xs::kernels::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+template <class D>
+using T_ = hn::TFromD<D>;
+
+template <class D>
+HWY_INLINE hn::Vec<D> C(D d, double v) {
+  return hn::Set(d, static_cast<T_<D>>(v));
+}
+template <class D>
+HWY_INLINE hn::Vec<D> PosInf(D d) {
+  return hn::Set(d, std::numeric_limits<T_<D>>::infinity());
+}
+// Largest x whose exp(x) is finite, rounded down a little (above it: the scalar op).
+template <class D>
+HWY_INLINE hn::Vec<D> MaxExpArg(D d) {
+  return C(d, sizeof(T_<D>) == 4 ? 88.72 : 709.78);
+}
+
+// Lanes whose sign bit is set (-0 and negative NaNs included).
+template <class D, class V>
+HWY_INLINE auto SignBitSet(D d, V x) {
+  const hn::RebindToSigned<D> di;
+  return hn::RebindMask(d, hn::Lt(hn::BitCast(di, x), hn::Zero(di)));
+}
+
+// ---- exact ops ----
+struct VAbs {
+  template <class D, class V> static V Apply(D, V x) { return hn::Abs(x); }
+};
+struct VNegate {
+  template <class D, class V> static V Apply(D, V x) { return hn::Neg(x); }
+};
+struct VSqrt {
+  template <class D, class V> static V Apply(D, V x) { return hn::Sqrt(x); }
+};
+// 1 / sqrt(x), correctly rounded division of the correctly rounded root (as the scalar op).
+struct VRsqrt {
+  template <class D, class V> static V Apply(D d, V x) { return hn::Div(C(d, 1), hn::Sqrt(x)); }
+};
+// Rounding keeps the sign of x (floor(-0.5) = -1, ceil(-0.5) = -0); CopySign restores the -0
+// that the SSSE3 emulations of Floor / Ceil / Round / Trunc lose.
+struct VFloor {
+  template <class D, class V> static V Apply(D, V x) { return hn::CopySign(hn::Floor(x), x); }
+};
+struct VCeil {
+  template <class D, class V> static V Apply(D, V x) { return hn::CopySign(hn::Ceil(x), x); }
+};
+struct VRoundEven {
+  template <class D, class V> static V Apply(D, V x) { return hn::CopySign(hn::Round(x), x); }
+};
+// Halves away from zero: trunc(x) plus sign(x) when |x - trunc(x)| >= 0.5 (x - trunc(x) is exact;
+// infinities give a NaN fraction, which fails the test and keeps trunc(x)).
+struct VRoundAfz {
+  template <class D, class V> static V Apply(D d, V x) {
+    const V t = hn::Trunc(x);
+    const V frac = hn::Abs(hn::Sub(x, t));
+    const V r = hn::IfThenElse(hn::Ge(frac, C(d, 0.5)), hn::Add(t, hn::CopySign(C(d, 1), x)), t);
+    return hn::CopySign(r, x);
+  }
+};
+// NaN stays; else +-1 or the signed zero.
+struct VSign {
+  template <class D, class V> static V Apply(D d, V x) {
+    const V mag = hn::IfThenZeroElse(hn::Eq(x, hn::Zero(d)), C(d, 1));
+    return hn::IfThenElse(hn::IsNaN(x), x, hn::CopySign(mag, x));
+  }
+};
+
+// ---- transcendentals (Highway contrib/math plus the special cases it leaves out) ----
+struct VExp {
+  template <class D, class V> static V Apply(D d, V x) { return hn::Exp(d, x); }
+  template <class D, class V> static auto Bad(D d, V x) { return hn::Not(hn::Le(x, MaxExpArg(d))); }
+  template <class T> static T Scalar(T x) { return ops::Exp::Apply(x); }
+};
+// expm1(+-0) = +-0 (Highway's polynomial loses the sign of zero).
+struct VExpm1 {
+  template <class D, class V> static V Apply(D d, V x) {
+    return hn::IfThenElse(hn::Eq(x, hn::Zero(d)), x, hn::Expm1(d, x));
+  }
+  template <class D, class V> static auto Bad(D d, V x) { return hn::Not(hn::Le(x, MaxExpArg(d))); }
+  template <class T> static T Scalar(T x) { return ops::Expm1::Apply(x); }
+};
+// log(+-0) = -inf in the vector path; negative, NaN and +inf lanes go scalar.
+struct VLog {
+  template <class D, class V> static V Apply(D d, V x) {
+    return hn::IfThenElse(hn::Eq(x, hn::Zero(d)), hn::Neg(PosInf(d)), hn::Log(d, x));
+  }
+  template <class D, class V> static auto Bad(D d, V x) {
+    return hn::Not(hn::And(hn::Ge(x, hn::Zero(d)), hn::Lt(x, PosInf(d))));
+  }
+  template <class T> static T Scalar(T x) { return ops::Log::Apply(x); }
+};
+struct VLog1p {
+  template <class D, class V> static V Apply(D d, V x) { return hn::Log1p(d, x); }
+  template <class D, class V> static auto Bad(D d, V x) {
+    return hn::Not(hn::And(hn::Gt(x, C(d, -1)), hn::Lt(x, PosInf(d))));
+  }
+  template <class T> static T Scalar(T x) { return ops::Log1p::Apply(x); }
+};
+struct VTanh {
+  template <class D, class V> static V Apply(D d, V x) { return hn::Tanh(d, x); }
+  template <class D, class V> static auto Bad(D, V x) { return hn::IsNaN(x); }
+  template <class T> static T Scalar(T x) { return ops::Tanh::Apply(x); }
+};
+// XLA's logistic: 1 / (1 + exp(-x)); exp(-x) overflows to +inf for x below -MaxExpArg, so the
+// result is exactly 0 there and exactly 1 for large x, as in the scalar formula.
+struct VLogistic {
+  template <class D, class V> static V Apply(D d, V x) {
+    const V t = hn::Neg(x);
+    const V e = hn::IfThenElse(hn::Gt(t, MaxExpArg(d)), PosInf(d), hn::Exp(d, t));
+    return hn::Div(C(d, 1), hn::Add(C(d, 1), e));
+  }
+  template <class D, class V> static auto Bad(D, V x) { return hn::IsNaN(x); }
+  template <class T> static T Scalar(T x) { return ops::Logistic::Apply(x); }
+};
+// f32 erf as XLA's CPU backend computes it: x clamped to [-4, 4], then x * P(x^2) / Q(x^2), a
+// rational minimax approximation (degree 13 / 8; Eigen's generic_fast_erf_float constants),
+// evaluated as (P / Q) * x so that denormal x rounds once.
+struct VErf {
+  template <class D, class V> static V Apply(D d, V x) {
+    const V xc = hn::Min(hn::Max(x, C(d, -4.0)), C(d, 4.0));
+    const V x2 = hn::Mul(xc, xc);
+    V p = C(d, -2.72614225801306e-10);
+    p = hn::MulAdd(p, x2, C(d, 2.77068142495902e-08));
+    p = hn::MulAdd(p, x2, C(d, -2.10102402082508e-06));
+    p = hn::MulAdd(p, x2, C(d, -5.69250639462346e-05));
+    p = hn::MulAdd(p, x2, C(d, -7.34990630326855e-04));
+    p = hn::MulAdd(p, x2, C(d, -2.95459980854025e-03));
+    p = hn::MulAdd(p, x2, C(d, -1.60960333262415e-02));
+    V q = C(d, -1.45660718464996e-05);
+    q = hn::MulAdd(q, x2, C(d, -2.13374055278905e-04));
+    q = hn::MulAdd(q, x2, C(d, -1.68282697438203e-03));
+    q = hn::MulAdd(q, x2, C(d, -7.37332916720468e-03));
+    q = hn::MulAdd(q, x2, C(d, -1.42647390514189e-02));
+    return hn::Mul(hn::Div(p, q), xc);
+  }
+  template <class D, class V> static auto Bad(D, V x) { return hn::IsNaN(x); }
+  template <class T> static T Scalar(T x) { return ops::Erf::Apply(x); }
+};
+// Highway's sin / cos reduce the argument exactly enough only for |x| <= 39000.
+struct VSin {
+  template <class D, class V> static V Apply(D d, V x) { return hn::Sin(d, x); }
+  template <class D, class V> static auto Bad(D d, V x) {
+    return hn::Not(hn::Le(hn::Abs(x), C(d, 39000.0)));
+  }
+  template <class T> static T Scalar(T x) { return ops::Sin::Apply(x); }
+};
+struct VCos {
+  template <class D, class V> static V Apply(D d, V x) { return hn::Cos(d, x); }
+  template <class D, class V> static auto Bad(D d, V x) {
+    return hn::Not(hn::Le(hn::Abs(x), C(d, 39000.0)));
+  }
+  template <class T> static T Scalar(T x) { return ops::Cos::Apply(x); }
+};
+
+// Inverse trigonometric / hyperbolic functions on the domain where Highway's are valid.
+#define XS_DOMAIN_UNARY_(Name, hwy_fn, scalar_op, bad_expr)                          \
+  struct Name {                                                                     \
+    template <class D, class V> static V Apply(D d, V x) { return hn::hwy_fn(d, x); } \
+    template <class D, class V> static auto Bad(D d, V x) { return bad_expr; }      \
+    template <class T> static T Scalar(T x) { return ops::scalar_op::Apply(x); }    \
+  };
+XS_DOMAIN_UNARY_(VAtan, Atan, Atan, hn::Not(hn::Lt(hn::Abs(x), PosInf(d))))
+XS_DOMAIN_UNARY_(VAsin, Asin, Asin, hn::Not(hn::Le(hn::Abs(x), C(d, 1))))
+XS_DOMAIN_UNARY_(VAcos, Acos, Acos, hn::Not(hn::Le(hn::Abs(x), C(d, 1))))
+XS_DOMAIN_UNARY_(VAsinh, Asinh, Asinh, hn::Not(hn::Lt(hn::Abs(x), PosInf(d))))
+XS_DOMAIN_UNARY_(VAcosh, Acosh, Acosh, hn::Not(hn::And(hn::Ge(x, C(d, 1)), hn::Lt(x, PosInf(d)))))
+XS_DOMAIN_UNARY_(VAtanh, Atanh, Atanh, hn::Not(hn::Lt(hn::Abs(x), C(d, 1))))
+XS_DOMAIN_UNARY_(VSinh, Sinh, Sinh, hn::Not(hn::Le(hn::Abs(x), MaxExpArg(d))))
+#undef XS_DOMAIN_UNARY_
+
+// ---- binary (bit-exact) ----
+struct VAdd {
+  template <class D, class V> static V Apply(D, V a, V b) { return hn::Add(a, b); }
+};
+struct VSubtract {
+  template <class D, class V> static V Apply(D, V a, V b) { return hn::Sub(a, b); }
+};
+struct VMultiply {
+  template <class D, class V> static V Apply(D, V a, V b) { return hn::Mul(a, b); }
+};
+struct VDivide {
+  template <class D, class V> static V Apply(D, V a, V b) { return hn::Div(a, b); }
+};
+// A NaN operand wins (a's first); equal values pick by sign so that max(-0, +0) = +0.
+struct VMaximum {
+  template <class D, class V> static V Apply(D d, V a, V b) {
+    const auto take_b = hn::Or(hn::Gt(b, a), hn::And(hn::Eq(a, b), SignBitSet(d, a)));
+    const V r = hn::IfThenElse(hn::IsNaN(b), b, hn::IfThenElse(take_b, b, a));
+    return hn::IfThenElse(hn::IsNaN(a), a, r);
+  }
+};
+struct VMinimum {
+  template <class D, class V> static V Apply(D d, V a, V b) {
+    const auto take_b = hn::Or(hn::Lt(b, a), hn::AndNot(SignBitSet(d, a), hn::Eq(a, b)));
+    const V r = hn::IfThenElse(hn::IsNaN(b), b, hn::IfThenElse(take_b, b, a));
+    return hn::IfThenElse(hn::IsNaN(a), a, r);
+  }
+};
+
+}  // namespace xs::kernels::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // XSHARD_KERNELS_SIMD_MATH_INL_H_
