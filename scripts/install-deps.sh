@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev # tests and benchmarks
   libcli11-dev                              # command line
   libopenblas-dev                           # GEMM
+  libdnnl-dev                               # bf16 GEMM (oneDNN matmul)
   clang libclang-rt-14-dev                  # libFuzzer targets
 )
 
