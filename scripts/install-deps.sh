@@ -9,6 +9,7 @@ packages=(
   libcli11-dev                              # command line
   libopenblas-dev                           # GEMM
   libhwy-dev                                # SIMD elementwise kernels (runtime dispatch)
+  libdnnl-dev                               # bf16 GEMM (oneDNN matmul)
   clang libclang-rt-14-dev                  # libFuzzer targets
 )
 

@@ -168,6 +168,14 @@ StatusOr<Array> Im2ColConv(const Array& lhs, const Array& rhs, const Convolution
   dn.rhs_contracting = {0};
   Array kernel(Shape(gemm, {cols, out_f}));
   Array full_chunk(Shape(gemm, {chunk, cols}));
+  // GEMM plans made once: full chunks and the (shorter) last one; products into one buffer.
+  XS_ASSIGN_OR_RETURN(std::shared_ptr<const DotPlan> full_plan,
+                      DotPlan::Create(full_chunk.shape(), kernel.shape(), dn, gemm));
+  std::shared_ptr<const DotPlan> last_plan = full_plan;
+  if (rows % chunk != 0) {
+    XS_ASSIGN_OR_RETURN(last_plan, DotPlan::Create(Shape(gemm, {rows % chunk, cols}), kernel.shape(), dn, gemm));
+  }
+  Array prod(Shape(gemm, {chunk, out_f}));
   for (int64_t group = 0; group < groups; ++group) {
     G* K = reinterpret_cast<G*>(kernel.data());
     std::fill(ki.begin(), ki.end(), 0);
@@ -214,7 +222,7 @@ StatusOr<Array> Im2ColConv(const Array& lhs, const Array& rhs, const Convolution
         }
         if (g.num_spatial > 0) NextIndex(oi, out_spatial);
       }
-      XS_ASSIGN_OR_RETURN(Array prod, DotGeneral(patches, kernel, dn, gemm));
+      XS_RETURN_IF_ERROR((n < chunk ? last_plan : full_plan)->Run(patches.data(), kernel.data(), prod.data()));
       const G* Q = reinterpret_cast<const G*>(prod.data());
       Unravel(r0 % positions, out_spatial, oi);
       for (int64_t r = r0; r < r0 + n; ++r) {

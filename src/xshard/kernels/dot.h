@@ -1,11 +1,17 @@
 // dot (XLA DotGeneral): batch, contracting and free dims in any positions, result type =
-// the instruction's element type (preferred_element_type). f32 / f64 / c64 / c128 go through
-// BLAS GEMM (operands permuted into [batch, m, k] / [batch, k, n] only when no transpose flag
-// fits); f16 / bf16 (and any mix that yields them) convert to f32, run sgemm, round once;
-// integer and pred results use a naive loop that wraps like XLA. The BLAS thread count is
-// process-wide: see SetBlasThreads.
+// the instruction's element type (preferred_element_type). A DotPlan, made once per shape,
+// decides how: f32 / f64 / c64 / c128 through BLAS GEMM with transposes folded into the
+// transA / transB flags and leading dims (an operand is copied only when no strided view fits);
+// bf16 x bf16 -> bf16 / f32 through oneDNN matmul (f32 accumulation, no widening copies); other
+// float mixes (f16: oneDNN 2.6 has no f16 matmul on CPU) convert to f32, run sgemm, round once;
+// integer and pred results use a naive loop that wraps like XLA. The BLAS / oneDNN thread count
+// is process-wide: see SetBlasThreads.
 #ifndef XSHARD_KERNELS_DOT_H_
 #define XSHARD_KERNELS_DOT_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
 
 #include "xshard/base/status.h"
 #include "xshard/core/array.h"
@@ -26,6 +32,58 @@ StatusOr<Array> DotGeneral(const Array& lhs, const Array& rhs, const DotDimensio
 // Naive reference: one output element at a time, accumulating in the result's compute type.
 StatusOr<Array> DotGeneralReference(const Array& lhs, const Array& rhs,
                                     const DotDimensionNumbers& dnums, DType result);
+
+// How one dot shape runs, fixed at plan time (compile time for the executor). Immutable and
+// thread-safe: many devices may Run one plan at once.
+//   auto plan = DotPlan::Create(Shape(kF32, {64, 32}), Shape(kF32, {48, 32}), dn, kF32);
+//   (*plan)->Run(lhs_bytes, rhs_bytes, out_bytes);   // x @ y^T: one sgemm with transB
+class DotPlan {
+ public:
+  enum class Engine { kEmpty, kBlas, kOneDnn, kNaive };
+  // Error (naming the dims) when the operand shapes do not fit `dnums` or `result` cannot be
+  // computed; Unimplemented when a dim exceeds BLAS's 32-bit sizes.
+  static StatusOr<std::shared_ptr<const DotPlan>> Create(const Shape& lhs, const Shape& rhs,
+                                                         const DotDimensionNumbers& dnums,
+                                                         DType result);
+  ~DotPlan();
+
+  const Shape& result_shape() const { return result_; }
+  Engine engine() const { return engine_; }
+  // Operands copied before the GEMM (converted and / or transposed into scratch): 0 when every
+  // transpose folds into BLAS flags and leading dims.
+  int copied_operands() const { return copied_operands_; }
+  // Bytes of scratch Run needs (operand copies, an f32 result before rounding).
+  int64_t scratch_bytes() const { return scratch_bytes_; }
+  // e.g. "blas f32 batch=4 m=64 n=48 k=32 lhs=N rhs=T copies=0".
+  std::string ToString() const;
+
+  // out = dot(lhs, rhs): row-major buffers of the planned shapes; `out` need not be zeroed.
+  // `scratch` holds scratch_bytes() (64-byte aligned) or is null (a per-thread buffer is reused).
+  Status Run(const std::byte* lhs, const std::byte* rhs, std::byte* out,
+             std::byte* scratch = nullptr) const;
+  // Checks the operands' shapes against the plan and returns a new result array.
+  StatusOr<Array> Run(const Array& lhs, const Array& rhs) const;
+
+  struct Impl;
+
+ private:
+  DotPlan() = default;
+  Shape result_;
+  Engine engine_ = Engine::kEmpty;
+  int copied_operands_ = 0;
+  int64_t scratch_bytes_ = 0;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The OPENBLAS_CORETYPE worth forcing on this CPU, or "" when the loaded library's own choice is
+// right. OpenBLAS 0.3.21 (Debian 12) runs AVX-512 CPUs it does not know (AMD Zen 4 / 5) on its
+// Haswell (AVX2) kernels at about half the sgemm speed (DESIGN.md: ~215 vs ~405 GFLOP/s with
+// SkylakeX); this returns "SkylakeX" when the library picked Haswell or Zen and the CPU (and OS)
+// support AVX-512 F / CD / BW / DQ / VL. The variable only acts before the library loads, so the
+// CLI re-executes itself once with it (tools/main.cc).
+std::string BlasCoreTypeToForce();
+// The decision above from its inputs (for tests).
+std::string BlasCoreTypeToForce(const std::string& corename, bool cpu_has_avx512);
 
 // Sets the number of threads OpenBLAS uses for every GEMM in this process
 // (openblas_set_num_threads). The single-device executor uses all cores; N virtual devices

@@ -27,6 +27,69 @@ void InnerCopy(const std::byte* src, std::byte* dst, int64_t n, int64_t ss, int6
 
 using InnerCopyFn = void (*)(const std::byte*, std::byte*, int64_t, int64_t, int64_t);
 
+// Transposing copy of an ni x nj box: dst[j * dj + i] = src[i * si + j]. Tiles of kTile x kTile
+// keep the kTile source lines a tile reads in L1 while they are used kTile times, instead of one
+// cache miss per element of a strided column walk. Measured on 2048^2 f32 (thread CPU time):
+// 64-wide tiles 8.7 ms, 32-wide 11.4, 16-wide 11.9, writing strided instead of reading 15.0,
+// the untiled walk 37; tiles stay at 16 KiB for wider elements.
+template <typename E>
+void TransposeTile(const std::byte* src, std::byte* dst, int64_t ni, int64_t si, int64_t nj,
+                   int64_t dj) {
+  constexpr int64_t kTile = sizeof(E) >= 16 ? 16 : (sizeof(E) >= 8 ? 32 : 64);
+  const E* s = reinterpret_cast<const E*>(src);
+  E* d = reinterpret_cast<E*>(dst);
+  for (int64_t jb = 0; jb < nj; jb += kTile) {
+    const int64_t je = std::min(jb + kTile, nj);
+    for (int64_t ib = 0; ib < ni; ib += kTile) {
+      const int64_t ie = std::min(ib + kTile, ni);
+      for (int64_t j = jb; j < je; ++j) {
+        E* o = d + j * dj;
+        const E* in = s + j;
+        for (int64_t i = ib; i < ie; ++i) o[i] = in[i * si];
+      }
+    }
+  }
+}
+
+using TransposeTileFn = void (*)(const std::byte*, std::byte*, int64_t, int64_t, int64_t, int64_t);
+
+TransposeTileFn TransposeTileFor(int64_t elem_size) {
+  switch (elem_size) {
+    case 1: return &TransposeTile<uint8_t>;
+    case 2: return &TransposeTile<uint16_t>;
+    case 4: return &TransposeTile<uint32_t>;
+    case 8: return &TransposeTile<uint64_t>;
+    case 16: return &TransposeTile<Bytes16>;
+    default: return nullptr;
+  }
+}
+
+// Walks every index of `dims` except `skip_a` and `skip_b`, calling f(src, dst) at each.
+template <typename F>
+void ForEachOuter(const std::byte* src, std::byte* dst, int64_t elem_size,
+                  const std::vector<int64_t>& dims, const std::vector<int64_t>& ss,
+                  const std::vector<int64_t>& ds, size_t skip_a, size_t skip_b, F&& f) {
+  std::vector<size_t> outer;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i != skip_a && i != skip_b) outer.push_back(i);
+  }
+  std::vector<int64_t> idx(outer.size(), 0);
+  while (true) {
+    f(src, dst);
+    size_t k = outer.size();
+    for (; k > 0; --k) {
+      const size_t d = outer[k - 1];
+      src += ss[d] * elem_size;
+      dst += ds[d] * elem_size;
+      if (++idx[k - 1] < dims[d]) break;
+      src -= ss[d] * elem_size * dims[d];
+      dst -= ds[d] * elem_size * dims[d];
+      idx[k - 1] = 0;
+    }
+    if (k == 0) return;
+  }
+}
+
 InnerCopyFn InnerCopyFor(int64_t elem_size) {
   switch (elem_size) {
     case 1: return &InnerCopy<uint8_t>;
@@ -88,6 +151,17 @@ void StridedCopy(const std::byte* src, std::byte* dst, int64_t elem_size,
     return;
   }
   const int r = static_cast<int>(d.size());
+  // A transposing copy (the destination's inner dim reads the source with a stride while another
+  // dim is contiguous in the source): tiled, see TransposeTile.
+  if (r >= 2 && ds[r - 1] == 1 && ss[r - 1] != 1 && d[r - 1] >= 4) {
+    for (int j = r - 2; j >= 0; --j) {
+      if (ss[j] != 1 || d[j] < 4) continue;
+      TransposeTileFn tile = TransposeTileFor(elem_size);
+      ForEachOuter(src, dst, elem_size, d, ss, ds, static_cast<size_t>(j), static_cast<size_t>(r - 1),
+                   [&](const std::byte* s, std::byte* o) { tile(s, o, d[r - 1], ss[r - 1], d[j], ds[j]); });
+      return;
+    }
+  }
   std::vector<int64_t> idx(r, 0);
   const std::byte* s = src;
   std::byte* o = dst;
@@ -104,6 +178,17 @@ void StridedCopy(const std::byte* src, std::byte* dst, int64_t elem_size,
     }
     if (k < 0) return;
   }
+}
+
+void TransposeInto(const std::byte* src, std::byte* dst, int64_t elem_size,
+                   const std::vector<int64_t>& dims, const std::vector<int64_t>& permutation) {
+  const std::vector<int64_t> in_strides = Strides(dims);
+  std::vector<int64_t> out_dims, src_strides;
+  for (int64_t p : permutation) {
+    out_dims.push_back(dims[p]);
+    src_strides.push_back(in_strides[p]);
+  }
+  StridedCopy(src, dst, elem_size, out_dims, src_strides, Strides(out_dims));
 }
 
 Array Transpose(const Array& in, const std::vector<int64_t>& permutation) {

@@ -19,11 +19,16 @@ namespace xs::kernels {
 // Copies a box of `dims` elements of `elem_size` bytes: element at multi-index i goes from
 // src + sum(i[d] * src_strides[d]) to dst + sum(i[d] * dst_strides[d]) (strides in ELEMENTS, may
 // be 0 or negative). Rank 0 copies one element. The innermost dim becomes a memcpy when both
-// strides are 1.
+// strides are 1; a box whose destination inner dim is strided in the source while another dim
+// is contiguous there (a transpose) is copied in cache-sized tiles.
 void StridedCopy(const std::byte* src, std::byte* dst, int64_t elem_size,
                  const std::vector<int64_t>& dims, const std::vector<int64_t>& src_strides,
                  const std::vector<int64_t>& dst_strides);
 
+// Transpose of the row-major `dims` buffer at `src` into `dst` (see Transpose). Copies that
+// transpose the two inner-most moving dims run in cache tiles.
+void TransposeInto(const std::byte* src, std::byte* dst, int64_t elem_size,
+                   const std::vector<int64_t>& dims, const std::vector<int64_t>& permutation);
 // out[i_0, ..., i_{r-1}] = in[index with in dim permutation[k] = i_k]  (XLA transpose:
 // result dim k is operand dim permutation[k]).
 Array Transpose(const Array& in, const std::vector<int64_t>& permutation);

@@ -59,9 +59,11 @@ kernels::Combiner MakeCombiner(const Step& step, std::optional<ScalarRunner>& ru
 }
 
 Status RunDot(const Step& step, Frame& frame, RunContext& ctx) {
-  XS_ASSIGN_OR_RETURN(Array out, kernels::DotGeneral(OperandArray(step, frame, 0), OperandArray(step, frame, 1),
-                                                     *step.inst->attrs().dot, step.inst->shape().dtype()));
-  frame.slots[step.out] = OwnedSlot(AdoptArray(std::move(out), ctx));
+  const Array& lhs = OperandArray(step, frame, 0);
+  const Array& rhs = OperandArray(step, frame, 1);
+  std::shared_ptr<Array> out = NewArray(step.dot_plan->result_shape(), ctx);
+  XS_RETURN_IF_ERROR(step.dot_plan->Run(lhs.data(), rhs.data(), out->data()));
+  frame.slots[step.out] = OwnedSlot(std::move(out));
   return OkStatus();
 }
 
@@ -77,9 +79,13 @@ Status PrepareDot(const Instruction& inst, Step& step, const Program&) {
                       kernels::DotResultDims(inst.operand(0)->shape().dims(), inst.operand(1)->shape().dims(),
                                              *inst.attrs().dot));
   XS_RETURN_IF_ERROR(CheckDims(inst, dims));
-  if (!kernels::IsComputableDType(inst.shape().dtype())) {
-    return UnsupportedInstruction(inst, StrCat("element type ", DTypeName(inst.shape().dtype())));
+  for (const Shape* s : {&inst.shape(), &inst.operand(0)->shape(), &inst.operand(1)->shape()}) {
+    if (!kernels::IsComputableDType(s->dtype())) {
+      return UnsupportedInstruction(inst, StrCat("element type ", DTypeName(s->dtype())));
+    }
   }
+  XS_ASSIGN_OR_RETURN(step.dot_plan, kernels::DotPlan::Create(inst.operand(0)->shape(), inst.operand(1)->shape(),
+                                                              *inst.attrs().dot, inst.shape().dtype()));
   step.run = &RunDot;
   return OkStatus();
 }

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "xshard/kernels/dot.h"
 #include "xshard/kernels/elementwise.h"
 #include "xshard/kernels/numeric.h"
 #include "xshard/kernels/scalar_fn.h"
@@ -78,6 +79,7 @@ struct Step {
   kernels::TernaryKernel ternary = nullptr;
   kernels::CombineKind combine = kernels::CombineKind::kGeneric;
   kernels::Comparator comparator;  // sort fast path (fn unset)
+  std::shared_ptr<const kernels::DotPlan> dot_plan;  // dot: BLAS / oneDNN calls fixed at Prepare
   std::vector<const ComputationPlan*> callees;  // in the instruction's call order
   int64_t count = 0;  // result elements
   // Runs inside ExecuteOptions::compute_gate: a big kernel that cannot wait on another device.

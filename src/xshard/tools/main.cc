@@ -1,4 +1,23 @@
 // The xshard command-line tool; all logic lives in the libraries (see tools/cli.h).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "xshard/kernels/dot.h"
 #include "xshard/tools/cli.h"
 
-int main(int argc, char** argv) { return xs::tools::RunCli(argc, argv); }
+int main(int argc, char** argv) {
+  // OpenBLAS picks its kernels once, when it loads, and runs AVX-512 CPUs it does not know on
+  // its AVX2 ones (half the sgemm speed, see kernels::BlasCoreTypeToForce). Re-execute once with
+  // OPENBLAS_CORETYPE set. Never when the user set it (that also stops a second re-exec), nor
+  // with XSHARD_KEEP_BLAS_CORETYPE=1. If exec fails, run on as we are.
+  if (std::getenv("OPENBLAS_CORETYPE") == nullptr && std::getenv("XSHARD_KEEP_BLAS_CORETYPE") == nullptr) {
+    const std::string core = xs::kernels::BlasCoreTypeToForce();
+    if (!core.empty() && setenv("OPENBLAS_CORETYPE", core.c_str(), 1) == 0) {
+      execv("/proc/self/exe", argv);
+      unsetenv("OPENBLAS_CORETYPE");
+    }
+  }
+  return xs::tools::RunCli(argc, argv);
+}

@@ -1,0 +1,143 @@
+// GEMM at the machine's limit: xshard's DotPlan against the best direct library calls measured
+// in the same run (OpenBLAS sgemm in one call or as column halves on 1-thread calls, oneDNN f32
+// and bf16 matmul), plus the tiled transpose. Targets (issue 9): f32 2048^3 >= 90 % of the best
+// OpenBLAS call, bf16 2048x2048 @ 2048x1024 >= 85 % of the best oneDNN call. Run with
+//   ./build/bench/gemm_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//       --benchmark_enable_random_interleaving=true
+// and compare the medians' GFLOP/s counters.
+#include <cblas.h>
+#include <omp.h>
+
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "oneapi/dnnl/dnnl.hpp"
+#include "xshard/kernels/dot.h"
+#include "xshard/kernels/elementwise.h"
+#include "xshard/kernels/shape_ops.h"
+
+namespace xs {
+namespace {
+
+Array Filled(DType dtype, std::vector<int64_t> dims, float scale) {
+  Array a(Shape(DType::kF32, std::move(dims)));
+  int i = 0;
+  for (float& x : a.values<float>()) x = scale * static_cast<float>((i++ % 17) - 8);
+  return dtype == DType::kF32 ? a : *kernels::Convert(a, dtype);
+}
+
+void Flops(benchmark::State& state, int64_t m, int64_t n, int64_t k) {
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * m * n * k / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+DotDimensionNumbers MatmulDn(bool rhs_transposed) {
+  DotDimensionNumbers dn;
+  dn.lhs_contracting = {1};
+  dn.rhs_contracting = {rhs_transposed ? 1 : 0};
+  return dn;
+}
+
+// xshard: a DotPlan made once, run into a preallocated result (what the executor does).
+void BM_XshardDot(benchmark::State& state, DType in, DType out, bool rhs_transposed) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const Array a = Filled(in, {m, k}, 1e-2f);
+  const Array b = Filled(in, rhs_transposed ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, 1e-2f);
+  auto plan = kernels::DotPlan::Create(a.shape(), b.shape(), MatmulDn(rhs_transposed), out);
+  XS_CHECK(plan.ok(), plan.status().ToString());
+  Array c((*plan)->result_shape());
+  state.SetLabel((*plan)->ToString());
+  for (auto _ : state) {
+    XS_CHECK((*plan)->Run(a.data(), b.data(), c.data()).ok());
+    benchmark::ClobberMemory();
+  }
+  Flops(state, m, n, k);
+}
+
+// Direct OpenBLAS sgemm, one call on the library's threads.
+void BM_OpenBlasSgemm(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  std::vector<float> a(m * k, 0.01f), b(k * n, 0.02f), c(m * n);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1, a.data(), k, b.data(), n, 0,
+                c.data(), n);
+    benchmark::ClobberMemory();
+  }
+  Flops(state, m, n, k);
+}
+
+// Direct OpenBLAS sgemm as two column halves, each on its own thread with one BLAS thread.
+void BM_OpenBlasSgemmColumnHalves(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2), h = n / 2;
+  std::vector<float> a(m * k, 0.01f), b(k * n, 0.02f), c(m * n);
+  const int saved = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  for (auto _ : state) {
+    std::thread t([&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n - h, k, 1, a.data(), k, b.data() + h, n,
+                  0, c.data() + h, n);
+    });
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, h, k, 1, a.data(), k, b.data(), n, 0,
+                c.data(), n);
+    t.join();
+    benchmark::ClobberMemory();
+  }
+  openblas_set_num_threads(saved);
+  Flops(state, m, n, k);
+}
+
+// Direct oneDNN matmul (dense row-major), created once; `type` for the inputs, `out` the result.
+void BM_OneDnnMatmul(benchmark::State& state, dnnl::memory::data_type type, dnnl::memory::data_type out) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  using tag = dnnl::memory::format_tag;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(eng);
+  const dnnl::memory::desc ad({m, k}, type, tag::ab), bd({k, n}, type, tag::ab), cd({m, n}, out, tag::ab);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), eng);
+  const dnnl::matmul mm(pd);
+  dnnl::memory am(ad, eng), bm(bd, eng), cm(cd, eng);
+  std::memset(am.get_data_handle(), 0x3c, ad.get_size());
+  std::memset(bm.get_data_handle(), 0x3c, bd.get_size());
+  state.SetLabel(pd.impl_info_str());
+  for (auto _ : state) {
+    mm.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    stream.wait();
+  }
+  Flops(state, m, n, k);
+}
+
+void BM_Transpose(benchmark::State& state, bool reference) {
+  const int64_t n = state.range(0);
+  const Array a = Filled(DType::kF32, {n, n}, 1.0f);
+  for (auto _ : state) {
+    Array t = reference ? kernels::TransposeReference(a, {1, 0}) : kernels::Transpose(a, {1, 0});
+    benchmark::DoNotOptimize(t.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(2.0 * a.byte_size() / 1e9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
+using dt = dnnl::memory::data_type;
+#define GEMM_ARGS(m, n, k) ->Args({m, n, k})->Unit(benchmark::kMillisecond)->UseRealTime()
+BENCHMARK_CAPTURE(BM_XshardDot, f32, DType::kF32, DType::kF32, false) GEMM_ARGS(2048, 2048, 2048) GEMM_ARGS(2048, 1024, 2048);
+BENCHMARK_CAPTURE(BM_XshardDot, f32_rhs_transposed, DType::kF32, DType::kF32, true) GEMM_ARGS(2048, 2048, 2048);
+BENCHMARK(BM_OpenBlasSgemm) GEMM_ARGS(2048, 2048, 2048) GEMM_ARGS(2048, 1024, 2048);
+BENCHMARK(BM_OpenBlasSgemmColumnHalves) GEMM_ARGS(2048, 2048, 2048) GEMM_ARGS(2048, 1024, 2048);
+BENCHMARK_CAPTURE(BM_OneDnnMatmul, f32, dt::f32, dt::f32) GEMM_ARGS(2048, 2048, 2048);
+BENCHMARK_CAPTURE(BM_XshardDot, bf16_to_f32, DType::kBF16, DType::kF32, false) GEMM_ARGS(2048, 1024, 2048);
+BENCHMARK_CAPTURE(BM_XshardDot, bf16_to_bf16, DType::kBF16, DType::kBF16, false) GEMM_ARGS(2048, 1024, 2048);
+BENCHMARK_CAPTURE(BM_XshardDot, bf16_rhs_transposed, DType::kBF16, DType::kBF16, true) GEMM_ARGS(2048, 1024, 2048);
+BENCHMARK_CAPTURE(BM_OneDnnMatmul, bf16_to_f32, dt::bf16, dt::f32) GEMM_ARGS(2048, 1024, 2048);
+BENCHMARK_CAPTURE(BM_OneDnnMatmul, bf16_to_bf16, dt::bf16, dt::bf16) GEMM_ARGS(2048, 1024, 2048);
+BENCHMARK_CAPTURE(BM_XshardDot, f16, DType::kF16, DType::kF16, false) GEMM_ARGS(2048, 1024, 2048);
+BENCHMARK_CAPTURE(BM_Transpose, tiled, false)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Transpose, reference, true)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace xs
+
+BENCHMARK_MAIN();

@@ -1,0 +1,444 @@
+// DotPlan: decides once per dot shape how it runs (BLAS transpose flags and leading dims, oneDNN
+// for bf16, copies into scratch only when no strided view fits) and runs it.
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <complex>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "xshard/kernels/dot.h"
+#include "xshard/kernels/elementwise.h"
+#include "xshard/kernels/numeric.h"
+#include "xshard/kernels/onednn_matmul.h"
+#include "xshard/kernels/scalar_ops.h"
+#include "xshard/kernels/shape_ops.h"
+
+namespace xs::kernels {
+namespace {
+
+constexpr int64_t kAlign = 64;
+
+int64_t AlignUp(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+bool Contains(const std::vector<int64_t>& v, int64_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+int64_t SizeOf(const std::vector<int64_t>& dims, const std::vector<int64_t>& which) {
+  int64_t n = 1;
+  for (int64_t d : which) n *= dims[d];
+  return n;
+}
+
+// Stride (elements) of `group`'s dims merged into one index in the listed order, or nullopt when
+// they do not form one evenly strided run. Size-1 dims do not count; an empty run gives 0.
+std::optional<int64_t> MergedStride(const std::vector<int64_t>& dims,
+                                    const std::vector<int64_t>& strides,
+                                    const std::vector<int64_t>& group) {
+  int64_t stride = 0, expected = -1;
+  for (auto it = group.rbegin(); it != group.rend(); ++it) {
+    if (dims[*it] == 1) continue;
+    if (expected < 0) {
+      stride = strides[*it];
+    } else if (strides[*it] != expected) {
+      return std::nullopt;
+    }
+    expected = strides[*it] * dims[*it];
+  }
+  return stride;
+}
+
+// A rows x cols matrix view at (row_stride, col_stride) as BLAS sees it: row-major, possibly
+// transposed, with leading dim `ld`. False when neither direction has unit stride.
+bool BlasView(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool* trans, int64_t* ld) {
+  if ((cols <= 1 || cs == 1) && (rows <= 1 || rs >= cols)) {
+    *trans = false;
+    *ld = rows <= 1 ? std::max<int64_t>(cols, 1) : rs;
+    return true;
+  }
+  if ((rows <= 1 || rs == 1) && (cols <= 1 || cs >= rows)) {
+    *trans = true;
+    *ld = cols <= 1 ? std::max<int64_t>(rows, 1) : cs;
+    return true;
+  }
+  return false;
+}
+
+// Grow-only 64-byte aligned scratch per thread, for callers that pass none.
+std::byte* ThreadScratch(int64_t bytes) {
+  struct Buffer {
+    void* p = nullptr;
+    int64_t size = 0;
+    ~Buffer() { std::free(p); }
+  };
+  thread_local Buffer buf;
+  if (bytes > buf.size) {
+    std::free(buf.p);
+    buf.size = AlignUp(bytes);
+    buf.p = std::aligned_alloc(kAlign, static_cast<size_t>(buf.size));
+  }
+  return static_cast<std::byte*>(buf.p);
+}
+
+}  // namespace
+
+// How one operand reaches the GEMM: optional convert + transpose into scratch, then a strided
+// [batch..., rows, cols] view.
+struct OperandPlan {
+  std::vector<int64_t> dims;
+  int64_t elements = 0;
+  UnaryKernel convert = nullptr;  // to the compute type, same layout
+  int64_t convert_offset = 0;
+  bool transpose = false;
+  std::vector<int64_t> perm;  // operand dims in the copy's order
+  int64_t transpose_offset = 0;
+  int64_t elem_size = 0;  // of the compute type
+  bool trans = false;     // BLAS flag
+  int64_t ld = 0;
+  int64_t row_stride = 0, col_stride = 0;
+  std::vector<int64_t> batch_strides;  // per batch dim, dnums order
+};
+
+struct BatchDim {
+  int64_t size, lhs, rhs, out;  // strides in elements
+};
+
+struct DotPlan::Impl {
+  DType compute = DType::kF32;  // operand type the engine reads
+  DType out_compute = DType::kF32;  // type the engine writes
+  OperandPlan lhs, rhs;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  std::vector<BatchDim> batch_dims;  // merged, size-1 dropped, outermost first
+  UnaryKernel out_convert = nullptr;  // engine result -> result type
+  int64_t out_offset = 0;
+  std::unique_ptr<OneDnnMatmul> onednn;
+};
+
+namespace {
+
+// Plans operand `a` for a [batch, rows, cols] view with elements of `compute` (the operand is
+// converted first when its dtype differs). `force_copy`: always copy into the canonical layout.
+Status PlanOperand(const Shape& a, DType compute, const std::vector<int64_t>& batch,
+                   const std::vector<int64_t>& rows, const std::vector<int64_t>& cols,
+                   bool force_copy, int64_t* scratch, OperandPlan* p) {
+  p->dims = a.dims();
+  p->elements = a.num_elements();
+  p->elem_size = DTypeSize(compute);
+  if (a.dtype() != compute) {
+    XS_ASSIGN_OR_RETURN(p->convert, FindConvertKernel(a.dtype(), compute));
+    p->convert_offset = *scratch;
+    *scratch += AlignUp(p->elements * p->elem_size);
+  }
+  const int64_t nrows = SizeOf(p->dims, rows), ncols = SizeOf(p->dims, cols);
+  std::vector<int64_t> strides = RowMajorStrides(p->dims);
+  std::optional<int64_t> rs = MergedStride(p->dims, strides, rows);
+  std::optional<int64_t> cs = MergedStride(p->dims, strides, cols);
+  bool ok = !force_copy && rs && cs && BlasView(nrows, ncols, *rs, *cs, &p->trans, &p->ld);
+  if (!ok) {
+    // Copy as [batch, rows, cols], or [batch, cols, rows] when the operand's innermost dim is a
+    // row dim, so the copy reads its inner dim contiguously.
+    int64_t inner = -1;
+    for (int64_t d = a.rank() - 1; d >= 0; --d) {
+      if (p->dims[d] != 1) {
+        inner = d;
+        break;
+      }
+    }
+    const bool swap = inner >= 0 && Contains(rows, inner);
+    p->perm = batch;
+    const std::vector<int64_t>& first = swap ? cols : rows;
+    const std::vector<int64_t>& second = swap ? rows : cols;
+    p->perm.insert(p->perm.end(), first.begin(), first.end());
+    p->perm.insert(p->perm.end(), second.begin(), second.end());
+    p->transpose = true;
+    p->transpose_offset = *scratch;
+    *scratch += AlignUp(p->elements * p->elem_size);
+    // The copy's strides, seen through the operand's own dim numbers.
+    std::vector<int64_t> permuted_dims;
+    for (int64_t d : p->perm) permuted_dims.push_back(p->dims[d]);
+    const std::vector<int64_t> ps = RowMajorStrides(permuted_dims);
+    for (size_t i = 0; i < p->perm.size(); ++i) strides[p->perm[i]] = ps[i];
+    rs = MergedStride(p->dims, strides, rows);
+    cs = MergedStride(p->dims, strides, cols);
+    XS_CHECK(rs && cs && BlasView(nrows, ncols, *rs, *cs, &p->trans, &p->ld), "dot copy layout");
+  }
+  p->row_stride = p->trans ? 1 : p->ld;
+  p->col_stride = p->trans ? p->ld : 1;
+  for (int64_t d : batch) p->batch_strides.push_back(strides[d]);
+  return OkStatus();
+}
+
+std::vector<int64_t> FreeDims(int rank, const std::vector<int64_t>& batch,
+                              const std::vector<int64_t>& contracting) {
+  std::vector<int64_t> out;
+  for (int i = 0; i < rank; ++i) {
+    if (!Contains(batch, i) && !Contains(contracting, i)) out.push_back(i);
+  }
+  return out;
+}
+
+template <typename T>
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T* c) {
+  const auto trans_a = ta ? CblasTrans : CblasNoTrans;
+  const auto trans_b = tb ? CblasTrans : CblasNoTrans;
+  const blasint M = static_cast<blasint>(m), N = static_cast<blasint>(n), K = static_cast<blasint>(k);
+  const blasint LA = static_cast<blasint>(lda), LB = static_cast<blasint>(ldb);
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, trans_a, trans_b, M, N, K, 1.0f, a, LA, b, LB, 0.0f, c, N);
+  } else if constexpr (std::is_same_v<T, double>) {
+    cblas_dgemm(CblasRowMajor, trans_a, trans_b, M, N, K, 1.0, a, LA, b, LB, 0.0, c, N);
+  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+    const T one(1), zero(0);
+    cblas_cgemm(CblasRowMajor, trans_a, trans_b, M, N, K, &one, a, LA, b, LB, &zero, c, N);
+  } else {
+    const T one(1), zero(0);
+    cblas_zgemm(CblasRowMajor, trans_a, trans_b, M, N, K, &one, a, LA, b, LB, &zero, c, N);
+  }
+}
+
+// Naive strided GEMM in storage type S with XLA's wrapping integer math.
+template <typename S>
+void NaiveGemm(const DotPlan::Impl& p, const std::byte* a, const std::byte* b, std::byte* c) {
+  const S* A = reinterpret_cast<const S*>(a);
+  const S* B = reinterpret_cast<const S*>(b);
+  S* C = reinterpret_cast<S*>(c);
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t j = 0; j < p.n; ++j) {
+      auto acc = ComputeT<S>(0);
+      for (int64_t q = 0; q < p.k; ++q) {
+        const auto x = ToCompute(A[i * p.lhs.row_stride + q * p.lhs.col_stride]);
+        const auto y = ToCompute(B[q * p.rhs.row_stride + j * p.rhs.col_stride]);
+        acc = ops::Add::Apply(acc, ops::Multiply::Apply(x, y));
+      }
+      C[i * p.n + j] = FromCompute<S>(acc);
+    }
+  }
+}
+
+// One [m, n] (or, for oneDNN, the innermost batch dim at once) product at the given pointers.
+Status RunOne(DotPlan::Engine engine, const DotPlan::Impl& p, const std::byte* a,
+              const std::byte* b, std::byte* c) {
+  switch (engine) {
+    case DotPlan::Engine::kOneDnn:
+      return p.onednn->Run(a, b, c, BlasThreads());
+    case DotPlan::Engine::kBlas: {
+      auto call = [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        Gemm<T>(p.lhs.trans, p.rhs.trans, p.m, p.n, p.k, reinterpret_cast<const T*>(a), p.lhs.ld,
+                reinterpret_cast<const T*>(b), p.rhs.ld, reinterpret_cast<T*>(c));
+      };
+      switch (p.compute) {
+        case DType::kF32: call(TypeTag<float>{}); break;
+        case DType::kF64: call(TypeTag<double>{}); break;
+        case DType::kC64: call(TypeTag<std::complex<float>>{}); break;
+        default: call(TypeTag<std::complex<double>>{}); break;
+      }
+      return OkStatus();
+    }
+    default:
+      VisitDType(
+          p.compute, [&](auto tag) { NaiveGemm<typename decltype(tag)::type>(p, a, b, c); }, [] {});
+      return OkStatus();
+  }
+}
+
+bool FitsBlasInt(std::initializer_list<int64_t> values) {
+  for (int64_t v : values) {
+    if (v > INT_MAX) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+DotPlan::~DotPlan() = default;
+
+StatusOr<std::shared_ptr<const DotPlan>> DotPlan::Create(const Shape& lhs, const Shape& rhs,
+                                                         const DotDimensionNumbers& dn,
+                                                         DType result) {
+  if (!lhs.IsArray() || !rhs.IsArray()) return InvalidArgument("dot operands must be arrays");
+  XS_ASSIGN_OR_RETURN(std::vector<int64_t> out_dims, DotResultDims(lhs.dims(), rhs.dims(), dn));
+  if (!IsComputableDType(result)) return UnsupportedDType("dot", result);
+  if (!IsComputableDType(lhs.dtype())) return UnsupportedDType("dot", lhs.dtype());
+  if (!IsComputableDType(rhs.dtype())) return UnsupportedDType("dot", rhs.dtype());
+  std::shared_ptr<DotPlan> plan(new DotPlan());
+  plan->result_ = Shape(result, out_dims);
+  plan->impl_ = std::make_unique<Impl>();
+  Impl& p = *plan->impl_;
+  const std::vector<int64_t> lhs_free = FreeDims(lhs.rank(), dn.lhs_batch, dn.lhs_contracting);
+  const std::vector<int64_t> rhs_free = FreeDims(rhs.rank(), dn.rhs_batch, dn.rhs_contracting);
+  p.batch = SizeOf(lhs.dims(), dn.lhs_batch);
+  p.m = SizeOf(lhs.dims(), lhs_free);
+  p.n = SizeOf(rhs.dims(), rhs_free);
+  p.k = SizeOf(lhs.dims(), dn.lhs_contracting);
+
+  // Engine and compute types.
+  const bool half_result = result == DType::kF16 || result == DType::kBF16;
+  const bool bf16_operands = lhs.dtype() == DType::kBF16 && rhs.dtype() == DType::kBF16;
+  Engine engine;
+  if (bf16_operands && (result == DType::kBF16 || result == DType::kF32)) {
+    engine = Engine::kOneDnn;
+    p.compute = DType::kBF16;
+    p.out_compute = result;
+  } else if (half_result || result == DType::kF32 || result == DType::kF64 ||
+             result == DType::kC64 || result == DType::kC128) {
+    engine = Engine::kBlas;
+    p.compute = p.out_compute = half_result ? DType::kF32 : result;
+  } else {
+    engine = Engine::kNaive;
+    p.compute = p.out_compute = result;
+  }
+
+  auto plan_operands = [&](bool force_copy) -> Status {
+    int64_t scratch = 0;
+    p.lhs = OperandPlan();
+    p.rhs = OperandPlan();
+    XS_RETURN_IF_ERROR(PlanOperand(lhs, p.compute, dn.lhs_batch, lhs_free, dn.lhs_contracting,
+                                   force_copy, &scratch, &p.lhs));
+    XS_RETURN_IF_ERROR(PlanOperand(rhs, p.compute, dn.rhs_batch, dn.rhs_contracting, rhs_free,
+                                   force_copy, &scratch, &p.rhs));
+    p.out_offset = scratch;
+    if (p.out_compute != result) scratch += AlignUp(plan->result_.num_elements() * DTypeSize(p.out_compute));
+    plan->scratch_bytes_ = scratch;
+    // Batch loop: output batch dims are row-major over [m, n] blocks; merge runs that stay
+    // evenly strided in all three buffers.
+    p.batch_dims.clear();
+    int64_t out_stride = p.m * p.n;
+    std::vector<BatchDim> rev;
+    for (size_t i = dn.lhs_batch.size(); i-- > 0;) {
+      const int64_t size = lhs.dims()[dn.lhs_batch[i]];
+      const BatchDim d{size, p.lhs.batch_strides[i], p.rhs.batch_strides[i], out_stride};
+      out_stride *= size;
+      if (size == 1) continue;
+      if (!rev.empty()) {
+        BatchDim& in = rev.back();
+        if (d.lhs == in.lhs * in.size && d.rhs == in.rhs * in.size && d.out == in.out * in.size) {
+          in.size *= size;
+          continue;
+        }
+      }
+      rev.push_back(d);
+    }
+    p.batch_dims.assign(rev.rbegin(), rev.rend());
+    return OkStatus();
+  };
+  XS_RETURN_IF_ERROR(plan_operands(false));
+
+  if (engine == Engine::kOneDnn) {
+    auto make = [&]() -> StatusOr<std::unique_ptr<OneDnnMatmul>> {
+      OneDnnMatmulShape s;
+      s.a_type = s.w_type = DType::kBF16;
+      s.out_type = p.out_compute;
+      s.m = p.m;
+      s.n = p.n;
+      s.k = p.k;
+      const BatchDim inner = p.batch_dims.empty() ? BatchDim{1, p.m * p.k, p.k * p.n, p.m * p.n}
+                                                  : p.batch_dims.back();
+      s.batch = inner.size;
+      s.a_strides = {inner.lhs, p.lhs.row_stride, p.lhs.col_stride};
+      s.w_strides = {inner.rhs, p.rhs.row_stride, p.rhs.col_stride};
+      return OneDnnMatmul::Create(s);
+    };
+    StatusOr<std::unique_ptr<OneDnnMatmul>> mm =
+        p.batch * p.m * p.n * p.k == 0 ? StatusOr<std::unique_ptr<OneDnnMatmul>>(nullptr) : make();
+    if (!mm.ok()) {  // a layout only oneDNN's reference kernel takes: copy the operands dense
+      XS_RETURN_IF_ERROR(plan_operands(true));
+      mm = make();
+    }
+    if (mm.ok()) {
+      p.onednn = std::move(*mm);
+    } else {  // no oneDNN bf16 on this CPU: f32 GEMM on converted copies
+      engine = Engine::kBlas;
+      p.compute = p.out_compute = DType::kF32;
+      XS_RETURN_IF_ERROR(plan_operands(false));
+    }
+  }
+  if (engine == Engine::kBlas &&
+      !FitsBlasInt({p.m, p.n, p.k, p.lhs.ld, p.rhs.ld})) {
+    return Unimplemented("dot: GEMM dims m=", p.m, " n=", p.n, " k=", p.k,
+                         " exceed BLAS's 32-bit sizes; split the dot");
+  }
+  if (p.out_compute != result) {
+    XS_ASSIGN_OR_RETURN(p.out_convert, FindConvertKernel(p.out_compute, result));
+  }
+  plan->engine_ = p.batch * p.m * p.n == 0 ? Engine::kEmpty : engine;
+  plan->copied_operands_ = (p.lhs.convert || p.lhs.transpose) + (p.rhs.convert || p.rhs.transpose);
+  return std::shared_ptr<const DotPlan>(std::move(plan));
+}
+
+std::string DotPlan::ToString() const {
+  static const char* kNames[] = {"empty", "blas", "onednn", "naive"};
+  const Impl& p = *impl_;
+  std::string s = StrCat(kNames[static_cast<int>(engine_)], " ", DTypeName(p.compute), " batch=",
+                         p.batch, " m=", p.m, " n=", p.n, " k=", p.k, " lhs=",
+                         p.lhs.trans ? "T" : "N", " rhs=", p.rhs.trans ? "T" : "N",
+                         " copies=", copied_operands_);
+  if (p.onednn) StrAppend(&s, " impl=", p.onednn->impl());
+  return s;
+}
+
+namespace {
+
+const std::byte* PrepareOperand(const OperandPlan& p, const std::byte* data, std::byte* scratch) {
+  if (p.convert) {
+    p.convert(data, scratch + p.convert_offset, p.elements);
+    data = scratch + p.convert_offset;
+  }
+  if (p.transpose) {
+    TransposeInto(data, scratch + p.transpose_offset, p.elem_size, p.dims, p.perm);
+    data = scratch + p.transpose_offset;
+  }
+  return data;
+}
+
+}  // namespace
+
+Status DotPlan::Run(const std::byte* lhs, const std::byte* rhs, std::byte* out,
+                    std::byte* scratch) const {
+  const Impl& p = *impl_;
+  if (engine_ == Engine::kEmpty) return OkStatus();
+  if (p.k == 0) {
+    std::memset(out, 0, static_cast<size_t>(result_.byte_size()));
+    return OkStatus();
+  }
+  if (scratch == nullptr && scratch_bytes_ > 0) scratch = ThreadScratch(scratch_bytes_);
+  const std::byte* a = PrepareOperand(p.lhs, lhs, scratch);
+  const std::byte* b = PrepareOperand(p.rhs, rhs, scratch);
+  std::byte* c = p.out_convert ? scratch + p.out_offset : out;
+  // oneDNN takes the innermost batch dim in one call; the other engines loop over all.
+  const size_t looped = p.batch_dims.size() - (engine_ == Engine::kOneDnn && !p.batch_dims.empty());
+  const int64_t es = p.lhs.elem_size, os = DTypeSize(p.out_compute);
+  std::vector<int64_t> idx(looped, 0);
+  while (true) {
+    int64_t la = 0, lb = 0, lc = 0;
+    for (size_t i = 0; i < looped; ++i) {
+      la += idx[i] * p.batch_dims[i].lhs;
+      lb += idx[i] * p.batch_dims[i].rhs;
+      lc += idx[i] * p.batch_dims[i].out;
+    }
+    XS_RETURN_IF_ERROR(RunOne(engine_, p, a + la * es, b + lb * es, c + lc * os));
+    size_t i = looped;
+    while (i > 0 && ++idx[i - 1] == p.batch_dims[i - 1].size) idx[--i] = 0;
+    if (i == 0) break;
+  }
+  if (p.out_convert) p.out_convert(c, out, result_.num_elements());
+  return OkStatus();
+}
+
+StatusOr<Array> DotPlan::Run(const Array& lhs, const Array& rhs) const {
+  const Impl& p = *impl_;
+  if (lhs.dims() != p.lhs.dims || rhs.dims() != p.rhs.dims) {
+    return InvalidArgument("dot: operands [", JoinDims(lhs.dims()), "] and [", JoinDims(rhs.dims()),
+                           "] differ from the planned [", JoinDims(p.lhs.dims), "] and [",
+                           JoinDims(p.rhs.dims), "]");
+  }
+  Array out(result_);
+  XS_RETURN_IF_ERROR(Run(lhs.data(), rhs.data(), out.data()));
+  return out;
+}
+
+}  // namespace xs::kernels

@@ -1,0 +1,271 @@
+// DotPlan against the naive reference (DotGeneralReference) on every kind of dims configuration,
+// the plans it makes (transposes folded into BLAS flags, oneDNN for bf16), and the tiled
+// transpose against TransposeReference.
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "xshard/kernels/dot.h"
+#include "xshard/kernels/elementwise.h"
+#include "xshard/kernels/shape_ops.h"
+
+namespace xs::kernels {
+namespace {
+
+Array Random(DType dtype, std::vector<int64_t> dims, std::mt19937& rng) {
+  Array a(Shape(DType::kF32, std::move(dims)));
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (float& x : a.values<float>()) x = d(rng);
+  if (dtype == DType::kS32 || dtype == DType::kPred) {
+    for (float& x : a.values<float>()) x = std::round(x * 3);
+  }
+  return dtype == DType::kF32 ? a : *Convert(a, dtype);
+}
+
+// |fast - ref| <= abs_tol + rel_tol * |ref| elementwise (real and imaginary parts for complex).
+void ExpectClose(const Array& fast, const Array& ref, double abs_tol, double rel_tol,
+                 const std::string& what) {
+  ASSERT_EQ(fast.dims(), ref.dims()) << what;
+  ASSERT_EQ(fast.dtype(), ref.dtype()) << what;
+  const bool complex = fast.dtype() == DType::kC64 || fast.dtype() == DType::kC128;
+  const Array f = complex ? *Convert(fast, DType::kF64) : fast;  // real part
+  const Array r = complex ? *Convert(ref, DType::kF64) : ref;
+  int bad = 0;
+  for (int64_t i = 0; i < f.num_elements() && bad < 5; ++i) {
+    const double x = f.GetDouble(i), y = r.GetDouble(i);
+    if (!(std::abs(x - y) <= abs_tol + rel_tol * std::abs(y))) {
+      ADD_FAILURE() << what << " element " << i << ": " << x << " vs reference " << y;
+      ++bad;
+    }
+  }
+}
+
+DotDimensionNumbers Dn(std::vector<int64_t> lb, std::vector<int64_t> rb, std::vector<int64_t> lc,
+                       std::vector<int64_t> rc) {
+  DotDimensionNumbers dn;
+  dn.lhs_batch = std::move(lb);
+  dn.rhs_batch = std::move(rb);
+  dn.lhs_contracting = std::move(lc);
+  dn.rhs_contracting = std::move(rc);
+  return dn;
+}
+
+struct Case {
+  std::vector<int64_t> lhs, rhs;
+  DotDimensionNumbers dn;
+};
+
+// A random dot: batch / contracting / free dims of random sizes (0 and 1 included when
+// `allow_empty`) placed at random positions of each operand, contracting dims in random order.
+Case RandomCase(std::mt19937& rng, bool allow_empty) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const int nb = pick(0, 2), nc = pick(0, 2), nl = pick(0, 2), nr = pick(0, 2);
+  auto size = [&] { return allow_empty && pick(0, 12) == 0 ? 0 : pick(1, 5); };
+  std::vector<int64_t> bs, cs, ls, rs;
+  for (int i = 0; i < nb; ++i) bs.push_back(size());
+  for (int i = 0; i < nc; ++i) cs.push_back(size());
+  for (int i = 0; i < nl; ++i) ls.push_back(size());
+  for (int i = 0; i < nr; ++i) rs.push_back(size());
+  Case c;
+  auto place = [&](const std::vector<int64_t>& free, std::vector<int64_t>& dims,
+                   std::vector<int64_t>& batch, std::vector<int64_t>& contracting) {
+    const int rank = nb + nc + static_cast<int>(free.size());
+    std::vector<int64_t> pos(rank);
+    std::iota(pos.begin(), pos.end(), 0);
+    std::shuffle(pos.begin(), pos.end(), rng);
+    dims.assign(rank, 0);
+    int p = 0;
+    for (int i = 0; i < nb; ++i, ++p) {
+      dims[pos[p]] = bs[i];
+      batch.push_back(pos[p]);
+    }
+    for (int i = 0; i < nc; ++i, ++p) {
+      dims[pos[p]] = cs[i];
+      contracting.push_back(pos[p]);
+    }
+    // Free dims keep their relative order (the result lists them in operand order).
+    std::vector<int64_t> rest(pos.begin() + p, pos.end());
+    std::sort(rest.begin(), rest.end());
+    for (size_t i = 0; i < free.size(); ++i) dims[rest[i]] = free[i];
+  };
+  place(ls, c.lhs, c.dn.lhs_batch, c.dn.lhs_contracting);
+  place(rs, c.rhs, c.dn.rhs_batch, c.dn.rhs_contracting);
+  return c;
+}
+
+std::string Describe(const Case& c) {
+  return StrCat("lhs [", JoinDims(c.lhs), "] rhs [", JoinDims(c.rhs), "] batch {", JoinDims(c.dn.lhs_batch),
+                "}/{", JoinDims(c.dn.rhs_batch), "} contracting {", JoinDims(c.dn.lhs_contracting), "}/{",
+                JoinDims(c.dn.rhs_contracting), "}");
+}
+
+// Returns how many of the cases ran on oneDNN.
+int CheckRandomCases(DType operand, DType result, int count, double abs_tol, double rel_tol,
+                     uint32_t seed) {
+  std::mt19937 rng(seed);
+  int onednn = 0;
+  for (int i = 0; i < count; ++i) {
+    const Case c = RandomCase(rng, /*allow_empty=*/true);
+    const Array lhs = Random(operand, c.lhs, rng), rhs = Random(operand, c.rhs, rng);
+    auto plan = DotPlan::Create(lhs.shape(), rhs.shape(), c.dn, result);
+    if (!plan.ok()) {
+      ADD_FAILURE() << Describe(c) << ": " << plan.status().ToString();
+      continue;
+    }
+    onednn += (*plan)->engine() == DotPlan::Engine::kOneDnn;
+    const std::string what = StrCat(Describe(c), " ", (*plan)->ToString());
+    ExpectClose(*(*plan)->Run(lhs, rhs), *DotGeneralReference(lhs, rhs, c.dn, result), abs_tol,
+                rel_tol, what);
+  }
+  return onednn;
+}
+
+TEST(DotPlan, RandomDimsConfigurationsMatchReferenceF32) { CheckRandomCases(DType::kF32, DType::kF32, 400, 1e-5, 1e-5, 1); }
+TEST(DotPlan, RandomDimsConfigurationsMatchReferenceF64) { CheckRandomCases(DType::kF64, DType::kF64, 150, 1e-12, 1e-12, 2); }
+TEST(DotPlan, RandomDimsConfigurationsMatchReferenceC64) { CheckRandomCases(DType::kC64, DType::kC64, 100, 1e-5, 1e-5, 3); }
+// Integer and pred dots take the naive path and must match exactly (wrapping like XLA).
+TEST(DotPlan, RandomDimsConfigurationsMatchReferenceS32) { CheckRandomCases(DType::kS32, DType::kS32, 150, 0, 0, 4); }
+TEST(DotPlan, RandomDimsConfigurationsMatchReferencePred) { CheckRandomCases(DType::kPred, DType::kPred, 100, 0, 0, 5); }
+// bf16 x bf16 -> f32 (oneDNN, f32 accumulation): only the summation order differs.
+// Most random cases are non-empty and go to oneDNN (strided views or dense copies).
+TEST(DotPlan, RandomDimsConfigurationsMatchReferenceBf16ToF32) {
+  EXPECT_GT(CheckRandomCases(DType::kBF16, DType::kF32, 200, 1e-5, 1e-5, 6), 100);
+}
+// bf16 result: both round the f32 sum once; a sum on a rounding boundary may differ by 1 ulp.
+TEST(DotPlan, RandomDimsConfigurationsMatchReferenceBf16) {
+  EXPECT_GT(CheckRandomCases(DType::kBF16, DType::kBF16, 200, 1e-6, 1.0 / 128, 7), 100);
+}
+// f16 (f32 GEMM on converted operands, rounded once).
+TEST(DotPlan, RandomDimsConfigurationsMatchReferenceF16) { CheckRandomCases(DType::kF16, DType::kF16, 150, 1e-6, 1.0 / 1024, 8); }
+
+TEST(DotPlan, TransposedOperandsFoldIntoBlasFlags) {
+  const DType f = DType::kF32;
+  struct Want {
+    Shape lhs, rhs;
+    DotDimensionNumbers dn;
+    std::string summary;
+  };
+  const std::vector<Want> wants = {
+      {Shape(f, {64, 32}), Shape(f, {32, 48}), Dn({}, {}, {1}, {0}), "blas f32 batch=1 m=64 n=48 k=32 lhs=N rhs=N copies=0"},
+      {Shape(f, {64, 32}), Shape(f, {48, 32}), Dn({}, {}, {1}, {1}), "blas f32 batch=1 m=64 n=48 k=32 lhs=N rhs=T copies=0"},
+      {Shape(f, {32, 64}), Shape(f, {32, 48}), Dn({}, {}, {0}, {0}), "blas f32 batch=1 m=64 n=48 k=32 lhs=T rhs=N copies=0"},
+      {Shape(f, {32, 64}), Shape(f, {48, 32}), Dn({}, {}, {0}, {1}), "blas f32 batch=1 m=64 n=48 k=32 lhs=T rhs=T copies=0"},
+      // Batch dim in the middle of lhs and first of rhs: a strided view with lda = 4 * 32.
+      {Shape(f, {64, 4, 32}), Shape(f, {4, 32, 48}), Dn({1}, {0}, {2}, {1}), "blas f32 batch=4 m=64 n=48 k=32 lhs=N rhs=N copies=0"},
+      // Two contracting dims that merge in memory order; two free dims that merge.
+      {Shape(f, {8, 8, 4, 8}), Shape(f, {4, 8, 48}), Dn({}, {}, {2, 3}, {0, 1}), "blas f32 batch=1 m=64 n=48 k=32 lhs=N rhs=N copies=0"},
+      // Vectors: matrix-vector and dot product.
+      {Shape(f, {64, 32}), Shape(f, {32}), Dn({}, {}, {1}, {0}), "blas f32 batch=1 m=64 n=1 k=32 lhs=N rhs=N copies=0"},
+      {Shape(f, {32}), Shape(f, {32}), Dn({}, {}, {0}, {0}), "blas f32 batch=1 m=1 n=1 k=32 lhs=N rhs=N copies=0"},
+      // Batch dim innermost in lhs: no unit-stride direction, lhs is copied.
+      {Shape(f, {64, 32, 4}), Shape(f, {4, 32, 48}), Dn({2}, {0}, {1}, {1}), "blas f32 batch=4 m=64 n=48 k=32 lhs=N rhs=N copies=1"},
+      // Contracting dims listed against memory order: they do not merge, lhs is copied.
+      {Shape(f, {64, 4, 8}), Shape(f, {8, 4, 48}), Dn({}, {}, {2, 1}, {0, 1}), "blas f32 batch=1 m=64 n=48 k=32 lhs=N rhs=N copies=1"},
+  };
+  std::mt19937 rng(11);
+  for (const Want& w : wants) {
+    auto plan = DotPlan::Create(w.lhs, w.rhs, w.dn, f);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ((*plan)->ToString(), w.summary);
+    const Array a = Random(f, w.lhs.dims(), rng), b = Random(f, w.rhs.dims(), rng);
+    ExpectClose(*(*plan)->Run(a, b), *DotGeneralReference(a, b, w.dn, f), 1e-5, 1e-5, w.summary);
+  }
+}
+
+TEST(DotPlan, Bf16UsesOneDnnWithoutCopies) {
+  std::mt19937 rng(12);
+  const Shape lhs(DType::kBF16, {4, 96, 80}), rhs(DType::kBF16, {4, 64, 80});  // batched x @ y^T
+  const DotDimensionNumbers dn = Dn({0}, {0}, {2}, {2});
+  for (DType result : {DType::kF32, DType::kBF16}) {
+    auto plan = DotPlan::Create(lhs, rhs, dn, result);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ((*plan)->engine(), DotPlan::Engine::kOneDnn) << (*plan)->ToString();
+    EXPECT_EQ((*plan)->copied_operands(), 0) << (*plan)->ToString();
+    const Array a = Random(DType::kBF16, lhs.dims(), rng), b = Random(DType::kBF16, rhs.dims(), rng);
+    ExpectClose(*(*plan)->Run(a, b), *DotGeneralReference(a, b, dn, result), 1e-5,
+                result == DType::kF32 ? 1e-5 : 1.0 / 128, (*plan)->ToString());
+  }
+}
+
+// One plan run by several threads at once (devices share plans): every result matches.
+TEST(DotPlan, ConcurrentRunsOfOnePlanAgree) {
+  std::mt19937 rng(14);
+  for (DType t : {DType::kF32, DType::kBF16}) {
+    const Array a = Random(t, {8, 40, 24}, rng), b = Random(t, {8, 40, 32}, rng);
+    const DotDimensionNumbers dn = Dn({0}, {0}, {1}, {1});  // lhs transposed: a copy-free view
+    auto plan = DotPlan::Create(a.shape(), b.shape(), dn, DType::kF32);
+    ASSERT_TRUE(plan.ok());
+    const Array want = *DotGeneralReference(a, b, dn, DType::kF32);
+    std::vector<Array> got(4);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i) {
+      threads.emplace_back([&, i] {
+        for (int r = 0; r < 20; ++r) got[i] = *(*plan)->Run(a, b);
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    for (const Array& g : got) ExpectClose(g, want, 1e-5, 1e-5, (*plan)->ToString());
+  }
+}
+
+TEST(DotPlan, ZeroContractingSizeGivesZerosAndEmptyResultIsFine) {
+  const Array a = Array::Full(DType::kF32, {3, 0}, 1), b = Array::Full(DType::kF32, {0, 2}, 1);
+  auto out = DotGeneral(a, b, Dn({}, {}, {1}, {0}), DType::kF32);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->dims(), (std::vector<int64_t>{3, 2}));
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(out->GetDouble(i), 0.0);
+  auto empty = DotGeneral(Array::Full(DType::kBF16, {0, 4}, 1), Array::Full(DType::kBF16, {4, 2}, 1),
+                          Dn({}, {}, {1}, {0}), DType::kF32);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->dims(), (std::vector<int64_t>{0, 2}));
+}
+
+TEST(DotPlan, RejectsMismatchedOperandsAtRun) {
+  auto plan = DotPlan::Create(Shape(DType::kF32, {2, 3}), Shape(DType::kF32, {3, 4}), Dn({}, {}, {1}, {0}), DType::kF32);
+  ASSERT_TRUE(plan.ok());
+  auto out = (*plan)->Run(Array::Full(DType::kF32, {2, 4}, 1), Array::Full(DType::kF32, {3, 4}, 1));
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("differ from the planned [2,3]"), std::string::npos)
+      << out.status().message();
+  auto twice = DotPlan::Create(Shape(DType::kF32, {3, 3}), Shape(DType::kF32, {3, 3}), Dn({0}, {0}, {0}, {1}), DType::kF32);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("listed twice"), std::string::npos) << twice.status().message();
+}
+
+TEST(BlasCoreType, ForcesSkylakeXOnlyForAvx2KernelsOnAvx512Cpus) {
+  EXPECT_EQ(BlasCoreTypeToForce("Haswell", true), "SkylakeX");
+  EXPECT_EQ(BlasCoreTypeToForce("Zen", true), "SkylakeX");
+  EXPECT_EQ(BlasCoreTypeToForce("Haswell", false), "");
+  EXPECT_EQ(BlasCoreTypeToForce("SkylakeX", true), "");
+  EXPECT_EQ(BlasCoreTypeToForce("Cooperlake", true), "");
+}
+
+TEST(Transpose, TiledMatchesReferenceForRandomPermutationsAndElementSizes) {
+  std::mt19937 rng(13);
+  for (DType t : {DType::kU8, DType::kBF16, DType::kF32, DType::kF64, DType::kC128}) {
+    for (int trial = 0; trial < 25; ++trial) {
+      const int rank = std::uniform_int_distribution<int>(2, 5)(rng);
+      std::vector<int64_t> dims(rank);
+      for (int64_t& d : dims) d = std::uniform_int_distribution<int>(1, rank <= 3 ? 70 : 9)(rng);
+      std::vector<int64_t> perm(rank);
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      Array a(Shape(t, dims));  // random bytes: every element distinct with high probability
+      for (int64_t i = 0; i < a.byte_size(); ++i) a.data()[i] = static_cast<std::byte>(rng());
+      const Array fast = Transpose(a, perm), ref = TransposeReference(a, perm);
+      ASSERT_EQ(fast.dims(), ref.dims());
+      EXPECT_EQ(std::memcmp(fast.data(), ref.data(), static_cast<size_t>(ref.byte_size())), 0)
+          << DTypeName(t) << " [" << JoinDims(dims) << "] perm {" << JoinDims(perm) << "}";
+    }
+  }
+  // Hand value: 2-D transpose with both sides large enough to take the tiled path.
+  const Array m = Array::Iota(DType::kS32, {5, 7});
+  const Array t = Transpose(m, {1, 0});
+  EXPECT_EQ(t.GetDouble(0 * 5 + 1), 7.0);   // t[0][1] = m[1][0]
+  EXPECT_EQ(t.GetDouble(6 * 5 + 4), 34.0);  // t[6][4] = m[4][6]
+}
+
+}  // namespace
+}  // namespace xs::kernels

@@ -1,0 +1,151 @@
+// oneDNN matmul wrapper: one primitive descriptor per shape, primitives cached per OpenMP thread
+// count, user-managed scratchpad (so concurrent devices can run one primitive at once).
+#include "xshard/kernels/onednn_matmul.h"
+
+#include <omp.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace xs::kernels {
+namespace {
+
+dnnl::engine& Engine() {
+  static dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
+}
+
+StatusOr<dnnl::memory::data_type> DnnlType(DType t) {
+  switch (t) {
+    case DType::kBF16: return dnnl::memory::data_type::bf16;
+    case DType::kF16: return dnnl::memory::data_type::f16;
+    case DType::kF32: return dnnl::memory::data_type::f32;
+    default: return Unimplemented("oneDNN matmul: no ", DTypeName(t), " support");
+  }
+}
+
+// Grow-only 64-byte aligned buffer per thread for oneDNN's scratchpad.
+void* ThreadScratch(size_t bytes) {
+  struct Buffer {
+    void* p = nullptr;
+    size_t size = 0;
+    ~Buffer() { std::free(p); }
+  };
+  thread_local Buffer buf;
+  if (bytes > buf.size) {
+    std::free(buf.p);
+    buf.size = (bytes + 63) / 64 * 64;
+    buf.p = std::aligned_alloc(64, buf.size);
+  }
+  return buf.p;
+}
+
+// Sets the calling thread's OpenMP thread count for the scope (oneDNN sizes its parallel
+// regions by it, at primitive creation and at execution).
+class OmpThreads {
+ public:
+  explicit OmpThreads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~OmpThreads() { omp_set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+}  // namespace
+
+struct OneDnnMatmul::State {
+  dnnl::matmul::desc desc;
+  std::mutex mu;
+  std::vector<std::pair<int, std::shared_ptr<dnnl::matmul::primitive_desc>>> pds;
+
+  explicit State(dnnl::matmul::desc d) : desc(std::move(d)) {}
+
+  // The primitive descriptor for `threads` (made with that many OpenMP threads current).
+  std::shared_ptr<dnnl::matmul::primitive_desc> Pd(int threads) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& [t, pd] : pds) {
+      if (t == threads) return pd;
+    }
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    auto pd = std::make_shared<dnnl::matmul::primitive_desc>(desc, attr, Engine());
+    pds.emplace_back(threads, pd);
+    return pd;
+  }
+  std::mutex prim_mu;
+  std::vector<std::pair<int, std::shared_ptr<dnnl::matmul>>> prims;
+  std::shared_ptr<dnnl::matmul> Prim(int threads, const dnnl::matmul::primitive_desc& pd) {
+    std::lock_guard<std::mutex> lock(prim_mu);
+    for (auto& [t, p] : prims) {
+      if (t == threads) return p;
+    }
+    auto p = std::make_shared<dnnl::matmul>(pd);
+    prims.emplace_back(threads, p);
+    return p;
+  }
+};
+
+OneDnnMatmul::~OneDnnMatmul() = default;
+
+bool OneDnnMatmul::Supports(DType type) {
+  OneDnnMatmulShape s;
+  s.a_type = s.w_type = type;
+  s.out_type = DType::kF32;
+  s.m = s.n = s.k = 16;
+  s.a_strides = {256, 16, 1};
+  s.w_strides = {256, 16, 1};
+  return Create(s).ok();
+}
+
+StatusOr<std::unique_ptr<OneDnnMatmul>> OneDnnMatmul::Create(const OneDnnMatmulShape& s,
+                                                             bool allow_reference) {
+  XS_ASSIGN_OR_RETURN(dnnl::memory::data_type at, DnnlType(s.a_type));
+  XS_ASSIGN_OR_RETURN(dnnl::memory::data_type wt, DnnlType(s.w_type));
+  XS_ASSIGN_OR_RETURN(dnnl::memory::data_type ot, DnnlType(s.out_type));
+  using dims = dnnl::memory::dims;
+  const dnnl::memory::desc a({s.batch, s.m, s.k}, at, dims{s.a_strides[0], s.a_strides[1], s.a_strides[2]});
+  const dnnl::memory::desc w({s.batch, s.k, s.n}, wt, dims{s.w_strides[0], s.w_strides[1], s.w_strides[2]});
+  const dnnl::memory::desc o({s.batch, s.m, s.n}, ot, dims{s.m * s.n, s.n, 1});
+  std::unique_ptr<OneDnnMatmul> mm(new OneDnnMatmul());
+  try {
+    mm->state_ = std::make_unique<State>(dnnl::matmul::desc(a, w, o));
+    OmpThreads scope(omp_get_max_threads());
+    auto pd = mm->state_->Pd(omp_get_max_threads());
+    mm->impl_name_ = pd->impl_info_str();
+  } catch (const dnnl::error& e) {
+    return Unimplemented("oneDNN matmul ", DTypeName(s.a_type), " x ", DTypeName(s.w_type), " -> ",
+                         DTypeName(s.out_type), ": ", e.what());
+  }
+  if (!allow_reference && mm->impl_name_.find("ref") != std::string::npos) {
+    return Unimplemented("oneDNN matmul: only the reference implementation (", mm->impl_name_,
+                         ") fits this shape");
+  }
+  return mm;
+}
+
+Status OneDnnMatmul::Run(const void* a, const void* w, void* out, int threads) const {
+  if (threads < 1) threads = 1;
+  OmpThreads scope(threads);
+  try {
+    auto pd = state_->Pd(threads);
+    auto prim = state_->Prim(threads, *pd);
+    thread_local dnnl::stream stream(Engine());
+    dnnl::engine& eng = Engine();
+    dnnl::memory am(pd->src_desc(), eng, const_cast<void*>(a));
+    dnnl::memory wm(pd->weights_desc(), eng, const_cast<void*>(w));
+    dnnl::memory om(pd->dst_desc(), eng, out);
+    const dnnl::memory::desc sd = pd->scratchpad_desc();
+    dnnl::memory sm(sd, eng, ThreadScratch(sd.get_size() + 64));
+    prim->execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, om},
+                           {DNNL_ARG_SCRATCHPAD, sm}});
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    return Internal("oneDNN matmul failed: ", e.what());
+  }
+  return OkStatus();
+}
+
+}  // namespace xs::kernels
