@@ -38,6 +38,7 @@ struct MemoryCounter {
 
 class Program;
 struct Step;
+struct FusedLoop;  // fusion_plan.h
 struct Frame {
   std::vector<Slot> slots;
 };
@@ -76,6 +77,8 @@ struct Step {
   int64_t count = 0;  // result elements
   // Runs inside ExecuteOptions::compute_gate: a big kernel that cannot wait on another device.
   bool gated = false;
+  // Fusion (fusion_plan.h): the tile program of a fused elementwise loop.
+  std::shared_ptr<const FusedLoop> fused;
 };
 
 struct ComputationPlan {
@@ -98,6 +101,8 @@ class Program {
     plans_[c] = std::move(plan);
   }
   const ComputationPlan* entry = nullptr;
+  // The same module planned without fusion (ExecuteOptions::fusion = false); null when equal.
+  std::unique_ptr<Program> unfused;
 
  private:
   std::unordered_map<const Computation*, std::unique_ptr<ComputationPlan>> plans_;
