@@ -115,9 +115,10 @@ void RunOp(const FusedLoop& f, const FusedOp& op, std::byte* const* p,
   }
 }
 
-// Tiles [tile_begin, tile_end) with one set of per-thread buffers.
+// Elements [begin, end) in tiles with one set of per-thread buffers; `reduced`: the reduce's
+// result (when the loop has one).
 void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
-              const std::vector<std::byte*>& outputs, int64_t tile_begin, int64_t tile_end) {
+              const std::vector<std::byte*>& outputs, std::byte* reduced, int64_t begin, int64_t end) {
   const int64_t buffer_bytes = kFusedTile * f.max_esize;
   const size_t total = static_cast<size_t>(buffer_bytes * f.num_buffers + kFusedTile * 8);
   struct AlignedDelete {
@@ -132,9 +133,8 @@ void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
   }
   const int64_t prologue_n = std::min(kFusedTile, f.count);
   for (const FusedOp& op : f.prologue) RunOp(f, op, p.data(), inputs, 0, prologue_n, iota);
-  for (int64_t t = tile_begin; t < tile_end; ++t) {
-    const int64_t off = t * kFusedTile;
-    const int64_t n = std::min(kFusedTile, f.count - off);
+  for (int64_t off = begin; off < end; off += kFusedTile) {
+    const int64_t n = std::min(kFusedTile, end - off);
     for (size_t v = 0; v < f.values.size(); ++v) {
       const FusedValue& fv = f.values[v];
       if (fv.kind == FusedValueKind::kInput) {
@@ -144,6 +144,7 @@ void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
       }
     }
     for (const FusedOp& op : f.body) RunOp(f, op, p.data(), inputs, off, n, iota);
+    if (f.has_reduce) f.reduce.fn(p[f.reduce.value], reduced, f.dims, f.reduce.ostride, off, n);
   }
 }
 
@@ -163,7 +164,7 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
   std::vector<std::shared_ptr<Array>> out_arrays(f.outputs.size());
   std::vector<std::byte*> outputs(f.outputs.size());
   for (size_t o = 0; o < f.outputs.size(); ++o) {
-    const bool primary = o + 1 == f.outputs.size();
+    const bool primary = !f.has_reduce && o + 1 == f.outputs.size();
     if (primary && f.donor >= 0 && CanTakeOver(step, frame, f.donor)) {
       out_arrays[o] = ResultBuffer(step, frame, ctx, f.donor);
     } else {
@@ -171,19 +172,33 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
     }
     outputs[o] = out_arrays[o]->data();
   }
-  const int64_t tiles = (f.count + kFusedTile - 1) / kFusedTile;
+  std::shared_ptr<Array> reduced;
+  if (f.has_reduce) {
+    reduced = NewArray(f.reduce.inst->shape(), ctx);
+    FillElements(reduced->data(), inputs[f.reduce.init], reduced->num_elements(),
+                 static_cast<int>(DTypeSize(reduced->dtype())));
+  }
   int threads = ctx.options.intra_op_threads > 0 ? ctx.options.intra_op_threads : kernels::CoreCount();
   if (f.count < kParallelElements) threads = 1;
-  const int64_t chunks = threads <= 1 ? 1 : std::min<int64_t>(tiles, int64_t{threads} * 4);
+  // Chunks of whole tiles; with a reduce, of whole outer rows when the outer dim is kept (each
+  // result element is then combined by one thread, in order), else one chunk.
+  int64_t units = (f.count + kFusedTile - 1) / kFusedTile, unit = kFusedTile;
+  if (f.has_reduce) {
+    units = f.reduce.ostride[0] != 0 ? f.dims[0] : 1;
+    unit = f.count / units;
+  }
+  const int64_t chunks = threads <= 1 ? 1 : std::min<int64_t>(units, int64_t{threads} * 4);
+  std::byte* reduced_data = reduced ? reduced->data() : nullptr;
   kernels::ParallelFor(chunks, threads, [&](int64_t c) {
-    RunChunk(f, inputs, outputs, tiles * c / chunks, tiles * (c + 1) / chunks);
+    const int64_t begin = units * c / chunks * unit;
+    const int64_t end = std::min(f.count, units * (c + 1) / chunks * unit);
+    RunChunk(f, inputs, outputs, reduced_data, begin, end);
   });
-  // Extra outputs go to their own slots; the primary one to step.out.
-  for (size_t o = 0; o + 1 < f.outputs.size(); ++o) {
+  for (size_t o = 0; o < f.outputs.size(); ++o) {
     frame.slots[f.outputs[o].slot] = OwnedSlot(std::move(out_arrays[o]));
   }
-  frame.slots[step.out] = OwnedSlot(std::move(out_arrays.back()));
-  ctx.instructions_run += f.members - 1;
+  if (reduced) frame.slots[step.out] = OwnedSlot(std::move(reduced));
+  ctx.instructions_run += f.members + (f.has_reduce ? 1 : 0) - 1;
   return OkStatus();
 }
 

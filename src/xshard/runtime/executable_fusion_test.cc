@@ -281,5 +281,88 @@ ENTRY main {
   EXPECT_EQ(stats.peak_bytes, 2 * 100000 * 4);  // the two donated arguments, nothing more
 }
 
+std::string ReduceModule(const std::string& t, const std::string& dims, const std::string& out_dims,
+                         const std::string& reduce_dims, const std::string& combiner,
+                         const std::string& init, const std::string& body) {
+  return StrCat("HloModule r\ncomb {\n  a = ", t, "[] parameter(0)\n  b = ", t,
+                "[] parameter(1)\n  ROOT c = ", t, "[] ", combiner, "(a, b)\n}\nENTRY main {\n  x = ", t,
+                "[", dims, "] parameter(0)\n", body, "  z = ", t, "[] constant(", init, ")\n  ROOT r = ",
+                t, "[", out_dims, "] reduce(v, z), dimensions={", reduce_dims, "}, to_apply=comb\n}\n");
+}
+
+TEST(Fusion, ReduceOfAChainMatchesOpByOpBitwise) {
+  std::mt19937 rng(11);
+  struct Case {
+    std::string t, dims, out_dims, reduce_dims, combiner, init;
+    std::vector<int64_t> shape;
+  };
+  const std::vector<Case> cases = {
+      {"f32", "300,257", "300", "1", "add", "0", {300, 257}},        // rows: threads split rows
+      {"f32", "300,257", "257", "0", "add", "0", {300, 257}},        // columns: one thread
+      {"f32", "3,500,50", "500", "0,2", "maximum", "-inf", {3, 500, 50}},
+      {"bf16", "70,1000", "", "0,1", "add", "0", {70, 1000}},        // bf16 rounds every step
+      {"f32", "2,70000", "2", "1", "multiply", "1", {2, 70000}},
+      {"s32", "400,300", "400", "1", "minimum", "1000", {400, 300}},
+  };
+  for (const Case& c : cases) {
+    const std::string body = StrCat("  e = ", c.t, "[", c.dims, "] ", c.t == "s32" ? "negate" : "tanh",
+                                    "(x)\n  h = ", c.t, "[] constant(3)\n  hb = ", c.t, "[", c.dims,
+                                    "] broadcast(h), dimensions={}\n  v = ", c.t, "[", c.dims,
+                                    "] multiply(e, hb)\n");
+    const std::string text = ReduceModule(c.t, c.dims, c.out_dims, c.reduce_dims, c.combiner, c.init, body);
+    SCOPED_TRACE(text);
+    const DType t = c.t == "f32" ? DType::kF32 : c.t == "bf16" ? DType::kBF16 : DType::kS32;
+    for (int threads : {1, 2}) ExpectFusedEqualsUnfused(text, {RandomArray(t, c.shape, rng)}, threads);
+  }
+}
+
+TEST(Fusion, ReduceMatchesHandComputation) {
+  // Row sums of 2 * x on small integers are exact in f32 (every partial sum < 2^24):
+  // x[i, j] = j + i % 4, so row i sums to 2 * (499500 + 1000 * (i % 4)).
+  const std::string text = ReduceModule(
+      "f32", "100,1000", "100", "1", "add", "0",
+      "  two = f32[] constant(2)\n  tb = f32[100,1000] broadcast(two), dimensions={}\n"
+      "  v = f32[100,1000] multiply(x, tb)\n");
+  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  Array x(DType::kF32, {100, 1000});
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.SetDouble(i, static_cast<double>(i % 1000 + (i / 1000) % 4));
+  ExecuteOptions o;
+  o.intra_op_threads = 2;
+  ExecuteStats stats;
+  std::vector<Array> args = {x};
+  std::vector<Array> out = *e->Run(args, o, &stats);
+  for (int64_t i = 0; i < 100; ++i) {
+    ASSERT_EQ(out[0].GetDouble(i), 2.0 * (499500.0 + 1000.0 * (i % 4))) << i;
+  }
+  EXPECT_EQ(stats.peak_bytes, 100 * 4);  // the product is never materialized
+}
+
+TEST(Fusion, ReduceOfAnInputOrOfAValueUsedElsewhere) {
+  std::mt19937 rng(13);
+  // A reduce of a parameter gets a loop of its own (threads split the kept outer dim).
+  ExpectFusedEqualsUnfused(ReduceModule("f32", "512,256", "512", "1", "add", "0",
+                                        "  v = f32[512,256] copy(x)\n"),
+                           {RandomArray(DType::kF32, {512, 256}, rng)}, 2);
+  // `v` is also a result: it stays an output of the loop, reduced from the same tile.
+  const std::string text = R"(
+HloModule r
+comb {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[64,2000] parameter(0)
+  v = f32[64,2000] exponential(x)
+  z = f32[] constant(0)
+  r = f32[64] reduce(v, z), dimensions={1}, to_apply=comb
+  rb = f32[64,2000] broadcast(r), dimensions={0}
+  d = f32[64,2000] divide(v, rb)
+  ROOT out = (f32[64,2000], f32[64]) tuple(d, r)
+})";
+  ExpectFusedEqualsUnfused(text, {RandomArray(DType::kF32, {64, 2000}, rng)}, 2);
+}
+
 }  // namespace
 }  // namespace xs

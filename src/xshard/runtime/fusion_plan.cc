@@ -68,7 +68,22 @@ bool IsGenerator(const Instruction& inst) {
 struct Group {
   std::vector<const Instruction*> members;  // reverse post order while grouping
   std::vector<int64_t> dims;
+  const Instruction* reduce = nullptr;  // a reduce of a member (or of an input, with no members)
 };
+
+// Loops of fewer elements gain nothing from a reduce of their own.
+constexpr int64_t kOwnReduceLoopElements = int64_t{1} << 16;
+
+// A reduce a fused loop can compute: one operand, typed combiner, static init.
+bool FusibleReduce(const Step& s) {
+  const Instruction& r = *s.inst;
+  if (r.opcode() != Opcode::kReduce || r.operand_count() != 2 || !r.shape().IsArray()) return false;
+  if (s.combine == kernels::CombineKind::kGeneric || s.combine == kernels::CombineKind::kOverwrite) return false;
+  const Instruction* in = r.operand(0);
+  const Opcode init = r.operand(1)->opcode();
+  if (!LoopShaped(in->shape()) || (init != Opcode::kConstant && init != Opcode::kParameter)) return false;
+  return kernels::FindReduceRange(s.combine, in->shape().dtype()).ok();
+}
 
 // Whether a path of users from any of `from` reaches a member of group `g` (conservatively
 // true past a visit budget).
@@ -105,21 +120,26 @@ class LoopBuilder {
     for (int64_t d : g_.dims) loop_->count *= d;
     loop_->members = static_cast<int64_t>(g_.members.size());
     for (const Instruction* m : g_.members) AddMember(*m);
-    // The primary output is the last member; it may take over a dying input of its type.
-    const Instruction* primary = g_.members.back();
-    step_.inst = primary;
-    step_.out = slot_.at(primary);
-    step_.count = loop_->count;
-    for (size_t i = 0; i < step_.operands.size(); ++i) {
-      const Shape& s = input_insts_[i]->shape();
-      if (s.dtype() == primary->shape().dtype() && s.dims() == primary->shape().dims()) {
-        loop_->donor = static_cast<int>(i);
-        break;
+    if (g_.reduce != nullptr) {
+      AddReduce(*g_.reduce);
+    } else {
+      // The primary output is the last member; it may take over a dying input of its type.
+      const Instruction* primary = g_.members.back();
+      step_.inst = primary;
+      step_.out = slot_.at(primary);
+      step_.count = loop_->count;
+      for (size_t i = 0; i < step_.operands.size(); ++i) {
+        const Shape& s = input_insts_[i]->shape();
+        if (s.dtype() == primary->shape().dtype() && s.dims() == primary->shape().dims()) {
+          loop_->donor = static_cast<int>(i);
+          break;
+        }
       }
     }
     int64_t bytes = 0;
     for (const Instruction* in : input_insts_) bytes += in->shape().byte_size();
     for (const FusedOutput& o : loop_->outputs) bytes += o.inst->shape().byte_size();
+    bytes += step_.inst->shape().byte_size();
     step_.gated = bytes >= (int64_t{1} << 20);
     step_.run = &RunFusedLoop;
     step_.fused = loop_;
@@ -211,11 +231,34 @@ class LoopBuilder {
   }
 
   bool IsOutput(const Instruction& m) const {
-    if (m.IsRoot() || &m == g_.members.back()) return true;
+    if (m.IsRoot() || (g_.reduce == nullptr && &m == g_.members.back())) return true;
     for (const Instruction* u : m.users()) {
-      if (!members_.count(u)) return true;
+      if (!members_.count(u) && u != g_.reduce) return true;
     }
     return false;
+  }
+
+  void AddReduce(const Instruction& r) {
+    const Step& s = *step_of_.at(&r);
+    FusedReduce& fr = loop_->reduce;
+    loop_->has_reduce = true;
+    fr.inst = &r;
+    fr.fn = *kernels::FindReduceRange(s.combine, r.operand(0)->shape().dtype());
+    fr.value = ValueOf(r.operand(0));
+    fr.init = InputIndex(r.operand(1));
+    const std::vector<int64_t>& dims = g_.dims;
+    std::vector<char> reduced(dims.size(), 0);
+    for (int64_t d : r.dimensions()) reduced[d] = 1;
+    fr.ostride.assign(dims.size(), 0);
+    int64_t stride = 1;
+    for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+      if (reduced[d]) continue;
+      fr.ostride[d] = stride;
+      stride *= dims[d];
+    }
+    step_.inst = &r;
+    step_.out = slot_.at(&r);
+    step_.count = r.shape().num_elements();
   }
 
   void AddMember(const Instruction& m) {
@@ -311,7 +354,6 @@ bool TryFuse(std::vector<Step>& steps, const std::unordered_map<const Instructio
     }
     group_of[inst] = g;
   }
-  if (groups.empty()) return true;
   // Groups of copies alone gain nothing.
   std::vector<char> keep(groups.size(), 0);
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -320,6 +362,25 @@ bool TryFuse(std::vector<Step>& steps, const std::unordered_map<const Instructio
       for (const Instruction* m : groups[g].members) group_of.erase(m);
     }
   }
+  // Reduces join the group of their operand, or get a loop of their own.
+  for (const Step& s : steps) {
+    if (!FusibleReduce(s)) continue;
+    const Instruction* in = s.inst->operand(0);
+    auto gi = group_of.find(in);
+    if (gi != group_of.end()) {
+      Group& g = groups[gi->second];
+      bool only_user = !in->IsRoot();
+      for (const Instruction* u : in->users()) only_user &= u == s.inst;
+      if (!only_user || g.reduce != nullptr) continue;
+      g.reduce = s.inst;
+      group_of[s.inst] = gi->second;
+    } else if (in->shape().num_elements() >= kOwnReduceLoopElements) {
+      group_of[s.inst] = static_cast<int>(groups.size());
+      groups.push_back(Group{{}, in->shape().dims(), s.inst});
+      keep.push_back(1);
+    }
+  }
+  if (groups.empty()) return true;
   // Generators whose every user is fused are dropped; the groups recompute them.
   std::unordered_set<const Instruction*> dropped;
   for (const Step& s : steps) {
@@ -363,6 +424,7 @@ bool TryFuse(std::vector<Step>& steps, const std::unordered_map<const Instructio
       add_operands(steps[node].inst, false);
     } else {
       for (const Instruction* m : groups[node - n0].members) add_operands(m, true);
+      if (groups[node - n0].reduce != nullptr) add_operands(groups[node - n0].reduce, true);
     }
   };
   std::vector<char> state(n0 + groups.size(), 0);  // 0 new, 1 open, 2 done

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "xshard/kernels/elementwise.h"
+#include "xshard/kernels/reduce.h"
 
 namespace xs {
 
@@ -54,20 +55,36 @@ struct FusedOutput {
   const Instruction* inst = nullptr;
 };
 
+// A reduce fed by the loop: each tile of `value` is combined into the step's result.
+struct FusedReduce {
+  kernels::ReduceRangeFn fn = nullptr;
+  int value = -1;               // the reduced value (the reduce's operand)
+  int init = -1;                // operand index of the init scalar
+  std::vector<int64_t> ostride;  // per loop dim: output stride, 0 for reduced dims
+  const Instruction* inst = nullptr;
+};
+
 struct FusedLoop {
   std::vector<int64_t> dims;  // the loop's (every output's) dims
   int64_t count = 0;          // elements
   std::vector<FusedValue> values;
   std::vector<FusedOp> prologue;  // per thread, once, over a full tile (scalar fills, uniform ops)
   std::vector<FusedOp> body;      // per tile
-  std::vector<FusedOutput> outputs;  // outputs.back() is the step's own result (step.out)
+  // Arrays written tile by tile, each to its own slot. Without a reduce, outputs.back() is the
+  // step's own result (step.out); with one, the reduce's result is.
+  std::vector<FusedOutput> outputs;
+  bool has_reduce = false;
+  FusedReduce reduce;
   int num_buffers = 0;
   int max_esize = 1;
-  // Operand index whose dying buffer the primary output may take over (-1: none).
+  // Operand index whose dying buffer outputs.back() may take over (-1: none; never with a reduce).
   int donor = -1;
   int64_t members = 0;  // instructions the step stands for (ExecuteStats::instructions_run)
 };
 
+// A reduce with a typed combiner (add, multiply, max, min, and, or) whose operand only it reads
+// joins the operand's group ("evaluate tile, reduce tile"); one of 64K+ elements of any operand
+// becomes a loop of its own, so it can run on several threads when its outer dim is kept.
 // Replaces groups of fusible steps of one computation (in post order, one per non-parameter
 // instruction; `slot` maps each instruction to its slot) with fused steps, reordering steps
 // where a group's outputs feed steps that came before its last member. Last uses must be
