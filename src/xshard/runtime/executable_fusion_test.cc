@@ -260,7 +260,14 @@ ENTRY main {
   ROOT f = bf16[1000,70] fusion(x, v), kind=kLoop, calls=fused_computation
 })";
   std::mt19937 rng(5);
-  ExpectFusedEqualsUnfused(text, {RandomArray(DType::kBF16, {1000, 70}, rng), RandomArray(DType::kBF16, {70}, rng)}, 2);
+  std::vector<Array> args = {RandomArray(DType::kBF16, {1000, 70}, rng), RandomArray(DType::kBF16, {70}, rng)};
+  ExpectFusedEqualsUnfused(text, args, 2);
+  // The callee runs as one loop: no broadcast or product is materialized, only the result.
+  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  ExecuteStats stats;
+  ASSERT_TRUE(e->Run(args, {}, &stats).ok());
+  EXPECT_EQ(stats.peak_bytes, 1000 * 70 * 2);
 }
 
 TEST(Fusion, DonatedInputIsOverwrittenInPlace) {
