@@ -18,6 +18,7 @@ namespace xs {
 
 struct Step;
 class Instruction;
+class Shape;
 
 // A value of the tile program.
 enum class FusedValueKind {
@@ -92,6 +93,22 @@ struct FusedLoop {
 void FuseElementwiseSteps(std::vector<Step>& steps,
                           const std::unordered_map<const Instruction*, int>& slot,
                           const Instruction* root);
+
+// ---- shared by fusion_plan.cc and fusion_plan_loop.cc ----
+
+// Instructions that become one fused loop.
+struct FusionGroup {
+  std::vector<const Instruction*> members;  // post order (reverse while grouping)
+  std::vector<int64_t> dims;                // every member's dims
+  const Instruction* reduce = nullptr;      // a reduce of a member (or of an input, no members)
+};
+// A rank >= 1 array of a sized dtype with elements.
+bool FusionLoopShaped(const Shape& s);
+// Broadcasts and iotas are recomputed inside every group that reads them.
+bool IsFusionGenerator(const Instruction& inst);
+// The fused step of `g` (`step_of`: the op-by-op step of each instruction).
+Step BuildFusedStep(const FusionGroup& g, const std::unordered_map<const Instruction*, int>& slot,
+                    const std::unordered_map<const Instruction*, const Step*>& step_of);
 
 // Elements per tile of a fused loop (a multiple of 64, so tiles keep kernels' vector alignment).
 inline constexpr int64_t kFusedTile = 2048;
