@@ -66,6 +66,64 @@ void ReduceLoop(const std::byte* in_bytes, std::byte* out_bytes, const std::vect
   }
 }
 
+// ReduceLoop's arithmetic on input elements [begin, begin + n) only (`in` holds exactly those):
+// feeding an array's ranges in order gives ReduceLoop's result bit for bit.
+template <class Op, class S>
+void ReduceRangeLoop(const std::byte* in_bytes, std::byte* out_bytes, const std::vector<int64_t>& dims,
+                     const std::vector<int64_t>& ostride, int64_t begin, int64_t n) {
+  const S* in = reinterpret_cast<const S*>(in_bytes);
+  S* out = reinterpret_cast<S*>(out_bytes);
+  const int r = static_cast<int>(dims.size());
+  if (r == 0) {
+    if (n > 0) out[0] = internal::StoreAs<S>(Op::Apply(ToCompute(out[0]), ToCompute(in[0])));
+    return;
+  }
+  std::vector<int64_t> idx(r, 0);
+  int64_t rest = begin, out_off = 0;
+  for (int d = r - 1; d >= 0; --d) {
+    idx[d] = rest % dims[d];
+    rest /= dims[d];
+    out_off += idx[d] * ostride[d];
+  }
+  const int64_t last = dims[r - 1], os = ostride[r - 1];
+  int64_t i = 0;
+  while (i < n) {
+    const int64_t run = std::min(n - i, last - idx[r - 1]);
+    const S* x = in + i;
+    if (os == 0) {
+      auto acc = ToCompute(out[out_off]);
+      for (int64_t j = 0; j < run; ++j) acc = ToCompute(internal::StoreAs<S>(Op::Apply(acc, ToCompute(x[j]))));
+      out[out_off] = internal::StoreAs<S>(acc);
+    } else {
+      S* o = out + out_off;
+      for (int64_t j = 0; j < run; ++j) o[j] = internal::StoreAs<S>(Op::Apply(ToCompute(o[j]), ToCompute(x[j])));
+    }
+    i += run;
+    idx[r - 1] += run;
+    out_off += run * os;
+    for (int d = r - 1; d > 0 && idx[d] == dims[d]; --d) {
+      idx[d] = 0;
+      out_off -= dims[d] * ostride[d];
+      ++idx[d - 1];
+      out_off += ostride[d - 1];
+    }
+  }
+}
+
+template <class Op>
+ReduceRangeFn ResolveRange(DType t) {
+  return VisitDType(
+      t,
+      [](auto tag) -> ReduceRangeFn {
+        using S = typename decltype(tag)::type;
+        if constexpr (internal::BinaryApplies<Op, S>) {
+          if constexpr (std::is_same_v<internal::BinaryOut<Op, S>, S>) return &ReduceRangeLoop<Op, S>;
+        }
+        return nullptr;
+      },
+      [] { return ReduceRangeFn{nullptr}; });
+}
+
 using ReduceLoopFn = void (*)(const std::byte*, std::byte*, const std::vector<int64_t>&,
                               const std::vector<int64_t>&);
 
@@ -157,6 +215,21 @@ std::vector<Array> InitOutputs(std::span<const Array* const> inits,
 }
 
 }  // namespace
+
+StatusOr<ReduceRangeFn> FindReduceRange(CombineKind kind, DType dtype) {
+  ReduceRangeFn f = nullptr;
+  switch (kind) {
+    case CombineKind::kAdd: f = ResolveRange<ops::Add>(dtype); break;
+    case CombineKind::kMultiply: f = ResolveRange<ops::Multiply>(dtype); break;
+    case CombineKind::kMaximum: f = ResolveRange<ops::Maximum>(dtype); break;
+    case CombineKind::kMinimum: f = ResolveRange<ops::Minimum>(dtype); break;
+    case CombineKind::kAnd: f = ResolveRange<ops::And>(dtype); break;
+    case CombineKind::kOr: f = ResolveRange<ops::Or>(dtype); break;
+    default: break;
+  }
+  if (f == nullptr) return UnsupportedDType("this reducer", dtype);
+  return f;
+}
 
 StatusOr<TypedCombineFn> FindTypedCombine(CombineKind kind, DType dtype) {
   TypedCombineFn f = Resolve(kind, dtype).first;

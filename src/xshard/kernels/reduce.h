@@ -51,6 +51,16 @@ StatusOr<Array> Map(std::span<const Array* const> inputs, DType result, const Sc
 using TypedCombineFn = void (*)(std::byte* acc, const std::byte* x);
 StatusOr<TypedCombineFn> FindTypedCombine(CombineKind kind, DType dtype);
 
+// Reduce's typed loop on a range: input elements [begin, begin + n) in row-major order of an
+// array of `dims` (`in` holds exactly those n values) are combined into `out`, element x going to
+// out[sum_d idx[d] * ostride[d]] (ostride[d] = 0 for a reduced dim, else the output stride).
+// Feeding all ranges of an input in order gives Reduce's result bit for bit; ranges that touch
+// disjoint outputs may run concurrently. Fused loops reduce their tiles with it.
+using ReduceRangeFn = void (*)(const std::byte* in, std::byte* out, const std::vector<int64_t>& dims,
+                               const std::vector<int64_t>& ostride, int64_t begin, int64_t n);
+// For add ... or on `dtype` (error otherwise, e.g. and on f32; never kGeneric / kOverwrite).
+StatusOr<ReduceRangeFn> FindReduceRange(CombineKind kind, DType dtype);
+
 }  // namespace xs::kernels
 
 #endif  // XSHARD_KERNELS_REDUCE_H_

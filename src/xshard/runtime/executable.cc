@@ -2,12 +2,14 @@
 // plus the helpers every handler uses (buffers, slots, donation, scalar computations).
 #include "xshard/runtime/executable.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <unordered_set>
 
 #include "xshard/kernels/dot.h"
 #include "xshard/runtime/compute_gate.h"
 #include "xshard/runtime/executable_plan.h"
+#include "xshard/runtime/fusion_plan.h"
 
 namespace xs {
 
@@ -180,7 +182,7 @@ Status RunStep(const Step& step, Frame& frame, RunContext& ctx) {
 
 StatusOr<std::unique_ptr<ComputationPlan>> PlanComputation(const Computation& c,
                                                            const HandlerTable& table,
-                                                           const Program& program) {
+                                                           const Program& program, bool fuse) {
   auto plan = std::make_unique<ComputationPlan>();
   plan->computation = &c;
   const std::vector<Instruction*> order = c.MakeInstructionPostOrder();
@@ -217,6 +219,7 @@ StatusOr<std::unique_ptr<ComputationPlan>> PlanComputation(const Computation& c,
       return InvalidArgument("computation '", c.name(), "' has no parameter(", p, ")");
     }
   }
+  if (fuse) FuseElementwiseSteps(plan->steps, slot, c.root());  // fusion_plan.h
   // Last uses: each slot is dropped after the last step that reads it (never the root).
   std::vector<int> last(plan->num_slots, -1);
   for (size_t s = 0; s < plan->steps.size(); ++s) {
@@ -324,14 +327,21 @@ StatusOr<std::unique_ptr<Executable>> Executable::Create(const Module& module) {
   RegisterExtraOpHandlers(table);
   std::unordered_set<const Computation*> reachable;
   CollectReachable(module.entry(), reachable);
-  auto program = std::make_unique<Program>();
-  for (const Computation* c : module.MakeComputationPostOrder()) {
-    if (!reachable.count(c)) continue;
-    XS_ASSIGN_OR_RETURN(std::unique_ptr<ComputationPlan> plan, PlanComputation(*c, table, *program));
-    program->Add(std::move(plan));
+  std::unique_ptr<Program> programs[2];
+  for (bool fuse : {false, true}) {
+    auto program = std::make_unique<Program>();
+    for (const Computation* c : module.MakeComputationPostOrder()) {
+      if (!reachable.count(c)) continue;
+      XS_ASSIGN_OR_RETURN(std::unique_ptr<ComputationPlan> plan,
+                          PlanComputation(*c, table, *program, fuse));
+      program->Add(std::move(plan));
+    }
+    program->entry = program->Get(module.entry());
+    if (program->entry == nullptr) return Internal("entry computation was not planned");
+    programs[fuse] = std::move(program);
   }
-  program->entry = program->Get(module.entry());
-  if (program->entry == nullptr) return Internal("entry computation was not planned");
+  std::unique_ptr<Program> program = std::move(programs[1]);
+  program->unfused = std::move(programs[0]);
   return std::unique_ptr<Executable>(new Executable(module, std::move(program)));
 }
 
@@ -364,7 +374,13 @@ StatusOr<Value> Executable::RunImpl(std::span<const Array* const> borrowed, std:
                                     const ExecuteOptions& options, ExecuteStats* stats) const {
   const Computation& entry = *module_.entry();
   if (options.blas_threads > 0) kernels::SetBlasThreads(options.blas_threads);
-  RunContext ctx{options, *program_, {}, 0};
+  static const bool fusion_env_off = [] {
+    const char* v = std::getenv("XSHARD_FUSION");
+    return v != nullptr && std::string_view(v) == "0";
+  }();
+  const bool fused = options.fusion && !fusion_env_off;
+  const Program& program = fused || program_->unfused == nullptr ? *program_ : *program_->unfused;
+  RunContext ctx{options, program, {}, 0};
   Value result;
   {
     std::vector<Slot> params;
@@ -383,7 +399,7 @@ StatusOr<Value> Executable::RunImpl(std::span<const Array* const> borrowed, std:
         params.push_back(ArgumentSlot(entry.parameter(p)->shape(), borrowed, &pos));
       }
     }
-    XS_ASSIGN_OR_RETURN(Slot root, RunPlan(*program_->entry, std::move(params), ctx));
+    XS_ASSIGN_OR_RETURN(Slot root, RunPlan(*program.entry, std::move(params), ctx));
     result = SlotToValue(root, /*owner_unique=*/true);
   }
   if (stats != nullptr) {

@@ -54,6 +54,12 @@ struct ExecuteOptions {
   // Not owned; when set, kernels over 1 MiB of operands and result that cannot wait on another
   // device run inside it (see compute_gate.h). The SPMD executor shares one per run.
   ComputeGate* compute_gate = nullptr;
+  // Elementwise chains run as fused tile loops (fusion_plan.h); false (or the environment variable
+  // XSHARD_FUSION=0) runs them op by op, for A/B comparisons and debugging.
+  bool fusion = true;
+  // Threads a big fused loop or reduce of this device may use (kernels/parallel.h); 0: every core
+  // of the process. The SPMD executor passes max(1, cores / devices running at once).
+  int intra_op_threads = 0;
 };
 
 // Figures of one run.

@@ -39,6 +39,7 @@ struct MemoryCounter {
 
 class Program;
 struct Step;
+struct FusedLoop;  // fusion_plan.h
 struct Frame {
   std::vector<Slot> slots;
 };
@@ -85,6 +86,8 @@ struct Step {
   // Runs inside ExecuteOptions::compute_gate: a big kernel that cannot wait on another device.
   bool gated = false;
   std::shared_ptr<const ExtraParams> extra;  // see ExtraParams
+  // Fusion (fusion_plan.h): the tile program of a fused elementwise loop.
+  std::shared_ptr<const FusedLoop> fused;
 };
 
 struct ComputationPlan {
@@ -107,6 +110,8 @@ class Program {
     plans_[c] = std::move(plan);
   }
   const ComputationPlan* entry = nullptr;
+  // The same module planned without fusion (ExecuteOptions::fusion = false); null when equal.
+  std::unique_ptr<Program> unfused;
 
  private:
   std::unordered_map<const Computation*, std::unique_ptr<ComputationPlan>> plans_;

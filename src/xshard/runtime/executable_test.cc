@@ -269,8 +269,12 @@ ENTRY main {
 })");
   std::unique_ptr<Executable> e = *Executable::Create(*m);
   ExecuteStats stats;
-  ASSERT_TRUE(e->Run(args, {}, &stats).ok());
+  ExecuteOptions op_by_op;
+  op_by_op.fusion = false;  // fused, the chain holds only its result
+  ASSERT_TRUE(e->Run(args, op_by_op, &stats).ok());
   EXPECT_EQ(stats.peak_bytes, 2 * 4 * (1 << 20));
+  ASSERT_TRUE(e->Run(args, {}, &stats).ok());
+  EXPECT_EQ(stats.peak_bytes, 4 * (1 << 20));
 }
 
 TEST(Executable, TupleParameterTakesItsLeavesAndRunTupleKeepsStructure) {

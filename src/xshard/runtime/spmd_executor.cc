@@ -136,6 +136,7 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
     o.collectives = &runner;
     o.max_while_iterations = options.max_while_iterations;
     o.compute_gate = gate;
+    o.intra_op_threads = static_cast<int>(client.IntraOpThreads(n));
     XS_ASSIGN_OR_RETURN(result.outputs[rank], executable_->Run(args[rank], o, &stats[rank]));
     return OkStatus();
   };

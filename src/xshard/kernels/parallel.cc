@@ -1,0 +1,140 @@
+// The process thread pool behind ParallelFor: a queue of loops, workers parked on a condition
+// variable, indices claimed with one atomic counter per loop.
+#include "xshard/kernels/parallel.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace xs::kernels {
+namespace {
+
+struct Loop {
+  const std::function<void(int64_t)>* fn = nullptr;
+  int64_t n = 0;
+  std::atomic<int64_t> next{0};
+  int wanted = 0;  // workers still to join (guarded by the pool mutex)
+  int active = 0;  // workers inside Work (guarded by the pool mutex)
+  std::mutex error_mu;
+  std::exception_ptr error;
+};
+
+void Work(Loop& loop) {
+  for (;;) {
+    const int64_t i = loop.next.fetch_add(1, std::memory_order_relaxed);
+    if (i >= loop.n) return;
+    try {
+      (*loop.fn)(i);
+    } catch (...) {
+      std::lock_guard<std::mutex> l(loop.error_mu);
+      if (!loop.error) loop.error = std::current_exception();
+      loop.next.store(loop.n, std::memory_order_relaxed);  // start no more calls
+    }
+  }
+}
+
+class Pool {
+ public:
+  // Runs `loop` with up to `helpers` workers besides the calling thread.
+  void Run(Loop& loop, int helpers) {
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      while (static_cast<int>(workers_.size()) < helpers) {
+        workers_.emplace_back([this] { WorkerMain(); });
+      }
+      loop.wanted = helpers;
+      queue_.push_back(&loop);
+    }
+    for (int i = 0; i < helpers; ++i) work_cv_.notify_one();
+    Work(loop);
+    std::unique_lock<std::mutex> l(mu_);
+    auto it = std::find(queue_.begin(), queue_.end(), &loop);
+    if (it != queue_.end()) queue_.erase(it);  // every index is claimed: no one else may join
+    done_cv_.wait(l, [&] { return loop.active == 0; });
+  }
+
+  int worker_count() {
+    std::lock_guard<std::mutex> l(mu_);
+    return static_cast<int>(workers_.size());
+  }
+
+ private:
+  void WorkerMain() {
+    std::unique_lock<std::mutex> l(mu_);
+    for (;;) {
+      work_cv_.wait(l, [&] { return !queue_.empty(); });
+      Loop* loop = queue_.front();
+      ++loop->active;
+      if (--loop->wanted <= 0) queue_.pop_front();
+      l.unlock();
+      Work(*loop);
+      l.lock();
+      if (--loop->active == 0) done_cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  std::deque<Loop*> queue_;
+  std::vector<std::thread> workers_;  // never joined: the pool lives as long as the process
+};
+
+Pool& ThePool() {
+  static Pool* pool = new Pool();  // leaked on purpose: workers may be parked at exit
+  return *pool;
+}
+
+constexpr int kMaxThreads = 256;
+
+}  // namespace
+
+int CoreCount() {
+  static const int cores = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }();
+  return cores;
+}
+
+void ParallelFor(int64_t n, int threads, const std::function<void(int64_t)>& fn) {
+  if (n <= 0) return;
+  threads = static_cast<int>(std::min<int64_t>({threads, n, kMaxThreads}));
+  if (threads <= 1) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  Loop loop;
+  loop.fn = &fn;
+  loop.n = n;
+  ThePool().Run(loop, threads - 1);
+  if (loop.error) std::rethrow_exception(loop.error);
+}
+
+Status ParallelForStatus(int64_t n, int threads, const std::function<Status(int64_t)>& fn) {
+  std::mutex mu;
+  Status first = OkStatus();
+  std::atomic<bool> failed{false};
+  ParallelFor(n, threads, [&](int64_t i) {
+    if (failed.load(std::memory_order_relaxed)) return;
+    Status s = fn(i);
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> l(mu);
+      if (first.ok()) first = std::move(s);
+      failed.store(true, std::memory_order_relaxed);
+    }
+  });
+  return first;
+}
+
+int PoolWorkerCount() { return ThePool().worker_count(); }
+
+}  // namespace xs::kernels

@@ -1,0 +1,31 @@
+// The process's one thread pool for intra-op parallelism: ParallelFor(n, threads, fn) runs fn(i)
+// for every i in [0, n) on the caller plus up to threads - 1 pooled workers. Workers are created
+// lazily, park on a condition variable when idle (never spin, so pools never thrash when devices
+// outnumber cores), and nested calls cannot deadlock (the caller always works on its own loop).
+#ifndef XSHARD_KERNELS_PARALLEL_H_
+#define XSHARD_KERNELS_PARALLEL_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "xshard/base/status.h"
+
+namespace xs::kernels {
+
+// Cores this process may run on (sched_getaffinity; at least 1).
+int CoreCount();
+
+// Calls fn(i) exactly once for each i in [0, n), on up to `threads` threads (the caller counts as
+// one; threads <= 1 or n <= 1 runs inline in order). Returns when every call has finished. An
+// exception thrown by fn stops further calls from starting and is rethrown here (the first one).
+void ParallelFor(int64_t n, int threads, const std::function<void(int64_t)>& fn);
+
+// Same with a Status: the first non-OK status stops further calls from starting and is returned.
+Status ParallelForStatus(int64_t n, int threads, const std::function<Status(int64_t)>& fn);
+
+// Workers the pool has started so far (for tests; grows to the largest `threads` - 1 requested).
+int PoolWorkerCount();
+
+}  // namespace xs::kernels
+
+#endif  // XSHARD_KERNELS_PARALLEL_H_

@@ -1,0 +1,91 @@
+// Tests of the process thread pool: every index exactly once, errors propagate, nesting and
+// concurrent callers finish.
+#include "xshard/kernels/parallel.h"
+
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace xs::kernels {
+namespace {
+
+TEST(ParallelFor, EveryIndexExactlyOnce) {
+  for (int threads : {1, 2, 3, 8}) {
+    for (int64_t n : {0, 1, 2, 7, 1000}) {
+      std::vector<std::atomic<int>> hits(n);
+      ParallelFor(n, threads, [&](int64_t i) { hits[i].fetch_add(1); });
+      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+    }
+  }
+  EXPECT_LE(PoolWorkerCount(), 7);
+}
+
+TEST(ParallelFor, OneThreadRunsInlineInOrder) {
+  std::vector<int64_t> order;
+  const std::thread::id me = std::this_thread::get_id();
+  ParallelFor(5, 1, [&](int64_t i) {
+    EXPECT_EQ(std::this_thread::get_id(), me);
+    order.push_back(i);
+  });
+  EXPECT_EQ(order, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+}
+
+TEST(ParallelFor, ExceptionIsRethrownAndStopsNewCalls) {
+  std::atomic<int> calls{0};
+  EXPECT_THROW(ParallelFor(100000, 4,
+                           [&](int64_t i) {
+                             calls.fetch_add(1);
+                             if (i == 3) throw std::runtime_error("index 3");
+                           }),
+               std::runtime_error);
+  EXPECT_LT(calls.load(), 100000);
+  // The pool still works afterwards.
+  std::atomic<int64_t> sum{0};
+  ParallelFor(100, 4, [&](int64_t i) { sum.fetch_add(i); });
+  EXPECT_EQ(sum.load(), 4950);
+}
+
+TEST(ParallelFor, StatusOfTheFailingCallIsReturned) {
+  Status s = ParallelForStatus(50, 3, [](int64_t i) -> Status {
+    if (i == 17) return InvalidArgument("tile 17 failed");
+    return OkStatus();
+  });
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("tile 17"), std::string::npos);
+  EXPECT_TRUE(ParallelForStatus(50, 3, [](int64_t) { return OkStatus(); }).ok());
+}
+
+TEST(ParallelFor, NestedCallsDoNotDeadlock) {
+  std::atomic<int64_t> total{0};
+  ParallelFor(8, 4, [&](int64_t) {
+    ParallelFor(16, 4, [&](int64_t) {
+      ParallelFor(4, 4, [&](int64_t j) { total.fetch_add(j + 1); });
+    });
+  });
+  EXPECT_EQ(total.load(), 8 * 16 * 10);
+}
+
+TEST(ParallelFor, ConcurrentCallersFromManyThreads) {
+  // Eight "devices" on however many cores: each loop completes with its own sum.
+  std::vector<std::thread> devices;
+  std::vector<int64_t> sums(8, 0);
+  for (int d = 0; d < 8; ++d) {
+    devices.emplace_back([&, d] {
+      for (int rep = 0; rep < 20; ++rep) {
+        std::atomic<int64_t> s{0};
+        ParallelFor(64, 2, [&](int64_t i) { s.fetch_add(i * (d + 1)); });
+        sums[d] += s.load();
+      }
+    });
+  }
+  for (std::thread& t : devices) t.join();
+  for (int d = 0; d < 8; ++d) EXPECT_EQ(sums[d], 20 * 2016 * (d + 1));
+}
+
+TEST(ParallelFor, CoreCountIsPositive) { EXPECT_GE(CoreCount(), 1); }
+
+}  // namespace
+}  // namespace xs::kernels
