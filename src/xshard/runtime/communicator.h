@@ -130,7 +130,8 @@ class Communicator {
 
   // Completes a call started with CollectiveCall::async_handle on `rank` (XLA's -done half): on
   // return `out` holds the result and `in` is no longer read. Every started call must be finished
-  // exactly once, in any order; handle 0 is a no-op.
+  // exactly once; the ranks of a call may finish their calls in another order than they started
+  // them, but all in the same order (as one SPMD program does). Handle 0 is a no-op.
   virtual Status Finish(int64_t rank, uint64_t handle) {
     (void)rank;
     (void)handle;
