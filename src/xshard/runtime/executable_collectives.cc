@@ -12,6 +12,9 @@
 #include "xshard/runtime/executable_plan.h"
 
 namespace xs {
+
+void WrapHandlersForTrace(HandlerTable& table);  // executable_trace.cc
+
 namespace {
 
 bool IsStart(Opcode op) {
@@ -296,6 +299,7 @@ void RegisterCollectiveHandlers(HandlerTable& t) {
   set(Opcode::kAsyncStart, &PrepareAsyncStart);
   set(Opcode::kAsyncUpdate, &PrepareSimple<&RunAsyncUpdate>);
   set(Opcode::kAsyncDone, &PrepareSimple<&RunDoneElement1>);
+  WrapHandlersForTrace(t);  // XSHARD_TRACE=FILE; the table is complete once this runs
 }
 
 }  // namespace xs
