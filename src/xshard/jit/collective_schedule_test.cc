@@ -157,5 +157,121 @@ TEST(CollectiveScheduleTest, WindowedEinsumPermuteOverlapsTheLoopBodysDotAndKeep
   }
 }
 
+// Seed 003's Wang output-stationary loop as JAX's shard_map lowers it (unrolled), on the 'col'
+// axis of 4 devices: x_lo travels up and x_hi down the ring while each step multiplies the halves
+// it holds with the matching blocks of the gathered W. Device j holds xl_j, xh_j (f32[4,2]) and
+// W (f32[16,3], blocks of 2 rows: block 2s pairs with xl_s, block 2s+1 with xh_s).
+std::string WangOs() {
+  std::string body = R"(  xl0 = f32[4,2] parameter(0)
+  xh0 = f32[4,2] parameter(1)
+  w = f32[16,3] parameter(2)
+  pid = u32[] partition-id()
+  idx = s32[] convert(pid)
+  c0 = s32[] constant(0)
+  c2 = s32[] constant(2)
+  c4 = s32[] constant(4)
+  r0 = s32[] multiply(idx, c4)
+  r1 = s32[] add(r0, c2)
+  bl0 = f32[2,3] dynamic-slice(w, r0, c0), dynamic_slice_sizes={2,3}
+  bh0 = f32[2,3] dynamic-slice(w, r1, c0), dynamic_slice_sizes={2,3}
+  dl0 = f32[4,3] dot(xl0, bl0), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  dh0 = f32[4,3] dot(xh0, bh0), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  o0 = f32[4,3] add(dl0, dh0)
+)";
+  for (int i = 1; i < 4; ++i) {
+    const int p = i - 1;
+    body += StrCat(
+        "  xl", i, " = f32[4,2] collective-permute(xl", p, "), channel_id=", 2 * i - 1,
+        ", source_target_pairs={{0,1},{1,2},{2,3},{3,0}}\n",
+        "  xh", i, " = f32[4,2] collective-permute(xh", p, "), channel_id=", 2 * i,
+        ", source_target_pairs={{0,3},{1,0},{2,1},{3,2}}\n",
+        "  k", i, " = s32[] constant(", i, ")\n",
+        "  m", i, " = s32[] constant(", 4 - i, ")\n",
+        "  al", i, " = s32[] add(idx, m", i, ")\n",
+        "  sl", i, " = s32[] remainder(al", i, ", c4)\n",
+        "  ah", i, " = s32[] add(idx, k", i, ")\n",
+        "  sh", i, " = s32[] remainder(ah", i, ", c4)\n",
+        "  rl", i, " = s32[] multiply(sl", i, ", c4)\n",
+        "  rm", i, " = s32[] multiply(sh", i, ", c4)\n",
+        "  rh", i, " = s32[] add(rm", i, ", c2)\n",
+        "  bl", i, " = f32[2,3] dynamic-slice(w, rl", i, ", c0), dynamic_slice_sizes={2,3}\n",
+        "  bh", i, " = f32[2,3] dynamic-slice(w, rh", i, ", c0), dynamic_slice_sizes={2,3}\n",
+        "  dl", i, " = f32[4,3] dot(xl", i, ", bl", i, "), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n",
+        "  dh", i, " = f32[4,3] dot(xh", i, ", bh", i, "), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n",
+        "  s", i, " = f32[4,3] add(dl", i, ", dh", i, ")\n",
+        "  ", i == 3 ? "ROOT " : "", "o", i, " = f32[4,3] add(o", p, ", s", i, ")\n");
+  }
+  return StrCat("HloModule wang, num_partitions=4\n\nENTRY main {\n", body, "}\n");
+}
+
+TEST(CollectiveScheduleTest, WangBidirectionalRingPermutesOverlapThePreviousStepsDots) {
+  StatusOr<std::unique_ptr<Module>> sync = ParseHloModule(WangOs());
+  StatusOr<std::unique_ptr<Module>> async = ParseHloModule(WangOs());
+  ASSERT_TRUE(sync.ok() && async.ok()) << sync.status().ToString();
+  StatusOr<bool> changed = ScheduleAsyncCollectives(**async);
+  ASSERT_TRUE(changed.ok() && *changed) << changed.status().ToString();
+  ASSERT_TRUE(Verify(**async).ok()) << Verify(**async).ToString() << PrintHloModule(**async);
+  const std::vector<Instruction*> order = (*async)->entry()->MakeInstructionPostOrder();
+  auto pos = [&](const std::string& name) {
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (order[i]->name() == name) return static_cast<int>(i);
+    }
+    ADD_FAILURE() << "no " << name;
+    return -1;
+  };
+  // Each shift of step i+1 is in flight during step i's dots that follow its operand (both for
+  // the upward shift; the downward one's operand is ready after dl_i in this order, so dh_i).
+  auto in_flight = [&](const std::string& cp, const std::string& dot) {
+    return pos(cp + "-start") < pos(dot) && pos(dot) < pos(cp + "-done");
+  };
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(in_flight(StrCat("xl", i + 1), StrCat("dl", i))) << i << PrintHloModule(**async);
+    EXPECT_TRUE(in_flight(StrCat("xl", i + 1), StrCat("dh", i))) << i;
+    EXPECT_TRUE(in_flight(StrCat("xh", i + 1), StrCat("dh", i))) << i;
+  }
+  // Numbers: every device computes X @ W with X = [xl_0 xh_0 xl_1 xh_1 ...] (f32[4,16]).
+  std::vector<std::vector<Array>> args(4);
+  Array w(DType::kF32, {16, 3});
+  for (int64_t i = 0; i < w.num_elements(); ++i) w.SetDouble(i, static_cast<double>((i * 5) % 7) - 3);
+  for (int64_t d = 0; d < 4; ++d) {
+    Array xl(DType::kF32, {4, 2}), xh(DType::kF32, {4, 2});
+    for (int64_t i = 0; i < 8; ++i) {
+      xl.SetDouble(i, static_cast<double>((i * 3 + d) % 5) - 2);
+      xh.SetDouble(i, static_cast<double>((i + 2 * d) % 7) - 3);
+    }
+    args[d].push_back(std::move(xl));
+    args[d].push_back(std::move(xh));
+    args[d].push_back(Array(w));
+  }
+  std::vector<double> want(12, 0.0);
+  for (int64_t s = 0; s < 4; ++s) {
+    for (int64_t r = 0; r < 4; ++r) {
+      for (int64_t c = 0; c < 3; ++c) {
+        for (int64_t k = 0; k < 2; ++k) {
+          want[r * 3 + c] += args[s][0].GetDouble(r * 2 + k) * w.GetDouble((4 * s + k) * 3 + c) +
+                             args[s][1].GetDouble(r * 2 + k) * w.GetDouble((4 * s + 2 + k) * 3 + c);
+        }
+      }
+    }
+  }
+  ClientOptions o;
+  o.num_devices = 4;
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok());
+  for (const auto* m : {&*sync, &*async}) {
+    auto exe = SpmdExecutable::Create(**m);
+    ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+    for (int rep = 0; rep < 5; ++rep) {
+      StatusOr<SpmdResult> got = (*exe)->Run(**client, args);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      for (int64_t d = 0; d < 4; ++d) {
+        for (int64_t i = 0; i < 12; ++i) {
+          ASSERT_EQ(got->outputs[d][0].GetDouble(i), want[i]) << "device " << d << " element " << i;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace xs

@@ -3,6 +3,9 @@
 // for one pair can never close a cycle through another.
 #include "xshard/passes/collective_schedule.h"
 
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -85,18 +88,39 @@ std::unordered_set<const Instruction*> Reach(const Instruction* from, Next next)
   return seen;
 }
 
-void Schedule(Computation& comp, Instruction* start, Instruction* done) {
-  const auto before = Reach(start, [](const Instruction* x, auto visit) {
-    for (const Instruction* o : x->operands()) visit(o);
-    for (const Instruction* p : x->control_predecessors()) visit(p);
+std::unordered_set<const Instruction*> Ancestors(const Instruction* x) {
+  return Reach(x, [](const Instruction* y, auto visit) {
+    for (const Instruction* o : y->operands()) visit(o);
+    for (const Instruction* p : y->control_predecessors()) visit(p);
   });
-  const auto after = Reach(done, [](const Instruction* x, auto visit) {
-    for (const Instruction* u : x->users()) visit(u);
-    for (const Instruction* s : x->control_successors()) visit(s);
+}
+
+std::unordered_set<const Instruction*> Descendants(const Instruction* x) {
+  return Reach(x, [](const Instruction* y, auto visit) {
+    for (const Instruction* u : y->users()) visit(u);
+    for (const Instruction* s : y->control_successors()) visit(s);
   });
+}
+
+// `pos`: each instruction's place in the computation's order before any conversion (a start and
+// its done take the place of the collective they replace). The compute instructions placed after
+// the collective's operand was produced and before its first user run between the start and the
+// done (when still independent of it): the transfer overlaps the work the original order did
+// between the two, and a done is never pushed past the compute of a later step, which would
+// delay the collectives that depend on it (the next shift of a ring).
+void Schedule(Computation& comp, Instruction* start, Instruction* done,
+              const std::unordered_map<const Instruction*, int>& pos) {
+  const auto before = Ancestors(start);
+  const auto after = Descendants(done);
+  int first_use = std::numeric_limits<int>::max();
+  for (const Instruction* u : done->users()) first_use = std::min(first_use, pos.at(u));
+  int ready = -1;
+  for (const Instruction* o : start->operands()) ready = std::max(ready, pos.at(o));
   for (Instruction* x : comp.instructions()) {
     if (x == start || x == done || !IsCompute(x->opcode())) continue;
     if (before.count(x) || after.count(x)) continue;
+    const int at = pos.at(x);
+    if (at <= ready || at >= first_use) continue;
     start->AddControlDependencyTo(x);
     x->AddControlDependencyTo(done);
   }
@@ -116,14 +140,23 @@ StatusOr<bool> ScheduleAsyncCollectives(Module& module) {
   for (Computation* comp : module.computations()) {
     if (wrapped.count(comp)) continue;
     std::vector<Instruction*> todo;
+    std::unordered_map<const Instruction*, int> pos;
     for (Instruction* inst : comp->MakeInstructionPostOrder()) {
+      pos[inst] = static_cast<int>(pos.size());
       if (Convertible(*inst)) todo.push_back(inst);
     }
+    // Convert all first (so users that are collectives have their final form), then schedule.
+    std::vector<std::pair<Instruction*, Instruction*>> pairs;
     for (Instruction* c : todo) {
+      const int at = pos.at(c);
       auto [start, done] = Convert(*comp, c);
-      Schedule(*comp, start, done);
+      pos.erase(c);
+      pos[start] = at;
+      pos[done] = at;
+      pairs.push_back({start, done});
       changed = true;
     }
+    for (auto [start, done] : pairs) Schedule(*comp, start, done, pos);
   }
   return changed;
 }
