@@ -47,13 +47,43 @@ bool IsCompute(Opcode op) {
 }
 
 bool Convertible(const Instruction& inst) {
-  if (FormOf(inst.opcode()) == nullptr || inst.operand_count() != 1) return false;
+  if ((FormOf(inst.opcode()) == nullptr && inst.opcode() != Opcode::kReduceScatter) ||
+      inst.operand_count() != 1) {
+    return false;
+  }
   if (!inst.shape().IsArray() || !inst.operand(0)->shape().IsArray()) return false;
   return inst.control_predecessors().empty() && inst.control_successors().empty();
 }
 
+// reduce-scatter has no -start form: XLA wraps it in a computation run by async-start /
+// async-done, ((operand), result, s32[] context).
+std::pair<Instruction*, Instruction*> WrapAsync(Module& module, Computation& comp, Instruction* c) {
+  const Shape in = c->operand(0)->shape().WithoutLayout();
+  auto wrapped = std::make_unique<Computation>(c->name() + ".async");
+  auto param = Instruction::Create(Opcode::kParameter, in, {}, "p0");
+  param->mutable_attrs().parameter_number = 0;
+  Instruction* p = wrapped->AddInstruction(std::move(param));
+  Instruction* root = wrapped->AddInstruction(c->CloneWithNewOperands({p}));
+  wrapped->set_root(root);
+  Computation* w = module.AddComputation(std::move(wrapped));
+  const Shape start_shape =
+      Shape::Tuple({Shape::Tuple({in}), c->shape(), Shape(DType::kS32, std::vector<int64_t>{})});
+  auto start = Instruction::Create(Opcode::kAsyncStart, start_shape, {c->operand(0)},
+                                   c->name() + "-start");
+  start->AddCall(CallRole::kCalls, w);
+  Instruction* st = comp.AddInstruction(std::move(start));
+  auto done = Instruction::Create(Opcode::kAsyncDone, c->shape(), {st}, c->name() + "-done");
+  done->AddCall(CallRole::kCalls, w);
+  Instruction* d = comp.AddInstruction(std::move(done));
+  if (c->has_sharding()) d->set_sharding(c->sharding());
+  c->ReplaceAllUsesWith(d);
+  XS_CHECK(comp.RemoveInstruction(c).ok(), "could not remove ", c->name());
+  return {st, d};
+}
+
 // The start / done pair replacing `c` (which is removed).
-std::pair<Instruction*, Instruction*> Convert(Computation& comp, Instruction* c) {
+std::pair<Instruction*, Instruction*> Convert(Module& module, Computation& comp, Instruction* c) {
+  if (c->opcode() == Opcode::kReduceScatter) return WrapAsync(module, comp, c);
   const AsyncForm& f = *FormOf(c->opcode());
   Shape start_shape = c->shape();
   if (f.start != Opcode::kAllReduceStart) {
@@ -138,6 +168,7 @@ StatusOr<bool> ScheduleAsyncCollectives(Module& module) {
     }
   }
   for (Computation* comp : module.computations()) {
+    // (computations() is a snapshot: the ones this pass adds are not visited.)
     if (wrapped.count(comp)) continue;
     std::vector<Instruction*> todo;
     std::unordered_map<const Instruction*, int> pos;
@@ -149,7 +180,7 @@ StatusOr<bool> ScheduleAsyncCollectives(Module& module) {
     std::vector<std::pair<Instruction*, Instruction*>> pairs;
     for (Instruction* c : todo) {
       const int at = pos.at(c);
-      auto [start, done] = Convert(*comp, c);
+      auto [start, done] = Convert(module, *comp, c);
       pos.erase(c);
       pos[start] = at;
       pos[done] = at;

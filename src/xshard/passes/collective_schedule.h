@@ -8,7 +8,8 @@
 namespace xs {
 
 // In every computation of `module` (while bodies included), turns each one-operand all-gather,
-// all-reduce and collective-permute without control edges into XLA's -start / -done pair, and
+// all-reduce and collective-permute without control edges into XLA's -start / -done pair (and a
+// reduce-scatter into async-start / async-done wrapping it, as XLA prints it), and
 // orders them with control edges: every compute instruction (dot, convolution, fusion, reduce,
 // while, call, sort, custom-call) that the computation's order placed after the collective's
 // operand was ready and before the result's first use, and that neither feeds the operand nor
