@@ -6,6 +6,7 @@
 #include "xshard/base/strings.h"
 #include "xshard/ir/attributes.h"
 #include "xshard/ir/opcode.h"
+#include "xshard/passes/collective_schedule.h"
 #include "xshard/passes/pipeline.h"
 #include "xshard/runtime/client.h"
 #include "xshard/sharding/geometry.h"
@@ -157,6 +158,7 @@ StatusOr<std::unique_ptr<ShardedProgram>> ShardedProgram::Compile(const Module& 
     XS_RETURN_IF_ERROR(RunPipeline(*r.module, CleanupPasses()));
     r.report.after = spmd::EstimateMemory(*r.module->entry());
   }
+  if (options.async_collectives) XS_RETURN_IF_ERROR(ScheduleAsyncCollectives(*r.module).status());
   r.module->mutable_config().is_scheduled = true;
   p->spmd_ = std::move(r.module);
   p->report_ = std::move(r.report);

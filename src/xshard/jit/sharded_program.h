@@ -35,6 +35,8 @@ class Client;
 struct CompileOptions {
   PartitionOptions partition;  // propagation on, output padding masked, no windowed einsum
   bool cleanup = true;         // DCE + CSE after partitioning (passes/ CleanupPasses)
+  // Collectives as start / done pairs around independent compute (ScheduleAsyncCollectives).
+  bool async_collectives = false;
 };
 
 struct ShardedResult {

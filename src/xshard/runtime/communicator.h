@@ -84,6 +84,11 @@ struct CollectiveCall {
   int64_t channel_id = 0;        // XLA's channel_id; shown in errors
   // Overrides the communicator's default algorithm for this call (every rank must agree).
   std::optional<CollectiveAlgorithm> algorithm;
+  // Non-null: only start the call (XLA's -start half) and store a handle here for Finish. The
+  // communicator may read `in` and write `out` until Finish(rank, handle) returns, so the caller
+  // keeps both alive and leaves `in` unchanged until then. A communicator that cannot overlap
+  // runs the whole call at once and stores 0.
+  uint64_t* async_handle = nullptr;
 };
 
 class Communicator {
@@ -122,6 +127,16 @@ class Communicator {
                                      ConstBufferView in, BufferView out) = 0;
   // Returns once every rank has called Barrier (or fails like any collective).
   virtual Status Barrier(const CollectiveCall& call) = 0;
+
+  // Completes a call started with CollectiveCall::async_handle on `rank` (XLA's -done half): on
+  // return `out` holds the result and `in` is no longer read. Every started call must be finished
+  // exactly once; the ranks of a call may finish their calls in another order than they started
+  // them, but all in the same order (as one SPMD program does). Handle 0 is a no-op.
+  virtual Status Finish(int64_t rank, uint64_t handle) {
+    (void)rank;
+    (void)handle;
+    return OkStatus();
+  }
 
   // Makes every pending and later call fail with `reason` until Reset(); the first reason wins.
   // A runner calls it when one rank's program fails, so that its peers do not wait for it.

@@ -1,12 +1,14 @@
 // Executor handlers for control flow and the ops that only move values: call, fusion (run as a
 // call), while, conditional (pred and indexed), custom-call (Sharding / SPMD shape markers as
-// identities), async-start / -update / -done, copy-start / -done, and the collectives with one
-// participant (or through ExecuteOptions::collectives).
+// identities) and copy-start / -done. Collectives and async pairs: executable_collectives.cc.
 #include <algorithm>
 
 #include "xshard/runtime/executable_plan.h"
 
 namespace xs {
+
+void RegisterCollectiveHandlers(HandlerTable& table);
+
 namespace {
 
 Status AddCallee(const Instruction& inst, const Computation* c, Step& step, const Program& program) {
@@ -136,31 +138,6 @@ Status PrepareCustomCall(const Instruction& inst, Step& step, const Program& pro
   return OkStatus();
 }
 
-// ---- collectives ----
-
-bool IsStart(Opcode op) {
-  return op == Opcode::kAllGatherStart || op == Opcode::kAllReduceStart ||
-         op == Opcode::kCollectivePermuteStart;
-}
-
-// The shape of the collective's data result (the -start forms wrap it in a tuple).
-const Shape& CoreShape(const Instruction& inst) {
-  const Shape& s = inst.shape();
-  if ((inst.opcode() == Opcode::kAllGatherStart || inst.opcode() == Opcode::kCollectivePermuteStart) &&
-      s.IsTuple() && s.tuple_size() >= 2) {
-    return s.tuple_shape(1);
-  }
-  return s;
-}
-
-void FlattenShapeLeaves(const Shape& s, std::vector<Shape>& out) {
-  if (s.IsTuple()) {
-    for (const Shape& e : s.tuple_shapes()) FlattenShapeLeaves(e, out);
-  } else if (s.IsArray()) {
-    out.push_back(s);
-  }
-}
-
 Slot ZeroSlot(const Shape& s, RunContext& ctx) {
   if (s.IsTuple()) {
     std::vector<Slot> e;
@@ -171,148 +148,9 @@ Slot ZeroSlot(const Shape& s, RunContext& ctx) {
   return OwnedSlot(NewArray(s, ctx));
 }
 
-void CollectLeafPointers(const Slot& s, std::vector<std::shared_ptr<Array>>& out) {
-  if (s.array) out.push_back(s.array);
-  if (s.tuple) {
-    for (const Slot& e : *s.tuple) CollectLeafPointers(e, out);
-  }
-}
-
-Status RunCollective(const Step& step, Frame& frame, RunContext& ctx) {
-  const Instruction& inst = *step.inst;
-  std::vector<const Array*> inputs;
-  std::vector<std::shared_ptr<Array>> operand_leaves;
-  for (size_t i = 0; i < step.operands.size(); ++i) {
-    FlattenSlot(frame.slots[step.operands[i]], inputs);
-    CollectLeafPointers(frame.slots[step.operands[i]], operand_leaves);
-  }
-  const Shape& core = CoreShape(inst);
-  std::vector<std::shared_ptr<Array>> leaves;
-  if (ctx.options.collectives != nullptr) {
-    XS_ASSIGN_OR_RETURN(std::vector<Array> outs, ctx.options.collectives->RunCollective(inst, inputs));
-    for (Array& a : outs) leaves.push_back(AdoptArray(std::move(a), ctx));
-  } else {
-    const bool permute = inst.opcode() == Opcode::kCollectivePermute ||
-                         inst.opcode() == Opcode::kCollectivePermuteStart;
-    bool receives = !permute;
-    if (permute) {
-      const int64_t me = ctx.options.partition_id;
-      for (const auto& [src, dst] : inst.attrs().source_target_pairs.value_or(
-               std::vector<std::pair<int64_t, int64_t>>{})) {
-        if (dst != me) continue;
-        if (src != me) {
-          return UnsupportedInstruction(inst, StrCat("device ", me, " receives from device ", src,
-                                                     " and this run has one device"));
-        }
-        receives = true;
-      }
-    }
-    std::vector<Shape> want;
-    FlattenShapeLeaves(core, want);
-    for (size_t i = 0; i < want.size(); ++i) {
-      if (!receives) {
-        leaves.push_back(NewArray(want[i], ctx));  // a device nobody sends to gets zeros
-      } else {
-        leaves.push_back(operand_leaves[i]);
-      }
-    }
-  }
-  size_t pos = 0;
-  Slot result = UnflattenSlot(core, leaves, &pos);
-  // Buffers aliased from operands must not be overwritten later: mark them shared.
-  if (ctx.options.collectives == nullptr) {
-    std::function<void(Slot&)> unmark = [&](Slot& s) {
-      s.donatable = false;
-      if (s.tuple) {
-        auto copy = std::make_shared<std::vector<Slot>>(*s.tuple);
-        for (Slot& e : *copy) unmark(e);
-        s.tuple = copy;
-      }
-    };
-    unmark(result);
-  }
-  if (IsStart(inst.opcode()) && inst.shape().IsTuple() && &core != &inst.shape()) {
-    std::vector<Slot> parts;
-    parts.push_back(frame.slots[step.operands[0]]);
-    parts.push_back(std::move(result));
-    for (int i = 2; i < inst.shape().tuple_size(); ++i) parts.push_back(ZeroSlot(inst.shape().tuple_shape(i), ctx));
-    result = TupleSlot(std::move(parts));
-  }
-  frame.slots[step.out] = std::move(result);
-  return OkStatus();
-}
-
-Status PrepareCollective(const Instruction& inst, Step& step, const Program&) {
-  const auto& groups = inst.attrs().replica_groups;
-  if (groups) {
-    for (const auto& g : groups->Groups()) {
-      if (g.size() > 1) {
-        // Only a multi-device runtime can run it; it passes ExecuteOptions::collectives, and the
-        // check below is repeated at run time only when that is absent.
-        step.count = -static_cast<int64_t>(g.size());
-      }
-    }
-  }
-  step.run = &RunCollective;
-  return OkStatus();
-}
-
-Status RunCollectiveChecked(const Step& step, Frame& frame, RunContext& ctx) {
-  if (step.count < 0 && ctx.options.collectives == nullptr) {
-    return UnsupportedInstruction(*step.inst, StrCat("its replica groups have ", -step.count,
-                                                     " participants and this run has one device"));
-  }
-  std::vector<Shape> have, want;
-  for (const Instruction* op : step.inst->operands()) FlattenShapeLeaves(op->shape(), have);
-  FlattenShapeLeaves(CoreShape(*step.inst), want);
-  if (ctx.options.collectives == nullptr) {
-    bool same = have.size() == want.size();
-    for (size_t i = 0; same && i < have.size(); ++i) same = have[i].Compatible(want[i]);
-    if (!same) {
-      return UnsupportedInstruction(*step.inst, "its result shape differs from its operand's, so it "
-                                                "needs more than one participant");
-    }
-  }
-  return RunCollective(step, frame, ctx);
-}
-
-Status PrepareCollectiveChecked(const Instruction& inst, Step& step, const Program& program) {
-  XS_RETURN_IF_ERROR(PrepareCollective(inst, step, program));
-  step.run = &RunCollectiveChecked;
-  return OkStatus();
-}
-
-Status RunTupleElement1(const Step& step, Frame& frame, RunContext&) {
-  const Slot& s = frame.slots[step.operands[0]];
-  frame.slots[step.out] = (s.tuple && s.tuple->size() >= 2) ? (*s.tuple)[1] : s;
-  return OkStatus();
-}
-
 Status RunTupleElement0(const Step& step, Frame& frame, RunContext&) {
   const Slot& s = frame.slots[step.operands[0]];
   frame.slots[step.out] = (s.tuple && !s.tuple->empty()) ? (*s.tuple)[0] : s;
-  return OkStatus();
-}
-
-Status RunAsyncStart(const Step& step, Frame& frame, RunContext& ctx) {
-  std::vector<Slot> operands;
-  for (size_t i = 0; i < step.operands.size(); ++i) operands.push_back(frame.slots[step.operands[i]]);
-  XS_ASSIGN_OR_RETURN(Slot result, RunPlan(*step.callees[0], operands, ctx));
-  const Shape& s = step.inst->shape();
-  std::vector<Slot> parts;
-  parts.push_back(TupleSlot(std::move(operands)));
-  parts.push_back(std::move(result));
-  for (int i = 2; i < s.tuple_size(); ++i) parts.push_back(ZeroSlot(s.tuple_shape(i), ctx));
-  frame.slots[step.out] = TupleSlot(std::move(parts));
-  return OkStatus();
-}
-
-Status PrepareAsyncStart(const Instruction& inst, Step& step, const Program& program) {
-  XS_RETURN_IF_ERROR(AddCallee(inst, inst.async_wrapped_computation(), step, program));
-  if (!inst.shape().IsTuple() || inst.shape().tuple_size() < 2) {
-    return InvalidArgument("async-start must return a tuple ((operands), result, ...)");
-  }
-  step.run = &RunAsyncStart;
   return OkStatus();
 }
 
@@ -340,19 +178,9 @@ void RegisterControlHandlers(HandlerTable& t) {
   set(Opcode::kWhile, &PrepareWhile);
   set(Opcode::kConditional, &PrepareConditional);
   set(Opcode::kCustomCall, &PrepareCustomCall);
-  for (Opcode op : {Opcode::kAllReduce, Opcode::kAllGather, Opcode::kReduceScatter, Opcode::kAllToAll,
-                    Opcode::kCollectivePermute, Opcode::kCollectiveBroadcast, Opcode::kAllReduceStart,
-                    Opcode::kAllGatherStart, Opcode::kCollectivePermuteStart}) {
-    set(op, &PrepareCollectiveChecked);
-  }
-  set(Opcode::kAllReduceDone, &PrepareSimple<&RunIdentity>);
-  set(Opcode::kAllGatherDone, &PrepareSimple<&RunTupleElement1>);
-  set(Opcode::kCollectivePermuteDone, &PrepareSimple<&RunTupleElement1>);
-  set(Opcode::kAsyncStart, &PrepareAsyncStart);
-  set(Opcode::kAsyncUpdate, &PrepareSimple<&RunIdentity>);
-  set(Opcode::kAsyncDone, &PrepareSimple<&RunTupleElement1>);
   set(Opcode::kCopyStart, &PrepareSimple<&RunCopyStart>);
   set(Opcode::kCopyDone, &PrepareSimple<&RunTupleElement0>);
+  RegisterCollectiveHandlers(t);  // executable_collectives.cc: collectives and async pairs
 }
 
 }  // namespace xs

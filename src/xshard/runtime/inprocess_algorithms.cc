@@ -17,8 +17,6 @@ int64_t Product(std::span<const int64_t> dims) {
   return n;
 }
 
-int64_t InBytes(const Desc& d) { return Product(d.in_dims) * DTypeSize(d.dtype); }
-
 bool IsPowerOfTwo(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 // ---- direct -------------------------------------------------------------------------------
@@ -255,6 +253,8 @@ Status SteppedAllReduce(Exchange& x, bool doubling) {
 }
 
 }  // namespace
+
+int64_t InBytes(const Desc& d) { return Product(d.in_dims) * DTypeSize(d.dtype); }
 
 Status RunAlgorithm(Exchange& x) {
   const Desc& d = x.mine();

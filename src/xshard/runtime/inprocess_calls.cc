@@ -1,5 +1,6 @@
-// What one in-process collective call publishes, how two ranks' calls are compared, and the
-// checks a rank makes on its own arguments before it publishes anything.
+// What one in-process collective call publishes, how two ranks' calls are compared, the checks a
+// rank makes on its own arguments before it publishes anything, and the public collective methods
+// (each builds an OpSpec for InProcessCommunicator::Run).
 #include <algorithm>
 
 #include "xshard/runtime/collective_shapes.h"
@@ -170,3 +171,96 @@ void Fill(const CollectiveCall& call, const OpSpec& spec, CollectiveAlgorithm al
 
 
 }  // namespace xs::inprocess
+
+namespace xs {
+
+Status InProcessCommunicator::AllGather(const CollectiveCall& call, const DeviceGroups& groups,
+                                        ConstBufferView in, BufferView out, int dim) {
+  inprocess::OpSpec spec;
+  spec.kind = CollectiveKind::kAllGather;
+  spec.groups = &groups;
+  spec.in = in;
+  spec.out = out;
+  spec.dim0 = dim;
+  return Run(call, spec);
+}
+
+Status InProcessCommunicator::AllReduce(const CollectiveCall& call, const DeviceGroups& groups,
+                                        ConstBufferView in, BufferView out,
+                                        ReductionKind reduction) {
+  inprocess::OpSpec spec;
+  spec.kind = CollectiveKind::kAllReduce;
+  spec.groups = &groups;
+  spec.in = in;
+  spec.out = out;
+  spec.reduction = reduction;
+  return Run(call, spec);
+}
+
+Status InProcessCommunicator::ReduceScatter(const CollectiveCall& call,
+                                            const DeviceGroups& groups, ConstBufferView in,
+                                            BufferView out, int dim, ReductionKind reduction) {
+  inprocess::OpSpec spec;
+  spec.kind = CollectiveKind::kReduceScatter;
+  spec.groups = &groups;
+  spec.in = in;
+  spec.out = out;
+  spec.dim0 = dim;
+  spec.reduction = reduction;
+  return Run(call, spec);
+}
+
+Status InProcessCommunicator::AllToAll(const CollectiveCall& call, const DeviceGroups& groups,
+                                       ConstBufferView in, BufferView out, int split_dim,
+                                       int concat_dim) {
+  inprocess::OpSpec spec;
+  spec.kind = CollectiveKind::kAllToAll;
+  spec.groups = &groups;
+  spec.in = in;
+  spec.out = out;
+  spec.dim0 = split_dim;
+  spec.dim1 = concat_dim;
+  return Run(call, spec);
+}
+
+Status InProcessCommunicator::AllToAllTuple(const CollectiveCall& call,
+                                            const DeviceGroups& groups,
+                                            std::span<const ConstBufferView> ins,
+                                            std::span<const BufferView> outs) {
+  inprocess::OpSpec spec;
+  spec.kind = CollectiveKind::kAllToAll;
+  spec.groups = &groups;
+  spec.tuple_in = ins;
+  spec.tuple_out = outs;
+  return Run(call, spec);
+}
+
+Status InProcessCommunicator::CollectivePermute(const CollectiveCall& call,
+                                                const PermutePairs& pairs, ConstBufferView in,
+                                                BufferView out) {
+  inprocess::OpSpec spec;
+  spec.kind = CollectiveKind::kCollectivePermute;
+  spec.pairs = &pairs;
+  spec.in = in;
+  spec.out = out;
+  return Run(call, spec);
+}
+
+Status InProcessCommunicator::CollectiveBroadcast(const CollectiveCall& call,
+                                                  const DeviceGroups& groups,
+                                                  ConstBufferView in, BufferView out) {
+  inprocess::OpSpec spec;
+  spec.kind = CollectiveKind::kCollectiveBroadcast;
+  spec.groups = &groups;
+  spec.in = in;
+  spec.out = out;
+  return Run(call, spec);
+}
+
+Status InProcessCommunicator::Barrier(const CollectiveCall& call) {
+  inprocess::OpSpec spec;
+  spec.kind = CollectiveKind::kBarrier;
+  return Run(call, spec);
+}
+
+}  // namespace xs

@@ -1,13 +1,17 @@
 // The in-process communicator's rendezvous: slots, call counters, waits with deadlines, agreement
 // checks and failure propagation. The data movement itself is in inprocess_algorithms.cc.
 //
-// One call k on rank r:
-//  1. wait until every rank has finished call k-2 (so desc[k&1] and staging[k&1] are free again;
-//     almost always true already, so this is a scan of counters);
-//  2. fill desc[k&1] (and stage the input when eager), publish arrived = k, ring the group;
-//  3. wait until the group has arrived, check that everyone called the same thing;
-//  4. move data (peers read each other's published pointers), publish done = k;
+// One call k on rank r is posted (Post) and then completed (Complete); a synchronous call does
+// both at once, an asynchronous one (-start / -done) returns between them:
+//  1. wait until the members of call k-16 (the last user of CallSlot k%16) have finished it, so
+//     its descriptor and staging are free again (almost always true already: a scan of counters
+//     of that call's group only, never of ranks outside it);
+//  2. fill the descriptor (and stage the input when eager), publish arrived = k, ring the group;
+//  3. (Complete) wait until the group has arrived, check that everyone called the same thing;
+//  4. move data (peers read each other's published pointers), publish done = k, ring the group;
 //  5. unless eager, wait until the group is done (they may still read this rank's buffers).
+// Every wait watches members of the call's own group only, and those members ring exactly that
+// group when they publish, so a rank is never left asleep waiting on a rank that will not ring it.
 #include <algorithm>
 #include <cstring>
 
@@ -45,9 +49,24 @@ void State::Ring(std::span<const int64_t> ranks) {
   for (int64_t r : ranks) slots[r].bell.Ring();
 }
 
-WaitResult State::Wait(int64_t waiter, std::span<const int64_t> ranks,
-                       std::atomic<uint64_t> Slot::*counter, uint64_t value, bool left_is_ready,
-                       int64_t* culprit) {
+namespace {
+
+const std::atomic<uint64_t>& CounterOf(const Slot& s, Counter counter, uint64_t call) {
+  switch (counter) {
+    case Counter::kArrived:
+      return s.arrived;
+    case Counter::kStep:
+      return s.Of(call).step;
+    case Counter::kDone:
+      return s.Of(call).done;
+  }
+  return s.arrived;
+}
+
+}  // namespace
+
+WaitResult State::Wait(int64_t waiter, std::span<const int64_t> ranks, Counter counter,
+                       uint64_t call, uint64_t value, bool left_is_ready, int64_t* culprit) {
   size_t next = 0;  // counters only grow, so ranks found ready stay ready
   WaitResult result = WaitResult::kReady;
   auto ready = [&]() {
@@ -57,10 +76,11 @@ WaitResult State::Wait(int64_t waiter, std::span<const int64_t> ranks,
     }
     for (; next < ranks.size(); ++next) {
       const Slot& s = slots[ranks[next]];
-      if ((s.*counter).load(std::memory_order_seq_cst) >= value) continue;
+      const std::atomic<uint64_t>& c = CounterOf(s, counter, call);
+      if (c.load(std::memory_order_seq_cst) >= value) continue;
       if (s.left.load(std::memory_order_seq_cst) == 0) return false;
       // It left; re-read in case its last update landed just before it did.
-      if ((s.*counter).load(std::memory_order_seq_cst) >= value || left_is_ready) continue;
+      if (c.load(std::memory_order_seq_cst) >= value || left_is_ready) continue;
       result = WaitResult::kPeerLeft;
       *culprit = ranks[next];
       return true;
@@ -83,8 +103,8 @@ Status Exchange::WaitStep(int64_t j, uint64_t step) {
   const int64_t peer = mine().group[j];
   const std::span<const int64_t> one(&mine().group[j], 1);
   int64_t culprit = peer;
-  const WaitResult r =
-      state_.Wait(rank_, one, &Slot::step, StepValue(call_, step), false, &culprit);
+  const WaitResult r = state_.Wait(rank_, one, Counter::kStep, call_, StepValue(call_, step),
+                                   false, &culprit);
   if (r == WaitResult::kReady) return OkStatus();
   if (r == WaitResult::kAborted) return state_.AbortStatus();
   Status e = DeadlineExceeded(Label(mine()), ": timed out after ", state_.options.timeout.count(),
@@ -96,13 +116,16 @@ Status Exchange::WaitStep(int64_t j, uint64_t step) {
 }
 
 void Exchange::PublishStep(uint64_t step) {
-  state_.slots[rank_].step.store(StepValue(call_, step), std::memory_order_seq_cst);
+  state_.slots[rank_].Of(call_).step.store(StepValue(call_, step), std::memory_order_seq_cst);
   state_.Ring(mine().group);
 }
 
 }  // namespace inprocess
 
+using inprocess::CallSlot;
+using inprocess::Counter;
 using inprocess::Desc;
+using inprocess::kCallDepth;
 using inprocess::Slot;
 using inprocess::WaitResult;
 
@@ -151,8 +174,10 @@ void InProcessCommunicator::Reset() {
   for (int64_t r = 0; r < options_.num_ranks; ++r) {
     Slot& slot = s.slots[r];
     slot.arrived.store(0);
-    slot.step.store(0);
-    slot.done.store(0);
+    for (CallSlot& c : slot.call) {
+      c.step.store(0);
+      c.done.store(0);
+    }
     slot.left.store(0);
     slot.calls = 0;
   }
@@ -162,6 +187,37 @@ void InProcessCommunicator::Reset() {
 }
 
 Status InProcessCommunicator::Run(const CollectiveCall& call, inprocess::OpSpec& spec) {
+  XS_ASSIGN_OR_RETURN(const uint64_t k, Post(call, spec));
+  if (call.async_handle != nullptr) {
+    *call.async_handle = k;
+    return OkStatus();
+  }
+  return Complete(call.rank, k);
+}
+
+Status InProcessCommunicator::Finish(int64_t rank, uint64_t handle) {
+  if (handle == 0) return OkStatus();
+  if (rank < 0 || rank >= options_.num_ranks) {
+    return InvalidArgument("finishing a collective: rank ", rank,
+                           " is out of range for a communicator of ", options_.num_ranks,
+                           " ranks");
+  }
+  inprocess::State& s = *state_;
+  if (s.aborted.load(std::memory_order_seq_cst)) return s.AbortStatus();
+  const Slot& me = s.slots[rank];
+  if (handle > me.calls || handle + kCallDepth <= me.calls ||
+      me.Of(handle).done.load(std::memory_order_seq_cst) >= handle) {
+    Status e = FailedPrecondition("device ", s.DeviceId(rank), " finishes collective #", handle,
+                                  ", which it did not start, already finished, or started more "
+                                  "than ", kCallDepth - 1, " calls ago");
+    s.Abort(e);
+    return e;
+  }
+  return Complete(rank, handle);
+}
+
+StatusOr<uint64_t> InProcessCommunicator::Post(const CollectiveCall& call,
+                                               inprocess::OpSpec& spec) {
   inprocess::State& s = *state_;
   const std::string_view op = call.op_name.empty() ? CollectiveKindName(spec.kind)
                                                    : call.op_name;
@@ -183,39 +239,54 @@ Status InProcessCommunicator::Run(const CollectiveCall& call, inprocess::OpSpec&
   }
 
   const uint64_t k = ++me.calls;
+  CallSlot& cs = me.Of(k);
+  Desc& d = cs.desc;
   int64_t culprit = -1;
-  if (k > 2) {
-    const WaitResult r = s.Wait(rank, s.all_ranks, &Slot::done, k - 2, true, &culprit);
+  if (k > kCallDepth) {
+    // The previous user of this CallSlot was call k - kCallDepth: its group (and only its group)
+    // may still read the descriptor and staging.
+    const uint64_t prev = k - kCallDepth;
+    if (cs.done.load(std::memory_order_seq_cst) < prev) {
+      Status e = FailedPrecondition(op, " (channel ", call.channel_id, ") on device ",
+                                    s.DeviceId(rank), ": ", kCallDepth - 1,
+                                    " asynchronous collectives are started and not finished; "
+                                    "finish one (its -done) before starting another");
+      s.Abort(e);
+      return e;
+    }
+    const WaitResult r = s.Wait(rank, d.group, Counter::kDone, prev, prev, true, &culprit);
     if (r == WaitResult::kAborted) return s.AbortStatus();
     if (r != WaitResult::kReady) {
       Status e = DeadlineExceeded(op, " (channel ", call.channel_id, "): timed out after ",
                                   options_.timeout.count(), " ms on device ", s.DeviceId(rank),
                                   " waiting for device ", s.DeviceId(culprit),
-                                  " to finish collective #", k - 2, " of this run");
+                                  " to finish collective #", prev, " of this run");
       s.Abort(e);
       return s.AbortStatus();
     }
   }
 
-  Desc& d = me.desc[k & 1];
   inprocess::Fill(call, spec, call.algorithm.value_or(options_.algorithm), options_.num_ranks, d);
   const int64_t in_bytes = spec.in.byte_size();
   d.eager = d.algorithm == CollectiveAlgorithm::kDirect && spec.tuple_in.empty() &&
             in_bytes <= options_.eager_bytes;
   if (d.eager && spec.kind != CollectiveKind::kBarrier && in_bytes > 0) {
-    me.staging[k & 1].Reserve(in_bytes);
-    std::memcpy(me.staging[k & 1].data(), spec.in.data, static_cast<size_t>(in_bytes));
-    d.in = me.staging[k & 1].data();
+    cs.staging.Reserve(in_bytes);
+    std::memcpy(cs.staging.data(), spec.in.data, static_cast<size_t>(in_bytes));
+    d.in = cs.staging.data();
   }
-  if (d.algorithm != CollectiveAlgorithm::kDirect && d.kind != CollectiveKind::kAllGather) {
-    me.scratch.Reserve(in_bytes);
-    d.scratch = me.scratch.data();
-  }
-  me.step.store(inprocess::StepValue(k, 0), std::memory_order_seq_cst);
+  cs.step.store(inprocess::StepValue(k, 0), std::memory_order_seq_cst);
   me.arrived.store(k, std::memory_order_seq_cst);
   s.Ring(d.group);
+  return k;
+}
 
-  WaitResult r = s.Wait(rank, d.group, &Slot::arrived, k, false, &culprit);
+Status InProcessCommunicator::Complete(int64_t rank, uint64_t k) {
+  inprocess::State& s = *state_;
+  Slot& me = s.slots[rank];
+  Desc& d = me.Of(k).desc;
+  int64_t culprit = -1;
+  WaitResult r = s.Wait(rank, d.group, Counter::kArrived, k, k, false, &culprit);
   if (r == WaitResult::kAborted) return s.AbortStatus();
   if (r != WaitResult::kReady) {
     std::vector<int64_t> arrived, missing;
@@ -236,7 +307,7 @@ Status InProcessCommunicator::Run(const CollectiveCall& call, inprocess::OpSpec&
     return s.AbortStatus();
   }
   for (int64_t m : d.group) {
-    const Desc& other = s.slots[m].desc[k & 1];
+    const Desc& other = s.slots[m].Of(k).desc;
     if (m == rank || inprocess::SameCall(d, other)) continue;
     Status e = InvalidArgument("collective mismatch at call #", k, ": device ", s.DeviceId(rank),
                                " called ", inprocess::Describe(s, d), " but device ",
@@ -246,6 +317,12 @@ Status InProcessCommunicator::Run(const CollectiveCall& call, inprocess::OpSpec&
     s.Abort(e);
     return s.AbortStatus();
   }
+  if (d.algorithm != CollectiveAlgorithm::kDirect && d.kind != CollectiveKind::kAllGather) {
+    // Reserved here, not when posting: another call posted in between may have grown it. Peers
+    // read it only after this rank publishes a step of this call.
+    me.scratch.Reserve(static_cast<int64_t>(inprocess::InBytes(d)));
+    d.scratch = me.scratch.data();
+  }
 
   inprocess::Exchange x(s, rank, k);
   const auto pos = std::find(d.group.begin(), d.group.end(), rank);
@@ -254,10 +331,10 @@ Status InProcessCommunicator::Run(const CollectiveCall& call, inprocess::OpSpec&
     s.Abort(st);
     return s.AbortStatus();
   }
-  me.done.store(k, std::memory_order_seq_cst);
+  me.Of(k).done.store(k, std::memory_order_seq_cst);
   s.Ring(d.group);
   if (!d.eager) {
-    r = s.Wait(rank, d.group, &Slot::done, k, false, &culprit);
+    r = s.Wait(rank, d.group, Counter::kDone, k, k, false, &culprit);
     if (r == WaitResult::kAborted) return s.AbortStatus();
     if (r != WaitResult::kReady) {
       Status e = DeadlineExceeded(inprocess::Label(d), ": timed out after ",
@@ -269,95 +346,6 @@ Status InProcessCommunicator::Run(const CollectiveCall& call, inprocess::OpSpec&
     }
   }
   return OkStatus();
-}
-
-Status InProcessCommunicator::AllGather(const CollectiveCall& call, const DeviceGroups& groups,
-                                        ConstBufferView in, BufferView out, int dim) {
-  inprocess::OpSpec spec;
-  spec.kind = CollectiveKind::kAllGather;
-  spec.groups = &groups;
-  spec.in = in;
-  spec.out = out;
-  spec.dim0 = dim;
-  return Run(call, spec);
-}
-
-Status InProcessCommunicator::AllReduce(const CollectiveCall& call, const DeviceGroups& groups,
-                                        ConstBufferView in, BufferView out,
-                                        ReductionKind reduction) {
-  inprocess::OpSpec spec;
-  spec.kind = CollectiveKind::kAllReduce;
-  spec.groups = &groups;
-  spec.in = in;
-  spec.out = out;
-  spec.reduction = reduction;
-  return Run(call, spec);
-}
-
-Status InProcessCommunicator::ReduceScatter(const CollectiveCall& call,
-                                            const DeviceGroups& groups, ConstBufferView in,
-                                            BufferView out, int dim, ReductionKind reduction) {
-  inprocess::OpSpec spec;
-  spec.kind = CollectiveKind::kReduceScatter;
-  spec.groups = &groups;
-  spec.in = in;
-  spec.out = out;
-  spec.dim0 = dim;
-  spec.reduction = reduction;
-  return Run(call, spec);
-}
-
-Status InProcessCommunicator::AllToAll(const CollectiveCall& call, const DeviceGroups& groups,
-                                       ConstBufferView in, BufferView out, int split_dim,
-                                       int concat_dim) {
-  inprocess::OpSpec spec;
-  spec.kind = CollectiveKind::kAllToAll;
-  spec.groups = &groups;
-  spec.in = in;
-  spec.out = out;
-  spec.dim0 = split_dim;
-  spec.dim1 = concat_dim;
-  return Run(call, spec);
-}
-
-Status InProcessCommunicator::AllToAllTuple(const CollectiveCall& call,
-                                            const DeviceGroups& groups,
-                                            std::span<const ConstBufferView> ins,
-                                            std::span<const BufferView> outs) {
-  inprocess::OpSpec spec;
-  spec.kind = CollectiveKind::kAllToAll;
-  spec.groups = &groups;
-  spec.tuple_in = ins;
-  spec.tuple_out = outs;
-  return Run(call, spec);
-}
-
-Status InProcessCommunicator::CollectivePermute(const CollectiveCall& call,
-                                                const PermutePairs& pairs, ConstBufferView in,
-                                                BufferView out) {
-  inprocess::OpSpec spec;
-  spec.kind = CollectiveKind::kCollectivePermute;
-  spec.pairs = &pairs;
-  spec.in = in;
-  spec.out = out;
-  return Run(call, spec);
-}
-
-Status InProcessCommunicator::CollectiveBroadcast(const CollectiveCall& call,
-                                                  const DeviceGroups& groups,
-                                                  ConstBufferView in, BufferView out) {
-  inprocess::OpSpec spec;
-  spec.kind = CollectiveKind::kCollectiveBroadcast;
-  spec.groups = &groups;
-  spec.in = in;
-  spec.out = out;
-  return Run(call, spec);
-}
-
-Status InProcessCommunicator::Barrier(const CollectiveCall& call) {
-  inprocess::OpSpec spec;
-  spec.kind = CollectiveKind::kBarrier;
-  return Run(call, spec);
 }
 
 }  // namespace xs

@@ -4,7 +4,8 @@
 // yield, then a futex with a deadline), check that everyone called the same op with the same
 // shapes, and then copy directly between each other's buffers (one copy, no central buffer).
 // Small messages (<= eager_bytes) are staged in the slot instead, so the call needs no second
-// rendezvous before it returns. Ring and recursive-doubling variants of all-gather, all-reduce and
+// rendezvous before it returns. A call may be split into a start (posting) and a finish (the
+// rendezvous and copies), so that the device computes in between. Ring and recursive-doubling variants of all-gather, all-reduce and
 // reduce-scatter are selectable per communicator or per call.
 #ifndef XSHARD_RUNTIME_INPROCESS_COMMUNICATOR_H_
 #define XSHARD_RUNTIME_INPROCESS_COMMUNICATOR_H_
@@ -71,6 +72,7 @@ class InProcessCommunicator final : public Communicator {
   Status CollectiveBroadcast(const CollectiveCall& call, const DeviceGroups& groups,
                              ConstBufferView in, BufferView out) override;
   Status Barrier(const CollectiveCall& call) override;
+  Status Finish(int64_t rank, uint64_t handle) override;
 
   void Abort(const Status& reason) override;
   // OK, or the reason the communicator was aborted (the first failure since Reset()).
@@ -80,7 +82,11 @@ class InProcessCommunicator final : public Communicator {
 
  private:
   explicit InProcessCommunicator(InProcessOptions options);
+  // Post (publish this rank's part, returning the call number) then Complete (rendezvous, data
+  // movement, release), or only Post when the call is asynchronous.
   Status Run(const CollectiveCall& call, inprocess::OpSpec& spec);
+  StatusOr<uint64_t> Post(const CollectiveCall& call, inprocess::OpSpec& spec);
+  Status Complete(int64_t rank, uint64_t k);
 
   InProcessOptions options_;
   std::unique_ptr<inprocess::State> state_;

@@ -53,23 +53,39 @@ struct Desc {
   bool eager = false;
 };
 
-// Counter values are (call number << 20) + step within the call.
+// Step counter values are (call number << 20) + step within the call.
 constexpr int kStepBits = 20;
 inline uint64_t StepValue(uint64_t call, uint64_t step) { return (call << kStepBits) + step; }
 
+// Calls a rank keeps descriptors for: call k uses CallSlot k % kCallDepth, so a rank may have up
+// to kCallDepth - 1 asynchronous calls started and not finished when it starts another.
+constexpr uint64_t kCallDepth = 16;
+
+// One call's state on one rank. Its counters hold values of that call (they only grow, since the
+// calls sharing a CallSlot are kCallDepth apart).
+struct CallSlot {
+  std::atomic<uint64_t> step{0};  // progress inside the call (StepValue)
+  std::atomic<uint64_t> done{0};  // the call number once this rank's reads of peer memory ended
+  Desc desc;
+  AlignedBytes staging;
+};
+
 struct alignas(64) Slot {
-  std::atomic<uint64_t> arrived{0};  // calls entered
-  std::atomic<uint64_t> step{0};     // progress inside the current call (StepValue)
-  std::atomic<uint64_t> done{0};     // calls whose reads of peer memory are finished
+  std::atomic<uint64_t> arrived{0};  // calls entered (posted)
   std::atomic<uint32_t> left{0};     // no more calls until Reset()
   alignas(64) Doorbell bell;
   alignas(64) uint64_t calls = 0;    // owner-only copy of `arrived`
-  Desc desc[2];                      // call k uses desc[k & 1]
-  AlignedBytes staging[2];
+  CallSlot call[kCallDepth];
   AlignedBytes scratch;
   std::vector<const std::byte*> pointers;  // owner-only scratch lists for the algorithms
   std::vector<ChunkRef> refs;
+
+  CallSlot& Of(uint64_t k) { return call[k % kCallDepth]; }
+  const CallSlot& Of(uint64_t k) const { return call[k % kCallDepth]; }
 };
+
+// Which counter a wait watches: Slot::arrived, or the step / done counter of one call.
+enum class Counter { kArrived, kStep, kDone };
 
 enum class WaitResult { kReady, kAborted, kTimeout, kPeerLeft };
 
@@ -87,12 +103,13 @@ struct State {
   void Abort(const Status& reason);
   void RingAll();
   void Ring(std::span<const int64_t> ranks);
-  // Waits, as `waiter`, until (slot.*counter) >= value for every rank in `ranks`. A rank that has
-  // left counts as ready when `left_is_ready`, else ends the wait with kPeerLeft. `culprit` gets
-  // the rank that was not ready at a timeout or departure.
-  WaitResult Wait(int64_t waiter, std::span<const int64_t> ranks,
-                  std::atomic<uint64_t> Slot::*counter, uint64_t value, bool left_is_ready,
-                  int64_t* culprit);
+  // Waits, as `waiter`, until `counter` (of call `call` for kStep / kDone) >= value for every rank
+  // in `ranks`. Only those ranks are watched, and they ring the waiter when they publish (every
+  // rank rings the group of the call it publishes for), so a wait never depends on a rank outside
+  // the call's group. A rank that has left counts as ready when `left_is_ready`, else ends the
+  // wait with kPeerLeft. `culprit` gets the rank that was not ready at a timeout or departure.
+  WaitResult Wait(int64_t waiter, std::span<const int64_t> ranks, Counter counter, uint64_t call,
+                  uint64_t value, bool left_is_ready, int64_t* culprit);
 };
 
 // One rank's view of one call: its group, everyone's descriptors, and step-wise waits.
@@ -104,7 +121,7 @@ class Exchange {
   int64_t rank() const { return rank_; }
   uint64_t call() const { return call_; }
   const Desc& mine() const { return DescOf(rank_); }
-  const Desc& DescOf(int64_t rank) const { return state_.slots[rank].desc[call_ & 1]; }
+  const Desc& DescOf(int64_t rank) const { return state_.slots[rank].Of(call_).desc; }
   // Group members by position (mine().group).
   int64_t n() const { return static_cast<int64_t>(mine().group.size()); }
   int64_t me() const { return me_; }
@@ -138,6 +155,9 @@ Status CheckLocal(const OpSpec& spec, std::string_view op, int64_t num_ranks, in
 // Fills `d` from the call, including the members this rank waits for and reads from.
 void Fill(const CollectiveCall& call, const OpSpec& spec, CollectiveAlgorithm algorithm,
           int64_t num_ranks, Desc& d);
+
+// Bytes of one input array of the call (of each operand for a tuple all-to-all).
+int64_t InBytes(const Desc& d);
 
 // The data movement of one call, once every participant has arrived and agreed.
 Status RunAlgorithm(Exchange& x);

@@ -191,23 +191,43 @@ StatusOr<PlannedCollective> PlanOne(const Instruction& inst, const CollectiveOpI
 
 // ---- running, one function per kind ----
 
+// With `handles`, each communicator call of the op only starts and appends its handle (Leaf).
 using RunKindFn = Status (*)(const PlannedCollective& op, Communicator& comm,
                              const CollectiveCall& call, std::span<const Array* const> in,
-                             std::vector<Array>& out);
+                             std::vector<Array>& out, std::vector<uint64_t>* handles);
+
+// The call for one communicator call of an op: when starting, with a fresh handle appended to the
+// op's handles.
+class Leaf {
+ public:
+  Leaf(const CollectiveCall& call, std::vector<uint64_t>* handles)
+      : call_(call), handles_(handles) {
+    call_.async_handle = handles_ ? &handle_ : nullptr;
+  }
+  ~Leaf() {
+    if (handles_ != nullptr && handle_ != 0) handles_->push_back(handle_);
+  }
+  operator const CollectiveCall&() const { return call_; }
+
+ private:
+  CollectiveCall call_;
+  std::vector<uint64_t>* handles_;
+  uint64_t handle_ = 0;
+};
 
 Status RunAllGather(const PlannedCollective& op, Communicator& comm, const CollectiveCall& call,
-                    std::span<const Array* const> in, std::vector<Array>& out) {
+                    std::span<const Array* const> in, std::vector<Array>& out, std::vector<uint64_t>* handles) {
   for (size_t i = 0; i < in.size(); ++i) {
-    XS_RETURN_IF_ERROR(comm.AllGather(call, *op.groups, ConstBufferView::Of(*in[i]),
+    XS_RETURN_IF_ERROR(comm.AllGather(Leaf(call, handles), *op.groups, ConstBufferView::Of(*in[i]),
                                       BufferView::Of(out[i]), op.dim));
   }
   return OkStatus();
 }
 
 Status RunAllReduce(const PlannedCollective& op, Communicator& comm, const CollectiveCall& call,
-                    std::span<const Array* const> in, std::vector<Array>& out) {
+                    std::span<const Array* const> in, std::vector<Array>& out, std::vector<uint64_t>* handles) {
   for (size_t i = 0; i < in.size(); ++i) {
-    XS_RETURN_IF_ERROR(comm.AllReduce(call, *op.groups, ConstBufferView::Of(*in[i]),
+    XS_RETURN_IF_ERROR(comm.AllReduce(Leaf(call, handles), *op.groups, ConstBufferView::Of(*in[i]),
                                       BufferView::Of(out[i]), op.reduction));
   }
   return OkStatus();
@@ -215,19 +235,19 @@ Status RunAllReduce(const PlannedCollective& op, Communicator& comm, const Colle
 
 Status RunReduceScatter(const PlannedCollective& op, Communicator& comm,
                         const CollectiveCall& call, std::span<const Array* const> in,
-                        std::vector<Array>& out) {
+                        std::vector<Array>& out, std::vector<uint64_t>* handles) {
   for (size_t i = 0; i < in.size(); ++i) {
-    XS_RETURN_IF_ERROR(comm.ReduceScatter(call, *op.groups, ConstBufferView::Of(*in[i]),
+    XS_RETURN_IF_ERROR(comm.ReduceScatter(Leaf(call, handles), *op.groups, ConstBufferView::Of(*in[i]),
                                           BufferView::Of(out[i]), op.dim, op.reduction));
   }
   return OkStatus();
 }
 
 Status RunAllToAll(const PlannedCollective& op, Communicator& comm, const CollectiveCall& call,
-                   std::span<const Array* const> in, std::vector<Array>& out) {
+                   std::span<const Array* const> in, std::vector<Array>& out, std::vector<uint64_t>* handles) {
   if (!op.tuple_all_to_all) {
     for (size_t i = 0; i < in.size(); ++i) {
-      XS_RETURN_IF_ERROR(comm.AllToAll(call, *op.groups, ConstBufferView::Of(*in[i]),
+      XS_RETURN_IF_ERROR(comm.AllToAll(Leaf(call, handles), *op.groups, ConstBufferView::Of(*in[i]),
                                        BufferView::Of(out[i]), op.dim, op.dim));
     }
     return OkStatus();
@@ -236,29 +256,29 @@ Status RunAllToAll(const PlannedCollective& op, Communicator& comm, const Collec
   std::vector<BufferView> outs;
   for (const Array* a : in) ins.push_back(ConstBufferView::Of(*a));
   for (Array& a : out) outs.push_back(BufferView::Of(a));
-  return comm.AllToAllTuple(call, *op.groups, ins, outs);
+  return comm.AllToAllTuple(Leaf(call, handles), *op.groups, ins, outs);
 }
 
 Status RunPermute(const PlannedCollective& op, Communicator& comm, const CollectiveCall& call,
-                  std::span<const Array* const> in, std::vector<Array>& out) {
+                  std::span<const Array* const> in, std::vector<Array>& out, std::vector<uint64_t>* handles) {
   for (size_t i = 0; i < in.size(); ++i) {
-    XS_RETURN_IF_ERROR(comm.CollectivePermute(call, *op.pairs, ConstBufferView::Of(*in[i]),
+    XS_RETURN_IF_ERROR(comm.CollectivePermute(Leaf(call, handles), *op.pairs, ConstBufferView::Of(*in[i]),
                                               BufferView::Of(out[i])));
   }
   return OkStatus();
 }
 
 Status RunBroadcast(const PlannedCollective& op, Communicator& comm, const CollectiveCall& call,
-                    std::span<const Array* const> in, std::vector<Array>& out) {
+                    std::span<const Array* const> in, std::vector<Array>& out, std::vector<uint64_t>* handles) {
   for (size_t i = 0; i < in.size(); ++i) {
-    XS_RETURN_IF_ERROR(comm.CollectiveBroadcast(call, *op.groups, ConstBufferView::Of(*in[i]),
+    XS_RETURN_IF_ERROR(comm.CollectiveBroadcast(Leaf(call, handles), *op.groups, ConstBufferView::Of(*in[i]),
                                                 BufferView::Of(out[i])));
   }
   return OkStatus();
 }
 
 Status RunUnexpected(const PlannedCollective& op, Communicator&, const CollectiveCall&,
-                     std::span<const Array* const>, std::vector<Array>&) {
+                     std::span<const Array* const>, std::vector<Array>&, std::vector<uint64_t>*) {
   return Internal(op.name, " has no runner");
 }
 
@@ -315,6 +335,45 @@ const PlannedCollective* SpmdCollectivePlan::Find(const Instruction* inst) const
 
 StatusOr<std::vector<Array>> CommunicatorCollectiveRunner::RunCollective(
     const Instruction& inst, std::span<const Array* const> operands) {
+  return Call(inst, operands, nullptr);
+}
+
+StatusOr<std::vector<Array>> CommunicatorCollectiveRunner::Start(
+    const Instruction& inst, const void* key, std::span<const Array* const> operands,
+    std::vector<std::shared_ptr<const void>> keep) {
+  Pending p;
+  p.keep = std::move(keep);
+  // The communicator holds a bounded number of unfinished calls per device; past half of them a
+  // start runs at once (same results, no overlap).
+  const size_t leaves = std::max<size_t>(operands.size(), 1);
+  StatusOr<std::vector<Array>> out =
+      outstanding_ + leaves <= kMaxOutstanding ? Call(inst, operands, &p.handles)
+                                               : Call(inst, operands, nullptr);
+  if (!out.ok()) return out.status();
+  outstanding_ += p.handles.size();
+  pending_[key].push_back(std::move(p));
+  return out;
+}
+
+Status CommunicatorCollectiveRunner::Finish(const void* key) {
+  auto it = pending_.find(key);
+  if (it == pending_.end() || it->second.empty()) {
+    return Internal("a collective -done on device ", rank_, " has no matching -start");
+  }
+  Pending p = std::move(it->second.front());
+  it->second.pop_front();
+  outstanding_ -= p.handles.size();
+  Status first = OkStatus();
+  for (uint64_t h : p.handles) {
+    Status st = comm_.Finish(rank_, h);
+    if (first.ok() && !st.ok()) first = st;
+  }
+  return first;
+}
+
+StatusOr<std::vector<Array>> CommunicatorCollectiveRunner::Call(
+    const Instruction& inst, std::span<const Array* const> operands,
+    std::vector<uint64_t>* handles) {
   const PlannedCollective* op = plan_.Find(&inst);
   if (op == nullptr) return Internal("collective '", inst.name(), "' was not planned");
   if (!op->tuple_all_to_all && operands.size() != op->results.size()) {
@@ -325,7 +384,7 @@ StatusOr<std::vector<Array>> CommunicatorCollectiveRunner::RunCollective(
   out.reserve(op->results.size());
   for (const Shape& s : op->results) out.emplace_back(s);
   CollectiveCall call(rank_, op->call_name, op->channel_id);
-  XS_RETURN_IF_ERROR(kRunners[static_cast<int>(op->kind)](*op, comm_, call, operands, out));
+  XS_RETURN_IF_ERROR(kRunners[static_cast<int>(op->kind)](*op, comm_, call, operands, out, handles));
   return out;
 }
 

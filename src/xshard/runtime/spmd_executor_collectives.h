@@ -4,6 +4,7 @@
 #ifndef XSHARD_RUNTIME_SPMD_EXECUTOR_COLLECTIVES_H_
 #define XSHARD_RUNTIME_SPMD_EXECUTOR_COLLECTIVES_H_
 
+#include <deque>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -16,6 +17,7 @@
 #include "xshard/runtime/executable.h"
 #include "xshard/text/parser.h"
 #include "xshard/text/printer.h"
+#include "xshard/runtime/async_collectives.h"
 #include "xshard/runtime/client.h"
 #include "xshard/runtime/collectives.h"
 #include "xshard/runtime/communicator.h"
@@ -56,18 +58,37 @@ class SpmdCollectivePlan {
   int64_t num_ranks_ = 1;
 };
 
-// Runs planned collectives for one rank of a run over `comm`.
-class CommunicatorCollectiveRunner final : public CollectiveRunner {
+// Runs planned collectives for one rank of a run over `comm`, synchronously or as start / finish
+// pairs (Communicator::Finish).
+class CommunicatorCollectiveRunner final : public AsyncCollectiveRunner {
  public:
   CommunicatorCollectiveRunner(const SpmdCollectivePlan& plan, Communicator& comm, int64_t rank)
       : plan_(plan), comm_(comm), rank_(rank) {}
   StatusOr<std::vector<Array>> RunCollective(const Instruction& inst,
                                              std::span<const Array* const> operands) override;
+  StatusOr<std::vector<Array>> Start(const Instruction& inst, const void* key,
+                                     std::span<const Array* const> operands,
+                                     std::vector<std::shared_ptr<const void>> keep) override;
+  Status Finish(const void* key) override;
 
  private:
+  // Unfinished communicator calls per device above which a start runs synchronously (the
+  // in-process communicator keeps 15).
+  static constexpr size_t kMaxOutstanding = 8;
+  struct Pending {
+    std::vector<uint64_t> handles;  // one per communicator call; empty when run at once
+    std::vector<std::shared_ptr<const void>> keep;
+  };
+  // Runs the op; with `handles`, only starts each communicator call and appends its handle.
+  StatusOr<std::vector<Array>> Call(const Instruction& inst,
+                                    std::span<const Array* const> operands,
+                                    std::vector<uint64_t>* handles);
+
   const SpmdCollectivePlan& plan_;
   Communicator& comm_;
   int64_t rank_;
+  std::unordered_map<const void*, std::deque<Pending>> pending_;
+  size_t outstanding_ = 0;
 };
 
 // The reduction an all-reduce / reduce-scatter's to_apply computes: its root must be add,

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <climits>
 #include <ctime>
 
@@ -33,6 +35,12 @@ int64_t AvailableCores() {
 
 void YieldThread() { sched_yield(); }
 
+namespace {
+std::atomic<int64_t> timed_out_parks{0};
+}  // namespace
+
+int64_t Doorbell::TimedOutParks() { return timed_out_parks.load(std::memory_order_relaxed); }
+
 void Doorbell::Ring() {
   if (sleeping_.load(std::memory_order_seq_cst) == 0) return;
   word_.fetch_add(1, std::memory_order_seq_cst);
@@ -49,8 +57,11 @@ void Doorbell::Park(uint32_t seen, SteadyClock::time_point deadline) {
   timespec ts;
   ts.tv_sec = static_cast<time_t>(ns / 1000000000);
   ts.tv_nsec = static_cast<long>(ns % 1000000000);
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word_), FUTEX_WAIT_PRIVATE, seen, &ts, nullptr,
-          0);
+  if (syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word_), FUTEX_WAIT_PRIVATE, seen, &ts,
+              nullptr, 0) != 0 &&
+      errno == ETIMEDOUT && deadline != SteadyClock::time_point::max()) {
+    timed_out_parks.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace xs

@@ -50,6 +50,12 @@ class Doorbell {
   template <typename Done>
   bool WaitUntil(Done done, SteadyClock::time_point deadline, const WaitPolicy& policy);
 
+  // Process-wide count of parks of waits with a deadline (not time_point::max(), which idle
+  // threads use) that ended because their time ran out (at most 1 s each) rather than by a Ring().
+  // Waits for peers that are merely busy end by a ring, so in a run whose steps are short a
+  // growing count means a waiter was never rung: tests assert on it.
+  static int64_t TimedOutParks();
+
  private:
   // Parks until rung or `deadline`, unless the word no longer equals `seen`.
   void Park(uint32_t seen, SteadyClock::time_point deadline);

@@ -181,7 +181,7 @@ Status RunRun(const RunFlags& f) {
   const ModuleConfig& config = module->config();
   const bool global = NeedsPartitioning(*module) && !f.spmd;
   if (global && (f.devices || config.num_partitions > 1 || f.check || f.report ||
-                 f.windowed_einsum_threshold != -1)) {
+                 f.windowed_einsum_threshold != -1 || f.async_collectives)) {
     return RunSharded(f, *module);
   }
   if (f.check) {
@@ -192,8 +192,9 @@ Status RunRun(const RunFlags& f) {
                                         : " has no sharding annotations to partition",
         "; give the global module with shardings");
   }
-  if (f.report || f.windowed_einsum_threshold != -1) {
-    return InvalidArgument("--report and --windowed-einsum-threshold apply to global modules that "
+  if (f.report || f.windowed_einsum_threshold != -1 || f.async_collectives) {
+    return InvalidArgument("--report, --windowed-einsum-threshold and --async-collectives apply to "
+                           "global modules that "
                            "xshard partitions, but ", f.file, " has no sharding annotations or is "
                            "already partitioned");
   }
@@ -262,6 +263,9 @@ void AddHloCommands(CLI::App& root, CommandList& commands) {
   r->add_option("--windowed-einsum-threshold", run->windowed_einsum_threshold,
                 "Global modules: use windowed einsum loops for dots whose all-gathered operand or\n"
                 "reduce-scattered result has at least this many bytes (default -1: off)");
+  r->add_flag("--async-collectives", run->async_collectives,
+              "Global modules: run all-gathers, all-reduces and collective-permutes as start / done\n"
+              "pairs that overlap the compute that does not depend on them (default: off)");
   commands.push_back({r, [run] { return RunRun(*run); }});
 }
 

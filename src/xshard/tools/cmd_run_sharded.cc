@@ -143,6 +143,7 @@ Status RunSharded(const RunFlags& f, const Module& module) {
   XS_ASSIGN_OR_RETURN(int64_t n, PartitionCount(f, module));
   CompileOptions options;
   options.partition.windowed_einsum_threshold_bytes = f.windowed_einsum_threshold;
+  options.async_collectives = f.async_collectives;
   StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(module, n, options);
   if (!program.ok()) return Annotate(program.status(), StrCat(f.file, ": "));
   if (f.report) std::cout << spmd::FormatReport((*program)->report()) << "\n";

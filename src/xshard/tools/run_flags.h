@@ -30,13 +30,14 @@ struct RunFlags {
   std::string args_dir;
   bool memory = false;
   // Global modules: --check [--atol X --rtol Y], --report, --spmd (run as already partitioned),
-  // --windowed-einsum-threshold BYTES.
+  // --windowed-einsum-threshold BYTES, --async-collectives.
   bool check = false;
   std::optional<double> atol;
   std::optional<double> rtol;
   bool report = false;
   bool spmd = false;
   int64_t windowed_einsum_threshold = -1;
+  bool async_collectives = false;
 };
 
 // Global arguments: --random-args SEED, or --args with one .npy per entry parameter leaf of the
