@@ -7,7 +7,8 @@ HLO and the inputs (.npy), check that `xshard run` of that HLO on those inputs g
 (numpy allclose), then time both in alternating rounds (JAX, xshard, JAX, xshard, ...): JAX as the
 compiled call on already-sharded arrays with block_until_ready, xshard as `xshard bench run`
 (inputs placed once, only the per-device execution timed). Prints per workload the medians over all
-timed calls, the ratio xshard/JAX, GFLOP/s and % of this machine's peak FLOP rate.
+timed calls, the ratio xshard/JAX, GFLOP/s and % of this machine's peak FLOP rate, and the CPU
+time per call of each process (all threads), which depends less on what else the machine runs.
 
 JAX comes from PyPI into bench/jax_compare/.venv, created by --setup or on the first run.
 
@@ -114,7 +115,8 @@ def run_xshard_bench(xshard, hlo, devices, arg_files, warmup, iters):
     if p.returncode != 0:
         raise RuntimeError(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}")
     samples = re.search(r"^samples_ms=(.*)$", p.stdout, re.M).group(1)
-    return [float(t) for t in samples.split(",")]
+    cpu = float(re.search(r"^cpu_ms_per_call=(.*)$", p.stdout, re.M).group(1))
+    return [float(t) for t in samples.split(",")], cpu
 
 
 def main(argv):
@@ -209,19 +211,23 @@ def main(argv):
         print(f"outputs agree: {agree} ({len(want)} outputs, {r['tolerance']}, worst |diff| / tol = {worst:.3g})")
         # Timing: alternate rounds; each side times enough calls to fill --round-seconds.
         jax_ms, xs_ms = [], []
+        jax_cpu = xs_cpu = 0.0  # CPU ms (all threads) over the timed calls
         jax_iters = xs_iters = 2
         try:
             for rnd in range(args.rounds):
                 fresh = []
                 for _ in range(1 if rnd == 0 else 0):  # warmup in round 0
                     jax.block_until_ready(compiled(*placed))
+                cpu0 = time.process_time()
                 for _ in range(jax_iters):
                     t = time.perf_counter()
                     jax.block_until_ready(compiled(*placed))
                     fresh.append((time.perf_counter() - t) * 1e3)
+                jax_cpu += (time.process_time() - cpu0) * 1e3
                 jax_ms += fresh
-                xs = run_xshard_bench(xshard, hlo, w.devices, arg_files, 1, xs_iters)
+                xs, cpu = run_xshard_bench(xshard, hlo, w.devices, arg_files, 1, xs_iters)
                 xs_ms += xs
+                xs_cpu += cpu * len(xs)
                 print(f"  round {rnd}: JAX {statistics.median(fresh):9.3f} ms x{len(fresh):<3d} "
                       f"xshard {statistics.median(xs):9.3f} ms x{len(xs)}", flush=True)
                 target = args.round_seconds * 1e3
@@ -238,12 +244,15 @@ def main(argv):
         r["jax_p90_ms"] = float(np.percentile(jax_ms, 90))
         r["xshard_p90_ms"] = float(np.percentile(xs_ms, 90))
         r["ratio"] = r["xshard_ms"] / r["jax_ms"]
+        r["jax_cpu_ms"], r["xshard_cpu_ms"] = jax_cpu / len(jax_ms), xs_cpu / len(xs_ms)
+        r["cpu_ratio"] = r["xshard_cpu_ms"] / r["jax_cpu_ms"]
         if w.flops:
             pk = peak["f32_gflops"] * (2 if w.dtype == "bf16" else 1)
             for side in ("jax", "xshard"):
                 g = w.flops / (r[f"{side}_ms"] / 1e3) / 1e9
                 r[f"{side}_gflops"], r[f"{side}_peak_pct"] = g, 100 * g / pk
-        print(f"JAX {r['jax_ms']:.3f} ms, xshard {r['xshard_ms']:.3f} ms, xshard/JAX {r['ratio']:.2f}", flush=True)
+        print(f"JAX {r['jax_ms']:.3f} ms, xshard {r['xshard_ms']:.3f} ms, xshard/JAX {r['ratio']:.2f}; CPU ms per "
+              f"call JAX {r['jax_cpu_ms']:.1f}, xshard {r['xshard_cpu_ms']:.1f}, ratio {r['cpu_ratio']:.2f}", flush=True)
         if not args.keep:
             for f in arg_files:
                 f.unlink()
@@ -264,16 +273,17 @@ def main(argv):
 
 def format_table(results):
     rows = ["| workload | dev | JAX ms | xshard ms | xshard/JAX | JAX GFLOP/s (% peak) | "
-            "xshard GFLOP/s (% peak) | outputs agree |",
-            "| --- | --: | --: | --: | --: | --: | --: | --- |"]
+            "xshard GFLOP/s (% peak) | CPU ms/call JAX, xshard (ratio) | outputs agree |",
+            "| --- | --: | --: | --: | --: | --: | --: | --: | --- |"]
     for r in results:
         if "error" in r:
-            rows.append(f"| {r['what']} | {r['devices']} | | | | | | error: {r['error']} |")
+            rows.append(f"| {r['what']} | {r['devices']} | | | | | | | error: {r['error']} |")
             continue
         def g(side):
             return f"{r[side + '_gflops']:.0f} ({r[side + '_peak_pct']:.0f} %)" if r["flops"] else "-"
         rows.append(f"| {r['what']} | {r['devices']} | {r['jax_ms']:.2f} | {r['xshard_ms']:.2f} | "
-                    f"{r['ratio']:.2f} | {g('jax')} | {g('xshard')} | {'yes' if r['agree'] else 'NO'} |")
+                    f"{r['ratio']:.2f} | {g('jax')} | {g('xshard')} | {r['jax_cpu_ms']:.0f}, {r['xshard_cpu_ms']:.0f} "
+                    f"({r['cpu_ratio']:.2f}) | {'yes' if r['agree'] else 'NO'} |")
     return "\n".join(rows)
 
 

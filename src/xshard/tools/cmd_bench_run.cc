@@ -9,6 +9,7 @@
 #include <iostream>
 #include <optional>
 #include <random>
+#include <sys/resource.h>
 #include <string>
 #include <vector>
 
@@ -44,9 +45,24 @@ constexpr int64_t kMaxIters = 10000;
 // One timed call of the module on inputs that are already in place.
 using Call = std::function<Status()>;
 
-StatusOr<std::vector<double>> Time(const BenchRunFlags& f, const Call& call) {
+// CPU seconds (user + system) this process has used so far, over all its threads.
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
+
+struct Timings {
+  std::vector<double> ms;  // wall time of each timed call
+  double cpu_ms = 0;       // CPU time of all threads over the timed calls (less load-dependent)
+};
+
+StatusOr<Timings> Time(const BenchRunFlags& f, const Call& call) {
   for (int64_t i = 0; i < f.warmup; ++i) XS_RETURN_IF_ERROR(call());
-  std::vector<double> ms;
+  Timings out;
+  std::vector<double>& ms = out.ms;
+  const double cpu_start = ProcessCpuSeconds();
   double total = 0;
   for (int64_t i = 0;; ++i) {
     if (f.iters) {
@@ -61,7 +77,8 @@ StatusOr<std::vector<double>> Time(const BenchRunFlags& f, const Call& call) {
     total += s;
     ms.push_back(s * 1e3);
   }
-  return ms;
+  out.cpu_ms = (ProcessCpuSeconds() - cpu_start) * 1e3;
+  return out;
 }
 
 // numpy.percentile's default (linear interpolation between the closest ranks) on sorted values.
@@ -73,7 +90,8 @@ double Percentile(const std::vector<double>& sorted, double q) {
 }
 
 // Seed 004's latency report (mean, median, stdev, min, max, p95, p99 in ms), then median_ms=.
-void PrintStats(const BenchRunFlags& f, const std::string& what, const std::vector<double>& ms) {
+void PrintStats(const BenchRunFlags& f, const std::string& what, const Timings& timings) {
+  const std::vector<double>& ms = timings.ms;
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   const double n = static_cast<double>(ms.size());
@@ -102,6 +120,8 @@ void PrintStats(const BenchRunFlags& f, const std::string& what, const std::vect
     for (size_t i = 0; i < ms.size(); ++i) std::printf("%s%.4f", i ? "," : "", ms[i]);
     std::fflush(stdout);
     std::cout << "\n";
+    std::printf("cpu_ms_per_call=%.4f\n", timings.cpu_ms / static_cast<double>(ms.size()));
+    std::fflush(stdout);
   }
   char last[64];
   std::snprintf(last, sizeof last, "median_ms=%.4f\n", median);
@@ -145,7 +165,7 @@ Status BenchGlobal(const BenchRunFlags& f, const Module& module) {
   args.clear();
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, MakeClient(n));
   const SpmdRunOptions options = SpmdOptions(f.run);
-  XS_ASSIGN_OR_RETURN(std::vector<double> ms, Time(f, [&]() -> Status {
+  XS_ASSIGN_OR_RETURN(Timings ms, Time(f, [&]() -> Status {
                         StatusOr<SpmdResult> r = (*program)->RunPlaced(*client, shards, options);
                         return r.ok() ? OkStatus() : Annotate(r.status(), StrCat(f.run.file, ": "));
                       }));
@@ -180,7 +200,7 @@ Status BenchSpmd(const BenchRunFlags& f, const Module& module) {
   }
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, MakeClient(n));
   const SpmdRunOptions options = SpmdOptions(f.run);
-  XS_ASSIGN_OR_RETURN(std::vector<double> ms, Time(f, [&]() -> Status {
+  XS_ASSIGN_OR_RETURN(Timings ms, Time(f, [&]() -> Status {
                         StatusOr<SpmdResult> r = (*spmd)->Run(*client, args, options);
                         return r.ok() ? OkStatus() : Annotate(r.status(), StrCat(f.run.file, ": "));
                       }));
@@ -202,7 +222,7 @@ Status BenchOneDevice(const BenchRunFlags& f, const Module& module) {
   XS_ASSIGN_OR_RETURN(std::vector<Array> args,
                       LoadArguments(f.run, (*exe)->argument_shapes(), module.entry()->name()));
   const ExecuteOptions options = OneDeviceOptions(f.run);
-  XS_ASSIGN_OR_RETURN(std::vector<double> ms, Time(f, [&]() -> Status {
+  XS_ASSIGN_OR_RETURN(Timings ms, Time(f, [&]() -> Status {
                         StatusOr<std::vector<Array>> r = (*exe)->Run(args, options);
                         return r.ok() ? OkStatus() : Annotate(r.status(), StrCat(f.run.file, ": "));
                       }));
@@ -249,7 +269,9 @@ Command AddBenchRunCommand(CLI::App& bench) {
                 "Timed calls (default: adaptive, at least 10 calls and 1 s; a slow module stops at\n"
                 "3 calls once 10 s have passed)");
   r->add_option("--blas-threads", flags->run.blas_threads, "OpenBLAS threads (default: cores / devices)");
-  r->add_flag("--samples", flags->samples, "Also print every timed call (samples_ms=t1,t2,...)");
+  r->add_flag("--samples", flags->samples,
+              "Also print every timed call (samples_ms=t1,t2,...) and the process's CPU time per\n"
+              "timed call, all threads (cpu_ms_per_call=)");
   return {r, [flags] { return RunBenchRun(*flags); }};
 }
 
