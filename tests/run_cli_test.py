@@ -3,8 +3,8 @@
 
 A script (tests/cli/*.test) is a list of cases. Each case starts with `$ xshard ARGS...` (shell
 quoting; `xshard` is replaced by the binary under test, `$SRC` by the source dir, `$CORPUS` by the
-corpus dir, `$TMP` by a fresh temp dir). The lines that follow, up to the next `$` line, say what
-must happen:
+corpus dir, `$TMP` by a fresh temp dir, `$XSHARD` by the binary's path, for checker scripts that
+run it). The lines that follow, up to the next `$` line, say what must happen:
   plain line     the exact stdout, line by line (trailing spaces ignored)
   `~ text`       stdout contains `text` (use instead of exact lines)
   `! text`       stderr contains `text`
@@ -58,7 +58,7 @@ def main():
         return 1
     for c in cases:
         with tempfile.TemporaryDirectory() as tmp:
-            cmd = c["cmd"].replace("$SRC", src).replace("$CORPUS", corpus).replace("$TMP", tmp)
+            cmd = c["cmd"].replace("$XSHARD", binary).replace("$SRC", src).replace("$CORPUS", corpus).replace("$TMP", tmp)
             argv = shlex.split(cmd)
             if argv[0] == "xshard":
                 argv[0] = binary

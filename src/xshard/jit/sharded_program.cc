@@ -292,4 +292,21 @@ StatusOr<ShardedResult> ShardedProgram::Run(Client& client, const std::vector<Ar
   return result;
 }
 
+StatusOr<SpmdResult> ShardedProgram::RunPlaced(Client& client, const std::vector<std::vector<Array>>& shards,
+                                               const SpmdRunOptions& options) const {
+  if (client.num_devices() < num_devices_) {
+    return InvalidArgument("the program runs on ", num_devices_, " devices but the client has ",
+                           client.num_devices());
+  }
+  const SpmdExecutable* executable = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(plan_mutex_);
+    if (!executable_) {
+      XS_ASSIGN_OR_RETURN(executable_, SpmdExecutable::Create(*spmd_));
+    }
+    executable = executable_.get();
+  }
+  return executable->Run(client, shards, options);
+}
+
 }  // namespace xs

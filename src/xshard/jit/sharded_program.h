@@ -86,6 +86,14 @@ class ShardedProgram {
   // in Compile, so that a program can always be partitioned and printed).
   StatusOr<ShardedResult> Run(Client& client, const std::vector<Array>& args,
                               const SpmdRunOptions& options = {}) const;
+  // The per-device execution alone, on shards already placed on the devices (shards[d][i]:
+  // argument leaf i on device d, as ShardArguments returns them): no scatter, no gather; the
+  // devices' outputs come back as they hold them (SpmdResult::outputs[d]). This is what a
+  // benchmark times, like JAX timing a jitted call on already-sharded arrays. Plans the SPMD
+  // module on the first call (shared with Run). Errors as SpmdExecutable::Run's, and a client
+  // with fewer than num_devices() devices.
+  StatusOr<SpmdResult> RunPlaced(Client& client, const std::vector<std::vector<Array>>& shards,
+                                 const SpmdRunOptions& options = {}) const;
 
  private:
   // Each device's argument leaves: pointers into the caller's arrays (replicated, manual, the

@@ -65,6 +65,34 @@ TEST(ShardedProgramTest, InnerAxesMatmulGivesTheGlobalProduct) {
   EXPECT_EQ(r->memory.size(), 8u);
 }
 
+TEST(ShardedProgramTest, RunPlacedRunsTheDevicesOnTheirShardsAndRepeats) {
+  auto module = Parse(kInner);
+  StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(*module, 8);
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  Array x = Array::Iota(DType::kF32, {4, 16});
+  Array y = Array::Iota(DType::kF32, {16, 4});
+  // z[1][2] by hand: sum_k (16 + k) * (4k + 2).
+  float want12 = 0.0f;
+  for (int k = 0; k < 16; ++k) want12 += static_cast<float>((16 + k) * (4 * k + 2));
+  StatusOr<std::vector<std::vector<Array>>> shards = (*program)->ShardArguments({x, y});
+  ASSERT_TRUE(shards.ok()) << shards.status().ToString();
+  auto client = MakeClient(8);
+  for (int repeat = 0; repeat < 3; ++repeat) {  // the same placed shards serve every call
+    StatusOr<SpmdResult> r = (*program)->RunPlaced(*client, *shards);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->outputs.size(), 8u);
+    for (const std::vector<Array>& device : r->outputs) {  // replicated result on every device
+      ASSERT_EQ(device.size(), 1u);
+      EXPECT_EQ(device[0].dims(), (std::vector<int64_t>{4, 4}));
+      EXPECT_EQ(device[0].At({1, 2}), static_cast<double>(want12));
+    }
+  }
+  auto small = MakeClient(4);
+  StatusOr<SpmdResult> refused = (*program)->RunPlaced(*small, *shards);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("runs on 8 devices but the client has 4"), std::string::npos);
+}
+
 TEST(ShardedProgramTest, UnevenShardsArePaddedAndTheGlobalOutputHasNoPadding) {
   // 5 rows on 4 devices: shards of 2, 2, 1, 0 rows.
   auto module = Parse(R"(

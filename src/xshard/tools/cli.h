@@ -27,6 +27,8 @@ void AddShardingCommands(CLI::App& root, CommandList& commands);  // sharding, v
 void AddDemoCommand(CLI::App& root, CommandList& commands);       // demo
 void AddHloCommands(CLI::App& root, CommandList& commands);       // fmt, run
 void AddBenchCommand(CLI::App& root, CommandList& commands);      // bench
+// `bench run` (cmd_bench_run.cc): added under `bench`, whose command calls the returned run.
+Command AddBenchRunCommand(CLI::App& bench);
 void AddPropagateCommand(CLI::App& root, CommandList& commands);  // propagate
 void AddPartitionCommand(CLI::App& root, CommandList& commands);  // partition
 

@@ -1,5 +1,6 @@
 // `xshard bench collectives`: latency and NCCL-tests bandwidth of every collective and algorithm
 // on N in-process devices (runtime/collective_bench.h does the timing; this file is the flags).
+// `xshard bench run` (the %timeit of a module) is in cmd_bench_run.cc.
 #include <cctype>
 #include <iostream>
 
@@ -137,7 +138,8 @@ void AddBenchCommand(CLI::App& root, CommandList& commands) {
                 "collective-broadcast, comma-separated, or all (default)");
   c->add_option("--warmup", flags->warmup, "Untimed calls first (default 3)");
   c->add_option("--iterations", flags->iterations, "Timed calls (default 20)");
-  commands.push_back({bench, [flags] { return RunBenchCollectives(*flags); }});
+  const Command run = AddBenchRunCommand(*bench);
+  commands.push_back({bench, [flags, c, run] { return c->parsed() ? RunBenchCollectives(*flags) : run.run(); }});
 }
 
 }  // namespace xs::tools

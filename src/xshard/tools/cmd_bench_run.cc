@@ -1,0 +1,278 @@
+// `xshard bench run FILE`: the %timeit of a module. Inputs are placed on the devices once, the
+// module is compiled once, warmed up, then only the per-device execution is timed (like JAX
+// timing a jitted call on already-sharded arrays with block_until_ready).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <optional>
+#include <random>
+#include <sys/resource.h>
+#include <string>
+#include <vector>
+
+#include "xshard/jit/host_memory.h"
+#include "xshard/jit/sharded_program.h"
+#include "xshard/runtime/client.h"
+#include "xshard/runtime/device.h"
+#include "xshard/runtime/device_assignment.h"
+#include "xshard/runtime/executable.h"
+#include "xshard/runtime/spmd_executor.h"
+#include "xshard/runtime/spmd_executor_io.h"
+#include "xshard/tools/cli.h"
+#include "xshard/tools/run_flags.h"
+
+namespace xs::tools {
+namespace {
+
+struct BenchRunFlags {
+  RunFlags run;  // file, --args, --random-args, --args-dir, --devices, --blas-threads
+  int64_t warmup = 3;
+  std::optional<int64_t> iters;  // nullopt: adaptive
+  bool samples = false;
+};
+
+// Adaptive iteration count: at least kMinIters and kMinSeconds of timed runs, or, for a slow
+// module, kFewIters once kMaxSeconds have passed.
+constexpr int64_t kMinIters = 10;
+constexpr double kMinSeconds = 1.0;
+constexpr int64_t kFewIters = 3;
+constexpr double kMaxSeconds = 10.0;
+constexpr int64_t kMaxIters = 10000;
+
+// One timed call of the module on inputs that are already in place.
+using Call = std::function<Status()>;
+
+// CPU seconds (user + system) this process has used so far, over all its threads.
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
+
+struct Timings {
+  std::vector<double> ms;  // wall time of each timed call
+  double cpu_ms = 0;       // CPU time of all threads over the timed calls (less load-dependent)
+};
+
+StatusOr<Timings> Time(const BenchRunFlags& f, const Call& call) {
+  for (int64_t i = 0; i < f.warmup; ++i) XS_RETURN_IF_ERROR(call());
+  Timings out;
+  std::vector<double>& ms = out.ms;
+  const double cpu_start = ProcessCpuSeconds();
+  double total = 0;
+  for (int64_t i = 0;; ++i) {
+    if (f.iters) {
+      if (i >= *f.iters) break;
+    } else if ((i >= kMinIters && total >= kMinSeconds) || (i >= kFewIters && total >= kMaxSeconds) ||
+               i >= kMaxIters) {
+      break;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    XS_RETURN_IF_ERROR(call());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    total += s;
+    ms.push_back(s * 1e3);
+  }
+  out.cpu_ms = (ProcessCpuSeconds() - cpu_start) * 1e3;
+  return out;
+}
+
+// numpy.percentile's default (linear interpolation between the closest ranks) on sorted values.
+double Percentile(const std::vector<double>& sorted, double q) {
+  const double rank = q / 100.0 * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(rank));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (rank - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+// Seed 004's latency report (mean, median, stdev, min, max, p95, p99 in ms), then median_ms=.
+void PrintStats(const BenchRunFlags& f, const std::string& what, const Timings& timings) {
+  const std::vector<double>& ms = timings.ms;
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  const double n = static_cast<double>(ms.size());
+  double mean = 0;
+  for (double t : ms) mean += t / n;
+  double var = 0;
+  for (double t : ms) var += (t - mean) * (t - mean);
+  const double stdev = ms.size() > 1 ? std::sqrt(var / (n - 1)) : 0.0;  // statistics.stdev
+  const double median = Percentile(sorted, 50);
+  std::cout << f.run.file << ": " << what << ", " << f.warmup << " warmup, " << ms.size()
+            << " timed iterations\n\nResults:\n";
+  auto row = [](const char* label, double v) {
+    char line[64];
+    std::snprintf(line, sizeof line, "  %-8s%10.3f ms\n", label, v);
+    std::cout << line;
+  };
+  row("Mean:", mean);
+  row("Median:", median);
+  row("Stdev:", stdev);
+  row("Min:", sorted.front());
+  row("Max:", sorted.back());
+  row("P95:", Percentile(sorted, 95));
+  row("P99:", Percentile(sorted, 99));
+  if (f.samples) {
+    std::cout << "samples_ms=";
+    for (size_t i = 0; i < ms.size(); ++i) std::printf("%s%.4f", i ? "," : "", ms[i]);
+    std::fflush(stdout);
+    std::cout << "\n";
+    std::printf("cpu_ms_per_call=%.4f\n", timings.cpu_ms / static_cast<double>(ms.size()));
+    std::fflush(stdout);
+  }
+  char last[64];
+  std::snprintf(last, sizeof last, "median_ms=%.4f\n", median);
+  std::cout << last;
+}
+
+StatusOr<std::unique_ptr<Client>> MakeClient(int64_t n) {
+  ClientOptions options;
+  options.num_devices = n;
+  return Client::Create(options);
+}
+
+SpmdRunOptions SpmdOptions(const RunFlags& f) {
+  SpmdRunOptions options;
+  options.blas_threads = f.blas_threads;
+  return options;
+}
+
+// A global module with shardings: partition once, shard the global inputs once, time RunPlaced.
+Status BenchGlobal(const BenchRunFlags& f, const Module& module) {
+  const int64_t partitions = module.config().num_partitions;
+  int64_t n = partitions > 1 ? partitions : AnnotatedDevices(module);
+  if (f.run.devices) {
+    if (partitions > 1 && *f.run.devices != partitions) {
+      return InvalidArgument(f.run.file, ": the module was lowered for num_partitions=", partitions,
+                             " but --devices ", *f.run.devices, " was given; they must agree");
+    }
+    n = *f.run.devices;
+  }
+  if (!f.run.args_dir.empty()) {
+    return InvalidArgument("--args-dir gives each device's inputs of an SPMD module, but ", f.run.file,
+                           " is a global module with shardings: pass --args a.npy ... or --random-args SEED");
+  }
+  StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(module, n);
+  if (!program.ok()) return Annotate(program.status(), StrCat(f.run.file, ": "));
+  XS_ASSIGN_OR_RETURN(std::optional<int64_t> limit, HostMemoryLimit());
+  if (limit) XS_RETURN_IF_ERROR(Annotate(CheckHostMemory(**program, false, *limit), StrCat(f.run.file, ": ")));
+  XS_ASSIGN_OR_RETURN(std::vector<Array> args,
+                      LoadArguments(f.run, (*program)->argument_shapes(), module.entry()->name()));
+  XS_ASSIGN_OR_RETURN(std::vector<std::vector<Array>> shards, (*program)->ShardArguments(args));
+  args.clear();
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, MakeClient(n));
+  const SpmdRunOptions options = SpmdOptions(f.run);
+  XS_ASSIGN_OR_RETURN(Timings ms, Time(f, [&]() -> Status {
+                        StatusOr<SpmdResult> r = (*program)->RunPlaced(*client, shards, options);
+                        return r.ok() ? OkStatus() : Annotate(r.status(), StrCat(f.run.file, ": "));
+                      }));
+  PrintStats(f, StrCat("global module partitioned for ", n, " devices"), ms);
+  return OkStatus();
+}
+
+// An SPMD module (already partitioned): each device's inputs from --args-dir or --random-args.
+Status BenchSpmd(const BenchRunFlags& f, const Module& module) {
+  const int64_t n = module.config().num_partitions * module.config().replica_count;
+  if (f.run.devices && *f.run.devices != n) {
+    return InvalidArgument(f.run.file, ": the SPMD module runs on ", n, " devices (num_partitions x replica_count) but "
+                           "--devices ", *f.run.devices, " was given; they must agree");
+  }
+  if (!f.run.args.empty()) {
+    return InvalidArgument("--args gives global inputs; ", f.run.file, " is an SPMD module (one program per device): "
+                           "use --args-dir DIR (DIR/dev<d>/arg<i>.npy) or --random-args SEED");
+  }
+  StatusOr<std::unique_ptr<SpmdExecutable>> spmd = SpmdExecutable::Create(module);
+  if (!spmd.ok()) return Annotate(spmd.status(), StrCat(f.run.file, ": "));
+  XS_ASSIGN_OR_RETURN(DeviceAssignment assignment,
+                      DeviceAssignment::Default(module.config().replica_count, module.config().num_partitions, n));
+  const std::vector<Shape>& shapes = (*spmd)->executable().argument_shapes();
+  std::vector<std::vector<Array>> args(n);
+  if (!f.run.args_dir.empty()) {
+    XS_ASSIGN_OR_RETURN(args, ReadDeviceArguments(f.run.args_dir, assignment.LogicalDevices(), shapes));
+  } else if (f.run.random_seed) {
+    args = RandomDeviceArguments(*f.run.random_seed, n, shapes);
+  } else if (!shapes.empty()) {
+    return InvalidArgument("'", module.entry()->name(), "' takes ", shapes.size(), " argument(s) on each device; "
+                           "pass --args-dir DIR (DIR/dev<d>/arg<i>.npy) or --random-args SEED");
+  }
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, MakeClient(n));
+  const SpmdRunOptions options = SpmdOptions(f.run);
+  XS_ASSIGN_OR_RETURN(Timings ms, Time(f, [&]() -> Status {
+                        StatusOr<SpmdResult> r = (*spmd)->Run(*client, args, options);
+                        return r.ok() ? OkStatus() : Annotate(r.status(), StrCat(f.run.file, ": "));
+                      }));
+  PrintStats(f, StrCat("SPMD module on ", n, " devices"), ms);
+  return OkStatus();
+}
+
+// A one-device module.
+Status BenchOneDevice(const BenchRunFlags& f, const Module& module) {
+  if (f.run.devices && *f.run.devices != 1) {
+    return InvalidArgument(f.run.file, ": the module is a one-device program (no shardings, no num_partitions) "
+                           "but --devices ", *f.run.devices, " was given; drop --devices");
+  }
+  if (!f.run.args_dir.empty()) {
+    return InvalidArgument("--args-dir applies to SPMD modules; ", f.run.file, " runs on one device: use --args");
+  }
+  StatusOr<std::unique_ptr<Executable>> exe = Executable::Create(module);
+  if (!exe.ok()) return Annotate(exe.status(), StrCat(f.run.file, ": "));
+  XS_ASSIGN_OR_RETURN(std::vector<Array> args,
+                      LoadArguments(f.run, (*exe)->argument_shapes(), module.entry()->name()));
+  const ExecuteOptions options = OneDeviceOptions(f.run);
+  XS_ASSIGN_OR_RETURN(Timings ms, Time(f, [&]() -> Status {
+                        StatusOr<std::vector<Array>> r = (*exe)->Run(args, options);
+                        return r.ok() ? OkStatus() : Annotate(r.status(), StrCat(f.run.file, ": "));
+                      }));
+  PrintStats(f, "one device", ms);
+  return OkStatus();
+}
+
+Status RunBenchRun(const BenchRunFlags& f) {
+  if (f.warmup < 0) return InvalidArgument("--warmup must be >= 0, got ", f.warmup);
+  if (f.iters && *f.iters < 1) return InvalidArgument("--iters must be >= 1, got ", *f.iters, " (omit it to time adaptively)");
+  if (f.run.devices && *f.run.devices < 1) return InvalidArgument("--devices must be at least 1, got ", *f.run.devices);
+  if (f.run.blas_threads < 0) return InvalidArgument("--blas-threads must be >= 0, got ", f.run.blas_threads);
+  if (!f.run.args.empty() && f.run.random_seed) return InvalidArgument("give either --args or --random-args, not both");
+  if (!f.run.args_dir.empty() && f.run.random_seed) {
+    return InvalidArgument("give either --args-dir or --random-args, not both");
+  }
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, LoadModule(f.run.file));
+  const ModuleConfig& config = module->config();
+  if (NeedsPartitioning(*module)) return BenchGlobal(f, *module);
+  if (config.num_partitions * config.replica_count > 1) return BenchSpmd(f, *module);
+  return BenchOneDevice(f, *module);
+}
+
+}  // namespace
+
+Command AddBenchRunCommand(CLI::App& bench) {
+  auto flags = std::make_shared<BenchRunFlags>();
+  CLI::App* r = bench.add_subcommand(
+      "run",
+      "Time a module like %timeit (or JAX timing a jitted call on sharded arrays): compile it\n"
+      "once (a global module with shardings is partitioned for N devices), place the inputs on\n"
+      "the devices once, run --warmup untimed calls, then time --iters calls of the per-device\n"
+      "execution only. Prints mean, median, stdev, min, max, p95 and p99 in ms, and\n"
+      "median_ms=<t> as the last line.");
+  r->add_option("file", flags->run.file, "HLO text file")->required();
+  r->add_option("--args", flags->run.args, "Global input .npy files, one per parameter leaf");
+  r->add_option("--random-args", flags->run.random_seed, "Random inputs from this seed instead of --args");
+  r->add_option("--args-dir", flags->run.args_dir, "SPMD modules: DIR/dev<d>/arg<i>.npy per device");
+  r->add_option("--devices", flags->run.devices,
+                "Devices to partition a global module for (default: num_partitions, else the\n"
+                "annotations' device count); SPMD modules: must equal num_partitions x replica_count");
+  r->add_option("--warmup", flags->warmup, "Untimed calls first (default 3)");
+  r->add_option("--iters", flags->iters,
+                "Timed calls (default: adaptive, at least 10 calls and 1 s; a slow module stops at\n"
+                "3 calls once 10 s have passed)");
+  r->add_option("--blas-threads", flags->run.blas_threads, "OpenBLAS threads (default: cores / devices)");
+  r->add_flag("--samples", flags->samples,
+              "Also print every timed call (samples_ms=t1,t2,...) and the process's CPU time per\n"
+              "timed call, all threads (cpu_ms_per_call=)");
+  return {r, [flags] { return RunBenchRun(*flags); }};
+}
+
+}  // namespace xs::tools
