@@ -131,6 +131,7 @@ void Fill(const CollectiveCall& call, const OpSpec& spec, CollectiveAlgorithm al
   d.op_name.assign(call.op_name.begin(), call.op_name.end());
   d.group.clear();
   d.source = -1;
+  d.target = -1;
   if (spec.kind == CollectiveKind::kBarrier) {
     for (int64_t r = 0; r < num_ranks; ++r) d.group.push_back(r);
     d.participants_fp = 0;
@@ -144,6 +145,7 @@ void Fill(const CollectiveCall& call, const OpSpec& spec, CollectiveAlgorithm al
     }
     d.participants_fp = spec.pairs->fingerprint();
     d.source = spec.pairs->SourceOf(call.rank);
+    d.target = spec.pairs->TargetOf(call.rank);
   } else {
     const auto g = spec.groups->GroupOf(call.rank);
     d.group.assign(g.begin(), g.end());

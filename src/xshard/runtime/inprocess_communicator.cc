@@ -59,6 +59,8 @@ const std::atomic<uint64_t>& CounterOf(const Slot& s, Counter counter, uint64_t 
       return s.Of(call).step;
     case Counter::kDone:
       return s.Of(call).done;
+    case Counter::kDelivery:
+      return s.Of(call).delivery;
   }
   return s.arrived;
 }
@@ -276,8 +278,11 @@ StatusOr<uint64_t> InProcessCommunicator::Post(const CollectiveCall& call,
     d.in = cs.staging.data();
   }
   cs.step.store(inprocess::StepValue(k, 0), std::memory_order_seq_cst);
+  cs.delivery.store(inprocess::DeliveryValue(k, inprocess::Delivery::kNone),
+                    std::memory_order_seq_cst);
   me.arrived.store(k, std::memory_order_seq_cst);
   s.Ring(d.group);
+  if (inprocess::UsesDelivery(d)) inprocess::PostPermute(s, rank, k);
   return k;
 }
 
@@ -323,6 +328,8 @@ Status InProcessCommunicator::Complete(int64_t rank, uint64_t k) {
     me.scratch.Reserve(static_cast<int64_t>(inprocess::InBytes(d)));
     d.scratch = me.scratch.data();
   }
+
+  if (inprocess::UsesDelivery(d)) return inprocess::CompletePermute(s, rank, k);
 
   inprocess::Exchange x(s, rank, k);
   const auto pos = std::find(d.group.begin(), d.group.end(), rank);

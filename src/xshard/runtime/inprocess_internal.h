@@ -40,6 +40,7 @@ struct Desc {
   uint64_t participants_fp = 0;
   std::vector<int64_t> group;  // the members this rank exchanges with, in group order
   int64_t source = -1;         // collective-permute: the rank this one receives from
+  int64_t target = -1;         // collective-permute: the rank this one sends to
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kDirect;
   ReductionKind reduction = ReductionKind::kSum;
   int dim0 = 0, dim1 = 0;
@@ -66,6 +67,8 @@ constexpr uint64_t kCallDepth = 16;
 struct CallSlot {
   std::atomic<uint64_t> step{0};  // progress inside the call (StepValue)
   std::atomic<uint64_t> done{0};  // the call number once this rank's reads of peer memory ended
+  // Large collective-permutes: DeliveryValue(call, state) of this rank's incoming data.
+  std::atomic<uint64_t> delivery{0};
   Desc desc;
   AlignedBytes staging;
 };
@@ -84,8 +87,14 @@ struct alignas(64) Slot {
   const CallSlot& Of(uint64_t k) const { return call[k % kCallDepth]; }
 };
 
-// Which counter a wait watches: Slot::arrived, or the step / done counter of one call.
-enum class Counter { kArrived, kStep, kDone };
+// Which counter a wait watches: Slot::arrived, or the step / done / delivery counter of one call.
+enum class Counter { kArrived, kStep, kDone, kDelivery };
+
+// CallSlot::delivery states: not yet copied, being copied (claimed), copied.
+enum class Delivery : uint64_t { kNone = 0, kClaimed = 1, kDelivered = 2 };
+inline uint64_t DeliveryValue(uint64_t call, Delivery d) {
+  return (call << 2) | static_cast<uint64_t>(d);
+}
 
 enum class WaitResult { kReady, kAborted, kTimeout, kPeerLeft };
 
@@ -155,6 +164,14 @@ Status CheckLocal(const OpSpec& spec, std::string_view op, int64_t num_ranks, in
 // Fills `d` from the call, including the members this rank waits for and reads from.
 void Fill(const CollectiveCall& call, const OpSpec& spec, CollectiveAlgorithm algorithm,
           int64_t num_ranks, Desc& d);
+
+// Large (not staged) collective-permutes move their data as soon as both ends have posted, on the
+// thread of whichever arrives last, so that an asynchronous permute progresses while the other
+// device computes. PostPermute runs right after this rank published call k; CompletePermute
+// replaces the algorithm and the final wait of Complete (after the agreement checks).
+bool UsesDelivery(const Desc& d);
+void PostPermute(State& s, int64_t rank, uint64_t k);
+Status CompletePermute(State& s, int64_t rank, uint64_t k);
 
 // Bytes of one input array of the call (of each operand for a tuple all-to-all).
 int64_t InBytes(const Desc& d);

@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "xshard/runtime/client.h"
 #include "xshard/runtime/collectives.h"
 #include "xshard/runtime/spmd_executor.h"
@@ -178,6 +181,41 @@ TEST(AsyncCommunicator, StartedCallsFinishOutOfStartOrderWithTheirResults) {
     EXPECT_THAT(summed[r], ElementsAre(row, row)) << r;
   }
   EXPECT_EQ(Doorbell::TimedOutParks() - parks_before, 0);
+}
+
+TEST(AsyncCommunicator, ALargePermuteFinishesWithoutWaitingForItsPeersToFinish) {
+  // 256 KiB per device (not staged): the data moves when both ends have started, on the thread of
+  // whichever started last, so a device's finish does not wait for its peers' finishes.
+  auto client = MakeClient(4, std::chrono::milliseconds(10000));
+  const PermutePairs ring = *PermutePairs::Create({{0, 1}, {1, 2}, {2, 3}, {3, 0}}, 4, "t");
+  std::atomic<int> evens_finished{0};
+  std::vector<int> odd_saw_even_finish(4, -1);
+  std::vector<float> got(4);
+  Status st = client->Run(std::vector<int64_t>{0, 1, 2, 3},
+                          [&](int64_t r, Communicator& comm) -> Status {
+    const int64_t n = 65536;
+    Array x(DType::kF32, {n}), out(DType::kF32, {n});
+    for (int64_t i = 0; i < n; ++i) x.SetDouble(i, static_cast<double>(r * 1000 + i % 100));
+    uint64_t h = 0;
+    CollectiveCall c(r, "cp", 1);
+    c.async_handle = &h;
+    XS_RETURN_IF_ERROR(comm.CollectivePermute(c, ring, ConstBufferView::Of(x), BufferView::Of(out)));
+    if (r % 2 == 0) {
+      // Even devices are busy computing for a while before their -done.
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      XS_RETURN_IF_ERROR(comm.Finish(r, h));
+      evens_finished.fetch_add(1);
+    } else {
+      XS_RETURN_IF_ERROR(comm.Finish(r, h));
+      odd_saw_even_finish[r] = evens_finished.load();
+    }
+    got[r] = static_cast<float>(out.GetDouble(99));
+    return OkStatus();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(odd_saw_even_finish[1], 0);
+  EXPECT_EQ(odd_saw_even_finish[3], 0);
+  for (int64_t r = 0; r < 4; ++r) EXPECT_EQ(got[r], ((r + 3) % 4) * 1000 + 99) << r;
 }
 
 TEST(AsyncCommunicator, ADeviceThatNeverStartsFailsEveryFinishWithinTheTimeout) {
