@@ -242,6 +242,15 @@ ENTRY main {
   ExpectFusedEqualsUnfused(text, {RandomArray(DType::kF32, {64, 300}, rng)}, 2);
 }
 
+TEST(Fusion, ManyThreadsStayExact) {
+  // Fused loops over many threads (more than this machine's cores) stay exact.
+  ChainGen g;
+  g.rng.seed(17);
+  g.dims = {513, 1031};
+  const std::string text = g.Module(30, 3);
+  ExpectFusedEqualsUnfused(text, g.args, 7);
+}
+
 TEST(Fusion, LoopFusionCalleeRunsFused) {
   const std::string text = R"(
 HloModule f
