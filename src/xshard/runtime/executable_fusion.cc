@@ -115,10 +115,15 @@ void RunOp(const FusedLoop& f, const FusedOp& op, std::byte* const* p,
   }
 }
 
-// Elements [begin, end) in tiles with one set of per-thread buffers; `reduced`: the reduce's
-// result (when the loop has one).
+// A chunk of a loop: `rows` runs of `width` elements, run k starting at element first + k * stride.
+struct Runs {
+  int64_t first = 0, stride = 0, rows = 1, width = 0;
+};
+
+// The elements of `runs` in tiles, in order, with one set of per-thread buffers; `reduced`: the
+// reduce's result (when the loop has one).
 void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
-              const std::vector<std::byte*>& outputs, std::byte* reduced, int64_t begin, int64_t end) {
+              const std::vector<std::byte*>& outputs, std::byte* reduced, const Runs& runs) {
   const int64_t buffer_bytes = kFusedTile * f.max_esize;
   const size_t total = static_cast<size_t>(buffer_bytes * f.num_buffers + kFusedTile * 8);
   struct AlignedDelete {
@@ -133,18 +138,21 @@ void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
   }
   const int64_t prologue_n = std::min(kFusedTile, f.count);
   for (const FusedOp& op : f.prologue) RunOp(f, op, p.data(), inputs, 0, prologue_n, iota);
-  for (int64_t off = begin; off < end; off += kFusedTile) {
-    const int64_t n = std::min(kFusedTile, end - off);
-    for (size_t v = 0; v < f.values.size(); ++v) {
-      const FusedValue& fv = f.values[v];
-      if (fv.kind == FusedValueKind::kInput) {
-        p[v] = const_cast<std::byte*>(inputs[fv.input]) + off * fv.esize;
-      } else if (fv.kind == FusedValueKind::kOutput) {
-        p[v] = outputs[fv.output] + off * fv.esize;
+  for (int64_t row = 0; row < runs.rows; ++row) {
+    const int64_t begin = runs.first + row * runs.stride, end = begin + runs.width;
+    for (int64_t off = begin; off < end; off += kFusedTile) {
+      const int64_t n = std::min(kFusedTile, end - off);
+      for (size_t v = 0; v < f.values.size(); ++v) {
+        const FusedValue& fv = f.values[v];
+        if (fv.kind == FusedValueKind::kInput) {
+          p[v] = const_cast<std::byte*>(inputs[fv.input]) + off * fv.esize;
+        } else if (fv.kind == FusedValueKind::kOutput) {
+          p[v] = outputs[fv.output] + off * fv.esize;
+        }
       }
+      for (const FusedOp& op : f.body) RunOp(f, op, p.data(), inputs, off, n, iota);
+      if (f.has_reduce) f.reduce.fn(p[f.reduce.value], reduced, f.dims, f.reduce.ostride, off, n);
     }
-    for (const FusedOp& op : f.body) RunOp(f, op, p.data(), inputs, off, n, iota);
-    if (f.has_reduce) f.reduce.fn(p[f.reduce.value], reduced, f.dims, f.reduce.ostride, off, n);
   }
 }
 
@@ -180,19 +188,39 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
   }
   int threads = ctx.options.intra_op_threads > 0 ? ctx.options.intra_op_threads : kernels::CoreCount();
   if (f.count < kParallelElements) threads = 1;
-  // Chunks of whole tiles; with a reduce, of whole outer rows when the outer dim is kept (each
-  // result element is then combined by one thread, in order), else one chunk.
+  // Chunks of whole tiles. With a reduce, each result element must be combined by one thread in
+  // row-major order: chunks of outer rows when the outer dim is kept, else of columns when the
+  // last dim is kept (every row's slice of those columns, rows in order), else one chunk.
+  const int64_t last = f.dims.back();
   int64_t units = (f.count + kFusedTile - 1) / kFusedTile, unit = kFusedTile;
+  bool columns = false;
   if (f.has_reduce) {
-    units = f.reduce.ostride[0] != 0 ? f.dims[0] : 1;
-    unit = f.count / units;
+    if (f.reduce.ostride[0] != 0) {
+      units = f.dims[0];
+      unit = f.count / units;
+    } else if (f.reduce.ostride.back() != 0 && f.dims.size() > 1) {
+      columns = true;
+      units = (last + 63) / 64;  // column blocks of 64 elements
+      unit = 64;
+    } else {
+      units = 1;
+      unit = f.count;
+    }
   }
   const int64_t chunks = threads <= 1 ? 1 : std::min<int64_t>(units, int64_t{threads} * 4);
   std::byte* reduced_data = reduced ? reduced->data() : nullptr;
   kernels::ParallelFor(chunks, threads, [&](int64_t c) {
-    const int64_t begin = units * c / chunks * unit;
-    const int64_t end = std::min(f.count, units * (c + 1) / chunks * unit);
-    RunChunk(f, inputs, outputs, reduced_data, begin, end);
+    Runs runs;
+    if (columns) {
+      runs.first = units * c / chunks * unit;
+      runs.width = std::min(last, units * (c + 1) / chunks * unit) - runs.first;
+      runs.stride = last;
+      runs.rows = f.count / last;
+    } else {
+      runs.first = units * c / chunks * unit;
+      runs.width = std::min(f.count, units * (c + 1) / chunks * unit) - runs.first;
+    }
+    RunChunk(f, inputs, outputs, reduced_data, runs);
   });
   for (size_t o = 0; o < f.outputs.size(); ++o) {
     frame.slots[f.outputs[o].slot] = OwnedSlot(std::move(out_arrays[o]));

@@ -242,6 +242,15 @@ ENTRY main {
   ExpectFusedEqualsUnfused(text, {RandomArray(DType::kF32, {64, 300}, rng)}, 2);
 }
 
+TEST(Fusion, ManyThreadsStayExact) {
+  // Fused loops over many threads (more than this machine's cores) stay exact.
+  ChainGen g;
+  g.rng.seed(17);
+  g.dims = {513, 1031};
+  const std::string text = g.Module(30, 3);
+  ExpectFusedEqualsUnfused(text, g.args, 7);
+}
+
 TEST(Fusion, LoopFusionCalleeRunsFused) {
   const std::string text = R"(
 HloModule f
@@ -305,8 +314,9 @@ TEST(Fusion, ReduceOfAChainMatchesOpByOpBitwise) {
   };
   const std::vector<Case> cases = {
       {"f32", "300,257", "300", "1", "add", "0", {300, 257}},        // rows: threads split rows
-      {"f32", "300,257", "257", "0", "add", "0", {300, 257}},        // columns: one thread
+      {"f32", "300,257", "257", "0", "add", "0", {300, 257}},        // columns
       {"f32", "3,500,50", "500", "0,2", "maximum", "-inf", {3, 500, 50}},
+      {"f32", "3,200,150", "200,150", "0", "add", "0", {3, 200, 150}},  // threads split columns
       {"bf16", "70,1000", "", "0,1", "add", "0", {70, 1000}},        // bf16 rounds every step
       {"f32", "2,70000", "2", "1", "multiply", "1", {2, 70000}},
       {"s32", "400,300", "400", "1", "minimum", "1000", {400, 300}},

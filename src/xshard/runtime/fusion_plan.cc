@@ -258,6 +258,16 @@ bool TryFuse(std::vector<Step>& steps, const std::unordered_map<const Instructio
 
 }  // namespace
 
+std::vector<int> StepOutputSlots(const Step& step) {
+  std::vector<int> out = {step.out};
+  if (step.fused != nullptr) {
+    for (const FusedOutput& o : step.fused->outputs) {
+      if (o.slot != step.out) out.push_back(o.slot);
+    }
+  }
+  return out;
+}
+
 void FuseElementwiseSteps(std::vector<Step>& steps,
                           const std::unordered_map<const Instruction*, int>& slot,
                           const Instruction* root) {

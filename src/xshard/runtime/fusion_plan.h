@@ -94,6 +94,11 @@ void FuseElementwiseSteps(std::vector<Step>& steps,
                           const std::unordered_map<const Instruction*, int>& slot,
                           const Instruction* root);
 
+// The slots `step` defines: step.out, and for a fused loop with several outputs the others too
+// (for liveness / buffer assignment; a fused loop may also write outputs.back() into operand
+// `donor`'s buffer, like ResultBuffer).
+std::vector<int> StepOutputSlots(const Step& step);
+
 // ---- shared by fusion_plan.cc and fusion_plan_loop.cc ----
 
 // Instructions that become one fused loop.
