@@ -93,6 +93,7 @@ std::byte* ThreadScratch(int64_t bytes) {
 // How one operand reaches the GEMM: optional convert + transpose into scratch, then a strided
 // [batch..., rows, cols] view.
 struct OperandPlan {
+  DType dtype = DType::kF32;  // as stored
   std::vector<int64_t> dims;
   int64_t elements = 0;
   UnaryKernel convert = nullptr;  // to the compute type, same layout
@@ -130,6 +131,7 @@ namespace {
 Status PlanOperand(const Shape& a, DType compute, const std::vector<int64_t>& batch,
                    const std::vector<int64_t>& rows, const std::vector<int64_t>& cols,
                    bool force_copy, int64_t* scratch, OperandPlan* p) {
+  p->dtype = a.dtype();
   p->dims = a.dims();
   p->elements = a.num_elements();
   p->elem_size = DTypeSize(compute);
@@ -453,10 +455,11 @@ Status DotPlan::Run(const std::byte* lhs, const std::byte* rhs, std::byte* out,
 
 StatusOr<Array> DotPlan::Run(const Array& lhs, const Array& rhs) const {
   const Impl& p = *impl_;
-  if (lhs.dims() != p.lhs.dims || rhs.dims() != p.rhs.dims) {
-    return InvalidArgument("dot: operands [", JoinDims(lhs.dims()), "] and [", JoinDims(rhs.dims()),
-                           "] differ from the planned [", JoinDims(p.lhs.dims), "] and [",
-                           JoinDims(p.rhs.dims), "]");
+  if (lhs.dims() != p.lhs.dims || rhs.dims() != p.rhs.dims || lhs.dtype() != p.lhs.dtype ||
+      rhs.dtype() != p.rhs.dtype) {
+    return InvalidArgument("dot: operands ", lhs.shape().ToString(), " and ", rhs.shape().ToString(),
+                           " differ from the planned ", Shape(p.lhs.dtype, p.lhs.dims).ToString(),
+                           " and ", Shape(p.rhs.dtype, p.rhs.dims).ToString());
   }
   Array out(result_);
   XS_RETURN_IF_ERROR(Run(lhs.data(), rhs.data(), out.data()));
