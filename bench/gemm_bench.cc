@@ -134,6 +134,11 @@ BENCHMARK_CAPTURE(BM_XshardDot, bf16_rhs_transposed, DType::kBF16, DType::kBF16,
 BENCHMARK_CAPTURE(BM_OneDnnMatmul, bf16_to_f32, dt::bf16, dt::f32) GEMM_ARGS(2048, 1024, 2048);
 BENCHMARK_CAPTURE(BM_OneDnnMatmul, bf16_to_bf16, dt::bf16, dt::bf16) GEMM_ARGS(2048, 1024, 2048);
 BENCHMARK_CAPTURE(BM_XshardDot, f16, DType::kF16, DType::kF16, false) GEMM_ARGS(2048, 1024, 2048);
+// Per-call overhead on small dots (plan lookup, oneDNN memory objects).
+BENCHMARK_CAPTURE(BM_XshardDot, small_f32, DType::kF32, DType::kF32, false)->Args({64, 64, 64})->UseRealTime();
+BENCHMARK(BM_OpenBlasSgemm)->Args({64, 64, 64})->UseRealTime();
+BENCHMARK_CAPTURE(BM_XshardDot, small_bf16, DType::kBF16, DType::kF32, false)->Args({64, 64, 64})->UseRealTime();
+BENCHMARK_CAPTURE(BM_OneDnnMatmul, small_bf16, dt::bf16, dt::f32)->Args({64, 64, 64})->UseRealTime();
 BENCHMARK_CAPTURE(BM_Transpose, tiled, false)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Transpose, reference, true)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -20,6 +20,11 @@ namespace xs::kernels {
 namespace {
 
 constexpr int64_t kAlign = 64;
+// Multiply-adds per oneDNN call below which a second OpenMP thread does not pay: 2^26 is about
+// 100 us on one AMX core, against a ~30 us wake-up on a quiet machine. On a loaded one an OpenMP
+// barrier waits for the descheduled thread: 512^3 bf16 took 22 ms on 2 threads vs 0.2 ms on 1
+// at load 23 on 2 cores.
+constexpr int64_t kOneDnnWorkPerThread = int64_t{1} << 26;
 
 int64_t AlignUp(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
@@ -88,6 +93,7 @@ std::byte* ThreadScratch(int64_t bytes) {
 // How one operand reaches the GEMM: optional convert + transpose into scratch, then a strided
 // [batch..., rows, cols] view.
 struct OperandPlan {
+  DType dtype = DType::kF32;  // as stored
   std::vector<int64_t> dims;
   int64_t elements = 0;
   UnaryKernel convert = nullptr;  // to the compute type, same layout
@@ -115,6 +121,7 @@ struct DotPlan::Impl {
   UnaryKernel out_convert = nullptr;  // engine result -> result type
   int64_t out_offset = 0;
   std::unique_ptr<OneDnnMatmul> onednn;
+  int64_t onednn_work = 0;  // multiply-adds per oneDNN call
 };
 
 namespace {
@@ -124,6 +131,7 @@ namespace {
 Status PlanOperand(const Shape& a, DType compute, const std::vector<int64_t>& batch,
                    const std::vector<int64_t>& rows, const std::vector<int64_t>& cols,
                    bool force_copy, int64_t* scratch, OperandPlan* p) {
+  p->dtype = a.dtype();
   p->dims = a.dims();
   p->elements = a.num_elements();
   p->elem_size = DTypeSize(compute);
@@ -223,8 +231,13 @@ void NaiveGemm(const DotPlan::Impl& p, const std::byte* a, const std::byte* b, s
 Status RunOne(DotPlan::Engine engine, const DotPlan::Impl& p, const std::byte* a,
               const std::byte* b, std::byte* c) {
   switch (engine) {
-    case DotPlan::Engine::kOneDnn:
-      return p.onednn->Run(a, b, c, BlasThreads());
+    case DotPlan::Engine::kOneDnn: {
+      // A parallel region costs a thread wake-up (~30 us, far more on a loaded machine): small
+      // products run on the calling thread alone (measured 64^3: 0.8 us on 1 thread, 2.8 us on
+      // 2 once warm, milliseconds while the second thread is descheduled).
+      const int64_t threads = std::min<int64_t>(BlasThreads(), 1 + p.onednn_work / kOneDnnWorkPerThread);
+      return p.onednn->Run(a, b, c, static_cast<int>(threads));
+    }
     case DotPlan::Engine::kBlas: {
       auto call = [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -348,9 +361,20 @@ StatusOr<std::shared_ptr<const DotPlan>> DotPlan::Create(const Shape& lhs, const
     if (!mm.ok()) {  // a layout only oneDNN's reference kernel takes: copy the operands dense
       XS_RETURN_IF_ERROR(plan_operands(true));
       mm = make();
+    } else if (*mm && (*mm)->impl().rfind("brg", 0) != 0 && plan_operands(true).ok()) {
+      // oneDNN's fast (brgemm: AMX / AVX512_BF16) kernels take dense or transposed operands but
+      // not every strided view, and fall back to gemm:jit (measured 2048x1024x2048 column half
+      // with ld = 2 n: gemm:jit at ~40 % of brgemm). Copying is O(n^2) against O(n^3) compute.
+      StatusOr<std::unique_ptr<OneDnnMatmul>> dense = make();
+      if (dense.ok() && (*dense)->impl().rfind("brg", 0) == 0) {
+        mm = std::move(dense);
+      } else {
+        XS_RETURN_IF_ERROR(plan_operands(false));
+      }
     }
     if (mm.ok()) {
       p.onednn = std::move(*mm);
+      p.onednn_work = (p.batch_dims.empty() ? 1 : p.batch_dims.back().size) * p.m * p.n * p.k;
     } else {  // no oneDNN bf16 on this CPU: f32 GEMM on converted copies
       engine = Engine::kBlas;
       p.compute = p.out_compute = DType::kF32;
@@ -431,10 +455,11 @@ Status DotPlan::Run(const std::byte* lhs, const std::byte* rhs, std::byte* out,
 
 StatusOr<Array> DotPlan::Run(const Array& lhs, const Array& rhs) const {
   const Impl& p = *impl_;
-  if (lhs.dims() != p.lhs.dims || rhs.dims() != p.rhs.dims) {
-    return InvalidArgument("dot: operands [", JoinDims(lhs.dims()), "] and [", JoinDims(rhs.dims()),
-                           "] differ from the planned [", JoinDims(p.lhs.dims), "] and [",
-                           JoinDims(p.rhs.dims), "]");
+  if (lhs.dims() != p.lhs.dims || rhs.dims() != p.rhs.dims || lhs.dtype() != p.lhs.dtype ||
+      rhs.dtype() != p.rhs.dtype) {
+    return InvalidArgument("dot: operands ", lhs.shape().ToString(), " and ", rhs.shape().ToString(),
+                           " differ from the planned ", Shape(p.lhs.dtype, p.lhs.dims).ToString(),
+                           " and ", Shape(p.rhs.dtype, p.rhs.dims).ToString());
   }
   Array out(result_);
   XS_RETURN_IF_ERROR(Run(lhs.data(), rhs.data(), out.data()));

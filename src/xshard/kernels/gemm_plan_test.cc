@@ -227,8 +227,10 @@ TEST(DotPlan, RejectsMismatchedOperandsAtRun) {
   ASSERT_TRUE(plan.ok());
   auto out = (*plan)->Run(Array::Full(DType::kF32, {2, 4}, 1), Array::Full(DType::kF32, {3, 4}, 1));
   ASSERT_FALSE(out.ok());
-  EXPECT_NE(out.status().message().find("differ from the planned [2,3]"), std::string::npos)
+  EXPECT_NE(out.status().message().find("differ from the planned f32[2,3]"), std::string::npos)
       << out.status().message();
+  auto wrong_type = (*plan)->Run(Array::Full(DType::kF64, {2, 3}, 1), Array::Full(DType::kF32, {3, 4}, 1));
+  EXPECT_FALSE(wrong_type.ok());
   auto twice = DotPlan::Create(Shape(DType::kF32, {3, 3}), Shape(DType::kF32, {3, 3}), Dn({0}, {0}, {0}, {1}), DType::kF32);
   ASSERT_FALSE(twice.ok());
   EXPECT_NE(twice.status().message().find("listed twice"), std::string::npos) << twice.status().message();

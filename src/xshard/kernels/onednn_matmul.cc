@@ -57,34 +57,28 @@ class OmpThreads {
 }  // namespace
 
 struct OneDnnMatmul::State {
+  struct Entry {
+    int threads;
+    std::shared_ptr<const dnnl::matmul::primitive_desc> pd;
+    std::shared_ptr<const dnnl::matmul> prim;
+  };
   dnnl::matmul::desc desc;
   std::mutex mu;
-  std::vector<std::pair<int, std::shared_ptr<dnnl::matmul::primitive_desc>>> pds;
+  std::vector<Entry> entries;
 
   explicit State(dnnl::matmul::desc d) : desc(std::move(d)) {}
 
-  // The primitive descriptor for `threads` (made with that many OpenMP threads current).
-  std::shared_ptr<dnnl::matmul::primitive_desc> Pd(int threads) {
+  // The primitive for `threads`, made (with that many OpenMP threads current) on first use.
+  Entry Get(int threads) {
     std::lock_guard<std::mutex> lock(mu);
-    for (auto& [t, pd] : pds) {
-      if (t == threads) return pd;
+    for (const Entry& e : entries) {
+      if (e.threads == threads) return e;
     }
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    auto pd = std::make_shared<dnnl::matmul::primitive_desc>(desc, attr, Engine());
-    pds.emplace_back(threads, pd);
-    return pd;
-  }
-  std::mutex prim_mu;
-  std::vector<std::pair<int, std::shared_ptr<dnnl::matmul>>> prims;
-  std::shared_ptr<dnnl::matmul> Prim(int threads, const dnnl::matmul::primitive_desc& pd) {
-    std::lock_guard<std::mutex> lock(prim_mu);
-    for (auto& [t, p] : prims) {
-      if (t == threads) return p;
-    }
-    auto p = std::make_shared<dnnl::matmul>(pd);
-    prims.emplace_back(threads, p);
-    return p;
+    auto pd = std::make_shared<const dnnl::matmul::primitive_desc>(desc, attr, Engine());
+    entries.push_back({threads, pd, std::make_shared<const dnnl::matmul>(*pd)});
+    return entries.back();
   }
 };
 
@@ -112,9 +106,7 @@ StatusOr<std::unique_ptr<OneDnnMatmul>> OneDnnMatmul::Create(const OneDnnMatmulS
   std::unique_ptr<OneDnnMatmul> mm(new OneDnnMatmul());
   try {
     mm->state_ = std::make_unique<State>(dnnl::matmul::desc(a, w, o));
-    OmpThreads scope(omp_get_max_threads());
-    auto pd = mm->state_->Pd(omp_get_max_threads());
-    mm->impl_name_ = pd->impl_info_str();
+    mm->impl_name_ = mm->state_->Get(omp_get_max_threads()).pd->impl_info_str();
   } catch (const dnnl::error& e) {
     return Unimplemented("oneDNN matmul ", DTypeName(s.a_type), " x ", DTypeName(s.w_type), " -> ",
                          DTypeName(s.out_type), ": ", e.what());
@@ -130,8 +122,8 @@ Status OneDnnMatmul::Run(const void* a, const void* w, void* out, int threads) c
   if (threads < 1) threads = 1;
   OmpThreads scope(threads);
   try {
-    auto pd = state_->Pd(threads);
-    auto prim = state_->Prim(threads, *pd);
+    const State::Entry e = state_->Get(threads);
+    const dnnl::matmul::primitive_desc* pd = e.pd.get();
     thread_local dnnl::stream stream(Engine());
     dnnl::engine& eng = Engine();
     dnnl::memory am(pd->src_desc(), eng, const_cast<void*>(a));
@@ -139,7 +131,7 @@ Status OneDnnMatmul::Run(const void* a, const void* w, void* out, int threads) c
     dnnl::memory om(pd->dst_desc(), eng, out);
     const dnnl::memory::desc sd = pd->scratchpad_desc();
     dnnl::memory sm(sd, eng, ThreadScratch(sd.get_size() + 64));
-    prim->execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, om},
+    e.prim->execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, om},
                            {DNNL_ARG_SCRATCHPAD, sm}});
     stream.wait();
   } catch (const dnnl::error& e) {
