@@ -130,9 +130,15 @@ XS_UNARY_BENCH(exp, Opcode::kExp, -10.0f, 10.0f)
 XS_UNARY_BENCH(tanh, Opcode::kTanh, -5.0f, 5.0f)
 XS_UNARY_BENCH(logistic, Opcode::kLogistic, -10.0f, 10.0f)
 #undef XS_UNARY_BENCH
-#define XS_BINARY_BENCH(name, op)                                                             \
-  BENCHMARK_CAPTURE(BM_Binary, name##_scalar, op, Path::kScalar)->Arg(kTileBytes)->Arg(kSmall)->Arg(kLarge); \
-  BENCHMARK_CAPTURE(BM_Binary, name##_vector, op, Path::kVector)->Arg(kTileBytes)->Arg(kSmall)->Arg(kLarge);
+#define XS_BINARY_BENCH(name, op)                                                           \
+  BENCHMARK_CAPTURE(BM_Binary, name##_scalar, op, Path::kScalar)                            \
+      ->Arg(kTileBytes)                                                                     \
+      ->Arg(kSmall)                                                                         \
+      ->Arg(kLarge);                                                                        \
+  BENCHMARK_CAPTURE(BM_Binary, name##_vector, op, Path::kVector)                            \
+      ->Arg(kTileBytes)                                                                     \
+      ->Arg(kSmall)                                                                         \
+      ->Arg(kLarge);
 XS_BINARY_BENCH(add, Opcode::kAdd)
 XS_BINARY_BENCH(multiply, Opcode::kMultiply)
 #undef XS_BINARY_BENCH

@@ -69,7 +69,9 @@ void S32ToF32(const std::byte* in, std::byte* out, int64_t n) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   UnaryDriver(d, reinterpret_cast<const int32_t*>(in), reinterpret_cast<float*>(out), n,
-              [&](const int32_t* a, float* o) { hn::StoreU(hn::ConvertTo(d, hn::LoadU(di, a)), d, o); });
+              [&](const int32_t* a, float* o) {
+                hn::StoreU(hn::ConvertTo(d, hn::LoadU(di, a)), d, o);
+              });
 }
 
 // select(pred, t, f) on unsigned lanes of the element's size; a nonzero pred byte picks t.

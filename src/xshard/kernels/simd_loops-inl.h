@@ -97,8 +97,8 @@ HWY_INLINE V ApplyUnary(D d, V x) {
   return r;
 }
 
-// Runs `body(in_offset_ptrs..., out_ptr)` over full vectors, then once more on copies of the
-// tail padded with zeros. `Step(i, src_a, src_b, dst)` processes lanes [i, i + N).
+// Calls step(in, out) (binary: step(a, b, out)) on each full vector of Lanes(d) elements, then
+// once on zero-padded copies of the tail, whose results are copied back.
 template <class S, class O, class D, class Step>
 HWY_INLINE void UnaryDriver(D d, const S* a, O* o, int64_t n, const Step& step) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
