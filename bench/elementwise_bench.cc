@@ -114,6 +114,25 @@ void BM_Chain(benchmark::State& state, Path path) {
   state.SetLabel(path == Path::kScalar ? "scalar" : simd::Table().target);
 }
 
+// One-element calls, as a sort's comparator makes them: compare LT on f32 pairs.
+void BM_CompareOneElement(benchmark::State& state, Path path) {
+  constexpr int64_t kPairs = 4096;
+  Buffer a(kPairs * 4), b(kPairs * 4), out(kPairs);
+  Fill(a.p, kPairs, -4, 4, 1);
+  Fill(b.p, kPairs, -4, 4, 2);
+  BinaryKernel k =
+      path == Path::kScalar
+          ? internal::LookupCompare(ComparisonDirection::kLt, ComparisonType::kNone, DType::kF32)->fast
+          : *FindCompareKernel(ComparisonDirection::kLt, ComparisonType::kNone, DType::kF32);
+  for (auto _ : state) {
+    for (int64_t i = 0; i < kPairs; ++i) k(a.p + i * 4, b.p + i * 4, out.p + i, 1);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * kPairs);
+}
+BENCHMARK_CAPTURE(BM_CompareOneElement, scalar, Path::kScalar);
+BENCHMARK_CAPTURE(BM_CompareOneElement, vector, Path::kVector);
+
 constexpr int64_t kTileBytes = int64_t{16} << 10;
 constexpr int64_t kSmall = int64_t{1} << 20, kLarge = int64_t{64} << 20;
 
@@ -130,9 +149,15 @@ XS_UNARY_BENCH(exp, Opcode::kExp, -10.0f, 10.0f)
 XS_UNARY_BENCH(tanh, Opcode::kTanh, -5.0f, 5.0f)
 XS_UNARY_BENCH(logistic, Opcode::kLogistic, -10.0f, 10.0f)
 #undef XS_UNARY_BENCH
-#define XS_BINARY_BENCH(name, op)                                                             \
-  BENCHMARK_CAPTURE(BM_Binary, name##_scalar, op, Path::kScalar)->Arg(kTileBytes)->Arg(kSmall)->Arg(kLarge); \
-  BENCHMARK_CAPTURE(BM_Binary, name##_vector, op, Path::kVector)->Arg(kTileBytes)->Arg(kSmall)->Arg(kLarge);
+#define XS_BINARY_BENCH(name, op)                                                           \
+  BENCHMARK_CAPTURE(BM_Binary, name##_scalar, op, Path::kScalar)                            \
+      ->Arg(kTileBytes)                                                                     \
+      ->Arg(kSmall)                                                                         \
+      ->Arg(kLarge);                                                                        \
+  BENCHMARK_CAPTURE(BM_Binary, name##_vector, op, Path::kVector)                            \
+      ->Arg(kTileBytes)                                                                     \
+      ->Arg(kSmall)                                                                         \
+      ->Arg(kLarge);
 XS_BINARY_BENCH(add, Opcode::kAdd)
 XS_BINARY_BENCH(multiply, Opcode::kMultiply)
 #undef XS_BINARY_BENCH

@@ -25,7 +25,9 @@ enum class UOp : int {
 // Binary ops with vector kernels (all bit-exact: IEEE ops, XLA's NaN / signed-zero max / min).
 enum class BOp : int { kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum, kCount };
 // Converts with vector kernels (bit-exact against ConvertScalar).
-enum class CvtOp : int { kF32ToBF16, kBF16ToF32, kF32ToF16, kF16ToF32, kF32ToS32, kS32ToF32, kCount };
+enum class CvtOp : int {
+  kF32ToBF16, kBF16ToF32, kF32ToF16, kF16ToF32, kF32ToS32, kS32ToF32, kCount
+};
 
 struct KernelTable {
   UnaryKernel unary[static_cast<int>(UOp::kCount)][static_cast<int>(FType::kCount)] = {};

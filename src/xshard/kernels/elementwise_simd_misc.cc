@@ -1,5 +1,6 @@
 // Vector compare (FLOAT, -> pred bytes), convert (f32 <-> bf16 / f16 / s32), select and clamp
-// kernels, one copy per Highway target; all bit-exact against the scalar kernels.
+// kernels, one copy per Highway target; all bit-exact against the scalar kernels, so the tails
+// (and short calls: a sort compares one pair at a time) run the scalar rule.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "xshard/kernels/elementwise_simd_misc.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -8,6 +9,7 @@
 
 #include "hwy/highway.h"
 #include "xshard/kernels/elementwise_simd.h"
+#include "xshard/kernels/scalar_ops.h"
 #include "xshard/kernels/simd_loops-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -32,20 +34,32 @@ void CompareLoop(const std::byte* in_a, const std::byte* in_b, std::byte* out, i
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   const hn::Rebind<uint8_t, decltype(d)> du8;
-  BinaryDriver(d, reinterpret_cast<const S*>(in_a), reinterpret_cast<const S*>(in_b),
-               reinterpret_cast<uint8_t*>(out), n, [&](const S* a, const S* b, uint8_t* o) {
-                 const auto m = CompareVec<Dir>(Io<S>::Load(d, a), Io<S>::Load(d, b));
-                 const auto ones = hn::IfThenElseZero(hn::RebindMask(di, m), hn::Set(di, 1));
-                 hn::StoreU(hn::DemoteTo(du8, ones), du8, o);
-               });
+  BinaryDriver(
+      d, reinterpret_cast<const S*>(in_a), reinterpret_cast<const S*>(in_b),
+      reinterpret_cast<uint8_t*>(out), n,
+      [&](const S* a, const S* b, uint8_t* o) {
+        const auto m = CompareVec<Dir>(Io<S>::Load(d, a), Io<S>::Load(d, b));
+        const auto ones = hn::IfThenElseZero(hn::RebindMask(di, m), hn::Set(di, 1));
+        hn::StoreU(hn::DemoteTo(du8, ones), du8, o);
+      },
+      [](const S* a, const S* b, uint8_t* o, int64_t m) {
+        for (int64_t i = 0; i < m; ++i) o[i] = ops::CompareValues<Dir>(ToCompute(a[i]), ToCompute(b[i]));
+      });
+}
+
+template <class From, class To>
+void ScalarConvertTail(const From* a, To* o, int64_t m) {
+  for (int64_t i = 0; i < m; ++i) o[i] = ConvertScalar<To>(a[i]);
 }
 
 // Storage-to-storage conversion through f32 lanes.
 template <class From, class To>
 void ConvertViaF32(const std::byte* in, std::byte* out, int64_t n) {
   const hn::ScalableTag<float> d;
-  UnaryDriver(d, reinterpret_cast<const From*>(in), reinterpret_cast<To*>(out), n,
-              [d](const From* a, To* o) { Io<To>::Store(Io<From>::Load(d, a), d, o); });
+  UnaryDriver(
+      d, reinterpret_cast<const From*>(in), reinterpret_cast<To*>(out), n,
+      [d](const From* a, To* o) { Io<To>::Store(Io<From>::Load(d, a), d, o); },
+      ScalarConvertTail<From, To>);
 }
 
 // f32 -> s32 as ConvertScalar: truncate, saturate at the s32 range, NaN -> 0.
@@ -62,14 +76,18 @@ void F32ToS32(const std::byte* in, std::byte* out, int64_t n) {
                 r = hn::IfThenElse(lo, hn::Set(di, std::numeric_limits<int32_t>::min()), r);
                 r = hn::IfThenZeroElse(hn::RebindMask(di, hn::IsNaN(v)), r);
                 hn::StoreU(r, di, o);
-              });
+              },
+              ScalarConvertTail<float, int32_t>);
 }
 
 void S32ToF32(const std::byte* in, std::byte* out, int64_t n) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   UnaryDriver(d, reinterpret_cast<const int32_t*>(in), reinterpret_cast<float*>(out), n,
-              [&](const int32_t* a, float* o) { hn::StoreU(hn::ConvertTo(d, hn::LoadU(di, a)), d, o); });
+              [&](const int32_t* a, float* o) {
+                hn::StoreU(hn::ConvertTo(d, hn::LoadU(di, a)), d, o);
+              },
+              ScalarConvertTail<int32_t, float>);
 }
 
 // select(pred, t, f) on unsigned lanes of the element's size; a nonzero pred byte picks t.
@@ -98,33 +116,28 @@ void SelectLoop(const std::byte* p, const std::byte* t, const std::byte* f, std:
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
   for (; i + lanes <= n; i += lanes) step(pv + i, tv + i, fv + i, o + i);
-  if (i < n) {
-    HWY_ALIGN uint8_t pb[kMaxLanes] = {};
-    HWY_ALIGN U ab[kMaxLanes] = {}, bb[kMaxLanes] = {}, ob[kMaxLanes] = {};
-    const size_t m = static_cast<size_t>(n - i);
-    std::memcpy(pb, pv + i, m);
-    std::memcpy(ab, tv + i, m * sizeof(U));
-    std::memcpy(bb, fv + i, m * sizeof(U));
-    step(pb, ab, bb, ob);
-    std::memcpy(o + i, ob, m * sizeof(U));
-  }
+  for (; i < n; ++i) o[i] = pv[i] != 0 ? tv[i] : fv[i];
 }
 
-// Runs step(a, b, c, out) over lanes-sized pieces, the tail on zero-padded copies.
+// The scalar clamp rule (the tails): the NaN operand, else min(hi, max(x, lo)) with std::min /
+// std::max tie-breaking; the chosen operand's bits are stored.
+template <class S>
+HWY_INLINE S ScalarClamp(S lo, S x, S hi) {
+  const auto l = ToCompute(lo), v = ToCompute(x), h = ToCompute(hi);
+  if (std::isnan(l)) return lo;
+  if (std::isnan(v)) return x;
+  if (std::isnan(h)) return hi;
+  const S m = v < l ? lo : x;
+  return ToCompute(m) < h ? m : hi;
+}
+
+// Runs step(a, b, c, out) over lanes-sized pieces and ScalarClamp over the tail.
 template <class S, class Step>
 HWY_INLINE void TernaryDriver(int64_t lanes, const S* a, const S* b, const S* c, S* o, int64_t n,
                               const Step& step) {
   int64_t i = 0;
   for (; i + lanes <= n; i += lanes) step(a + i, b + i, c + i, o + i);
-  if (i < n) {
-    HWY_ALIGN S ab[kMaxLanes] = {}, bb[kMaxLanes] = {}, cb[kMaxLanes] = {}, ob[kMaxLanes] = {};
-    const size_t m = static_cast<size_t>(n - i);
-    std::memcpy(ab, a + i, m * sizeof(S));
-    std::memcpy(bb, b + i, m * sizeof(S));
-    std::memcpy(cb, c + i, m * sizeof(S));
-    step(ab, bb, cb, ob);
-    std::memcpy(o + i, ob, m * sizeof(S));
-  }
+  for (; i < n; ++i) o[i] = ScalarClamp(a[i], b[i], c[i]);
 }
 
 // clamp(lo, x, hi) = min(hi, max(x, lo)) as std::min / std::max order them (ties keep x, then

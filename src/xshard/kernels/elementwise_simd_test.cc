@@ -40,7 +40,12 @@ int64_t Key(DType t, const std::byte* p) {
   switch (DTypeSize(t)) {
     case 2: { uint16_t b; std::memcpy(&b, p, 2); bits = b & 0x7fff; sign_bit = b >> 15; break; }
     case 4: { uint32_t b; std::memcpy(&b, p, 4); bits = b & 0x7fffffff; sign_bit = b >> 31; break; }
-    default: { uint64_t b; std::memcpy(&b, p, 8); bits = int64_t(b & 0x7fffffffffffffffULL); sign_bit = int64_t(b >> 63); }
+    default: {
+      uint64_t b;
+      std::memcpy(&b, p, 8);
+      bits = int64_t(b & 0x7fffffffffffffffULL);
+      sign_bit = int64_t(b >> 63);
+    }
   }
   return sign_bit ? -bits - 1 : bits;
 }
@@ -56,7 +61,8 @@ int64_t MaxUlp(const Array& a, const Array& b, int64_t* worst) {
       continue;
     }
     if ((std::isinf(x) || std::isinf(y)) && x != y) { *worst = i; return -1; }
-    const int64_t d = std::abs(Key(a.dtype(), a.data() + i * size) - Key(a.dtype(), b.data() + i * size));
+    const int64_t d =
+        std::abs(Key(a.dtype(), a.data() + i * size) - Key(a.dtype(), b.data() + i * size));
     if (d > max_ulp) { max_ulp = d; *worst = i; }
   }
   return max_ulp;
@@ -157,7 +163,10 @@ TEST_P(SimdKernels, BinaryOpsAreExactIncludingNaNAndSignedZeros) {
   std::vector<double> a, b;
   for (double x : special) for (double y : special) { a.push_back(x); b.push_back(y); }
   std::uniform_real_distribution<double> uni(-100, 100);
-  for (int i = 0; i < 2000; ++i) { a.push_back(uni(rng)); b.push_back(i % 7 == 0 ? a.back() : uni(rng)); }
+  for (int i = 0; i < 2000; ++i) {
+    a.push_back(uni(rng));
+    b.push_back(i % 7 == 0 ? a.back() : uni(rng));
+  }
   const Opcode ops[] = {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply, Opcode::kDivide,
                         Opcode::kMaximum, Opcode::kMinimum};
   for (Opcode op : ops) {
@@ -207,7 +216,8 @@ TEST_P(SimdKernels, CompareSelectClampAndConvertAreExact) {
         k(x.data() + i * DTypeSize(t), out.data() + i * DTypeSize(to), len);
       });
       int64_t worst = 0;
-      EXPECT_EQ(MaxUlp(out, ref, &worst), 0) << DTypeName(t) << " -> " << DTypeName(to) << " at " << x.GetDouble(worst);
+      EXPECT_EQ(MaxUlp(out, ref, &worst), 0)
+          << DTypeName(t) << " -> " << DTypeName(to) << " at " << x.GetDouble(worst);
     }
     if (simd::FindClamp(t) != nullptr) {
       const Array h = Make(t, std::vector<double>(a.rbegin(), a.rend()));
@@ -221,7 +231,8 @@ TEST_P(SimdKernels, CompareSelectClampAndConvertAreExact) {
       for (int64_t i = 0; i < n; ++i) {
         const double l = x.GetDouble(i), v = y.GetDouble(i), hi = h.GetDouble(i);
         const double want = std::min(hi, std::max(v, l)), got = out.GetDouble(i);
-        const Array* nan_src = std::isnan(l) ? &x : std::isnan(v) ? &y : std::isnan(hi) ? &h : nullptr;
+        const Array* nan_src =
+            std::isnan(l) ? &x : std::isnan(v) ? &y : std::isnan(hi) ? &h : nullptr;
         if (nan_src != nullptr) {
           EXPECT_EQ(std::memcmp(out.data() + i * s, nan_src->data() + i * s, s), 0)
               << "clamp " << DTypeName(t) << " NaN bits at " << i;
@@ -244,7 +255,8 @@ TEST_P(SimdKernels, CompareSelectClampAndConvertAreExact) {
       k(p.data() + i, on_true.data() + i * s, on_false.data() + i * s, out.data() + i * s, len);
     });
     for (int64_t i = 0; i < n; ++i) {
-      std::memcpy(want.data() + i * s, (p[i] != std::byte{0} ? on_true : on_false).data() + i * s, s);
+      const auto& src = p[i] != std::byte{0} ? on_true : on_false;
+      std::memcpy(want.data() + i * s, src.data() + i * s, s);
     }
     EXPECT_EQ(out, want) << "select " << DTypeName(t);
   }
@@ -256,6 +268,33 @@ INSTANTIATE_TEST_SUITE_P(AllTargets, SimdKernels, testing::ValuesIn(Targets()),
                          [](const testing::TestParamInfo<int64_t>& info) {
                            return simd::TargetName(info.param);
                          });
+
+// Results of >= 4 MiB at a vector-aligned address are written with streaming stores; the same
+// array from element 1 (misaligned) takes the ordinary path. Both must match the reference.
+TEST(SimdDispatch, LargeArraysMatchOnTheStreamingAndTheOrdinaryPath) {
+  const int64_t n = (int64_t{5} << 20) / 4 + 3;
+  std::vector<double> v(n), w(n);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> uni(-20, 20);
+  for (int64_t i = 0; i < n; ++i) { v[i] = uni(rng); w[i] = uni(rng); }
+  const Array x = Make(DType::kF32, v), y = Make(DType::kF32, w);
+  for (int64_t offset : {0, 1}) {
+    const Array exp_ref = *UnaryReference(Opcode::kExp, x);
+    const Array add_ref = *BinaryReference(Opcode::kAdd, x, y);
+    Array exp_out(x.shape()), add_out(x.shape());
+    UnaryKernel exp = *FindUnaryKernel(Opcode::kExp, DType::kF32);
+    BinaryKernel add = *FindBinaryKernel(Opcode::kAdd, DType::kF32);
+    exp(x.data() + offset * 4, exp_out.data() + offset * 4, n - offset);
+    add(x.data() + offset * 4, y.data() + offset * 4, add_out.data() + offset * 4, n - offset);
+    if (offset == 1) {  // element 0 was not computed
+      std::memcpy(exp_out.data(), exp_ref.data(), 4);
+      std::memcpy(add_out.data(), add_ref.data(), 4);
+    }
+    int64_t worst = 0;
+    EXPECT_LE(MaxUlp(exp_out, exp_ref, &worst), kUlpBound.at(Opcode::kExp)) << "offset " << offset;
+    EXPECT_EQ(MaxUlp(add_out, add_ref, &worst), 0) << "offset " << offset;
+  }
+}
 
 TEST(SimdDispatch, BestTargetHasVectorKernelsForTheHotOps) {
   const simd::KernelTable& t = simd::Table();

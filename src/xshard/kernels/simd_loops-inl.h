@@ -17,6 +17,7 @@
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "xshard/core/dtype.h"
+#include "xshard/kernels/numeric.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace xs::kernels::simd::HWY_NAMESPACE {
@@ -97,35 +98,39 @@ HWY_INLINE V ApplyUnary(D d, V x) {
   return r;
 }
 
-// Runs `body(in_offset_ptrs..., out_ptr)` over full vectors, then once more on copies of the
-// tail padded with zeros. `Step(i, src_a, src_b, dst)` processes lanes [i, i + N).
-template <class S, class O, class D, class Step>
-HWY_INLINE void UnaryDriver(D d, const S* a, O* o, int64_t n, const Step& step) {
+// Calls step(in, out) (binary: step(a, b, out)) on each full vector of Lanes(d) elements and
+// tail(in, out, m) (binary: tail(a, b, out, m)) on the m < Lanes(d) elements left.
+template <class S, class O, class D, class Step, class Tail>
+HWY_INLINE void UnaryDriver(D d, const S* a, O* o, int64_t n, const Step& step, const Tail& tail) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
   for (; i + lanes <= n; i += lanes) step(a + i, o + i);
-  if (i < n) {
-    HWY_ALIGN S ib[kMaxLanes] = {};
-    HWY_ALIGN O ob[kMaxLanes] = {};
-    std::memcpy(ib, a + i, static_cast<size_t>(n - i) * sizeof(S));
-    step(ib, ob);
-    std::memcpy(o + i, ob, static_cast<size_t>(n - i) * sizeof(O));
-  }
+  if (i < n) tail(a + i, o + i, n - i);
 }
-template <class S, class O, class D, class Step>
-HWY_INLINE void BinaryDriver(D d, const S* a, const S* b, O* o, int64_t n, const Step& step) {
+template <class S, class O, class D, class Step, class Tail>
+HWY_INLINE void BinaryDriver(D d, const S* a, const S* b, O* o, int64_t n, const Step& step,
+                             const Tail& tail) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
   for (; i + lanes <= n; i += lanes) step(a + i, b + i, o + i);
-  if (i < n) {
-    HWY_ALIGN S ia[kMaxLanes] = {};
-    HWY_ALIGN S ib[kMaxLanes] = {};
-    HWY_ALIGN O ob[kMaxLanes] = {};
-    std::memcpy(ia, a + i, static_cast<size_t>(n - i) * sizeof(S));
-    std::memcpy(ib, b + i, static_cast<size_t>(n - i) * sizeof(S));
-    step(ia, ib, ob);
-    std::memcpy(o + i, ob, static_cast<size_t>(n - i) * sizeof(O));
-  }
+  if (i < n) tail(a + i, b + i, o + i, n - i);
+}
+
+// A tail that runs `step` once on zero-padded copies of the m elements, so that they go through
+// the same vector code as the rest (used where the vector op is not bit-identical to the scalar
+// one: the transcendentals).
+template <class D, class Step>
+HWY_INLINE auto PaddedUnaryTail(D, const Step& step) {
+  return [&step](const auto* a, auto* o, int64_t m) {
+    using S = std::remove_cv_t<std::remove_pointer_t<decltype(a)>>;
+    using O = std::remove_pointer_t<decltype(o)>;
+    constexpr size_t kLanes = hn::MaxLanes(D());
+    HWY_ALIGN S ib[kLanes] = {};
+    HWY_ALIGN O ob[kLanes];
+    std::memcpy(ib, a, static_cast<size_t>(m) * sizeof(S));
+    step(ib, ob);
+    std::memcpy(o, ob, static_cast<size_t>(m) * sizeof(O));
+  };
 }
 
 // True when a float / double result of n elements should bypass the cache.
@@ -145,18 +150,23 @@ void UnaryLoop(const std::byte* in, std::byte* out, int64_t n) {
   if constexpr (std::is_same_v<S, C>) {
     if (UseStream(d, o, n)) {
       const int64_t full = n / static_cast<int64_t>(hn::Lanes(d)) * hn::Lanes(d);
-      UnaryDriver(d, a, o, full, [d](const S* x, S* y) {
-        hn::Stream(ApplyUnary<Op>(d, hn::LoadU(d, x)), d, y);
-      });
+      auto step = [d](const S* x, S* y) { hn::Stream(ApplyUnary<Op>(d, hn::LoadU(d, x)), d, y); };
+      UnaryDriver(d, a, o, full, step, PaddedUnaryTail(d, step));
       hwy::FlushStream();
       a += full;
       o += full;
       n -= full;
     }
   }
-  UnaryDriver(d, a, o, n, [d](const S* x, S* y) {
-    Io<S>::Store(ApplyUnary<Op>(d, Io<S>::Load(d, x)), d, y);
-  });
+  auto step = [d](const S* x, S* y) { Io<S>::Store(ApplyUnary<Op>(d, Io<S>::Load(d, x)), d, y); };
+  UnaryDriver(d, a, o, n, step, PaddedUnaryTail(d, step));
+}
+
+// The binary ops are bit-exact, so tails (and short calls, e.g. one element from a sort) take
+// the scalar op: no padding copies.
+template <class Op, class S>
+void ScalarBinaryTail(const S* a, const S* b, S* o, int64_t m) {
+  for (int64_t i = 0; i < m; ++i) o[i] = FromCompute<S>(Op::Scalar(ToCompute(a[i]), ToCompute(b[i])));
 }
 
 template <class Op, class S>
@@ -169,9 +179,12 @@ void BinaryLoop(const std::byte* in_a, const std::byte* in_b, std::byte* out, in
   if constexpr (std::is_same_v<S, C>) {
     if (UseStream(d, o, n)) {
       const int64_t full = n / static_cast<int64_t>(hn::Lanes(d)) * hn::Lanes(d);
-      BinaryDriver(d, a, b, o, full, [d](const S* x, const S* y, S* z) {
-        hn::Stream(Op::Apply(d, hn::LoadU(d, x), hn::LoadU(d, y)), d, z);
-      });
+      BinaryDriver(
+          d, a, b, o, full,
+          [d](const S* x, const S* y, S* z) {
+            hn::Stream(Op::Apply(d, hn::LoadU(d, x), hn::LoadU(d, y)), d, z);
+          },
+          ScalarBinaryTail<Op, S>);
       hwy::FlushStream();
       a += full;
       b += full;
@@ -179,9 +192,12 @@ void BinaryLoop(const std::byte* in_a, const std::byte* in_b, std::byte* out, in
       n -= full;
     }
   }
-  BinaryDriver(d, a, b, o, n, [d](const S* x, const S* y, S* z) {
-    Io<S>::Store(Op::Apply(d, Io<S>::Load(d, x), Io<S>::Load(d, y)), d, z);
-  });
+  BinaryDriver(
+      d, a, b, o, n,
+      [d](const S* x, const S* y, S* z) {
+        Io<S>::Store(Op::Apply(d, Io<S>::Load(d, x), Io<S>::Load(d, y)), d, z);
+      },
+      ScalarBinaryTail<Op, S>);
 }
 
 }  // namespace xs::kernels::simd::HWY_NAMESPACE

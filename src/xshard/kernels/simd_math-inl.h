@@ -193,19 +193,24 @@ XS_DOMAIN_UNARY_(VSinh, Sinh, Sinh, hn::Not(hn::Le(hn::Abs(x), MaxExpArg(d))))
 
 // ---- binary (bit-exact) ----
 struct VAdd {
+  template <class T> static T Scalar(T a, T b) { return ops::Add::Apply(a, b); }
   template <class D, class V> static V Apply(D, V a, V b) { return hn::Add(a, b); }
 };
 struct VSubtract {
+  template <class T> static T Scalar(T a, T b) { return ops::Subtract::Apply(a, b); }
   template <class D, class V> static V Apply(D, V a, V b) { return hn::Sub(a, b); }
 };
 struct VMultiply {
+  template <class T> static T Scalar(T a, T b) { return ops::Multiply::Apply(a, b); }
   template <class D, class V> static V Apply(D, V a, V b) { return hn::Mul(a, b); }
 };
 struct VDivide {
+  template <class T> static T Scalar(T a, T b) { return ops::Divide::Apply(a, b); }
   template <class D, class V> static V Apply(D, V a, V b) { return hn::Div(a, b); }
 };
 // A NaN operand wins (a's first); equal values pick by sign so that max(-0, +0) = +0.
 struct VMaximum {
+  template <class T> static T Scalar(T a, T b) { return ops::Maximum::Apply(a, b); }
   template <class D, class V> static V Apply(D d, V a, V b) {
     const auto take_b = hn::Or(hn::Gt(b, a), hn::And(hn::Eq(a, b), SignBitSet(d, a)));
     const V r = hn::IfThenElse(hn::IsNaN(b), b, hn::IfThenElse(take_b, b, a));
@@ -213,6 +218,7 @@ struct VMaximum {
   }
 };
 struct VMinimum {
+  template <class T> static T Scalar(T a, T b) { return ops::Minimum::Apply(a, b); }
   template <class D, class V> static V Apply(D d, V a, V b) {
     const auto take_b = hn::Or(hn::Lt(b, a), hn::AndNot(SignBitSet(d, a), hn::Eq(a, b)));
     const V r = hn::IfThenElse(hn::IsNaN(b), b, hn::IfThenElse(take_b, b, a));
