@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Generates tests/data/shardy: shard_map programs lowered by JAX with its default (Shardy)
+settings, their inputs (by formula, saved as NAME.argI.npy) and JAX's outputs (NAME.outI.npy).
+
+Run: XLA_FLAGS=--xla_force_host_platform_device_count=8 /tmp/jaxvenv/bin/python \
+       tests/tools/gen_shardy_shard_map.py tests/data/shardy  [--gspmd DIR]
+--gspmd also writes the same programs lowered with jax_use_shardy_partitioner=False (reference).
+"""
+import os
+import sys
+
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+import numpy as np
+import jax
+import jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+try:
+    from jax import shard_map
+except ImportError:  # older JAX
+    from jax.experimental.shard_map import shard_map
+
+
+def arr(shape, k=0):
+    n = int(np.prod(shape))
+    return ((np.arange(n, dtype=np.float32) * 0.25 + k) % 7.0 - 3.0).reshape(shape).astype(np.float32)
+
+
+def cases():
+    devs = np.array(jax.devices()[:8])
+    m1 = Mesh(devs, ("x",))
+    m2 = Mesh(devs.reshape(2, 4), ("x", "y"))
+    out = []
+
+    # psum over one axis.
+    def psum_f(a):
+        return shard_map(lambda v: jax.lax.psum(v * 2.0, "x"), mesh=m1, in_specs=P("x", None),
+                         out_specs=P(None, None))(a)
+    out.append(("psum", psum_f, m1, [arr((16, 4))], [P("x", None)], [P()]))
+
+    # all_gather (tiled) along axis 0.
+    def ag_f(a):
+        return shard_map(lambda v: jax.lax.all_gather(v + 1.0, "x", tiled=True), mesh=m1,
+                         in_specs=P("x"), out_specs=P(), check_vma=False)(a)
+    out.append(("all_gather", ag_f, m1, [arr((16, 3), 1)], [P("x")], [P()]))
+
+    # ppermute ring.
+    def ring_f(a):
+        perm = [(i, (i + 1) % 8) for i in range(8)]
+        return shard_map(lambda v: jax.lax.ppermute(v, "x", perm) * 3.0, mesh=m1, in_specs=P("x"),
+                         out_specs=P("x"))(a)
+    out.append(("ppermute_ring", ring_f, m1, [arr((8, 5), 2)], [P("x")], [P("x")]))
+
+    # 2-D mesh, manual over x only, y stays automatic.
+    def partial_f(a, b):
+        def body(u, v):
+            return jax.lax.psum(u * v, "x")
+        return shard_map(body, mesh=m2, in_specs=(P("x", None), P("x", None)), out_specs=P(None, None),
+                         axis_names={"x"})(a, b)
+    out.append(("partial_manual", partial_f, m2, [arr((8, 8), 3), arr((8, 8), 4)],
+                [P("x", "y"), P("x", None)], [P(None, "y")]))
+
+    # 2-D mesh fully manual, specs with None dims and two axes in one dim.
+    def nd_f(a, b):
+        def body(u, v):
+            return u @ v, jax.lax.psum(jnp.sum(u), ("x", "y"))
+        return shard_map(body, mesh=m2, in_specs=(P(("x", "y"), None), P(None, None)),
+                         out_specs=(P(("x", "y"), None), P()))(a, b)
+    out.append(("none_dims", nd_f, m2, [arr((16, 6), 5), arr((6, 4), 6)], [P(("x", "y")), P()],
+                [P(("x", "y")), P()]))
+
+    # shard_map inside a jit with other ops and sharded inputs.
+    def in_jit_f(a, w):
+        h = jnp.tanh(a) + 1.0
+        def body(hh, ww):
+            return jax.lax.psum(hh @ ww, "y")
+        z = shard_map(body, mesh=m2, in_specs=(P("x", "y"), P("y", None)), out_specs=P("x", None))(h, w)
+        return z * 2.0 + 1.0
+    out.append(("in_jit", in_jit_f, m2, [arr((8, 16), 7), arr((16, 4), 8)], [P("x", "y"), P("y", None)],
+                [P("x", None)]))
+    return out
+
+
+def main():
+    outdir = sys.argv[1]
+    gspmd_dir = sys.argv[sys.argv.index("--gspmd") + 1] if "--gspmd" in sys.argv else None
+    os.makedirs(outdir, exist_ok=True)
+    for name, f, mesh, args, in_specs, out_specs in cases():
+        ins = tuple(NamedSharding(mesh, s) for s in in_specs)
+        outs = tuple(NamedSharding(mesh, s) for s in out_specs)
+        outs = outs[0] if len(outs) == 1 else outs
+        jf = jax.jit(f, in_shardings=ins, out_shardings=outs)
+        text = jf.lower(*args).as_text(dialect="hlo")
+        with open(os.path.join(outdir, name + ".hlo"), "w") as fh:
+            fh.write(text)
+        if gspmd_dir:
+            os.makedirs(gspmd_dir, exist_ok=True)
+            jax.config.update("jax_use_shardy_partitioner", False)
+            jg = jax.jit(f, in_shardings=ins, out_shardings=outs)
+            with open(os.path.join(gspmd_dir, name + ".hlo"), "w") as fh:
+                fh.write(jg.lower(*args).as_text(dialect="hlo"))
+            jax.config.update("jax_use_shardy_partitioner", True)
+        res = jf(*args)
+        res = res if isinstance(res, (tuple, list)) else (res,)
+        for i, a in enumerate(args):
+            np.save(os.path.join(outdir, f"{name}.arg{i}.npy"), a)
+        for i, r in enumerate(res):
+            np.save(os.path.join(outdir, f"{name}.out{i}.npy"), np.asarray(r))
+        print(name, [tuple(a.shape) for a in args], "->", [tuple(np.shape(r)) for r in res])
+
+
+if __name__ == "__main__":
+    main()
