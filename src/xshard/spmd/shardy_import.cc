@@ -100,7 +100,13 @@ StatusOr<Boundary> ReadBoundary(const ShardyContext& ctx, const Instruction& ins
     b.mesh = mesh;
     const int rank = static_cast<int>(global_shape.dims().size());
     auto with_name = [&](StatusOr<HloSharding> s) -> StatusOr<HloSharding> {
-      if (!s.ok()) return Status(s.status().code(), StrCat("'", inst.name(), "': ", s.status().message()));
+      if (s.ok()) return s;
+      std::string_view message = s.status().message();
+      constexpr std::string_view kUnsupported = "unsupported: ";
+      const bool unsupported = message.rfind(kUnsupported, 0) == 0;
+      if (unsupported) message.remove_prefix(kUnsupported.size());
+      return Status(s.status().code(),
+                    StrCat(unsupported ? kUnsupported : "", "'", inst.name(), "': ", message));
       return s;
     };
     XS_ASSIGN_OR_RETURN(HloSharding global, with_name(SdyToHloSharding(*mesh, shardings[i], rank)));
