@@ -62,7 +62,23 @@ TEST_P(ShardyProgramTest, MatchesJaxOutputs) {
 
 INSTANTIATE_TEST_SUITE_P(JaxShardMap, ShardyProgramTest,
                          ::testing::Values("psum", "all_gather", "ppermute_ring", "partial_manual", "none_dims",
-                                           "in_jit"));
+                                           "in_jit", "axis_index", "scan", "two_maps", "psum_scatter",
+                                           "all_to_all", "wsc_inside"));
+
+// A shard_map inside another one is refused, never run wrong.
+TEST(ShardyProgramTest, NestedShardMapIsRefusedWithTheFix) {
+  std::ifstream in(kDir / "nested.hlo");
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto module = ParseHloModule(text.str(), "nested.hlo");
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  auto program = ShardedProgram::Compile(**module, 8);
+  ASSERT_FALSE(program.ok());
+  EXPECT_EQ(program.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(program.status().message().find("nested shard_map"), std::string::npos);
+  EXPECT_NE(program.status().message().find("jax_use_shardy_partitioner=False"), std::string::npos);
+}
 
 }  // namespace
 }  // namespace xs
