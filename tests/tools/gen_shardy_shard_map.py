@@ -119,6 +119,14 @@ def cases():
         return shard_map(body, in_specs=P("x"), out_specs=P("x"), axis_names={"x"})(a)
     out.append(("wsc_inside", wsc_f, m2, [arr((8, 8), 14)], [P("x", "y")], [P("x", "y")], True))
 
+    # A mesh whose devices are not in order (sdy mesh with device_ids): a ring over them.
+    m_perm = Mesh(devs[[0, 2, 4, 6, 1, 3, 5, 7]].reshape(2, 4), ("x", "y"))
+    def perm_f(a):
+        def body(v):
+            return jax.lax.ppermute(v, "y", [(i, (i + 1) % 4) for i in range(4)]) + jax.lax.axis_index("x") * 10.0
+        return shard_map(body, mesh=m_perm, in_specs=P("x", "y"), out_specs=P("x", "y"))(a)
+    out.append(("device_order", perm_f, m_perm, [arr((4, 8), 16)], [P("x", "y")], [P("x", "y")]))
+
     # Nested shard_map (x outside, y inside): xshard refuses it (NAME.hlo + JAX's outputs kept).
     def nested_f(a):
         def outer(v):

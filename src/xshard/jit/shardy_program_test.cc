@@ -63,7 +63,7 @@ TEST_P(ShardyProgramTest, MatchesJaxOutputs) {
 INSTANTIATE_TEST_SUITE_P(JaxShardMap, ShardyProgramTest,
                          ::testing::Values("psum", "all_gather", "ppermute_ring", "partial_manual", "none_dims",
                                            "in_jit", "axis_index", "scan", "two_maps", "psum_scatter",
-                                           "all_to_all", "wsc_inside"));
+                                           "all_to_all", "wsc_inside", "device_order"));
 
 // A shard_map inside another one is refused, never run wrong.
 TEST(ShardyProgramTest, NestedShardMapIsRefusedWithTheFix) {

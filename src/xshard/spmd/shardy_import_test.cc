@@ -86,6 +86,18 @@ TEST(SdyToHloShardingTest, ManualShardingsAsJaxsGspmdLoweringWritesThem) {
             "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dims={manual, replicated}}");
 }
 
+TEST(SdyToHloShardingTest, MeshDeviceIdsOrderTheTiles) {
+  // Mesh (a=2, b=2) over devices 3,2,1,0: a's tile 0 is devices {3,2}.
+  SdyMesh mesh{{"a", "b"}, {2, 2}, {3, 2, 1, 0}};
+  StatusOr<HloSharding> h = SdyToHloSharding(mesh, Parse(R"(<@m, [{"a"}]>)"), 1);
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ(h->tile_assignment().devices(), (std::vector<int64_t>{2, 3, 0, 1}));  // groups sorted
+  EXPECT_TRUE(h->ReplicateOnLastTileDim());
+  StatusOr<HloSharding> m = SdyToHloSharding(mesh, Parse(R"(<@m, [{"b"}]>)"), 1, {"a"});
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->tile_assignment().devices(), (std::vector<int64_t>{3, 1, 2, 0}));  // [b=2][a=2]
+}
+
 TEST(SdyToHloShardingTest, Errors) {
   EXPECT_NE(Hlo(Parse(R"(<@mesh, [{"z"}]>)"), 1).find("does not have"), std::string::npos);
   EXPECT_NE(Hlo(Parse(R"(<@mesh, [{"x"}]>)"), 2).find("rank 2"), std::string::npos);
