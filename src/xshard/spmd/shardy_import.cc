@@ -1,6 +1,7 @@
 // ImportShardyManualComputations: JAX's Shardy form of shard_map (xla.sdy.GlobalToLocalShape /
 // LocalToGlobalShape around a call of the body) rewritten into the GSPMD form that the
 // partitioner reads (Sharding + SPMDFullToShardShape / SPMDShardToFullShape, manual body).
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -109,9 +110,20 @@ StatusOr<Boundary> ReadBoundary(const ShardyContext& ctx, const Instruction& ins
                     StrCat(unsupported ? kUnsupported : "", "'", inst.name(), "': ", message));
       return s;
     };
-    XS_ASSIGN_OR_RETURN(HloSharding global, with_name(SdyToHloSharding(*mesh, shardings[i], rank)));
+    // The local value is the global one cut by the manual axes only (Shardy's local type); free
+    // axes a dim names after them are a placement hint that the boundary drops (the value is
+    // resharded around it) rather than a tiled + manual sharding.
+    XS_RETURN_IF_ERROR(with_name(SdyToHloSharding(*mesh, shardings[i], rank, b.manual_axes)).status());
+    SdyTensorSharding manual_only = shardings[i];
+    manual_only.replicated.clear();
+    for (SdyDimSharding& dim : manual_only.dims) {
+      std::erase_if(dim.axes, [&](const std::string& a) {
+        return std::find(b.manual_axes.begin(), b.manual_axes.end(), a) == b.manual_axes.end();
+      });
+    }
+    XS_ASSIGN_OR_RETURN(HloSharding global, with_name(SdyToHloSharding(*mesh, manual_only, rank)));
     XS_ASSIGN_OR_RETURN(HloSharding local,
-                        with_name(SdyToHloSharding(*mesh, shardings[i], rank, b.manual_axes)));
+                        with_name(SdyToHloSharding(*mesh, manual_only, rank, b.manual_axes)));
     b.global.push_back(std::move(global));
     b.local.push_back(std::move(local));
   }

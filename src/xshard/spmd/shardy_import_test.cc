@@ -150,6 +150,23 @@ TEST(ImportShardyTest, RewritesBoundariesAndTheBodyIntoTheGspmdForm) {
   EXPECT_FALSE(in_add->has_sharding());
 }
 
+// A free axis after the manual one in a dim: the boundary reshards to the manual axes only
+// (the partitioner gets no tiled + manual sharding), the local value is cut by 'x' alone.
+TEST(ImportShardyTest, FreeAxesAtABoundaryAreDropped) {
+  std::string text(kPsum);
+  const std::string from = R"([{\"x\", ?}, {?}])";
+  const size_t at = text.find(from);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, from.size(), R"([{\"x\", \"y\"}, {}])");
+  auto module = ParseHloModule(text);
+  ASSERT_TRUE(module.ok()) << module.status().message();
+  ASSERT_TRUE(ImportShardyManualComputations(**module).ok());
+  const Instruction* to_shard = (*module)->entry()->root()->operand(0)->operand(0)->operand(0);
+  ASSERT_EQ(*to_shard->attrs().custom_call_target, "SPMDFullToShardShape");
+  EXPECT_EQ(to_shard->sharding()->ToString(), "{devices=[1,1,2,4]<=[8] last_tile_dims={manual, replicated}}");
+  EXPECT_EQ(to_shard->operand(0)->sharding()->ToString(), "{devices=[2,1,4]<=[8] last_tile_dim_replicate}");
+}
+
 TEST(ImportShardyTest, RefusesOtherSdyTargetsAndLeavesGspmdModulesAlone) {
   auto module = ParseHloModule(R"(HloModule m
 ENTRY main {
