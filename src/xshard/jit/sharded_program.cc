@@ -10,6 +10,7 @@
 #include "xshard/passes/pipeline.h"
 #include "xshard/runtime/client.h"
 #include "xshard/sharding/geometry.h"
+#include "xshard/spmd/shardy_import.h"
 
 namespace xs {
 namespace {
@@ -153,6 +154,7 @@ StatusOr<std::unique_ptr<ShardedProgram>> ShardedProgram::Compile(const Module& 
   std::unique_ptr<ShardedProgram> p(new ShardedProgram());
   p->num_devices_ = num_devices;
   p->global_ = global.Clone();
+  XS_RETURN_IF_ERROR(ImportShardyManualComputations(*p->global_));  // JAX's default shard_map form
   XS_ASSIGN_OR_RETURN(PartitionResult r, Partition(*p->global_, num_devices, options.partition));
   if (options.cleanup) {
     XS_RETURN_IF_ERROR(RunPipeline(*r.module, CleanupPasses()));

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "xshard/propagation/propagation.h"
+#include "xshard/spmd/shardy_import.h"
 #include "xshard/text/parser.h"
 #include "xshard/text/printer.h"
 #include "xshard/tools/cli.h"
@@ -33,6 +34,8 @@ Status RunPropagate(const PropagateFlags& f) {
                       ParseBoolFlag(f.to_parameters, "--to-parameters"));
   XS_ASSIGN_OR_RETURN(options.allow_to_output, ParseBoolFlag(f.to_output, "--to-output"));
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, LoadModule(f.file, /*verify=*/false));
+  // JAX's default shard_map form (xla.sdy custom-calls) as run / partition read it.
+  if (Status s = ImportShardyManualComputations(*module); !s.ok()) return Annotate(s, StrCat(f.file, ": "));
   StatusOr<PropagationResult> result = PropagateShardings(*module, options);
   if (!result.ok()) return Annotate(result.status(), StrCat(f.file, ": "));
   const std::string printed =

@@ -1,0 +1,84 @@
+// End to end: shard_map programs as JAX 0.10 lowers them by default (Shardy), compiled and run on
+// 8 devices, against the outputs JAX computed (tests/data/shardy, tests/tools/gen_shardy_shard_map.py).
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "xshard/core/npy.h"
+#include "xshard/jit/sharded_program.h"
+#include "xshard/runtime/client.h"
+#include "xshard/text/parser.h"
+
+namespace xs {
+namespace {
+
+const std::filesystem::path kDir = std::filesystem::path(XSHARD_SOURCE_DIR) / "tests/data/shardy";
+
+class ShardyProgramTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ShardyProgramTest, MatchesJaxOutputs) {
+  const std::string name = GetParam();
+  std::ifstream in(kDir / (name + ".hlo"));
+  ASSERT_TRUE(in) << name;
+  std::stringstream text;
+  text << in.rdbuf();
+  auto module = ParseHloModule(text.str(), name + ".hlo");
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  auto program = ShardedProgram::Compile(**module, 8);
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  std::vector<Array> args;
+  for (int i = 0; std::filesystem::exists(kDir / (name + ".arg" + std::to_string(i) + ".npy")); ++i) {
+    auto a = ReadNpy((kDir / (name + ".arg" + std::to_string(i) + ".npy")).string());
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    args.push_back(std::move(*a));
+  }
+  ClientOptions options;
+  options.num_devices = 8;
+  auto client = Client::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto result = (*program)->Run(**client, args);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  int outputs = 0;
+  for (int i = 0; std::filesystem::exists(kDir / (name + ".out" + std::to_string(i) + ".npy")); ++i) {
+    auto want = ReadNpy((kDir / (name + ".out" + std::to_string(i) + ".npy")).string());
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    ASSERT_LT(i, static_cast<int>(result->outputs.size()));
+    const Array& got = result->outputs[i];
+    ASSERT_EQ(got.shape().ToString(false), want->shape().ToString(false)) << name << " out" << i;
+    auto g = got.values<float>();
+    auto w = want->values<float>();
+    for (size_t k = 0; k < w.size(); ++k) {
+      ASSERT_NEAR(g[k], w[k], 1e-5 + 1e-5 * std::fabs(w[k])) << name << " out" << i << " element " << k;
+    }
+    ++outputs;
+  }
+  EXPECT_EQ(outputs, static_cast<int>(result->outputs.size()));
+  EXPECT_GT(outputs, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(JaxShardMap, ShardyProgramTest,
+                         ::testing::Values("psum", "all_gather", "ppermute_ring", "partial_manual", "none_dims",
+                                           "in_jit", "axis_index", "scan", "two_maps", "psum_scatter",
+                                           "all_to_all", "wsc_inside", "device_order"));
+
+// A shard_map inside another one is refused, never run wrong.
+TEST(ShardyProgramTest, NestedShardMapIsRefusedWithTheFix) {
+  std::ifstream in(kDir / "nested.hlo");
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto module = ParseHloModule(text.str(), "nested.hlo");
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  auto program = ShardedProgram::Compile(**module, 8);
+  ASSERT_FALSE(program.ok());
+  EXPECT_EQ(program.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(program.status().message().find("nested shard_map"), std::string::npos);
+  EXPECT_NE(program.status().message().find("jax_use_shardy_partitioner=False"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace xs

@@ -1,0 +1,302 @@
+// ImportShardyManualComputations: JAX's Shardy form of shard_map (xla.sdy.GlobalToLocalShape /
+// LocalToGlobalShape around a call of the body) rewritten into the GSPMD form that the
+// partitioner reads (Sharding + SPMDFullToShardShape / SPMDShardToFullShape, manual body).
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "xshard/base/strings.h"
+#include "xshard/ir/computation.h"
+#include "xshard/ir/instruction.h"
+#include "xshard/spmd/shardy_import.h"
+
+namespace xs {
+namespace {
+
+constexpr std::string_view kFix = " (lower with jax_use_shardy_partitioner=False)";
+constexpr std::string_view kPrefix = "xla.sdy.";
+
+bool IsTarget(const Instruction& inst, std::string_view target) {
+  return inst.opcode() == Opcode::kCustomCall && inst.attrs().custom_call_target &&
+         *inst.attrs().custom_call_target == target;
+}
+
+// The value text of `key=` inside a frontend_attributes={...} text: a quoted string (unescaped
+// by the reader) or a balanced {...} group.
+std::optional<std::string> HeaderAttribute(std::string_view text, std::string_view key) {
+  size_t at = text.find(StrCat(key, "="));
+  if (at == std::string_view::npos) return std::nullopt;
+  size_t pos = at + key.size() + 1;
+  if (pos >= text.size()) return std::nullopt;
+  if (text[pos] == '"') {
+    size_t end = pos + 1;
+    while (end < text.size() && !(text[end] == '"' && text[end - 1] != '\\')) ++end;
+    return std::string(text.substr(pos + 1, end - pos - 1));
+  }
+  int depth = 0;
+  for (size_t end = pos; end < text.size(); ++end) {
+    if (text[end] == '{') ++depth;
+    if (text[end] == '}' && --depth == 0) return std::string(text.substr(pos, end - pos + 1));
+  }
+  return std::nullopt;
+}
+
+StatusOr<std::string> FrontendAttribute(const Instruction& inst, std::string_view key) {
+  if (const auto& fa = inst.attrs().frontend_attributes) {
+    for (const auto& [k, v] : *fa)
+      if (k == key) return v;
+  }
+  return InvalidArgument("'", inst.name(), "' (", *inst.attrs().custom_call_target,
+                         ") has no frontend attribute ", key);
+}
+
+struct ShardyContext {
+  std::map<std::string, SdyMesh> meshes;
+
+  StatusOr<const SdyMesh*> MeshOf(const SdyTensorSharding& s, const Instruction& inst) const {
+    auto it = meshes.find(s.mesh);
+    if (it == meshes.end()) {
+      return InvalidArgument("'", inst.name(), "' uses sdy mesh @", s.mesh,
+                             " that the module's xla.sdy.meshes frontend attribute does not define");
+    }
+    return &it->second;
+  }
+};
+
+const Shape& ElementShape(const Instruction& inst, int i) {
+  return inst.shape().IsTuple() ? inst.shape().tuple_shapes()[i] : inst.shape();
+}
+
+// Per operand: the shardings on both sides of one boundary custom-call, parsed from `attr`.
+struct Boundary {
+  std::vector<HloSharding> global, local;
+  const SdyMesh* mesh = nullptr;
+  std::vector<std::string> manual_axes;
+};
+
+StatusOr<Boundary> ReadBoundary(const ShardyContext& ctx, const Instruction& inst, std::string_view attr,
+                                bool operands_are_global) {
+  Boundary b;
+  XS_ASSIGN_OR_RETURN(std::string shardings_text, FrontendAttribute(inst, attr));
+  XS_ASSIGN_OR_RETURN(std::string manual_text, FrontendAttribute(inst, "xla.sdy.manual_axes"));
+  XS_ASSIGN_OR_RETURN(std::vector<SdyTensorSharding> shardings, ParseSdyShardingPerValue(shardings_text));
+  XS_ASSIGN_OR_RETURN(b.manual_axes, ParseSdyManualAxes(manual_text));
+  if (static_cast<int>(shardings.size()) != inst.operand_count()) {
+    return InvalidArgument("'", inst.name(), "' has ", inst.operand_count(), " operands but ", attr, " lists ",
+                           shardings.size(), " shardings");
+  }
+  for (int i = 0; i < inst.operand_count(); ++i) {
+    const Shape& global_shape = operands_are_global ? inst.operand(i)->shape() : ElementShape(inst, i);
+    if (global_shape.IsTuple()) {
+      return Unimplemented("unsupported: tuple-shaped value at '", inst.name(), "'", kFix);
+    }
+    XS_ASSIGN_OR_RETURN(const SdyMesh* mesh, ctx.MeshOf(shardings[i], inst));
+    if (b.mesh != nullptr && !(*b.mesh == *mesh)) {
+      return Unimplemented("unsupported: '", inst.name(), "' mixes sdy meshes", kFix);
+    }
+    b.mesh = mesh;
+    const int rank = static_cast<int>(global_shape.dims().size());
+    auto with_name = [&](StatusOr<HloSharding> s) -> StatusOr<HloSharding> {
+      if (s.ok()) return s;
+      std::string_view message = s.status().message();
+      constexpr std::string_view kUnsupported = "unsupported: ";
+      const bool unsupported = message.rfind(kUnsupported, 0) == 0;
+      if (unsupported) message.remove_prefix(kUnsupported.size());
+      return Status(s.status().code(),
+                    StrCat(unsupported ? kUnsupported : "", "'", inst.name(), "': ", message));
+      return s;
+    };
+    // The local value is the global one cut by the manual axes only (Shardy's local type); free
+    // axes a dim names after them are a placement hint that the boundary drops (the value is
+    // resharded around it) rather than a tiled + manual sharding.
+    XS_RETURN_IF_ERROR(with_name(SdyToHloSharding(*mesh, shardings[i], rank, b.manual_axes)).status());
+    SdyTensorSharding manual_only = shardings[i];
+    manual_only.replicated.clear();
+    for (SdyDimSharding& dim : manual_only.dims) {
+      std::erase_if(dim.axes, [&](const std::string& a) {
+        return std::find(b.manual_axes.begin(), b.manual_axes.end(), a) == b.manual_axes.end();
+      });
+    }
+    XS_ASSIGN_OR_RETURN(HloSharding global, with_name(SdyToHloSharding(*mesh, manual_only, rank)));
+    XS_ASSIGN_OR_RETURN(HloSharding local,
+                        with_name(SdyToHloSharding(*mesh, manual_only, rank, b.manual_axes)));
+    b.global.push_back(std::move(global));
+    b.local.push_back(std::move(local));
+  }
+  return b;
+}
+
+Instruction* AddCustomCall(Computation* c, std::string_view target, const Shape& shape, Instruction* operand,
+                           HloSharding sharding, std::string name) {
+  std::unique_ptr<Instruction> inst = Instruction::Create(Opcode::kCustomCall, shape, {operand}, std::move(name));
+  inst->mutable_attrs().custom_call_target = std::string(target);
+  inst->set_sharding(std::move(sharding));
+  return c->AddInstruction(std::move(inst));
+}
+
+// Makes the users of `old` use results[i] for its element i (get-tuple-element users are
+// bypassed, others get a tuple), then removes `old`.
+Status ReplaceBoundary(Instruction* old, const std::vector<Instruction*>& results) {
+  Computation* c = old->parent();
+  if (!old->shape().IsTuple()) {
+    old->ReplaceAllUsesWith(results[0]);
+    return c->RemoveInstruction(old);
+  }
+  std::vector<Instruction*> users = old->users();
+  Instruction* tuple = nullptr;
+  for (Instruction* u : users) {
+    if (u->opcode() == Opcode::kGetTupleElement) {
+      u->ReplaceAllUsesWith(results[u->tuple_index()]);
+      XS_RETURN_IF_ERROR(c->RemoveInstruction(u));
+      continue;
+    }
+    if (tuple == nullptr) {
+      std::vector<Shape> shapes;
+      for (Instruction* r : results) shapes.push_back(r->shape());
+      tuple = c->AddInstruction(Instruction::Create(Opcode::kTuple, Shape::Tuple(shapes), results));
+    }
+    for (int i = 0; i < u->operand_count(); ++i)
+      if (u->operand(i) == old) u->ReplaceOperandWith(i, tuple);
+  }
+  if (old->IsRoot()) {
+    if (tuple == nullptr) {
+      std::vector<Shape> shapes;
+      for (Instruction* r : results) shapes.push_back(r->shape());
+      tuple = c->AddInstruction(Instruction::Create(Opcode::kTuple, Shape::Tuple(shapes), results));
+    }
+    old->ReplaceAllUsesWith(tuple);
+  }
+  return c->RemoveInstruction(old);
+}
+
+// The manual sharding of every leaf of `shape` (no data dim tiled).
+StatusOr<HloSharding> ManualLike(const SdyMesh& mesh, const std::vector<std::string>& manual, const Shape& shape) {
+  if (shape.IsTuple()) {
+    std::vector<HloSharding> leaves;
+    for (const Shape& s : shape.tuple_shapes()) {
+      XS_ASSIGN_OR_RETURN(HloSharding leaf, ManualLike(mesh, manual, s));
+      if (leaf.IsTuple()) {
+        for (const HloSharding& e : leaf.tuple_elements()) leaves.push_back(e);
+      } else {
+        leaves.push_back(std::move(leaf));
+      }
+    }
+    return HloSharding::Tuple(std::move(leaves));
+  }
+  SdyTensorSharding open;
+  open.dims.resize(shape.dims().size());
+  return SdyToHloSharding(mesh, open, static_cast<int>(shape.dims().size()), manual);
+}
+
+// Gives every annotated instruction of `body` and of the computations it calls the manual
+// sharding (Shardy writes {replicated} there; GSPMD's form is manual). In a reducer (the scalar
+// computation of an all-reduce, reduce, scatter, ...) Sharding custom-calls are dropped: they
+// constrain nothing there and the executor runs reducers of plain arithmetic only.
+Status MarkManualBody(Computation* body, const SdyMesh& mesh, const std::vector<std::string>& manual,
+                      bool reducer, std::set<Computation*>* done) {
+  if (!done->insert(body).second) return OkStatus();
+  if (reducer) {
+    for (Instruction* inst : body->instructions()) {
+      if (!IsTarget(*inst, "Sharding") || inst->operand_count() != 1) continue;
+      inst->ReplaceAllUsesWith(inst->operand(0));
+      XS_RETURN_IF_ERROR(body->RemoveInstruction(inst));
+    }
+  }
+  for (Instruction* inst : body->instructions()) {
+    if (IsTarget(*inst, "xla.sdy.GlobalToLocalShape") || IsTarget(*inst, "xla.sdy.LocalToGlobalShape")) {
+      return Unimplemented("unsupported: nested shard_map ('", inst->name(), "' inside the manual computation ",
+                           body->name(), ")", kFix);
+    }
+    if (inst->has_sharding()) {
+      XS_ASSIGN_OR_RETURN(HloSharding s, ManualLike(mesh, manual, inst->shape()));
+      inst->set_sharding(std::move(s));
+    }
+    const bool control = inst->opcode() == Opcode::kCall || inst->opcode() == Opcode::kWhile ||
+                         inst->opcode() == Opcode::kConditional;
+    for (Computation* callee : inst->called_computations()) {
+      XS_RETURN_IF_ERROR(MarkManualBody(callee, mesh, manual, !control, done));
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ImportShardyManualComputations(Module& module) {
+  std::vector<Instruction*> to_local, to_global;
+  for (Computation* c : module.computations()) {
+    for (Instruction* inst : c->instructions()) {
+      if (inst->opcode() != Opcode::kCustomCall || !inst->attrs().custom_call_target) continue;
+      const std::string& target = *inst->attrs().custom_call_target;
+      if (target.rfind(kPrefix, 0) != 0 || target == "xla.sdy.FuncResultSharding") continue;
+      if (target == "xla.sdy.GlobalToLocalShape") {
+        to_local.push_back(inst);
+      } else if (target == "xla.sdy.LocalToGlobalShape") {
+        to_global.push_back(inst);
+      } else {
+        return Unimplemented("unsupported: custom-call target ", target, " at '", inst->name(), "'", kFix);
+      }
+    }
+  }
+  if (to_local.empty() && to_global.empty()) return OkStatus();
+
+  ShardyContext ctx;
+  for (const auto& [name, value] : module.config().other) {
+    if (name != "frontend_attributes") continue;
+    if (std::optional<std::string> meshes = HeaderAttribute(value, "xla.sdy.meshes")) {
+      XS_ASSIGN_OR_RETURN(ctx.meshes, ParseSdyMeshes(*meshes));
+    }
+  }
+  if (ctx.meshes.empty()) {
+    return InvalidArgument("module '", module.name(), "' has xla.sdy shard_map custom-calls but no "
+                           "xla.sdy.meshes frontend attribute naming their meshes");
+  }
+
+  // Bodies first (their boundaries are still recognizable), then the boundaries.
+  std::set<Computation*> done;
+  for (Instruction* l2g : to_global) {
+    XS_ASSIGN_OR_RETURN(Boundary b, ReadBoundary(ctx, *l2g, "xla.sdy.out_shardings", false));
+    Instruction* call = nullptr;
+    for (Instruction* op : l2g->operands()) {
+      Instruction* source = op->opcode() == Opcode::kGetTupleElement ? op->operand(0) : op;
+      if (source->opcode() != Opcode::kCall || (call != nullptr && call != source)) {
+        return Unimplemented("unsupported: the operands of '", l2g->name(), "' are not the results of one "
+                             "call of a shard_map body", kFix);
+      }
+      call = source;
+    }
+    if (call == nullptr || b.mesh == nullptr) continue;
+    XS_RETURN_IF_ERROR(MarkManualBody(call->to_apply(), *b.mesh, b.manual_axes, false, &done));
+  }
+  for (Instruction* g2l : to_local) {
+    XS_ASSIGN_OR_RETURN(Boundary b, ReadBoundary(ctx, *g2l, "xla.sdy.in_shardings", true));
+    Computation* c = g2l->parent();
+    std::vector<Instruction*> results;
+    for (int i = 0; i < g2l->operand_count(); ++i) {
+      Instruction* op = g2l->operand(i);
+      Instruction* full = AddCustomCall(c, "Sharding", op->shape(), op, b.global[i], g2l->name() + ".sharding");
+      results.push_back(AddCustomCall(c, "SPMDFullToShardShape", ElementShape(*g2l, i), full, b.local[i],
+                                      g2l->name() + ".to_shard"));
+    }
+    XS_RETURN_IF_ERROR(ReplaceBoundary(g2l, results));
+  }
+  for (Instruction* l2g : to_global) {
+    XS_ASSIGN_OR_RETURN(Boundary b, ReadBoundary(ctx, *l2g, "xla.sdy.out_shardings", false));
+    Computation* c = l2g->parent();
+    std::vector<Instruction*> results;
+    for (int i = 0; i < l2g->operand_count(); ++i) {
+      Instruction* op = l2g->operand(i);
+      Instruction* local = AddCustomCall(c, "Sharding", op->shape(), op, b.local[i], l2g->name() + ".sharding");
+      results.push_back(AddCustomCall(c, "SPMDShardToFullShape", ElementShape(*l2g, i), local, b.global[i],
+                                      l2g->name() + ".to_full"));
+    }
+    XS_RETURN_IF_ERROR(ReplaceBoundary(l2g, results));
+  }
+  return OkStatus();
+}
+
+}  // namespace xs
