@@ -16,6 +16,7 @@
 #include "xshard/rules/rule_registry.h"
 #include "xshard/runtime/executable.h"
 #include "xshard/spmd/partition_forms.h"
+#include "xshard/text/parser.h"
 
 namespace xs {
 namespace {
@@ -34,8 +35,6 @@ const std::set<Opcode> kExecutorGaps = {
     Opcode::kStochasticConvert,
     // collective-reduce (parsed for completeness) has neither kernel nor shape inference yet.
     Opcode::kCollectiveReduce,
-    // Elementwise binary (integers) with no kernel yet.
-    Opcode::kMulhi,
 };
 
 // Ops with a non-barrier rule whose shape is taken as declared (no inference yet).
@@ -171,6 +170,40 @@ TEST(OpTable, ShapeInferenceAndKernelsAcceptTheSameElementTypes) {
   std::string all;
   for (const std::string& m : mismatches) all += m + "\n";
   EXPECT_TRUE(mismatches.empty()) << all;
+}
+
+// The "add an op" flow of docs/architecture.md with mulhi: the table line gave it parsing, shape
+// inference, its factor rule and its spmd handler; the kernel's table line made it run. Values by
+// hand: the high half of the double-width product (floor division by 2^w).
+TEST(OpTable, MulhiRunsWithTheHighHalfOfTheProduct) {
+  EXPECT_EQ(spmd::PartitionFormOf(Opcode::kMulhi), PartitionForm::kLocal);
+  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(R"(HloModule m
+ENTRY e {
+  a = s32[4] parameter(0)
+  b = s32[4] parameter(1)
+  c = u32[1] parameter(2)
+  d = s64[2] parameter(3)
+  x = s32[4] mulhi(a, b)
+  y = u32[1] mulhi(c, c)
+  z = s64[2] mulhi(d, d)
+  ROOT t = (s32[4], u32[1], s64[2]) tuple(x, y, z)
+})");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const std::vector<Array> args = {
+      Array::FromVector<int32_t>({4}, {1 << 30, -1, 123456789, -123456789}),
+      Array::FromVector<int32_t>({4}, {4, 1, 987654321, 987654321}),
+      Array::FromVector<uint32_t>({1}, {0xFFFFFFFFu}),
+      Array::FromVector<int64_t>({2}, {int64_t{1} << 62, -1})};
+  StatusOr<std::vector<Array>> out = Execute(**m, args);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->size(), 3u);
+  // 2^30 * 4 = 2^32 -> 1; -1 * 1 -> -1; 123456789 * 987654321 = 121932631112635269 -> 28389652;
+  // its negation -> floor(-28389652.x) = -28389653.
+  EXPECT_EQ(Values<int32_t>((*out)[0]), (std::vector<int32_t>{1, -1, 28389652, -28389653}));
+  // (2^32 - 1)^2 = 2^64 - 2^33 + 1 -> 2^32 - 2.
+  EXPECT_EQ(Values<uint32_t>((*out)[1]), (std::vector<uint32_t>{4294967294u}));
+  // 2^62 * 2^62 = 2^124 -> 2^60; -1 * -1 = 1 -> 0.
+  EXPECT_EQ(Values<int64_t>((*out)[2]), (std::vector<int64_t>{int64_t{1} << 60, 0}));
 }
 
 }  // namespace
