@@ -39,6 +39,11 @@ void Instruction::set_name(std::string name) {
   name_ = std::move(name);
 }
 
+bool HasSideEffect(const Instruction& inst) {
+  if (inst.opcode() == Opcode::kCustomCall) return inst.attrs().custom_call_has_side_effect;
+  return HasSideEffect(inst.opcode());
+}
+
 bool Instruction::IsRoot() const { return parent_ != nullptr && parent_->root() == this; }
 
 void Instruction::AddUser(Instruction* user) {

@@ -138,6 +138,11 @@ class Instruction {
   Attributes attrs_;
 };
 
+// The instruction's side effects: the opcode's (kOpSideEffect: send / recv, infeed / outfeed, rng,
+// after-all, ...) or a custom-call's custom_call_has_side_effect. DCE, CSE and propagation all
+// use this one definition.
+bool HasSideEffect(const Instruction& inst);
+
 }  // namespace xs
 
 #endif  // XSHARD_IR_INSTRUCTION_H_

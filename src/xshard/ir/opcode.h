@@ -14,151 +14,196 @@ namespace xs {
 // Arity value of an opcode that takes any number of operands.
 inline constexpr int kVariadic = -1;
 
-// Kind flags (bit mask) of the fourth column.
+// The fourth column: an OR of the op's facts. Every per-op list in the compiler (shape inference's
+// type rules, the factor rules of elementwise ops, DCE / CSE / propagation's side-effect sets, the
+// spmd handler table) is derived from these bits; tests check the tables that cannot be derived
+// (the executor's kernels) against them (jit/op_table_test.cc).
 inline constexpr uint32_t kOpNone = 0;
 inline constexpr uint32_t kOpElementwise = 1;  // out[i] = f(a[i], b[i], ...), shapes equal
 inline constexpr uint32_t kOpCollective = 2;   // talks to other devices (incl. -start / -done)
 inline constexpr uint32_t kOpAsync = 4;        // async-start / async-update / async-done
+// Observable effects beyond the result (host transfers, random state, token ordering): DCE keeps
+// it, CSE never merges two, propagation gives it no sharding of its own. custom-call adds its
+// custom_call_has_side_effect attribute (see HasSideEffect(const Instruction&)).
+inline constexpr uint32_t kOpSideEffect = 1u << 3;
+// Carries a reducer computation (to_apply combines two values): reduce, reduce-window,
+// select-and-scatter's scatter, scatter, all-reduce, reduce-scatter.
+inline constexpr uint32_t kOpReducer = 1u << 4;
+// The partitioner has no local form for the op yet although its factor rule allows one: it runs
+// on replicated operands and `partition --report` warns when that gathers or slices anything.
+// (Every other op with a non-barrier factor rule has a rule-driven spmd handler; tested.)
+inline constexpr uint32_t kOpReplicatedForm = 1u << 5;
 
-// V(enum, text name, arity, kind flags). Sorted by enum name, as XLA's hlo_opcode.h.
-#define XS_OPCODE_LIST(V)                                                    \
-  V(kAbs, "abs", 1, kOpElementwise)                                          \
-  V(kAcos, "acos", 1, kOpElementwise)                                        \
-  V(kAcosh, "acosh", 1, kOpElementwise)                                      \
-  V(kAdd, "add", 2, kOpElementwise)                                          \
-  V(kAddDependency, "add-dependency", 2, kOpNone)                            \
-  V(kAfterAll, "after-all", kVariadic, kOpNone)                              \
-  V(kAllGather, "all-gather", kVariadic, kOpCollective)                      \
-  V(kAllGatherDone, "all-gather-done", 1, kOpCollective)                     \
-  V(kAllGatherStart, "all-gather-start", kVariadic, kOpCollective)           \
-  V(kAllReduce, "all-reduce", kVariadic, kOpCollective)                      \
-  V(kAllReduceDone, "all-reduce-done", 1, kOpCollective)                     \
-  V(kAllReduceStart, "all-reduce-start", kVariadic, kOpCollective)           \
-  V(kAllToAll, "all-to-all", kVariadic, kOpCollective)                       \
-  V(kAnd, "and", 2, kOpElementwise)                                          \
-  V(kAsin, "asin", 1, kOpElementwise)                                        \
-  V(kAsinh, "asinh", 1, kOpElementwise)                                      \
-  V(kAsyncDone, "async-done", 1, kOpAsync)                                   \
-  V(kAsyncStart, "async-start", kVariadic, kOpAsync)                         \
-  V(kAsyncUpdate, "async-update", kVariadic, kOpAsync)                       \
-  V(kAtan, "atan", 1, kOpElementwise)                                        \
-  V(kAtan2, "atan2", 2, kOpElementwise)                                      \
-  V(kAtanh, "atanh", 1, kOpElementwise)                                      \
-  V(kBatchNormGrad, "batch-norm-grad", 5, kOpNone)                           \
-  V(kBatchNormInference, "batch-norm-inference", 5, kOpNone)                 \
-  V(kBatchNormTraining, "batch-norm-training", 3, kOpNone)                   \
-  V(kBitcast, "bitcast", 1, kOpNone)                                         \
-  V(kBitcastConvert, "bitcast-convert", 1, kOpNone)                          \
-  V(kBroadcast, "broadcast", 1, kOpNone)                                     \
-  V(kCall, "call", kVariadic, kOpNone)                                       \
-  V(kCbrt, "cbrt", 1, kOpElementwise)                                        \
-  V(kCeil, "ceil", 1, kOpElementwise)                                        \
-  V(kCholesky, "cholesky", 1, kOpNone)                                       \
-  V(kClamp, "clamp", 3, kOpElementwise)                                      \
-  V(kClz, "count-leading-zeros", 1, kOpElementwise)                          \
-  V(kCollectiveBroadcast, "collective-broadcast", kVariadic, kOpCollective)  \
-  V(kCollectivePermute, "collective-permute", kVariadic, kOpCollective)      \
-  V(kCollectivePermuteDone, "collective-permute-done", 1, kOpCollective)     \
-  V(kCollectivePermuteStart, "collective-permute-start", kVariadic,          \
-    kOpCollective)                                                           \
-  V(kCollectiveReduce, "collective-reduce", kVariadic, kOpCollective)        \
-  V(kCompare, "compare", 2, kOpElementwise)                                  \
-  V(kComplex, "complex", 2, kOpElementwise)                                  \
-  V(kConcatenate, "concatenate", kVariadic, kOpNone)                         \
-  V(kConditional, "conditional", kVariadic, kOpNone)                         \
-  V(kConstant, "constant", 0, kOpNone)                                       \
-  V(kConvert, "convert", 1, kOpElementwise)                                  \
-  V(kConvolution, "convolution", kVariadic, kOpNone)                         \
-  V(kCopy, "copy", 1, kOpElementwise)                                        \
-  V(kCopyDone, "copy-done", 1, kOpNone)                                      \
-  V(kCopyStart, "copy-start", 1, kOpNone)                                    \
-  V(kCos, "cosine", 1, kOpElementwise)                                       \
-  V(kCosh, "cosh", 1, kOpElementwise)                                        \
-  V(kCustomCall, "custom-call", kVariadic, kOpNone)                          \
-  V(kDivide, "divide", 2, kOpElementwise)                                    \
-  V(kDomain, "domain", 1, kOpNone)                                           \
-  V(kDot, "dot", 2, kOpNone)                                                 \
-  V(kDynamicReshape, "dynamic-reshape", kVariadic, kOpNone)                  \
-  V(kDynamicSlice, "dynamic-slice", kVariadic, kOpNone)                      \
-  V(kDynamicUpdateSlice, "dynamic-update-slice", kVariadic, kOpNone)         \
-  V(kErf, "erf", 1, kOpElementwise)                                          \
-  V(kExp, "exponential", 1, kOpElementwise)                                  \
-  V(kExpm1, "exponential-minus-one", 1, kOpElementwise)                      \
-  V(kFft, "fft", 1, kOpNone)                                                 \
-  V(kFloor, "floor", 1, kOpElementwise)                                      \
-  V(kFusion, "fusion", kVariadic, kOpNone)                                   \
-  V(kGather, "gather", 2, kOpNone)                                           \
-  V(kGetDimensionSize, "get-dimension-size", 1, kOpNone)                     \
-  V(kGetTupleElement, "get-tuple-element", 1, kOpNone)                       \
-  V(kImag, "imag", 1, kOpElementwise)                                        \
-  V(kInfeed, "infeed", 1, kOpNone)                                           \
-  V(kIota, "iota", 0, kOpNone)                                               \
-  V(kIsFinite, "is-finite", 1, kOpElementwise)                               \
-  V(kLog, "log", 1, kOpElementwise)                                          \
-  V(kLog1p, "log-plus-one", 1, kOpElementwise)                               \
-  V(kLogistic, "logistic", 1, kOpElementwise)                                \
-  V(kMap, "map", kVariadic, kOpElementwise)                                  \
-  V(kMaximum, "maximum", 2, kOpElementwise)                                  \
-  V(kMinimum, "minimum", 2, kOpElementwise)                                  \
-  V(kMulhi, "mulhi", 2, kOpElementwise)                                      \
-  V(kMultiply, "multiply", 2, kOpElementwise)                                \
-  V(kNegate, "negate", 1, kOpElementwise)                                    \
-  V(kNot, "not", 1, kOpElementwise)                                          \
-  V(kOptimizationBarrier, "opt-barrier", 1, kOpNone)                         \
-  V(kOr, "or", 2, kOpElementwise)                                            \
-  V(kOutfeed, "outfeed", 2, kOpNone)                                         \
-  V(kPad, "pad", 2, kOpNone)                                                 \
-  V(kParameter, "parameter", 0, kOpNone)                                     \
-  V(kPartitionId, "partition-id", 0, kOpNone)                                \
-  V(kPopulationCount, "popcnt", 1, kOpElementwise)                           \
-  V(kPower, "power", 2, kOpElementwise)                                      \
-  V(kRaggedAllToAll, "ragged-all-to-all", 6, kOpCollective)                  \
-  V(kRaggedDot, "ragged-dot", 3, kOpNone)                                    \
-  V(kReal, "real", 1, kOpElementwise)                                        \
-  V(kRecv, "recv", 1, kOpNone)                                               \
-  V(kRecvDone, "recv-done", 1, kOpNone)                                      \
-  V(kReduce, "reduce", kVariadic, kOpNone)                                   \
-  V(kReducePrecision, "reduce-precision", 1, kOpElementwise)                 \
-  V(kReduceScatter, "reduce-scatter", kVariadic, kOpCollective)              \
-  V(kReduceWindow, "reduce-window", kVariadic, kOpNone)                      \
-  V(kRemainder, "remainder", 2, kOpElementwise)                              \
-  V(kReplicaId, "replica-id", 0, kOpNone)                                    \
-  V(kReshape, "reshape", 1, kOpNone)                                         \
-  V(kReverse, "reverse", 1, kOpNone)                                         \
-  V(kRng, "rng", kVariadic, kOpNone)                                         \
-  V(kRngBitGenerator, "rng-bit-generator", 1, kOpNone)                       \
-  V(kRngGetAndUpdateState, "rng-get-and-update-state", 0, kOpNone)           \
-  V(kRoundNearestAfz, "round-nearest-afz", 1, kOpElementwise)                \
-  V(kRoundNearestEven, "round-nearest-even", 1, kOpElementwise)              \
-  V(kRsqrt, "rsqrt", 1, kOpElementwise)                                      \
-  V(kScaledDot, "scaled-dot", 4, kOpNone)                                    \
-  V(kScan, "scan", kVariadic, kOpNone)                                       \
-  V(kScatter, "scatter", kVariadic, kOpNone)                                 \
-  V(kSelect, "select", 3, kOpElementwise)                                    \
-  V(kSelectAndScatter, "select-and-scatter", 3, kOpNone)                     \
-  V(kSend, "send", 2, kOpNone)                                               \
-  V(kSendDone, "send-done", 1, kOpNone)                                      \
-  V(kSetDimensionSize, "set-dimension-size", 2, kOpNone)                     \
-  V(kShiftLeft, "shift-left", 2, kOpElementwise)                             \
-  V(kShiftRightArithmetic, "shift-right-arithmetic", 2, kOpElementwise)      \
-  V(kShiftRightLogical, "shift-right-logical", 2, kOpElementwise)            \
-  V(kShuffle, "shuffle", 1, kOpNone)                                         \
-  V(kSign, "sign", 1, kOpElementwise)                                        \
-  V(kSin, "sine", 1, kOpElementwise)                                         \
-  V(kSinh, "sinh", 1, kOpElementwise)                                        \
-  V(kSlice, "slice", 1, kOpNone)                                             \
-  V(kSort, "sort", kVariadic, kOpNone)                                       \
-  V(kSqrt, "sqrt", 1, kOpElementwise)                                        \
-  V(kStochasticConvert, "stochastic-convert", 2, kOpElementwise)             \
-  V(kSubtract, "subtract", 2, kOpElementwise)                                \
-  V(kTan, "tan", 1, kOpElementwise)                                          \
-  V(kTanh, "tanh", 1, kOpElementwise)                                        \
-  V(kTopK, "topk", 1, kOpNone)                                               \
-  V(kTranspose, "transpose", 1, kOpNone)                                     \
-  V(kTriangularSolve, "triangular-solve", 2, kOpNone)                        \
-  V(kTuple, "tuple", kVariadic, kOpNone)                                     \
-  V(kWhile, "while", 1, kOpNone)                                             \
-  V(kXor, "xor", 2, kOpElementwise)
+// Elementwise kind (bits 8-10; each implies kOpElementwise). Unary and binary ops also list the
+// element types they accept (below); shape inference reads both, the executor registers its
+// generic unary / binary kernels for them.
+inline constexpr uint32_t kOpKindShift = 8;
+inline constexpr uint32_t kOpKindMask = 7u << kOpKindShift;
+enum class ElementwiseKind : uint8_t {
+  kNone = 0,     // not elementwise, or elementwise with a form of its own (copy, map)
+  kUnary = 1,    // T -> T (is-finite -> pred, abs / real / imag of complex -> its component)
+  kBinary = 2,   // (T, T) -> T; operand types must be equal (complex: (f, f) -> c)
+  kTernary = 3,  // select (pred, T, T), clamp (T, T, T)
+  kCompare = 4,  // (T, T) -> pred, with a comparison_direction
+  kConvert = 5,  // the result type is an attribute of the instruction
+};
+inline constexpr uint32_t kOpUnary = kOpElementwise | (1u << kOpKindShift);
+inline constexpr uint32_t kOpBinary = kOpElementwise | (2u << kOpKindShift);
+inline constexpr uint32_t kOpTernary = kOpElementwise | (3u << kOpKindShift);
+inline constexpr uint32_t kOpCompare = kOpElementwise | (4u << kOpKindShift);
+inline constexpr uint32_t kOpConvert = kOpElementwise | (5u << kOpKindShift);
+
+// Element types a unary / binary / compare op accepts (bits 12-16).
+inline constexpr uint32_t kOnTypeShift = 12;
+inline constexpr uint32_t kOnPred = 1u << 12;
+inline constexpr uint32_t kOnSigned = 1u << 13;
+inline constexpr uint32_t kOnUnsigned = 1u << 14;
+inline constexpr uint32_t kOnFloat = 1u << 15;
+inline constexpr uint32_t kOnComplex = 1u << 16;
+inline constexpr uint32_t kOnInt = kOnSigned | kOnUnsigned;
+inline constexpr uint32_t kOnNumeric = kOnInt | kOnFloat | kOnComplex;
+inline constexpr uint32_t kOnAny = kOnPred | kOnNumeric;
+inline constexpr uint32_t kOnTypeMask = kOnAny;
+
+// V(enum, text name, arity, facts). Sorted by enum name, as XLA's hlo_opcode.h. Adding an op:
+// one line here (see docs/architecture.md, "Adding an op").
+#define XS_OPCODE_LIST(V)                                                          \
+  V(kAbs, "abs", 1, kOpUnary | kOnSigned | kOnFloat | kOnComplex)                  \
+  V(kAcos, "acos", 1, kOpUnary | kOnFloat | kOnComplex)                            \
+  V(kAcosh, "acosh", 1, kOpUnary | kOnFloat | kOnComplex)                          \
+  V(kAdd, "add", 2, kOpBinary | kOnAny)                                            \
+  V(kAddDependency, "add-dependency", 2, kOpReplicatedForm)                        \
+  V(kAfterAll, "after-all", kVariadic, kOpSideEffect)                              \
+  V(kAllGather, "all-gather", kVariadic, kOpCollective)                            \
+  V(kAllGatherDone, "all-gather-done", 1, kOpCollective)                           \
+  V(kAllGatherStart, "all-gather-start", kVariadic, kOpCollective)                 \
+  V(kAllReduce, "all-reduce", kVariadic, kOpCollective | kOpReducer)               \
+  V(kAllReduceDone, "all-reduce-done", 1, kOpCollective)                           \
+  V(kAllReduceStart, "all-reduce-start", kVariadic, kOpCollective | kOpReducer)    \
+  V(kAllToAll, "all-to-all", kVariadic, kOpCollective)                             \
+  V(kAnd, "and", 2, kOpBinary | kOnPred | kOnInt)                                  \
+  V(kAsin, "asin", 1, kOpUnary | kOnFloat | kOnComplex)                            \
+  V(kAsinh, "asinh", 1, kOpUnary | kOnFloat | kOnComplex)                          \
+  V(kAsyncDone, "async-done", 1, kOpAsync | kOpReplicatedForm)                     \
+  V(kAsyncStart, "async-start", kVariadic, kOpAsync | kOpReplicatedForm)           \
+  V(kAsyncUpdate, "async-update", kVariadic, kOpAsync | kOpReplicatedForm)         \
+  V(kAtan, "atan", 1, kOpUnary | kOnFloat | kOnComplex)                            \
+  V(kAtan2, "atan2", 2, kOpBinary | kOnNumeric)                                    \
+  V(kAtanh, "atanh", 1, kOpUnary | kOnFloat | kOnComplex)                          \
+  V(kBatchNormGrad, "batch-norm-grad", 5, kOpNone)                                 \
+  V(kBatchNormInference, "batch-norm-inference", 5, kOpNone)                       \
+  V(kBatchNormTraining, "batch-norm-training", 3, kOpNone)                         \
+  V(kBitcast, "bitcast", 1, kOpReplicatedForm)                                     \
+  V(kBitcastConvert, "bitcast-convert", 1, kOpNone)                                \
+  V(kBroadcast, "broadcast", 1, kOpNone)                                           \
+  V(kCall, "call", kVariadic, kOpNone)                                             \
+  V(kCbrt, "cbrt", 1, kOpUnary | kOnFloat | kOnComplex)                            \
+  V(kCeil, "ceil", 1, kOpUnary | kOnFloat)                                         \
+  V(kCholesky, "cholesky", 1, kOpNone)                                             \
+  V(kClamp, "clamp", 3, kOpTernary)                                                \
+  V(kClz, "count-leading-zeros", 1, kOpUnary | kOnInt)                             \
+  V(kCollectiveBroadcast, "collective-broadcast", kVariadic, kOpCollective)        \
+  V(kCollectivePermute, "collective-permute", kVariadic, kOpCollective)            \
+  V(kCollectivePermuteDone, "collective-permute-done", 1, kOpCollective)           \
+  V(kCollectivePermuteStart, "collective-permute-start", kVariadic, kOpCollective) \
+  V(kCollectiveReduce, "collective-reduce", kVariadic, kOpCollective | kOpReducer) \
+  V(kCompare, "compare", 2, kOpCompare | kOnAny)                                   \
+  V(kComplex, "complex", 2, kOpBinary | kOnFloat)                                  \
+  V(kConcatenate, "concatenate", kVariadic, kOpNone)                               \
+  V(kConditional, "conditional", kVariadic, kOpNone)                               \
+  V(kConstant, "constant", 0, kOpNone)                                             \
+  V(kConvert, "convert", 1, kOpConvert)                                            \
+  V(kConvolution, "convolution", kVariadic, kOpNone)                               \
+  V(kCopy, "copy", 1, kOpElementwise)                                              \
+  V(kCopyDone, "copy-done", 1, kOpReplicatedForm)                                  \
+  V(kCopyStart, "copy-start", 1, kOpReplicatedForm)                                \
+  V(kCos, "cosine", 1, kOpUnary | kOnFloat | kOnComplex)                           \
+  V(kCosh, "cosh", 1, kOpUnary | kOnFloat | kOnComplex)                            \
+  V(kCustomCall, "custom-call", kVariadic, kOpNone)                                \
+  V(kDivide, "divide", 2, kOpBinary | kOnNumeric)                                  \
+  V(kDomain, "domain", 1, kOpReplicatedForm)                                       \
+  V(kDot, "dot", 2, kOpNone)                                                       \
+  V(kDynamicReshape, "dynamic-reshape", kVariadic, kOpNone)                        \
+  V(kDynamicSlice, "dynamic-slice", kVariadic, kOpNone)                            \
+  V(kDynamicUpdateSlice, "dynamic-update-slice", kVariadic, kOpNone)               \
+  V(kErf, "erf", 1, kOpUnary | kOnFloat | kOnComplex)                              \
+  V(kExp, "exponential", 1, kOpUnary | kOnFloat | kOnComplex)                      \
+  V(kExpm1, "exponential-minus-one", 1, kOpUnary | kOnFloat | kOnComplex)          \
+  V(kFft, "fft", 1, kOpNone)                                                       \
+  V(kFloor, "floor", 1, kOpUnary | kOnFloat)                                       \
+  V(kFusion, "fusion", kVariadic, kOpReplicatedForm)                               \
+  V(kGather, "gather", 2, kOpNone)                                                 \
+  V(kGetDimensionSize, "get-dimension-size", 1, kOpNone)                           \
+  V(kGetTupleElement, "get-tuple-element", 1, kOpNone)                             \
+  V(kImag, "imag", 1, kOpUnary | kOnFloat | kOnComplex)                            \
+  V(kInfeed, "infeed", 1, kOpSideEffect)                                           \
+  V(kIota, "iota", 0, kOpNone)                                                     \
+  V(kIsFinite, "is-finite", 1, kOpUnary | kOnFloat)                                \
+  V(kLog, "log", 1, kOpUnary | kOnFloat | kOnComplex)                              \
+  V(kLog1p, "log-plus-one", 1, kOpUnary | kOnFloat | kOnComplex)                   \
+  V(kLogistic, "logistic", 1, kOpUnary | kOnFloat | kOnComplex)                    \
+  V(kMap, "map", kVariadic, kOpElementwise)                                        \
+  V(kMaximum, "maximum", 2, kOpBinary | kOnAny)                                    \
+  V(kMinimum, "minimum", 2, kOpBinary | kOnAny)                                    \
+  V(kMulhi, "mulhi", 2, kOpBinary | kOnInt)                                        \
+  V(kMultiply, "multiply", 2, kOpBinary | kOnAny)                                  \
+  V(kNegate, "negate", 1, kOpUnary | kOnNumeric)                                   \
+  V(kNot, "not", 1, kOpUnary | kOnPred | kOnInt)                                   \
+  V(kOptimizationBarrier, "opt-barrier", 1, kOpReplicatedForm)                     \
+  V(kOr, "or", 2, kOpBinary | kOnPred | kOnInt)                                    \
+  V(kOutfeed, "outfeed", 2, kOpSideEffect)                                         \
+  V(kPad, "pad", 2, kOpNone)                                                       \
+  V(kParameter, "parameter", 0, kOpNone)                                           \
+  V(kPartitionId, "partition-id", 0, kOpReplicatedForm)                            \
+  V(kPopulationCount, "popcnt", 1, kOpUnary | kOnInt)                              \
+  V(kPower, "power", 2, kOpBinary | kOnNumeric)                                    \
+  V(kRaggedAllToAll, "ragged-all-to-all", 6, kOpCollective)                        \
+  V(kRaggedDot, "ragged-dot", 3, kOpNone)                                          \
+  V(kReal, "real", 1, kOpUnary | kOnFloat | kOnComplex)                            \
+  V(kRecv, "recv", 1, kOpSideEffect)                                               \
+  V(kRecvDone, "recv-done", 1, kOpSideEffect)                                      \
+  V(kReduce, "reduce", kVariadic, kOpReducer)                                      \
+  V(kReducePrecision, "reduce-precision", 1, kOpUnary | kOnFloat)                  \
+  V(kReduceScatter, "reduce-scatter", kVariadic, kOpCollective | kOpReducer)       \
+  V(kReduceWindow, "reduce-window", kVariadic, kOpReducer)                         \
+  V(kRemainder, "remainder", 2, kOpBinary | kOnNumeric)                            \
+  V(kReplicaId, "replica-id", 0, kOpReplicatedForm)                                \
+  V(kReshape, "reshape", 1, kOpNone)                                               \
+  V(kReverse, "reverse", 1, kOpNone)                                               \
+  V(kRng, "rng", kVariadic, kOpSideEffect | kOpReplicatedForm)                     \
+  V(kRngBitGenerator, "rng-bit-generator", 1, kOpReplicatedForm)                   \
+  V(kRngGetAndUpdateState, "rng-get-and-update-state", 0, kOpSideEffect | kOpReplicatedForm)\
+  V(kRoundNearestAfz, "round-nearest-afz", 1, kOpUnary | kOnFloat)                 \
+  V(kRoundNearestEven, "round-nearest-even", 1, kOpUnary | kOnFloat)               \
+  V(kRsqrt, "rsqrt", 1, kOpUnary | kOnFloat | kOnComplex)                          \
+  V(kScaledDot, "scaled-dot", 4, kOpNone)                                          \
+  V(kScan, "scan", kVariadic, kOpNone)                                             \
+  V(kScatter, "scatter", kVariadic, kOpReducer)                                    \
+  V(kSelect, "select", 3, kOpTernary)                                              \
+  V(kSelectAndScatter, "select-and-scatter", 3, kOpReducer)                        \
+  V(kSend, "send", 2, kOpSideEffect)                                               \
+  V(kSendDone, "send-done", 1, kOpSideEffect)                                      \
+  V(kSetDimensionSize, "set-dimension-size", 2, kOpReplicatedForm)                 \
+  V(kShiftLeft, "shift-left", 2, kOpBinary | kOnInt)                               \
+  V(kShiftRightArithmetic, "shift-right-arithmetic", 2, kOpBinary | kOnInt)        \
+  V(kShiftRightLogical, "shift-right-logical", 2, kOpBinary | kOnInt)              \
+  V(kShuffle, "shuffle", 1, kOpNone)                                               \
+  V(kSign, "sign", 1, kOpUnary | kOnSigned | kOnFloat | kOnComplex)                \
+  V(kSin, "sine", 1, kOpUnary | kOnFloat | kOnComplex)                             \
+  V(kSinh, "sinh", 1, kOpUnary | kOnFloat | kOnComplex)                            \
+  V(kSlice, "slice", 1, kOpNone)                                                   \
+  V(kSort, "sort", kVariadic, kOpNone)                                             \
+  V(kSqrt, "sqrt", 1, kOpUnary | kOnFloat | kOnComplex)                            \
+  V(kStochasticConvert, "stochastic-convert", 2, kOpConvert)                       \
+  V(kSubtract, "subtract", 2, kOpBinary | kOnNumeric)                              \
+  V(kTan, "tan", 1, kOpUnary | kOnFloat | kOnComplex)                              \
+  V(kTanh, "tanh", 1, kOpUnary | kOnFloat | kOnComplex)                            \
+  V(kTopK, "topk", 1, kOpNone)                                                     \
+  V(kTranspose, "transpose", 1, kOpNone)                                           \
+  V(kTriangularSolve, "triangular-solve", 2, kOpNone)                              \
+  V(kTuple, "tuple", kVariadic, kOpNone)                                           \
+  V(kWhile, "while", 1, kOpNone)                                                   \
+  V(kXor, "xor", 2, kOpBinary | kOnPred | kOnInt)
 
 enum class Opcode : uint8_t {
 #define XS_OPCODE_ENUM(e, name, arity, flags) e,
@@ -191,6 +236,17 @@ inline bool IsElementwise(Opcode op) { return (OpcodeFlags(op) & kOpElementwise)
 inline bool IsCollective(Opcode op) { return (OpcodeFlags(op) & kOpCollective) != 0; }
 // True for async-start / async-update / async-done.
 inline bool IsAsync(Opcode op) { return (OpcodeFlags(op) & kOpAsync) != 0; }
+// The opcode's own side effects (custom-call: see HasSideEffect(const Instruction&)).
+inline bool HasSideEffect(Opcode op) { return (OpcodeFlags(op) & kOpSideEffect) != 0; }
+// True for ops whose called computation is a reducer (reduce, all-reduce, scatter, ...).
+inline bool HasReducer(Opcode op) { return (OpcodeFlags(op) & kOpReducer) != 0; }
+// True for ops the partitioner deliberately computes on replicated operands (kOpReplicatedForm).
+inline bool HasReplicatedForm(Opcode op) { return (OpcodeFlags(op) & kOpReplicatedForm) != 0; }
+inline ElementwiseKind GetElementwiseKind(Opcode op) {
+  return static_cast<ElementwiseKind>((OpcodeFlags(op) & kOpKindMask) >> kOpKindShift);
+}
+// The kOn* element-type bits of a unary / binary / compare op (0 for other ops).
+inline uint32_t OpcodeAcceptedTypes(Opcode op) { return OpcodeFlags(op) & kOnTypeMask; }
 
 }  // namespace xs
 

@@ -54,6 +54,60 @@ TEST(Opcode, KindFlags) {
   EXPECT_FALSE(IsAsync(Opcode::kAllGatherStart));
 }
 
+// The facts column against XLA (hlo_instruction.cc's HasSideEffectNoRecurse, shape_inference.cc's
+// per-op type checks), written out independently of the table.
+TEST(Opcode, FactsMatchXla) {
+  for (Opcode op : {Opcode::kSend, Opcode::kSendDone, Opcode::kRecv, Opcode::kRecvDone,
+                    Opcode::kInfeed, Opcode::kOutfeed, Opcode::kRng,
+                    Opcode::kRngGetAndUpdateState}) {
+    EXPECT_TRUE(HasSideEffect(op)) << OpcodeName(op);
+  }
+  for (Opcode op : {Opcode::kAdd, Opcode::kRngBitGenerator, Opcode::kParameter, Opcode::kCustomCall,
+                    Opcode::kAllReduce}) {
+    EXPECT_FALSE(HasSideEffect(op)) << OpcodeName(op);
+  }
+  EXPECT_EQ(GetElementwiseKind(Opcode::kTan), ElementwiseKind::kUnary);
+  EXPECT_EQ(GetElementwiseKind(Opcode::kIsFinite), ElementwiseKind::kUnary);
+  EXPECT_EQ(GetElementwiseKind(Opcode::kAtan2), ElementwiseKind::kBinary);
+  EXPECT_EQ(GetElementwiseKind(Opcode::kCompare), ElementwiseKind::kCompare);
+  EXPECT_EQ(GetElementwiseKind(Opcode::kSelect), ElementwiseKind::kTernary);
+  EXPECT_EQ(GetElementwiseKind(Opcode::kConvert), ElementwiseKind::kConvert);
+  EXPECT_EQ(GetElementwiseKind(Opcode::kMap), ElementwiseKind::kNone);
+  EXPECT_EQ(GetElementwiseKind(Opcode::kDot), ElementwiseKind::kNone);
+  EXPECT_EQ(OpcodeAcceptedTypes(Opcode::kFloor), kOnFloat);
+  EXPECT_EQ(OpcodeAcceptedTypes(Opcode::kNot), kOnPred | kOnSigned | kOnUnsigned);
+  EXPECT_EQ(OpcodeAcceptedTypes(Opcode::kShiftLeft), kOnSigned | kOnUnsigned);
+  EXPECT_TRUE(HasReducer(Opcode::kReduce));
+  EXPECT_TRUE(HasReducer(Opcode::kAllReduce));
+  EXPECT_FALSE(HasReducer(Opcode::kSort));  // a comparator, not a reducer
+  EXPECT_TRUE(HasReplicatedForm(Opcode::kRng));
+  EXPECT_FALSE(HasReplicatedForm(Opcode::kCholesky));
+}
+
+// Every elementwise kind implies kOpElementwise, every unary / binary / compare op lists the types
+// it accepts, and the kind agrees with the arity.
+TEST(Opcode, FactsAreConsistent) {
+  for (int i = 0; i < kOpcodeCount; ++i) {
+    const Opcode op = static_cast<Opcode>(i);
+    const ElementwiseKind kind = GetElementwiseKind(op);
+    if (kind != ElementwiseKind::kNone) {
+      EXPECT_TRUE(IsElementwise(op)) << OpcodeName(op);
+    }
+    const bool typed = kind == ElementwiseKind::kUnary || kind == ElementwiseKind::kBinary ||
+                       kind == ElementwiseKind::kCompare;
+    EXPECT_EQ(typed, OpcodeAcceptedTypes(op) != 0) << OpcodeName(op);
+    if (kind == ElementwiseKind::kUnary) {
+      EXPECT_EQ(OpcodeArity(op), 1) << OpcodeName(op);
+    }
+    if (kind == ElementwiseKind::kBinary || kind == ElementwiseKind::kCompare) {
+      EXPECT_EQ(OpcodeArity(op), 2) << OpcodeName(op);
+    }
+    if (kind == ElementwiseKind::kTernary) {
+      EXPECT_EQ(OpcodeArity(op), 3) << OpcodeName(op);
+    }
+  }
+}
+
 TEST(Opcode, UnknownNameIsAnErrorNamingTheSpelling) {
   EXPECT_FALSE(OpcodeFromName("le").has_value());
   auto op = ParseOpcode("le");

@@ -27,7 +27,8 @@ struct ProgramShape {
 
 // --- Elementwise ---------------------------------------------------------------------------------
 // HLO does no implicit broadcasting: operands of binary and ternary ops have equal dims. Element
-// types must match, except that floating types may mix (XLA's mixed precision; the wider one wins).
+// types must match exactly, as in XLA's verifier without mixed precision: add(f32, bf16) is an
+// error that asks for a convert. Unary / binary ops accept the types of their opcode table row.
 
 // abs, negate, exponential, floor, not, is-finite (-> pred), real / imag (complex -> real), copy,
 // reduce-precision, ... Error when the element type does not suit the op (floor of s32).
@@ -150,6 +151,9 @@ StatusOr<ProgramShape> ComputeProgramShape(const Computation& computation);
 // every check that can be made. Checks the operand count against the opcode's arity.
 // Messages do not name the instruction; the verifier adds that.
 StatusOr<Shape> InferInstructionShape(const Instruction& inst);
+// True when InferInstructionShape checks `op` (has a handler); false for ops whose shape is only
+// taken as declared (parameter, bitcast, scan, ...). For the cross-table test.
+bool HasShapeInference(Opcode op);
 // A collective's group size: the size of its replica groups, else the partition or replica count
 // of its module by XLA's group mode (channel_id / use_global_device_ids); 1 when unknown.
 // Error when explicit groups have different sizes (uniform groups required) or repeat an id.

@@ -190,10 +190,20 @@ Status CheckOperandCount(const Instruction& inst) {
   return OkStatus();
 }
 
+const std::array<Handler, kOpcodeCount>& Table() {
+  static const std::array<Handler, kOpcodeCount> table = BuildTable();  // immutable
+  return table;
+}
+
 }  // namespace
 
+bool HasShapeInference(Opcode op) {
+  const Handler h = Table()[static_cast<int>(op)];
+  return h != nullptr && h != &sii::DeclaredHandler;
+}
+
 StatusOr<Shape> InferInstructionShape(const Instruction& inst) {
-  static const std::array<Handler, kOpcodeCount> kTable = BuildTable();
+  const std::array<Handler, kOpcodeCount>& kTable = Table();
   XS_RETURN_IF_ERROR(CheckOperandCount(inst));
   Handler h = kTable[static_cast<int>(inst.opcode())];
   if (h == nullptr) return Declared(inst);

@@ -33,6 +33,8 @@ std::optional<std::vector<int64_t>> ParseIntListText(std::string_view text);
 using Handler = StatusOr<Shape> (*)(const Instruction&);
 // The handler of a collective / async / host-transfer / misc opcode, or nullptr.
 Handler CollectiveHandlerFor(Opcode op);
+// Ops whose result shape is an attribute of the text (or opaque to xshard): the declared shape.
+StatusOr<Shape> DeclaredHandler(const Instruction& inst);
 // The handler of an array op (convert ... fusion) from shape_inference_ops.cc, or nullptr.
 Handler OpHandlerFor(Opcode op);
 

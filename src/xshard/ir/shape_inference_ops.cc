@@ -13,8 +13,6 @@ namespace {
 StatusOr<Shape> TernaryHandler(const Instruction& inst) {
   return InferTernaryOpShape(inst.opcode(), Op(inst, 0), Op(inst, 1), Op(inst, 2));
 }
-// Ops whose result shape is an attribute of the text (or opaque to xshard).
-StatusOr<Shape> DeclaredHandler(const Instruction& inst) { return Declared(inst); }
 
 StatusOr<Shape> ConvertHandler(const Instruction& inst) {
   XS_RETURN_IF_ERROR(si::ExpectArray(inst.shape(), "the result of convert"));
@@ -320,6 +318,8 @@ const Rule kRules[] = {
 };
 
 }  // namespace
+
+StatusOr<Shape> DeclaredHandler(const Instruction& inst) { return Declared(inst); }
 
 Handler OpHandlerFor(Opcode op) {
   for (const Rule& r : kRules) {

@@ -24,9 +24,23 @@ TEST(ShapeInferenceTest, ElementwiseBinaryKeepsShapeAndCompareGivesPred) {
   EXPECT_EQ(Text(InferBinaryOpShape(Opcode::kAdd, F32({4, 16}), F32({4, 16}))), "f32[4,16]");
   EXPECT_EQ(Text(InferBinaryOpShape(Opcode::kCompare, F32({3}), F32({3}))), "pred[3]");
   EXPECT_EQ(Text(InferBinaryOpShape(Opcode::kComplex, F32({2}), F32({2}))), "c64[2]");
-  // Mixed floating precision is allowed as in XLA; the wider type wins.
-  EXPECT_EQ(Text(InferBinaryOpShape(Opcode::kMultiply, Shape(DType::kBF16, {2}), F32({2}))),
-            "f32[2]");
+}
+
+// As XLA's verifier without mixed precision (and as the executor, which has no mixed kernels):
+// add(f32, bf16) is an error naming both operands and the fix.
+TEST(ShapeInferenceTest, MixedFloatingPrecisionIsAnError) {
+  EXPECT_EQ(Text(InferBinaryOpShape(Opcode::kAdd, F32({2}), Shape(DType::kBF16, {2}))),
+            "ERROR: add operands have different element types: lhs f32[2], rhs bf16[2]; convert "
+            "one of them (e.g. convert(rhs) to f32) so both have the same element type");
+  EXPECT_EQ(Text(InferBinaryOpShape(Opcode::kCompare, Shape(DType::kF16, {2}), F32({2}))),
+            "ERROR: compare operands have different element types: lhs f16[2], rhs f32[2]; "
+            "convert one of them (e.g. convert(rhs) to f16) so both have the same element type");
+  EXPECT_EQ(Text(InferTernaryOpShape(Opcode::kSelect, Pred({2}), F32({2}), Shape(DType::kBF16, {2}))),
+            "ERROR: select's on_true f32[2] and on_false bf16[2] must have the same shape and "
+            "element type; convert or broadcast one of them");
+  EXPECT_EQ(Text(InferTernaryOpShape(Opcode::kClamp, Shape(DType::kF64, {}), F32({2}), F32({}))),
+            "ERROR: clamp's min f64[], operand f32[2] and max f32[] have different element types; "
+            "convert the bounds to f32");
 }
 
 TEST(ShapeInferenceTest, ElementwiseBinaryRejectsImplicitBroadcastAndTypeMix) {
@@ -34,8 +48,8 @@ TEST(ShapeInferenceTest, ElementwiseBinaryRejectsImplicitBroadcastAndTypeMix) {
             "ERROR: operands have different dims: lhs f32[4,16], rhs f32[1,16]; HLO does not "
             "broadcast implicitly, insert a broadcast");
   EXPECT_EQ(Text(InferBinaryOpShape(Opcode::kAdd, F32({2}), S32({2}))),
-            "ERROR: operands have different element types: lhs f32[2], rhs s32[2]; insert a "
-            "convert");
+            "ERROR: add operands have different element types: lhs f32[2], rhs s32[2]; convert "
+            "one of them (e.g. convert(rhs) to f32) so both have the same element type");
   EXPECT_EQ(Text(InferBinaryOpShape(Opcode::kAnd, F32({2}), F32({2}))),
             "ERROR: and needs pred or integer operands, got f32[2]");
   EXPECT_EQ(Text(InferBinaryOpShape(Opcode::kSubtract, Pred({2}), Pred({2}))),

@@ -39,7 +39,8 @@ namespace {
   X(kRemainder, Remainder) X(kMaximum, Maximum) X(kMinimum, Minimum) X(kPower, Power)       \
   X(kAtan2, Atan2) X(kAnd, And) X(kOr, Or) X(kXor, Xor) X(kShiftLeft, ShiftLeft)            \
   X(kShiftRightArithmetic, ShiftRightArithmetic)                                           \
-  X(kShiftRightLogical, ShiftRightLogical) X(kComplex, MakeComplex)
+  X(kShiftRightLogical, ShiftRightLogical) X(kComplex, MakeComplex)                        \
+  X(kMulhi, Mulhi)
 
 struct UnaryRow {
   Opcode op;

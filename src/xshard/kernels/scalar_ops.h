@@ -232,6 +232,18 @@ struct ShiftRightLogical {
     return ShiftOutOfRange(b) ? T(0) : T(Unsigned<T>(a) >> Unsigned<T>(b));
   }
 };
+// The high half of the double-width product, signed for signed types (CUDA's __mulhi / __umulhi).
+// The empty asm keeps GCC 12 from vectorizing the loop: it turns the 16-bit "widen, multiply,
+// shift" pattern into a high multiply of the wrong signedness (fast and reference loops disagreed).
+struct Mulhi {
+  template <Int T> static T Apply(T a, T b) {
+    using W = std::conditional_t<(sizeof(T) < 8), std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>,
+                                 std::conditional_t<std::is_signed_v<T>, __int128, unsigned __int128>>;
+    W product = W(a) * W(b);
+    asm("" : "+m"(product));
+    return T(product >> (8 * sizeof(T)));
+  }
+};
 struct MakeComplex {
   template <Real T> static std::complex<T> Apply(T a, T b) { return std::complex<T>(a, b); }
 };

@@ -8,26 +8,12 @@
 namespace xs {
 namespace {
 
+// Side effects come from the opcode table (HasSideEffect); parameters are distinct by position,
+// and collectives / async ops are kept apart (two equal all-reduces are two communications).
 bool Mergeable(const Instruction& inst) {
-  if (IsCollective(inst.opcode()) || IsAsync(inst.opcode())) return false;
-  switch (inst.opcode()) {
-    case Opcode::kParameter:
-    case Opcode::kRng:
-    case Opcode::kRngBitGenerator:
-    case Opcode::kRngGetAndUpdateState:
-    case Opcode::kSend:
-    case Opcode::kSendDone:
-    case Opcode::kRecv:
-    case Opcode::kRecvDone:
-    case Opcode::kInfeed:
-    case Opcode::kOutfeed:
-    case Opcode::kAfterAll:
-      return false;
-    case Opcode::kCustomCall:
-      return !inst.attrs().custom_call_has_side_effect;
-    default:
-      return inst.control_predecessors().empty() && inst.control_successors().empty();
-  }
+  const Opcode op = inst.opcode();
+  return !HasSideEffect(inst) && op != Opcode::kParameter && !IsCollective(op) && !IsAsync(op) &&
+         inst.control_predecessors().empty() && inst.control_successors().empty();
 }
 
 bool Same(const Instruction& a, const Instruction& b) {

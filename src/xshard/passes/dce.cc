@@ -1,5 +1,5 @@
-// RemoveDeadCode: drops unused side-effect-free instructions (users first) and unreachable
-// computations.
+// RemoveDeadCode: drops unused side-effect-free instructions (users first; the side effects are the
+// opcode table's, HasSideEffect in ir/instruction.h) and unreachable computations.
 #include "xshard/passes/dce.h"
 
 #include <algorithm>
@@ -7,25 +7,6 @@
 
 namespace xs {
 namespace {
-
-bool HasSideEffect(const Instruction& inst) {
-  switch (inst.opcode()) {
-    case Opcode::kSend:
-    case Opcode::kSendDone:
-    case Opcode::kRecv:
-    case Opcode::kRecvDone:
-    case Opcode::kInfeed:
-    case Opcode::kOutfeed:
-    case Opcode::kRngGetAndUpdateState:
-    case Opcode::kAfterAll:
-    case Opcode::kParameter:
-      return true;
-    case Opcode::kCustomCall:
-      return inst.attrs().custom_call_has_side_effect;
-    default:
-      return false;
-  }
-}
 
 void Reach(Computation* c, std::unordered_set<Computation*>& seen) {
   if (!seen.insert(c).second) return;
@@ -42,7 +23,7 @@ StatusOr<bool> RemoveDeadCode(Module& module) {
     std::vector<Instruction*> order = c->MakeInstructionPostOrder();
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Instruction* inst = *it;
-      if (inst->user_count() > 0 || inst == c->root() || HasSideEffect(*inst) ||
+      if (inst->user_count() > 0 || inst == c->root() || HasSideEffect(*inst) || inst->opcode() == Opcode::kParameter ||
           !inst->control_predecessors().empty() || !inst->control_successors().empty()) {
         continue;
       }

@@ -74,22 +74,6 @@ bool IsReplicatedLeaf(const Leaf& l) {
   return l.kind == Kind::kAxes && l.axes.DimAxes() == 0 && l.axes.manual == 0;
 }
 
-bool HasSideEffect(const Instruction& inst) {
-  switch (inst.opcode()) {
-    case Opcode::kSend:
-    case Opcode::kRecv:
-    case Opcode::kInfeed:
-    case Opcode::kOutfeed:
-    case Opcode::kRng:
-    case Opcode::kRngGetAndUpdateState:
-    case Opcode::kSendDone:
-    case Opcode::kRecvDone:
-    case Opcode::kAfterAll: return true;
-    case Opcode::kCustomCall: return inst.attrs().custom_call_has_side_effect;
-    default: return false;
-  }
-}
-
 }  // namespace
 
 bool Engine::FullyManual(const Node& n) const {

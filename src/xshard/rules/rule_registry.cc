@@ -117,4 +117,9 @@ bool HasRule(Opcode op) {
   return rules_internal::Table()[static_cast<int>(op)] != nullptr;
 }
 
+bool HasNonBarrierRule(Opcode op) {
+  const rules_internal::RuleFn fn = rules_internal::Table()[static_cast<int>(op)];
+  return fn != nullptr && fn != &rules_internal::Barrier;
+}
+
 }  // namespace xs

@@ -25,6 +25,11 @@ bool IsPassThroughCustomCall(std::string_view target);
 // without a rule).
 bool HasRule(Opcode op);
 
+// True when the table's rule for `op` may relate operand and result dims (not the barrier rule of
+// send / recv, infeed, scan, ...): such an op must have a partitioned form, an executor handler
+// and shape inference, or be on an allow-list of jit/op_table_test.cc.
+bool HasNonBarrierRule(Opcode op);
+
 }  // namespace xs
 
 #endif  // XSHARD_RULES_RULE_REGISTRY_H_

@@ -26,6 +26,7 @@ void AddContractionRules(RuleTable& table);  // dot, convolution, reduce, gather
 void AddStructuralRules(RuleTable& table);   // tuple, while, call, custom-call, collectives, ...
 
 // Rules shared between files.
+StatusOr<OpShardingRule> Barrier(const Instruction& inst);      // rules_structural.cc
 StatusOr<OpShardingRule> GatherRule(const Instruction& inst);   // rules_gather.cc
 StatusOr<OpShardingRule> ScatterRule(const Instruction& inst);  // rules_gather.cc
 StatusOr<OpShardingRule> TopKRule(const Instruction& inst);     // rules_contract.cc

@@ -15,9 +15,6 @@ StatusOr<OpShardingRule> PairAll(const Instruction& inst) {
 StatusOr<OpShardingRule> PairFirst(const Instruction& inst) {
   return PairLeavesRule(inst, 0, 1);
 }
-StatusOr<OpShardingRule> Barrier(const Instruction& inst) {
-  return BarrierRule(inst);
-}
 
 // Results related to nothing through the rule, without the barrier mark: call-like ops whose
 // values flow through the called computations' parameters and roots instead.
@@ -180,6 +177,10 @@ StatusOr<OpShardingRule> CustomCall(const Instruction& inst) {
 }
 
 }  // namespace
+
+StatusOr<OpShardingRule> Barrier(const Instruction& inst) {
+  return BarrierRule(inst);
+}
 
 void AddStructuralRules(RuleTable& table) {
   for (Opcode op : {Opcode::kTuple, Opcode::kWhile, Opcode::kOptimizationBarrier, Opcode::kDomain,

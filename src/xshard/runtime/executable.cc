@@ -317,6 +317,18 @@ Executable::Executable(const Module& module, std::unique_ptr<Program> program)
 
 Executable::~Executable() = default;
 
+bool ExecutorSupports(Opcode op) {
+  static const HandlerTable table = [] {
+    HandlerTable t{};
+    RegisterElementwiseHandlers(t);
+    RegisterShapeHandlers(t);
+    RegisterComputeHandlers(t);
+    RegisterControlHandlers(t);
+    return t;
+  }();
+  return table[static_cast<int>(op)] != nullptr;
+}
+
 StatusOr<std::unique_ptr<Executable>> Executable::Create(const Module& module) {
   if (module.entry() == nullptr) return InvalidArgument("module '", module.name(), "' has no entry computation");
   HandlerTable table{};

@@ -137,6 +137,11 @@ inline bool ExceededWhileIterations(const Status& s) {
 // supported by the executor" plus `detail` ("; <detail>") when given.
 Status UnsupportedInstruction(const Instruction& inst, std::string_view detail = "");
 
+// True when the executor has a handler for `op` (unary / binary elementwise ops: when kernels/ has
+// their kernel). For the cross-table test (jit/op_table_test.cc); some
+// forms of a supported op may still be refused (a custom-call target, an element type).
+bool ExecutorSupports(Opcode op);
+
 }  // namespace xs
 
 #endif  // XSHARD_RUNTIME_EXECUTABLE_H_

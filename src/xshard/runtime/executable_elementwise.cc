@@ -298,21 +298,22 @@ Status PrepareReducePrecision(const Instruction& inst, Step& step, const Program
 }  // namespace
 
 void RegisterElementwiseHandlers(HandlerTable& t) {
-  for (Opcode op : {Opcode::kAbs, Opcode::kNegate, Opcode::kExp, Opcode::kLog, Opcode::kSqrt,
-                    Opcode::kRsqrt, Opcode::kTanh, Opcode::kSin, Opcode::kCos, Opcode::kTan,
-                    Opcode::kLogistic, Opcode::kExpm1, Opcode::kLog1p, Opcode::kCbrt, Opcode::kErf,
-                    Opcode::kCeil, Opcode::kFloor, Opcode::kRoundNearestAfz,
-                    Opcode::kRoundNearestEven, Opcode::kAtan, Opcode::kAcos, Opcode::kAsin,
-                    Opcode::kAcosh, Opcode::kAsinh, Opcode::kAtanh, Opcode::kCosh, Opcode::kSinh,
-                    Opcode::kSign, Opcode::kIsFinite, Opcode::kNot, Opcode::kPopulationCount,
-                    Opcode::kClz, Opcode::kReal, Opcode::kImag}) {
-    t[static_cast<int>(op)] = &PrepareUnary;
-  }
-  for (Opcode op : {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply, Opcode::kDivide,
-                    Opcode::kRemainder, Opcode::kMaximum, Opcode::kMinimum, Opcode::kPower,
-                    Opcode::kAtan2, Opcode::kAnd, Opcode::kOr, Opcode::kXor, Opcode::kShiftLeft,
-                    Opcode::kShiftRightArithmetic, Opcode::kShiftRightLogical, Opcode::kComplex}) {
-    t[static_cast<int>(op)] = &PrepareBinary;
+  // Unary and binary ops: those of the opcode table's kinds that kernels/ has a kernel for (probed
+  // on one element type the op accepts), so a new op needs only its kernel's table line.
+  for (int i = 0; i < kOpcodeCount; ++i) {
+    const Opcode op = static_cast<Opcode>(i);
+    const uint32_t types = OpcodeAcceptedTypes(op);
+    const DType probe = (types & kOnFloat) ? DType::kF32 : (types & kOnSigned) ? DType::kS32 : DType::kPred;
+    switch (GetElementwiseKind(op)) {
+      case ElementwiseKind::kUnary:
+        if (kernels::FindUnaryKernel(op, probe).ok()) t[i] = &PrepareUnary;
+        break;
+      case ElementwiseKind::kBinary:
+        if (kernels::FindBinaryKernel(op, probe).ok()) t[i] = &PrepareBinary;
+        break;
+      default:
+        break;
+    }
   }
   t[static_cast<int>(Opcode::kCopy)] = &PrepareCopy;
   t[static_cast<int>(Opcode::kCompare)] = &PrepareCompare;

@@ -75,11 +75,14 @@ struct RuleConfig {
 Status PartitionByRule(const Instruction& inst, Context& ctx, const RuleConfig& config);
 
 // Handlers, one per op family.
+using Handler = Status (*)(const Instruction&, Context&);
+// The handler of `op` (handler_table.cc); HandleReplicated for ops without a partitioned form.
+Handler HandlerFor(Opcode op);
 Status HandleElementwise(const Instruction& inst, Context& ctx);  // handlers_elementwise.cc
 Status HandleDot(const Instruction& inst, Context& ctx);          // handlers_dot.cc
 Status HandleConvolution(const Instruction& inst, Context& ctx);
 Status HandleReduce(const Instruction& inst, Context& ctx);       // handlers_reduce.cc
-Status HandleShapeOp(const Instruction& inst, Context& ctx);      // handlers_shape.cc
+Status HandleShapeOp(const Instruction& inst, Context& ctx);      // handlers_shape.cc: by rule
 Status HandleBroadcast(const Instruction& inst, Context& ctx);
 Status HandlePositional(const Instruction& inst, Context& ctx);
 Status HandleSlice(const Instruction& inst, Context& ctx);        // handlers_halo.cc

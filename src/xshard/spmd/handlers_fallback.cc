@@ -138,6 +138,12 @@ Status HandleReplicated(const Instruction& inst, Context& ctx) {
     ctx.Warn(StrCat("%", inst.name(), " (", OpcodeName(inst.opcode()),
                     "): no partitioned form; computed on fully replicated operands (",
                     StrJoin(sharded, ", "), "; ", FormatBytes(gathered), " received per device)"));
+  } else if (HasReplicatedForm(inst.opcode()) && !inst.shape().IsToken() &&
+             !ctx.TargetOf(inst).IsReplicated()) {
+    // Declared kOpReplicatedForm (ir/opcode.h): say so even when only the result is sharded.
+    ctx.Warn(StrCat("%", inst.name(), " (", OpcodeName(inst.opcode()),
+                    "): no partitioned form yet; computed replicated and resharded to ",
+                    ctx.TargetOf(inst).ToString()));
   }
   Instruction* local = CloneLocal(inst, ctx, std::move(operands));
   return ctx.Finish(inst, PartitionedValue(local, inst.shape(), HloSharding::Replicate(), &ctx.em()));

@@ -1,9 +1,7 @@
 // The partitioner driver: propagate, validate, build the common tile mesh, walk each computation
 // in post order dispatching every instruction to its handler (one table by opcode), mask the
-// outputs' padding, verify the SPMD module and fill the report.
+// outputs' padding, verify the SPMD module and fill the report. The table is in handler_table.cc.
 #include "xshard/spmd/partitioner.h"
-
-#include <array>
 
 #include "xshard/base/strings.h"
 #include "xshard/ir/verifier.h"
@@ -14,47 +12,6 @@
 namespace xs {
 namespace spmd::internal {
 namespace {
-
-using Handler = Status (*)(const Instruction&, Context&);
-
-struct HandlerTable {
-  std::array<Handler, kOpcodeCount> handlers;
-  HandlerTable() {
-    handlers.fill(&HandleReplicated);
-    auto set = [&](Opcode op, Handler h) { handlers[static_cast<int>(op)] = h; };
-#define XS_SET_ELEMENTWISE(e, name, arity, flags) \
-  if ((flags) & kOpElementwise) set(Opcode::e, &HandleElementwise);
-    XS_OPCODE_LIST(XS_SET_ELEMENTWISE)
-#undef XS_SET_ELEMENTWISE
-    set(Opcode::kParameter, &HandleParameter);
-    set(Opcode::kConstant, &HandleConstant);
-    set(Opcode::kIota, &HandleIota);
-    set(Opcode::kDot, &HandleDot);
-    set(Opcode::kConvolution, &HandleConvolution);
-    set(Opcode::kReduce, &HandleReduce);
-    set(Opcode::kBroadcast, &HandleBroadcast);
-    for (Opcode op : {Opcode::kTranspose, Opcode::kReshape, Opcode::kReverse, Opcode::kConcatenate, Opcode::kDynamicSlice, Opcode::kGather,
-                      Opcode::kSort, Opcode::kReduceWindow, Opcode::kSelectAndScatter,
-                      Opcode::kBitcastConvert}) {
-      set(op, &HandleShapeOp);
-    }
-    set(Opcode::kSlice, &HandleSlice);
-    set(Opcode::kPad, &HandlePad);
-    set(Opcode::kDynamicUpdateSlice, &HandlePositional);
-    set(Opcode::kScatter, &HandlePositional);
-    set(Opcode::kTuple, &HandleTuple);
-    set(Opcode::kGetTupleElement, &HandleGetTupleElement);
-    set(Opcode::kWhile, &HandleWhile);
-    set(Opcode::kConditional, &HandleConditional);
-    set(Opcode::kCall, &HandleCall);
-    set(Opcode::kCustomCall, &HandleCustomCall);
-  }
-};
-
-Handler HandlerFor(Opcode op) {
-  static const HandlerTable table;
-  return table.handlers[static_cast<int>(op)];
-}
 
 bool AllManual(const HloSharding& s) {
   if (s.IsTuple()) {
