@@ -2,10 +2,13 @@
 // plus the helpers every handler uses (buffers, slots, donation, scalar computations).
 #include "xshard/runtime/executable.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <unordered_set>
 
 #include "xshard/kernels/dot.h"
+#include "xshard/runtime/buffer_assignment.h"
 #include "xshard/runtime/compute_gate.h"
 #include "xshard/runtime/executable_plan.h"
 
@@ -34,6 +37,17 @@ std::vector<Array> Value::Flatten() && {
 // ---- helpers ----
 
 std::shared_ptr<Array> NewArray(const Shape& shape, RunContext& ctx) {
+  const Step* step = ctx.step;
+  if (step != nullptr && step->writes_result_buffer && !ctx.result_given) {
+    const Shape& want = step->inst->shape();
+    if (want.IsArray() && shape.dtype() == want.dtype() && shape.dims() == want.dims()) {
+      ctx.result_given = true;
+      if (step->arena_offset >= 0 && ctx.frame_arena != nullptr) {
+        return std::make_shared<Array>(Array::View(shape.WithoutLayout(), ctx.frame_arena + step->arena_offset));
+      }
+      return AdoptArray(Array::Uninitialized(shape.WithoutLayout()), ctx);
+    }
+  }
   const int64_t bytes = shape.byte_size();
   ctx.memory.Add(bytes);
   MemoryCounter* counter = &ctx.memory;
@@ -53,7 +67,10 @@ std::shared_ptr<Array> AdoptArray(Array array, RunContext& ctx) {
   });
 }
 
-Slot OwnedSlot(std::shared_ptr<Array> array) { return Slot{std::move(array), nullptr, true}; }
+Slot OwnedSlot(std::shared_ptr<Array> array) {
+  const bool owns = array != nullptr && array->owns_data();
+  return Slot{std::move(array), nullptr, owns};
+}
 
 Slot SharedSlot(const Array* array) {
   // Never written: non-donatable slots are only read.
@@ -79,7 +96,7 @@ Slot TakeOperand(const Step& step, Frame& frame, int i) {
 std::shared_ptr<Array> ResultBuffer(const Step& step, Frame& frame, RunContext& ctx, int i) {
   const Shape& shape = step.inst->shape();
   const Slot& s = frame.slots[step.operands[i]];
-  if (step.last_use[i] && s.donatable && s.array && s.array.use_count() == 1 &&
+  if (step.last_use[i] && s.donatable && s.array && s.array.use_count() == 1 && s.array->owns_data() &&
       s.array->dtype() == shape.dtype() && s.array->dims() == shape.dims()) {
     return s.array;
   }
@@ -267,7 +284,7 @@ Slot ArgumentSlot(const Shape& shape, std::span<const Array* const> args, size_t
 Value SlotToValue(const Slot& slot, bool owner_unique) {
   Value v;
   if (slot.array) {
-    if (owner_unique && slot.donatable && slot.array.use_count() == 1) {
+    if (owner_unique && slot.donatable && slot.array.use_count() == 1 && slot.array->owns_data()) {
       v.array = std::move(*slot.array);
     } else {
       v.array = *slot.array;
@@ -290,12 +307,30 @@ std::vector<const Array*> Pointers(std::span<const Array> args) {
 }  // namespace
 
 StatusOr<Slot> RunPlan(const ComputationPlan& plan, std::vector<Slot> args, RunContext& ctx) {
+  // A callee runs in the region its calling step reserved; the entry at the arena's start.
+  struct Restore {
+    RunContext& ctx;
+    const Step* step = ctx.step;
+    std::byte* arena = ctx.frame_arena;
+    bool given = ctx.result_given;
+    ~Restore() {
+      ctx.step = step;
+      ctx.frame_arena = arena;
+      ctx.result_given = given;
+    }
+  } restore{ctx};
   Frame frame;
+  frame.arena = ctx.frame_arena == nullptr ? nullptr
+                : ctx.step == nullptr     ? ctx.frame_arena
+                                          : ctx.frame_arena + ctx.step->callee_offset;
   frame.slots.resize(plan.num_slots);
   for (size_t i = 0; i < args.size() && i < plan.param_slots.size(); ++i) {
     frame.slots[plan.param_slots[i]] = std::move(args[i]);
   }
   for (const Step& step : plan.steps) {
+    ctx.step = &step;
+    ctx.frame_arena = frame.arena;
+    ctx.result_given = false;
     Status st = RunStep(step, frame, ctx);
     if (!st.ok()) return AnnotateInstruction(st, *step.inst);
     XS_RETURN_IF_ERROR(CheckResult(step, frame));
@@ -312,7 +347,32 @@ Executable::Executable(const Module& module, std::unique_ptr<Program> program)
   }
 }
 
-Executable::~Executable() = default;
+Executable::~Executable() {
+  for (std::byte* a : free_arenas_) std::free(a);
+}
+
+int64_t Executable::arena_bytes() const { return program_->entry->arena_bytes; }
+
+Executable::ArenaLease::ArenaLease(const Executable& e) : owner_(e) {
+  const int64_t bytes = e.arena_bytes();
+  if (bytes == 0) return;
+  {
+    std::lock_guard<std::mutex> lock(e.arena_mu_);
+    if (!e.free_arenas_.empty()) {
+      data_ = e.free_arenas_.back();
+      e.free_arenas_.pop_back();
+      return;
+    }
+  }
+  data_ = static_cast<std::byte*>(std::aligned_alloc(kBufferAlignment, static_cast<size_t>(bytes)));
+  XS_CHECK(data_ != nullptr, "out of memory allocating the executor's ", bytes, "-byte arena");
+}
+
+Executable::ArenaLease::~ArenaLease() {
+  if (data_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(owner_.arena_mu_);
+  owner_.free_arenas_.push_back(data_);
+}
 
 StatusOr<std::unique_ptr<Executable>> Executable::Create(const Module& module) {
   if (module.entry() == nullptr) return InvalidArgument("module '", module.name(), "' has no entry computation");
@@ -327,6 +387,7 @@ StatusOr<std::unique_ptr<Executable>> Executable::Create(const Module& module) {
   for (const Computation* c : module.MakeComputationPostOrder()) {
     if (!reachable.count(c)) continue;
     XS_ASSIGN_OR_RETURN(std::unique_ptr<ComputationPlan> plan, PlanComputation(*c, table, *program));
+    PlanMemory(*plan);
     program->Add(std::move(plan));
   }
   program->entry = program->Get(module.entry());
@@ -364,6 +425,8 @@ StatusOr<Value> Executable::RunImpl(std::span<const Array* const> borrowed, std:
   const Computation& entry = *module_.entry();
   if (options.blas_threads > 0) kernels::SetBlasThreads(options.blas_threads);
   RunContext ctx{options, *program_, {}, 0};
+  ArenaLease arena(*this);
+  ctx.frame_arena = arena.data();
   Value result;
   {
     std::vector<Slot> params;
@@ -387,7 +450,7 @@ StatusOr<Value> Executable::RunImpl(std::span<const Array* const> borrowed, std:
   }
   if (stats != nullptr) {
     stats->instructions_run = ctx.instructions_run;
-    stats->peak_bytes = ctx.memory.peak;
+    stats->peak_bytes = arena_bytes() + ctx.memory.peak;
   }
   return result;
 }
