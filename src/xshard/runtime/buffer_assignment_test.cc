@@ -224,5 +224,25 @@ ENTRY main {
   EXPECT_EQ(stats.peak_bytes, 2 * 4096);  // the two donated arguments, nothing else
 }
 
+TEST(ExecutorArena, ConvertToAWiderTypeIsNeverWrittenInPlace) {
+  // f16[1,2] (4 B) and f32[1,2] (8 B) both round up to one 64-byte slot; converting in place
+  // would overwrite the second f16 with the first f32's upper half.
+  std::unique_ptr<Module> m = Parse(R"(
+HloModule widen
+ENTRY main {
+  x = f32[1,2] parameter(0)
+  h = f16[1,2] convert(x)
+  c = f16[1,2] cosine(h)
+  w = f32[1,2] convert(c)
+  ROOT r = f32[1,4] concatenate(w, x), dimensions={1}
+})");
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  Array x = Array::FromVector<float>({1, 2}, {1.0f, 2.0f});
+  std::vector<Array> out = *e->Run(std::span<const Array>(&x, 1));
+  EXPECT_NEAR(out[0].GetDouble(0), 0.5403, 1e-3);   // cos(1)
+  EXPECT_NEAR(out[0].GetDouble(1), -0.4161, 1e-3);  // cos(2)
+  EXPECT_EQ(out[0].GetDouble(3), 2.0);
+}
+
 }  // namespace
 }  // namespace xs

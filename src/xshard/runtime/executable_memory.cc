@@ -88,8 +88,11 @@ void PlanMemory(ComputationPlan& plan) {
     const int o = st.operands[st.inplace_operand];
     if (bufs[o].size() != 1) return -1;
     const int b = bufs[o][0];
-    if (last[b] != k || AlignedBufferBytes(plan.steps[b].inst->shape().byte_size()) !=
-                            AlignedBufferBytes(st.inst->shape().byte_size())) {
+    // Same bytes and (elementwise) the same count, so the same element size: each element is
+    // read before it is overwritten. Sizes that only match after alignment do not qualify.
+    const Shape& from = plan.steps[b].inst->shape();
+    if (last[b] != k || !from.IsArray() || from.byte_size() != st.inst->shape().byte_size() ||
+        from.num_elements() != st.inst->shape().num_elements()) {
       return -1;
     }
     for (int other : st.operands) {
@@ -109,6 +112,33 @@ void PlanMemory(ComputationPlan& plan) {
     candidate[k] = 0;
     const int b = inplace_source(k);
     if (b >= 0 && candidate[b]) owned[b] = 1;
+  }
+  // A result written over a dying owned operand (a kernel's fresh buffer, or a result already
+  // kept out of the arena) needs no arena memory: ResultBuffer takes the operand's buffer.
+  std::vector<int> def(plan.num_slots, -1), last_reader(plan.num_slots, -1);
+  for (int k = 0; k < n; ++k) {
+    def[plan.steps[k].out] = k;
+    for (int o : plan.steps[k].operands) last_reader[o] = k;
+  }
+  std::vector<char> owned_value(n, 0);
+  for (int k = 0; k < n; ++k) {
+    const Step& st = plan.steps[k];
+    const Opcode op = st.inst->opcode();
+    if (st.writes_result_buffer ? !candidate[k] : (ProducesFreshValue(op) && op != Opcode::kConstant)) {
+      owned_value[k] = 1;
+      continue;
+    }
+    if (!candidate[k] || st.inplace_operand < 0 || st.inplace_operand >= static_cast<int>(st.operands.size())) {
+      continue;
+    }
+    const int o = st.operands[st.inplace_operand];
+    const int d = def[o];
+    if (d < 0 || !owned_value[d] || last_reader[o] != k || !st.inst->shape().IsArray()) continue;
+    const Shape& from = plan.steps[d].inst->shape();
+    if (from.IsArray() && from.dtype() == st.inst->shape().dtype() && from.dims() == st.inst->shape().dims()) {
+      candidate[k] = 0;
+      owned_value[k] = 1;
+    }
   }
   std::vector<BufferInterval> intervals;
   std::vector<int> interval_of(n, -1), scratch_of(n, -1);
