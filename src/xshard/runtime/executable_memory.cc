@@ -113,6 +113,11 @@ void PlanMemory(ComputationPlan& plan) {
     const int b = inplace_source(k);
     if (b >= 0 && candidate[b]) owned[b] = 1;
   }
+  // Values under one alignment unit (scalars, tiny vectors) stay owned: malloc serves them from
+  // its heap without page faults, and a 64-byte slot each would only inflate the arena.
+  for (int k = 0; k < n; ++k) {
+    if (candidate[k] && plan.steps[k].inst->shape().byte_size() < kBufferAlignment) candidate[k] = 0;
+  }
   // A result written over a dying owned operand (a kernel's fresh buffer, or a result already
   // kept out of the arena) needs no arena memory: ResultBuffer takes the operand's buffer.
   std::vector<int> def(plan.num_slots, -1), last_reader(plan.num_slots, -1);
