@@ -36,42 +36,6 @@ std::vector<Array> Value::Flatten() && {
 
 // ---- helpers ----
 
-std::shared_ptr<Array> NewArray(const Shape& shape, RunContext& ctx) {
-  const Step* step = ctx.step;
-  if (step != nullptr && step->writes_result_buffer && !ctx.result_given) {
-    const Shape& want = step->inst->shape();
-    if (want.IsArray() && shape.dtype() == want.dtype() && shape.dims() == want.dims()) {
-      ctx.result_given = true;
-      if (step->arena_offset >= 0 && ctx.frame_arena != nullptr) {
-        return std::make_shared<Array>(Array::View(shape.WithoutLayout(), ctx.frame_arena + step->arena_offset));
-      }
-      return AdoptArray(Array::Uninitialized(shape.WithoutLayout()), ctx);
-    }
-  }
-  const int64_t bytes = shape.byte_size();
-  ctx.memory.Add(bytes);
-  MemoryCounter* counter = &ctx.memory;
-  return std::shared_ptr<Array>(new Array(shape.WithoutLayout()), [counter, bytes](Array* a) {
-    counter->Sub(bytes);
-    delete a;
-  });
-}
-
-std::shared_ptr<Array> AdoptArray(Array array, RunContext& ctx) {
-  const int64_t bytes = array.byte_size();
-  ctx.memory.Add(bytes);
-  MemoryCounter* counter = &ctx.memory;
-  return std::shared_ptr<Array>(new Array(std::move(array)), [counter, bytes](Array* a) {
-    counter->Sub(bytes);
-    delete a;
-  });
-}
-
-Slot OwnedSlot(std::shared_ptr<Array> array) {
-  const bool owns = array != nullptr && array->owns_data();
-  return Slot{std::move(array), nullptr, owns};
-}
-
 Slot SharedSlot(const Array* array) {
   // Never written: non-donatable slots are only read.
   return Slot{std::shared_ptr<Array>(const_cast<Array*>(array), [](Array*) {}), nullptr, false};
@@ -349,29 +313,6 @@ Executable::Executable(const Module& module, std::unique_ptr<Program> program)
 
 Executable::~Executable() {
   for (std::byte* a : free_arenas_) std::free(a);
-}
-
-int64_t Executable::arena_bytes() const { return program_->entry->arena_bytes; }
-
-Executable::ArenaLease::ArenaLease(const Executable& e) : owner_(e) {
-  const int64_t bytes = e.arena_bytes();
-  if (bytes == 0) return;
-  {
-    std::lock_guard<std::mutex> lock(e.arena_mu_);
-    if (!e.free_arenas_.empty()) {
-      data_ = e.free_arenas_.back();
-      e.free_arenas_.pop_back();
-      return;
-    }
-  }
-  data_ = static_cast<std::byte*>(std::aligned_alloc(kBufferAlignment, static_cast<size_t>(bytes)));
-  XS_CHECK(data_ != nullptr, "out of memory allocating the executor's ", bytes, "-byte arena");
-}
-
-Executable::ArenaLease::~ArenaLease() {
-  if (data_ == nullptr) return;
-  std::lock_guard<std::mutex> lock(owner_.arena_mu_);
-  owner_.free_arenas_.push_back(data_);
 }
 
 StatusOr<std::unique_ptr<Executable>> Executable::Create(const Module& module) {

@@ -1,8 +1,11 @@
 // The executor's memory plan: which buffers each value may reference (aliases through tuple,
 // get-tuple-element, reshape, copy, calls, loops), their live ranges in steps, and their offsets
 // in the computation's arena region (buffer_assignment.h). Values that reach the root get owned
-// buffers instead, so a result never points into an arena the next run reuses.
+// buffers instead, so a result never points into an arena the next run reuses. Also the run-time
+// side: the arena free list and the buffer helpers (NewArray, AdoptArray, OwnedSlot).
 #include <algorithm>
+#include <cstdlib>
+#include <mutex>
 
 #include "xshard/runtime/buffer_assignment.h"
 #include "xshard/runtime/executable_plan.h"
@@ -172,6 +175,65 @@ void PlanMemory(ComputationPlan& plan) {
     st.callee_offset = scratch_of[k] >= 0 ? a.offsets[scratch_of[k]] : 0;
   }
   plan.arena_bytes = a.arena_bytes;
+}
+
+std::shared_ptr<Array> NewArray(const Shape& shape, RunContext& ctx) {
+  const Step* step = ctx.step;
+  if (step != nullptr && step->writes_result_buffer && !ctx.result_given) {
+    const Shape& want = step->inst->shape();
+    if (want.IsArray() && shape.dtype() == want.dtype() && shape.dims() == want.dims()) {
+      ctx.result_given = true;
+      if (step->arena_offset >= 0 && ctx.frame_arena != nullptr) {
+        return std::make_shared<Array>(Array::View(shape.WithoutLayout(), ctx.frame_arena + step->arena_offset));
+      }
+      return AdoptArray(Array::Uninitialized(shape.WithoutLayout()), ctx);
+    }
+  }
+  const int64_t bytes = shape.byte_size();
+  ctx.memory.Add(bytes);
+  MemoryCounter* counter = &ctx.memory;
+  return std::shared_ptr<Array>(new Array(shape.WithoutLayout()), [counter, bytes](Array* a) {
+    counter->Sub(bytes);
+    delete a;
+  });
+}
+
+std::shared_ptr<Array> AdoptArray(Array array, RunContext& ctx) {
+  const int64_t bytes = array.byte_size();
+  ctx.memory.Add(bytes);
+  MemoryCounter* counter = &ctx.memory;
+  return std::shared_ptr<Array>(new Array(std::move(array)), [counter, bytes](Array* a) {
+    counter->Sub(bytes);
+    delete a;
+  });
+}
+
+Slot OwnedSlot(std::shared_ptr<Array> array) {
+  const bool owns = array != nullptr && array->owns_data();
+  return Slot{std::move(array), nullptr, owns};
+}
+
+int64_t Executable::arena_bytes() const { return program_->entry->arena_bytes; }
+
+Executable::ArenaLease::ArenaLease(const Executable& e) : owner_(e) {
+  const int64_t bytes = e.arena_bytes();
+  if (bytes == 0) return;
+  {
+    std::lock_guard<std::mutex> lock(e.arena_mu_);
+    if (!e.free_arenas_.empty()) {
+      data_ = e.free_arenas_.back();
+      e.free_arenas_.pop_back();
+      return;
+    }
+  }
+  data_ = static_cast<std::byte*>(std::aligned_alloc(kBufferAlignment, static_cast<size_t>(bytes)));
+  XS_CHECK(data_ != nullptr, "out of memory allocating the executor's ", bytes, "-byte arena");
+}
+
+Executable::ArenaLease::~ArenaLease() {
+  if (data_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(owner_.arena_mu_);
+  owner_.free_arenas_.push_back(data_);
 }
 
 }  // namespace xs
