@@ -5,7 +5,10 @@
 // Bandwidth counts bytes read + written: memcpy moves 2 x 64 MiB, a binary add 3 x 64 MiB.
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <memory>
 #include <vector>
 
@@ -131,7 +134,101 @@ void BM_AddKernelBf16_64MiB(benchmark::State& state) {
 }
 BENCHMARK(BM_AddKernelBf16_64MiB)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// One device, f32[4096,4096]: tanh(x) * sigmoid(y) + x * 0.5 (the issue's elementwise chain).
+constexpr std::string_view kChain = R"(
+HloModule chain
+ENTRY main {
+  x = f32[4096,4096] parameter(0)
+  y = f32[4096,4096] parameter(1)
+  t = f32[4096,4096] tanh(x)
+  s = f32[4096,4096] logistic(y)
+  ts = f32[4096,4096] multiply(t, s)
+  half = f32[] constant(0.5)
+  h = f32[4096,4096] broadcast(half), dimensions={}
+  xh = f32[4096,4096] multiply(x, h)
+  ROOT r = f32[4096,4096] add(ts, xh)
+})";
+
+// One SGD step of a 2-layer MLP (b256, d512, h2048): relu forward, squared-error backward,
+// both weight updates.
+constexpr std::string_view kMlpStep = R"(
+HloModule mlp_step
+ENTRY main {
+  x = f32[256,512] parameter(0)
+  w1 = f32[512,2048] parameter(1)
+  w2 = f32[2048,512] parameter(2)
+  t = f32[256,512] parameter(3)
+  h = f32[256,2048] dot(x, w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  zero = f32[] constant(0)
+  z = f32[256,2048] broadcast(zero), dimensions={}
+  a = f32[256,2048] maximum(h, z)
+  y = f32[256,512] dot(a, w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  dy = f32[256,512] subtract(y, t)
+  dw2 = f32[2048,512] dot(a, dy), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  da = f32[256,2048] dot(dy, w2), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  pos = pred[256,2048] compare(h, z), direction=GT
+  dh = f32[256,2048] select(pos, da, z)
+  dw1 = f32[512,2048] dot(x, dh), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  lr = f32[] constant(0.001)
+  lr1 = f32[512,2048] broadcast(lr), dimensions={}
+  lr2 = f32[2048,512] broadcast(lr), dimensions={}
+  s1 = f32[512,2048] multiply(dw1, lr1)
+  s2 = f32[2048,512] multiply(dw2, lr2)
+  w1n = f32[512,2048] subtract(w1, s1)
+  w2n = f32[2048,512] subtract(w2, s2)
+  ROOT out = (f32[512,2048], f32[2048,512]) tuple(w1n, w2n)
+})";
+
+std::vector<Array> ArgsFor(const Executable& e) {
+  std::vector<Array> args;
+  double v = 0.01;
+  for (const Shape& s : e.argument_shapes()) {
+    args.push_back(Array::Full(s.dtype(), s.dims(), v));
+    v += 0.01;
+  }
+  return args;
+}
+
+void RunCase(benchmark::State& state, std::string_view text) {
+  std::unique_ptr<Module> m = ParseOrDie(std::string(text));
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  std::vector<Array> args = ArgsFor(*e);
+  ExecuteStats stats;
+  for (auto _ : state) {
+    StatusOr<std::vector<Array>> out = e->Run(args, {}, &stats);
+    benchmark::DoNotOptimize(out);
+  }
+  state.counters["peak_MiB"] = static_cast<double>(stats.peak_bytes) / (1 << 20);
+}
+void BM_TanhSigmoidChain4096(benchmark::State& state) { RunCase(state, kChain); }
+BENCHMARK(BM_TanhSigmoidChain4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+void BM_MlpStep(benchmark::State& state) { RunCase(state, kMlpStep); }
+BENCHMARK(BM_MlpStep)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// `executor_bench --calls=N chain|mlp`: N plain calls and the peak (for perf stat / time -v).
+int RunCalls(int n, std::string_view which) {
+  std::unique_ptr<Module> m = ParseOrDie(std::string(which == "mlp" ? kMlpStep : kChain));
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  std::vector<Array> args = ArgsFor(*e);
+  ExecuteStats stats;
+  for (int i = 0; i < n; ++i) {
+    StatusOr<std::vector<Array>> out = e->Run(args, {}, &stats);
+    XS_CHECK(out.ok(), out.status().ToString());
+  }
+  std::printf("%s: %d calls, peak_bytes %lld\n", std::string(which).c_str(), n,
+              static_cast<long long>(stats.peak_bytes));
+  return 0;
+}
+
 }  // namespace
 }  // namespace xs
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string_view(argv[1]).rfind("--calls=", 0) == 0) {
+    return xs::RunCalls(std::atoi(argv[1] + 8), argv[2]);
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -220,11 +220,28 @@ void CheckBox(const char* what, const std::vector<int64_t>& dims,
 
 }  // namespace
 
-void Array::FreeDeleter::operator()(std::byte* p) const { std::free(p); }
+void Array::FreeDeleter::operator()(std::byte* p) const {
+  if (!borrowed) std::free(p);
+}
 
 Array::Array() : Array(Shape(DType::kF32, {})) {}
 
-Array::Array(Shape shape) : shape_(shape.dtype(), shape.dims()) {
+Array::Array(Shape shape) : Array(std::move(shape), NoInit{}) {
+  std::memset(data(), 0, static_cast<size_t>(byte_size()));
+}
+
+Array Array::Uninitialized(Shape shape) { return Array(std::move(shape), NoInit{}); }
+
+Array Array::View(Shape shape, std::byte* data) {
+  XS_CHECK(shape.IsArray(), "Array needs an array shape, got ", shape.ToString());
+  XS_CHECK(data != nullptr, "Array::View of null memory for ", shape.ToString());
+  Array a(Shape(shape.dtype(), {}), NoInit{});  // a 64-byte placeholder, replaced below
+  a.shape_ = Shape(shape.dtype(), shape.dims());
+  a.data_ = std::unique_ptr<std::byte[], FreeDeleter>(data, FreeDeleter{true});
+  return a;
+}
+
+Array::Array(Shape shape, NoInit) : shape_(shape.dtype(), shape.dims()) {
   XS_CHECK(shape.IsArray(), "Array needs an array shape, got ", shape.ToString());
   for (int64_t d : shape_.dims()) XS_CHECK(d >= 0, "Array needs static dims, got ", shape.ToString());
   // Round up to the alignment (aligned_alloc requires it) and never allocate zero bytes, so
@@ -233,11 +250,11 @@ Array::Array(Shape shape) : shape_(shape.dtype(), shape.dims()) {
   const size_t padded = std::max<size_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
   auto* p = static_cast<std::byte*>(std::aligned_alloc(kAlignment, padded));
   XS_CHECK(p != nullptr, "out of memory allocating ", padded, " bytes for ", shape_.ToString());
-  std::memset(p, 0, padded);
+  if (padded > bytes) std::memset(p + bytes, 0, padded - bytes);  // the tail padding only
   data_.reset(p);
 }
 
-Array::Array(const Array& other) : Array(other.shape_) {
+Array::Array(const Array& other) : Array(other.shape_, NoInit{}) {
   std::memcpy(data(), other.data(), byte_size());
 }
 
@@ -325,7 +342,7 @@ void Array::UpdateSlice(const Array& src, const std::vector<int64_t>& start) {
 }
 
 Array Array::Reshape(std::vector<int64_t> dims) const {
-  Array out(Shape(dtype(), std::move(dims)));
+  Array out = Uninitialized(Shape(dtype(), std::move(dims)));
   XS_CHECK(out.num_elements() == num_elements(), "Reshape: ", shape_.ToString(), " to ",
            out.shape().ToString(), " changes the element count");
   std::memcpy(out.data(), data(), byte_size());

@@ -68,6 +68,13 @@ class Array {
   static Array Iota(DType dtype, std::vector<int64_t> dims);
   // Every element set to `value` converted to `dtype` (like jnp.full).
   static Array Full(DType dtype, std::vector<int64_t> dims, double value);
+  // An array of an array shape whose contents are unspecified (no zero-fill): for results a
+  // kernel overwrites completely. XS_CHECK: shape.IsArray().
+  static Array Uninitialized(Shape shape);
+  // An array over memory it does not own (no copy; nothing is freed): `data` must hold
+  // shape.byte_size() bytes, 64-byte aligned, and outlive the array and every move of it. Copies
+  // of a view own their data. The executor's arena buffers are views.
+  static Array View(Shape shape, std::byte* data);
   // Copies raw row-major bytes; error when the byte count does not match the shape.
   static StatusOr<Array> FromBytes(Shape shape, std::span<const std::byte> bytes);
 
@@ -77,6 +84,9 @@ class Array {
   int rank() const { return shape_.rank(); }
   int64_t num_elements() const { return shape_.num_elements(); }
   int64_t byte_size() const { return shape_.byte_size(); }
+
+  // False for a View.
+  bool owns_data() const { return !data_.get_deleter().borrowed; }
 
   std::byte* data() { return data_.get(); }
   const std::byte* data() const { return data_.get(); }
@@ -126,8 +136,11 @@ class Array {
 
  private:
   struct FreeDeleter {
+    bool borrowed;  // a View's memory: not freed (value-initialized to false)
     void operator()(std::byte* p) const;
   };
+  struct NoInit {};
+  Array(Shape shape, NoInit);
   Shape shape_;
   std::unique_ptr<std::byte[], FreeDeleter> data_;
 };

@@ -25,12 +25,8 @@ using spmd::PartitionForm;
 
 // Ops with a non-barrier rule that the executor does not run yet.
 const std::set<Opcode> kExecutorGaps = {
-    // Linear algebra / fft / topk / rng kernels: planned (issue 9's op kernels).
-    Opcode::kFft, Opcode::kCholesky, Opcode::kTriangularSolve, Opcode::kTopK, Opcode::kRng,
-    // Batch norm: XLA expands it before the backends; no kernel here yet.
-    Opcode::kBatchNormTraining, Opcode::kBatchNormInference, Opcode::kBatchNormGrad,
-    // Random / dynamic-shape ops with no kernel yet.
-    Opcode::kRngBitGenerator, Opcode::kRngGetAndUpdateState, Opcode::kSetDimensionSize,
+    // Stateful random state / dynamic-shape ops with no kernel yet.
+    Opcode::kRngGetAndUpdateState, Opcode::kSetDimensionSize,
     // A float -> int conversion with explicit random bits: needs its own kernel (not a table line).
     Opcode::kStochasticConvert,
     // collective-reduce (parsed for completeness) has neither kernel nor shape inference yet.

@@ -4,9 +4,11 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <unordered_set>
 
 #include "xshard/kernels/dot.h"
+#include "xshard/runtime/buffer_assignment.h"
 #include "xshard/runtime/compute_gate.h"
 #include "xshard/runtime/executable_plan.h"
 #include "xshard/runtime/fusion_plan.h"
@@ -35,28 +37,6 @@ std::vector<Array> Value::Flatten() && {
 
 // ---- helpers ----
 
-std::shared_ptr<Array> NewArray(const Shape& shape, RunContext& ctx) {
-  const int64_t bytes = shape.byte_size();
-  ctx.memory.Add(bytes);
-  MemoryCounter* counter = &ctx.memory;
-  return std::shared_ptr<Array>(new Array(shape.WithoutLayout()), [counter, bytes](Array* a) {
-    counter->Sub(bytes);
-    delete a;
-  });
-}
-
-std::shared_ptr<Array> AdoptArray(Array array, RunContext& ctx) {
-  const int64_t bytes = array.byte_size();
-  ctx.memory.Add(bytes);
-  MemoryCounter* counter = &ctx.memory;
-  return std::shared_ptr<Array>(new Array(std::move(array)), [counter, bytes](Array* a) {
-    counter->Sub(bytes);
-    delete a;
-  });
-}
-
-Slot OwnedSlot(std::shared_ptr<Array> array) { return Slot{std::move(array), nullptr, true}; }
-
 Slot SharedSlot(const Array* array) {
   // Never written: non-donatable slots are only read.
   return Slot{std::shared_ptr<Array>(const_cast<Array*>(array), [](Array*) {}), nullptr, false};
@@ -81,7 +61,7 @@ Slot TakeOperand(const Step& step, Frame& frame, int i) {
 std::shared_ptr<Array> ResultBuffer(const Step& step, Frame& frame, RunContext& ctx, int i) {
   const Shape& shape = step.inst->shape();
   const Slot& s = frame.slots[step.operands[i]];
-  if (step.last_use[i] && s.donatable && s.array && s.array.use_count() == 1 &&
+  if (step.last_use[i] && s.donatable && s.array && s.array.use_count() == 1 && s.array->owns_data() &&
       s.array->dtype() == shape.dtype() && s.array->dims() == shape.dims()) {
     return s.array;
   }
@@ -270,7 +250,7 @@ Slot ArgumentSlot(const Shape& shape, std::span<const Array* const> args, size_t
 Value SlotToValue(const Slot& slot, bool owner_unique) {
   Value v;
   if (slot.array) {
-    if (owner_unique && slot.donatable && slot.array.use_count() == 1) {
+    if (owner_unique && slot.donatable && slot.array.use_count() == 1 && slot.array->owns_data()) {
       v.array = std::move(*slot.array);
     } else {
       v.array = *slot.array;
@@ -293,12 +273,30 @@ std::vector<const Array*> Pointers(std::span<const Array> args) {
 }  // namespace
 
 StatusOr<Slot> RunPlan(const ComputationPlan& plan, std::vector<Slot> args, RunContext& ctx) {
+  // A callee runs in the region its calling step reserved; the entry at the arena's start.
+  struct Restore {
+    RunContext& ctx;
+    const Step* step = ctx.step;
+    std::byte* arena = ctx.frame_arena;
+    bool given = ctx.result_given;
+    ~Restore() {
+      ctx.step = step;
+      ctx.frame_arena = arena;
+      ctx.result_given = given;
+    }
+  } restore{ctx};
   Frame frame;
+  frame.arena = ctx.frame_arena == nullptr ? nullptr
+                : ctx.step == nullptr     ? ctx.frame_arena
+                                          : ctx.frame_arena + ctx.step->callee_offset;
   frame.slots.resize(plan.num_slots);
   for (size_t i = 0; i < args.size() && i < plan.param_slots.size(); ++i) {
     frame.slots[plan.param_slots[i]] = std::move(args[i]);
   }
   for (const Step& step : plan.steps) {
+    ctx.step = &step;
+    ctx.frame_arena = frame.arena;
+    ctx.result_given = false;
     Status st = RunStep(step, frame, ctx);
     if (!st.ok()) return AnnotateInstruction(st, *step.inst);
     XS_RETURN_IF_ERROR(CheckResult(step, frame));
@@ -315,7 +313,9 @@ Executable::Executable(const Module& module, std::unique_ptr<Program> program)
   }
 }
 
-Executable::~Executable() = default;
+Executable::~Executable() {
+  for (std::byte* a : free_arenas_) std::free(a);
+}
 
 bool ExecutorSupports(Opcode op) {
   static const HandlerTable table = [] {
@@ -346,6 +346,8 @@ StatusOr<std::unique_ptr<Executable>> Executable::Create(const Module& module) {
       if (!reachable.count(c)) continue;
       XS_ASSIGN_OR_RETURN(std::unique_ptr<ComputationPlan> plan,
                           PlanComputation(*c, table, *program, fuse));
+      // After fusion (which reorders steps): buffer assignment sees the final step order.
+      PlanMemory(*plan);
       program->Add(std::move(plan));
     }
     program->entry = program->Get(module.entry());
@@ -393,6 +395,8 @@ StatusOr<Value> Executable::RunImpl(std::span<const Array* const> borrowed, std:
   const bool fused = options.fusion && !fusion_env_off;
   const Program& program = fused || program_->unfused == nullptr ? *program_ : *program_->unfused;
   RunContext ctx{options, program, {}, 0};
+  ArenaLease arena(*this);
+  ctx.frame_arena = arena.data();
   Value result;
   {
     std::vector<Slot> params;
@@ -416,7 +420,7 @@ StatusOr<Value> Executable::RunImpl(std::span<const Array* const> borrowed, std:
   }
   if (stats != nullptr) {
     stats->instructions_run = ctx.instructions_run;
-    stats->peak_bytes = ctx.memory.peak;
+    stats->peak_bytes = arena_bytes() + ctx.memory.peak;
   }
   return result;
 }

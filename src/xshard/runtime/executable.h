@@ -1,8 +1,11 @@
 // The single-device executor: runs a Module's entry computation on host Arrays with XLA's exact
 // semantics. Create() plans every computation once (operand slots, kernel function pointers,
 // when each buffer dies); Run() then only walks the plan, so the per-instruction overhead on tiny
-// arrays is a few tens of nanoseconds. Each intermediate buffer is freed after its last use, and a
-// dying operand's buffer is reused in place for an elementwise result of the same type.
+// arrays is a few tens of nanoseconds. Memory is planned at Create too (executable_memory.cc):
+// temporaries the executor writes get offsets in one arena by liveness (a dying operand's buffer
+// is reused in place for an elementwise result of the same size), so arena_bytes() is known
+// before any run and a run allocates and zero-fills none of it; reshape, bitcast, copy, tuple and
+// get-tuple-element alias their operand. Values that reach the root get their own buffers.
 //
 //   XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> m, ParseHloModule(text));
 //   XS_ASSIGN_OR_RETURN(std::vector<Array> out, Execute(*m, {x, y}));
@@ -15,6 +18,7 @@
 #define XSHARD_RUNTIME_EXECUTABLE_H_
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -65,7 +69,9 @@ struct ExecuteOptions {
 // Figures of one run.
 struct ExecuteStats {
   int64_t instructions_run = 0;  // every instruction executed, incl. loop and call bodies
-  int64_t peak_bytes = 0;        // most bytes of executor-allocated buffers alive at once
+  // The arena (Executable::arena_bytes) plus the most bytes of other executor-allocated
+  // buffers (kernel results, outputs, donated arguments) alive at once.
+  int64_t peak_bytes = 0;
 };
 
 // A result with its tuple structure: an array leaf, or a tuple of values.
@@ -106,6 +112,11 @@ class Executable {
   StatusOr<std::vector<Array>> RunDonated(std::vector<Array> args, const ExecuteOptions& options = {},
                                           ExecuteStats* stats = nullptr) const;
 
+  // Bytes of the arena a run uses for its temporaries, fixed at Create (each concurrent run
+  // gets its own; a finished run's arena is reused by the next, so steady-state runs allocate
+  // and zero-fill none of it). Results, kernel-made buffers and donated arguments are extra.
+  int64_t arena_bytes() const;
+
   const Module& module() const { return module_; }
   // Shapes of the arguments Run expects (entry parameter leaves, in order).
   const std::vector<Shape>& argument_shapes() const { return argument_shapes_; }
@@ -115,9 +126,22 @@ class Executable {
   Status CheckArguments(std::span<const Array* const> args) const;
   StatusOr<Value> RunImpl(std::span<const Array* const> borrowed, std::vector<Array>* donated,
                           const ExecuteOptions& options, ExecuteStats* stats) const;
+  // One run's arena, taken from the free list (or allocated) and given back when the run ends.
+  class ArenaLease {
+   public:
+    explicit ArenaLease(const Executable& e);
+    ~ArenaLease();
+    std::byte* data() const { return data_; }
+
+   private:
+    const Executable& owner_;
+    std::byte* data_ = nullptr;
+  };
   const Module& module_;
   std::unique_ptr<Program> program_;
   std::vector<Shape> argument_shapes_;
+  mutable std::mutex arena_mu_;
+  mutable std::vector<std::byte*> free_arenas_;  // arenas of finished runs
 };
 
 // Create + Run in one call.

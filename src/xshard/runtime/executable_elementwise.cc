@@ -58,6 +58,8 @@ Status PrepareUnary(const Instruction& inst, Step& step, const Program&) {
   XS_RETURN_IF_ERROR(CheckResultDType(inst, out));
   step.run = &RunUnary;
   step.scalar_kind = ScalarKind::kUnary;
+  step.writes_result_buffer = true;
+  step.inplace_operand = 0;
   return OkStatus();
 }
 
@@ -99,6 +101,8 @@ Status PrepareBinary(const Instruction& inst, Step& step, const Program&) {
   XS_RETURN_IF_ERROR(CheckResultDType(inst, want));
   step.run = &RunBinary;
   step.scalar_kind = ScalarKind::kBinary;
+  step.writes_result_buffer = true;
+  step.inplace_operand = 0;
   return OkStatus();
 }
 
@@ -112,6 +116,8 @@ Status PrepareCompare(const Instruction& inst, Step& step, const Program&) {
   XS_RETURN_IF_ERROR(CheckResultDType(inst, DType::kPred));
   step.run = &RunBinary;
   step.scalar_kind = ScalarKind::kBinary;
+  step.writes_result_buffer = true;
+  step.inplace_operand = 0;
   return OkStatus();
 }
 
@@ -126,13 +132,15 @@ Status PrepareConvert(const Instruction& inst, Step& step, const Program&) {
   XS_ASSIGN_OR_RETURN(step.unary, kernels::FindConvertKernel(from, to));
   step.run = &RunUnary;
   step.scalar_kind = ScalarKind::kUnary;
+  step.writes_result_buffer = true;
+  step.inplace_operand = 0;
   return OkStatus();
 }
 
 Status RunBitcastConvert(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& in = OperandArray(step, frame, 0);
   std::shared_ptr<Array> out = NewArray(step.inst->shape(), ctx);
-  std::memcpy(out->data(), in.data(), static_cast<size_t>(in.byte_size()));
+  if (out->data() != in.data()) std::memcpy(out->data(), in.data(), static_cast<size_t>(in.byte_size()));
   frame.slots[step.out] = OwnedSlot(std::move(out));
   return OkStatus();
 }
@@ -145,6 +153,7 @@ Status PrepareBitcastConvert(const Instruction& inst, Step& step, const Program&
                            inst.shape().ToString(false), " changes the byte size");
   }
   step.run = &RunBitcastConvert;
+  step.writes_result_buffer = true;
   const DType from = inst.operand(0)->shape().dtype();
   if (DTypeSize(from) == DTypeSize(inst.shape().dtype()) && inst.shape().rank() == 0) {
     // Same-size scalars (comparators' float -> int tricks): a byte copy in the scalar fast path.
@@ -178,6 +187,11 @@ Status PrepareSelect(const Instruction& inst, Step& step, const Program&) {
   XS_ASSIGN_OR_RETURN(step.ternary, kernels::FindSelectKernel(inst.shape().dtype()));
   step.run = &RunSelect;
   step.scalar_kind = ScalarKind::kTernary;
+  // A scalar predicate over a non-scalar result passes the chosen operand through.
+  if (inst.operand(0)->shape().rank() != 0 || inst.shape().num_elements() == 1) {
+    step.writes_result_buffer = true;
+    step.inplace_operand = 1;
+  }
   return OkStatus();
 }
 
@@ -208,6 +222,8 @@ Status PrepareClamp(const Instruction& inst, Step& step, const Program&) {
   XS_ASSIGN_OR_RETURN(step.ternary, kernels::FindClampKernel(inst.shape().dtype()));
   step.run = &RunClamp;
   step.scalar_kind = ScalarKind::kTernary;
+  step.writes_result_buffer = true;
+  step.inplace_operand = 1;
   return OkStatus();
 }
 
@@ -292,6 +308,8 @@ Status PrepareReducePrecision(const Instruction& inst, Step& step, const Program
     return InvalidArgument("reduce-precision needs exponent_bits >= 1 and mantissa_bits >= 0");
   }
   step.run = &RunReducePrecision;
+  step.writes_result_buffer = true;
+  step.inplace_operand = 0;
   return OkStatus();
 }
 

@@ -42,6 +42,7 @@ struct Step;
 struct FusedLoop;  // fusion_plan.h
 struct Frame {
   std::vector<Slot> slots;
+  std::byte* arena = nullptr;  // this computation's region of the run's arena
 };
 
 // Everything a running step may need besides its frame.
@@ -51,6 +52,11 @@ struct RunContext {
   MemoryCounter memory;
   int64_t instructions_run = 0;
   bool in_gate = false;  // this device holds a slot of options.compute_gate
+  // The running step and its frame's arena (set by RunPlan before each step): NewArray hands
+  // the step its planned arena buffer once.
+  const Step* step = nullptr;
+  std::byte* frame_arena = nullptr;
+  bool result_given = false;
 };
 
 using RunFn = Status (*)(const Step& step, Frame& frame, RunContext& ctx);
@@ -88,6 +94,17 @@ struct Step {
   std::shared_ptr<const ExtraParams> extra;  // see ExtraParams
   // Fusion (fusion_plan.h): the tile program of a fused elementwise loop.
   std::shared_ptr<const FusedLoop> fused;
+  // Set by Prepare when Run gets its array result from NewArray / ResultBuffer (the first
+  // NewArray call of the result's dtype and dims) and writes every element of it, never
+  // passing an operand through: the planner then gives the result a buffer in the arena (not
+  // zero-filled), or an owned uninitialized buffer when the value reaches the root.
+  bool writes_result_buffer = false;
+  // The operand ResultBuffer may overwrite (same index as passed to ResultBuffer): the planner
+  // places the result over that operand's arena buffer when it dies here. -1: none.
+  int inplace_operand = -1;
+  // Filled by the planner (executable_memory.cc).
+  int64_t arena_offset = -1;   // the result's buffer in the frame's arena; -1: not in the arena
+  int64_t callee_offset = 0;   // where callees' regions start in the frame's arena
 };
 
 struct ComputationPlan {
@@ -97,7 +114,13 @@ struct ComputationPlan {
   std::vector<Step> steps;
   int root_slot = -1;
   bool communicates = false;  // a step, or a callee's, is a collective
+  // Bytes of arena this computation needs for its buffers and its callees' regions.
+  int64_t arena_bytes = 0;
 };
+
+// Assigns arena buffers to `plan`'s steps by liveness (its callees are already planned): sets
+// Step::arena_offset / callee_offset and plan.arena_bytes (executable_memory.cc).
+void PlanMemory(ComputationPlan& plan);
 
 class Program {
  public:
@@ -136,11 +159,16 @@ Status PrepareExtraCustomCall(const Instruction& inst, Step& step, const Program
 // Runs `plan` with `args` (moved into the callee's parameter slots) and returns the root value.
 StatusOr<Slot> RunPlan(const ComputationPlan& plan, std::vector<Slot> args, RunContext& ctx);
 
-// A fresh zero-filled buffer of an array shape, counted in ctx.memory.
+// A buffer of an array shape. The running step's first call for its own result dtype and dims
+// when the step has writes_result_buffer: its planned arena buffer (or an owned buffer for values
+// that reach the root), contents unspecified. Otherwise a fresh zero-filled owned buffer.
+// Owned buffers are counted in ctx.memory.
 std::shared_ptr<Array> NewArray(const Shape& shape, RunContext& ctx);
 // Takes over an array a kernel returned, counted in ctx.memory.
 std::shared_ptr<Array> AdoptArray(Array array, RunContext& ctx);
-// Wraps a buffer the executor made (donatable) / one it must not write (arguments, constants).
+// Wraps a buffer the executor made (donatable when it owns its memory; arena views are not:
+// their memory is planned for other values after their last use) / one it must not write
+// (arguments, constants).
 Slot OwnedSlot(std::shared_ptr<Array> array);
 Slot SharedSlot(const Array* array);
 // A result for a tuple value from its element slots.
@@ -151,7 +179,8 @@ const Array& OperandArray(const Step& step, const Frame& frame, int i);
 // Operand i's slot: moved out of the frame when this is its last use, else shared.
 Slot TakeOperand(const Step& step, Frame& frame, int i);
 // A buffer for the result: operand i's own buffer when it dies here, nothing else shares it, it
-// was allocated by the executor and it has the result's dtype and dims; else a fresh one.
+// was allocated by the executor (owned, not an arena view) or donated and it has the result's
+// dtype and dims; else NewArray (the planned buffer, which may be operand i's arena memory).
 std::shared_ptr<Array> ResultBuffer(const Step& step, Frame& frame, RunContext& ctx, int i);
 // The leaves of a slot in order (tuples flattened).
 void FlattenSlot(const Slot& slot, std::vector<const Array*>& out);

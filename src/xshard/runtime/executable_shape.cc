@@ -2,6 +2,7 @@
 // bitcast, broadcast, transpose, slice, dynamic-slice, dynamic-update-slice (in place when the
 // operand dies), concatenate, pad, reverse, iota, and the pass-through ops (after-all,
 // add-dependency, opt-barrier, domain, partition-id, replica-id, get-dimension-size).
+#include <algorithm>
 #include <cstring>
 
 #include "xshard/kernels/shape_ops.h"
@@ -97,9 +98,19 @@ Status RunToken(const Step& step, Frame& frame, RunContext&) {
   return OkStatus();
 }
 
-Status RunReshape(const Step& step, Frame& frame, RunContext& ctx) {
-  const Array& in = OperandArray(step, frame, 0);
-  return Emit(step, frame, ctx, [&] { return in.Reshape(step.inst->shape().dims()); });
+// Row-major reshape and bitcast keep the bytes: the result views the operand's buffer (and keeps
+// it alive); the planner extends the operand buffer's live range to the alias's last use.
+Status RunReshape(const Step& step, Frame& frame, RunContext&) {
+  const Slot& in = frame.slots[step.operands[0]];
+  XS_CHECK(in.array != nullptr, "reshape of a non-array");
+  struct Alias {
+    std::shared_ptr<Array> source;
+    Array view;
+  };
+  auto alias = std::make_shared<Alias>(
+      Alias{in.array, Array::View(step.inst->shape().WithoutLayout(), in.array->data())});
+  frame.slots[step.out] = Slot{std::shared_ptr<Array>(alias, &alias->view), nullptr, false};
+  return OkStatus();
 }
 
 Status PrepareReshape(const Instruction& inst, Step& step, const Program&) {
@@ -109,6 +120,29 @@ Status PrepareReshape(const Instruction& inst, Step& step, const Program&) {
     return InvalidArgument("cannot reshape ", in.ToString(false), " to ", inst.shape().ToString(false));
   }
   step.run = &RunReshape;
+  return OkStatus();
+}
+
+// A scalar broadcast fills the planned result buffer directly.
+Status RunBroadcastScalar(const Step& step, Frame& frame, RunContext& ctx) {
+  const Array& in = OperandArray(step, frame, 0);
+  std::shared_ptr<Array> out = NewArray(step.inst->shape(), ctx);
+  const int64_t n = step.count;
+  auto fill = [&](auto tag) {
+    using T = decltype(tag);
+    T v;
+    std::memcpy(&v, in.data(), sizeof(T));
+    std::fill_n(reinterpret_cast<T*>(out->data()), n, v);
+  };
+  switch (DTypeSize(in.dtype())) {
+    case 1: std::memset(out->data(), static_cast<int>(in.data()[0]), static_cast<size_t>(n)); break;
+    case 2: fill(uint16_t{}); break;
+    case 4: fill(uint32_t{}); break;
+    case 8: fill(uint64_t{}); break;
+    default:
+      for (int64_t i = 0; i < n; ++i) std::memcpy(out->data() + i * in.byte_size(), in.data(), in.byte_size());
+  }
+  frame.slots[step.out] = OwnedSlot(std::move(out));
   return OkStatus();
 }
 
@@ -132,6 +166,10 @@ Status PrepareBroadcast(const Instruction& inst, Step& step, const Program&) {
     }
   }
   step.run = &RunBroadcast;
+  if (in.rank() == 0 && in.byte_size() == DTypeSize(in.dtype()) && DTypeSize(in.dtype()) > 0) {
+    step.run = &RunBroadcastScalar;
+    step.writes_result_buffer = true;
+  }
   return OkStatus();
 }
 
@@ -199,7 +237,7 @@ Status RunDynamicUpdateSlice(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& operand = OperandArray(step, frame, 0);
   const Array& update = OperandArray(step, frame, 1);
   std::shared_ptr<Array> out = ResultBuffer(step, frame, ctx, 0);
-  if (out.get() != &operand) std::memcpy(out->data(), operand.data(), static_cast<size_t>(operand.byte_size()));
+  if (out->data() != operand.data()) std::memcpy(out->data(), operand.data(), static_cast<size_t>(operand.byte_size()));
   kernels::DynamicUpdateSliceInPlace(*out, update, StartArrays(step, frame, 2));
   frame.slots[step.out] = OwnedSlot(std::move(out));
   return OkStatus();
@@ -216,6 +254,8 @@ Status PrepareDynamicUpdateSlice(const Instruction& inst, Step& step, const Prog
     if (up.dim(i) > in.dim(i)) return InvalidArgument("dynamic-update-slice update exceeds the operand");
   }
   step.run = &RunDynamicUpdateSlice;
+  step.writes_result_buffer = true;
+  step.inplace_operand = 0;
   return OkStatus();
 }
 

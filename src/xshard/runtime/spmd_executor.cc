@@ -157,6 +157,7 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
     SpmdDeviceMemory m;
     m.device = devices[r];
     m.argument_bytes = LeafBytes(args[r]);
+    m.arena_bytes = executable_->arena_bytes();
     m.peak_bytes = m.argument_bytes + stats[r].peak_bytes;
     m.live_bytes = LeafBytes(result.outputs[r]);
     result.memory.push_back(m);
@@ -167,22 +168,24 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
 std::string FormatSpmdMemory(const std::vector<SpmdDeviceMemory>& memory) {
   std::string out;
   char line[160];
-  auto row = [&](const std::string& name, int64_t args, int64_t peak, int64_t live) {
-    std::snprintf(line, sizeof(line), "%-8s %-12s %-12s %s\n", name.c_str(),
-                  FormatBytes(args).c_str(), FormatBytes(peak).c_str(), FormatBytes(live).c_str());
+  auto row = [&](const std::string& name, int64_t args, int64_t arena, int64_t peak, int64_t live) {
+    std::snprintf(line, sizeof(line), "%-8s %-12s %-12s %-12s %s\n", name.c_str(),
+                  FormatBytes(args).c_str(), FormatBytes(arena).c_str(), FormatBytes(peak).c_str(),
+                  FormatBytes(live).c_str());
     out += line;
   };
-  std::snprintf(line, sizeof(line), "%-8s %-12s %-12s %s\n", "device", "arguments", "peak",
-                "live");
+  std::snprintf(line, sizeof(line), "%-8s %-12s %-12s %-12s %s\n", "device", "arguments", "arena",
+                "peak", "live");
   out += line;
   SpmdDeviceMemory total;
   for (const SpmdDeviceMemory& m : memory) {
-    row(StrCat("cpu:", m.device), m.argument_bytes, m.peak_bytes, m.live_bytes);
+    row(StrCat("cpu:", m.device), m.argument_bytes, m.arena_bytes, m.peak_bytes, m.live_bytes);
     total.argument_bytes += m.argument_bytes;
+    total.arena_bytes += m.arena_bytes;
     total.peak_bytes += m.peak_bytes;
     total.live_bytes += m.live_bytes;
   }
-  row("total", total.argument_bytes, total.peak_bytes, total.live_bytes);
+  row("total", total.argument_bytes, total.arena_bytes, total.peak_bytes, total.live_bytes);
   return out;
 }
 

@@ -50,7 +50,11 @@ struct SpmdRunOptions {
 struct SpmdDeviceMemory {
   int64_t device = 0;          // the Client device id
   int64_t argument_bytes = 0;  // its inputs, alive for the whole run
-  int64_t peak_bytes = 0;      // inputs + the most executor-allocated bytes alive at once
+  // The executor's arena for temporaries, planned before the run (Executable::arena_bytes).
+  int64_t arena_bytes = 0;
+  // inputs + arena + the most other executor-allocated bytes (kernel results, outputs) alive
+  // at once.
+  int64_t peak_bytes = 0;
   int64_t live_bytes = 0;      // its outputs, still held after the run
 };
 
@@ -106,8 +110,8 @@ class SpmdExecutable {
 };
 
 // Per-device memory as a table, one row per device plus the total:
-//   device  arguments  peak       live
-//   cpu:0   16B        48B        16B
+//   device  arguments  arena  peak  live
+//   cpu:0   16B        0B     48B   16B
 std::string FormatSpmdMemory(const std::vector<SpmdDeviceMemory>& memory);
 
 }  // namespace xs

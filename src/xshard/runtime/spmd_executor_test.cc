@@ -395,10 +395,27 @@ TEST(SpmdExecutor, ReportsPerDeviceArgumentPeakAndLiveBytes) {
   EXPECT_EQ(r->memory[1].peak_bytes, 24);
   EXPECT_EQ(r->memory[1].live_bytes, 16);
   EXPECT_EQ(FormatSpmdMemory(r->memory),
-            "device   arguments    peak         live\n"
-            "cpu:0    8B           24B          16B\n"
-            "cpu:1    8B           24B          16B\n"
-            "total    16B          48B          32B\n");
+            "device   arguments    arena        peak         live\n"
+            "cpu:0    8B           0B           24B          16B\n"
+            "cpu:1    8B           0B           24B          16B\n"
+            "total    16B          0B           48B          32B\n");
+}
+
+TEST(SpmdExecutor, ReportsTheArenaPlannedBeforeTheRun) {
+  // e (s32[4,4], 64 B) is a temporary: one 64-byte arena slot.
+  // f reaches the output through the all-reduce, so it and the result are owned buffers.
+  const std::string text = Hlo("num_partitions=2", R"(
+  p = s32[4,4] parameter(0)
+  e = s32[4,4] negate(p)
+  f = s32[4,4] multiply(p, e)
+  ROOT ar = s32[4,4] all-reduce(f), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=sum)");
+  std::vector<std::vector<Array>> args = {{Array::Full(DType::kS32, {4, 4}, 3)},
+                                          {Array::Full(DType::kS32, {4, 4}, 3)}};
+  StatusOr<SpmdResult> r = RunSpmd(text, args);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->outputs[1][0].GetDouble(2), -18.0);  // 3 * -3 on each of 2 devices
+  EXPECT_EQ(r->memory[0].arena_bytes, 64);
+  EXPECT_EQ(r->memory[0].peak_bytes, 64 + 64 + 64 + 64);  // arguments, arena, f and the result
 }
 
 // ---- errors found while planning or before running ----

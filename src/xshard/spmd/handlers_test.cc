@@ -303,18 +303,19 @@ TEST(CustomCallHandlerTest, ShardingCustomCallReshardsItsOperand) {
 }
 
 TEST(FallbackTest, OpWithoutAPartitionedFormRunsReplicatedWithAWarning) {
-  // fft has no rule that lets it run on pieces: the partitioner gathers its operand and warns.
+  // bitcast has no partitioned form (kOpReplicatedForm): the partitioner gathers its operand and
+  // warns.
   const std::string text = R"(HloModule m, num_partitions=4
 ENTRY e {
-  x = c64[8] parameter(0), sharding={devices=[4]<=[4]}
-  ROOT f = c64[8] fft(x), fft_type=FFT, fft_length={8}, sharding={devices=[4]<=[4]}
+  x = f32[8] parameter(0), sharding={devices=[4]<=[4]}
+  ROOT f = f32[8] bitcast(x), sharding={devices=[4]<=[4]}
 })";
   StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   StatusOr<PartitionResult> r = Partition(**m, 4);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->report.warnings.size(), 1u);
-  EXPECT_NE(r->report.warnings[0].find("%f (fft): no partitioned form; computed on fully replicated operands "
+  EXPECT_NE(r->report.warnings[0].find("%f (bitcast): no partitioned form; computed on fully replicated operands "
                                        "(operand 0 {devices=[4]<=[4]}"),
             std::string::npos)
       << r->report.warnings[0];

@@ -1,0 +1,243 @@
+// The executor's memory plan: which buffers each value may reference (aliases through tuple,
+// get-tuple-element, reshape, copy, calls, loops), their live ranges in steps, and their offsets
+// in the computation's arena region (buffer_assignment.h). Values that reach the root get owned
+// buffers instead, so a result never points into an arena the next run reuses. Also the run-time
+// side: the arena free list and the buffer helpers (NewArray, AdoptArray, OwnedSlot).
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+
+#include "xshard/runtime/buffer_assignment.h"
+#include "xshard/runtime/executable_plan.h"
+
+namespace xs {
+namespace {
+
+// Ops whose handler returns a buffer of its own (a kernel's fresh Array, a literal): the result
+// never aliases an operand. Every other op without writes_result_buffer is assumed to possibly
+// pass (parts of) its operands through, which keeps their buffers alive as long as the result.
+bool ProducesFreshValue(Opcode op) {
+  switch (op) {
+    case Opcode::kDot: case Opcode::kConvolution: case Opcode::kReduce: case Opcode::kReduceWindow:
+    case Opcode::kSelectAndScatter: case Opcode::kGather: case Opcode::kScatter: case Opcode::kSort:
+    case Opcode::kBroadcast: case Opcode::kTranspose: case Opcode::kSlice: case Opcode::kDynamicSlice:
+    case Opcode::kConcatenate: case Opcode::kPad: case Opcode::kReverse: case Opcode::kIota:
+    case Opcode::kConstant: case Opcode::kMap: case Opcode::kPartitionId: case Opcode::kReplicaId:
+    case Opcode::kGetDimensionSize: case Opcode::kAfterAll: case Opcode::kBitcastConvert:
+    case Opcode::kReducePrecision: case Opcode::kClamp:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void Union(std::vector<int>& into, const std::vector<int>& from) {
+  into.insert(into.end(), from.begin(), from.end());
+}
+
+void SortUnique(std::vector<int>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+}  // namespace
+
+void PlanMemory(ComputationPlan& plan) {
+  const int n = static_cast<int>(plan.steps.size());
+  // bufs[slot]: the steps whose result buffers the slot's value may reference; for tuple steps,
+  // elems[slot] holds the same per element (so get-tuple-element of a tuple op stays precise).
+  std::vector<std::vector<int>> bufs(plan.num_slots);
+  std::vector<std::vector<std::vector<int>>> elems(plan.num_slots);
+  std::vector<char> candidate(n, 0);
+  for (int k = 0; k < n; ++k) {
+    const Step& st = plan.steps[k];
+    const Instruction& inst = *st.inst;
+    std::vector<int>& b = bufs[st.out];
+    if (st.writes_result_buffer && inst.shape().IsArray()) {
+      b = {k};
+      candidate[k] = 1;
+    } else if (ProducesFreshValue(inst.opcode())) {
+      b.clear();
+    } else if (inst.opcode() == Opcode::kTuple) {
+      for (int o : st.operands) {
+        elems[st.out].push_back(bufs[o]);
+        Union(b, bufs[o]);
+      }
+    } else if (inst.opcode() == Opcode::kGetTupleElement && !st.operands.empty() &&
+               inst.tuple_index() >= 0 &&
+               inst.tuple_index() < static_cast<int64_t>(elems[st.operands[0]].size())) {
+      b = elems[st.operands[0]][inst.tuple_index()];
+    } else {
+      for (int o : st.operands) Union(b, bufs[o]);
+    }
+    SortUnique(b);
+  }
+  // Live ranges: a buffer lives from its step to the last step reading any value holding it.
+  std::vector<int> last(n);
+  for (int k = 0; k < n; ++k) last[k] = k;
+  for (int t = 0; t < n; ++t) {
+    for (int o : plan.steps[t].operands) {
+      for (int b : bufs[o]) last[b] = std::max(last[b], t);
+    }
+  }
+  // The operand buffer step k may overwrite in place: the only buffer of its in-place operand,
+  // dying at k, read by no other operand of k. -1: none.
+  auto inplace_source = [&](int k) {
+    const Step& st = plan.steps[k];
+    if (!st.writes_result_buffer || st.inplace_operand < 0 ||
+        st.inplace_operand >= static_cast<int>(st.operands.size())) {
+      return -1;
+    }
+    const int o = st.operands[st.inplace_operand];
+    if (bufs[o].size() != 1) return -1;
+    const int b = bufs[o][0];
+    // Same bytes and (elementwise) the same count, so the same element size: each element is
+    // read before it is overwritten. Sizes that only match after alignment do not qualify.
+    const Shape& from = plan.steps[b].inst->shape();
+    if (last[b] != k || !from.IsArray() || from.byte_size() != st.inst->shape().byte_size() ||
+        from.num_elements() != st.inst->shape().num_elements()) {
+      return -1;
+    }
+    for (int other : st.operands) {
+      if (other != o && std::binary_search(bufs[other].begin(), bufs[other].end(), b)) return -1;
+    }
+    return b;
+  };
+  // Buffers that may reach the root are the caller's: owned, never in the arena. So is a chain
+  // of in-place operands leading to them (x1 = f(x0), ..., root = g(xn) then runs in one owned
+  // buffer, as ResultBuffer overwrites dying owned operands).
+  std::vector<char> owned(n, 0);
+  if (plan.root_slot >= 0) {
+    for (int b : bufs[plan.root_slot]) owned[b] = 1;
+  }
+  for (int k = n - 1; k >= 0; --k) {
+    if (!owned[k]) continue;
+    candidate[k] = 0;
+    const int b = inplace_source(k);
+    if (b >= 0 && candidate[b]) owned[b] = 1;
+  }
+  // Values under one alignment unit (scalars, tiny vectors) stay owned: malloc serves them from
+  // its heap without page faults, and a 64-byte slot each would only inflate the arena.
+  for (int k = 0; k < n; ++k) {
+    if (candidate[k] && plan.steps[k].inst->shape().byte_size() < kBufferAlignment) candidate[k] = 0;
+  }
+  // A result written over a dying owned operand (a kernel's fresh buffer, or a result already
+  // kept out of the arena) needs no arena memory: ResultBuffer takes the operand's buffer.
+  std::vector<int> def(plan.num_slots, -1), last_reader(plan.num_slots, -1);
+  for (int k = 0; k < n; ++k) {
+    def[plan.steps[k].out] = k;
+    for (int o : plan.steps[k].operands) last_reader[o] = k;
+  }
+  std::vector<char> owned_value(n, 0);
+  for (int k = 0; k < n; ++k) {
+    const Step& st = plan.steps[k];
+    const Opcode op = st.inst->opcode();
+    if (st.writes_result_buffer ? !candidate[k] : (ProducesFreshValue(op) && op != Opcode::kConstant)) {
+      owned_value[k] = 1;
+      continue;
+    }
+    if (!candidate[k] || st.inplace_operand < 0 || st.inplace_operand >= static_cast<int>(st.operands.size())) {
+      continue;
+    }
+    const int o = st.operands[st.inplace_operand];
+    const int d = def[o];
+    if (d < 0 || !owned_value[d] || last_reader[o] != k || !st.inst->shape().IsArray()) continue;
+    const Shape& from = plan.steps[d].inst->shape();
+    if (from.IsArray() && from.dtype() == st.inst->shape().dtype() && from.dims() == st.inst->shape().dims()) {
+      candidate[k] = 0;
+      owned_value[k] = 1;
+    }
+  }
+  std::vector<BufferInterval> intervals;
+  std::vector<int> interval_of(n, -1), scratch_of(n, -1);
+  for (int k = 0; k < n; ++k) {
+    if (!candidate[k]) continue;
+    interval_of[k] = static_cast<int>(intervals.size());
+    intervals.push_back({plan.steps[k].inst->shape().byte_size(), k, last[k], -1});
+  }
+  for (int k = 0; k < n; ++k) {
+    Step& st = plan.steps[k];
+    if (interval_of[k] >= 0) {
+      const int b = inplace_source(k);
+      if (b >= 0 && interval_of[b] >= 0) intervals[interval_of[k]].reuse = interval_of[b];
+    }
+    int64_t callee_bytes = 0;
+    for (const ComputationPlan* c : st.callees) callee_bytes = std::max(callee_bytes, c->arena_bytes);
+    if (callee_bytes > 0) {
+      scratch_of[k] = static_cast<int>(intervals.size());
+      intervals.push_back({callee_bytes, k, k, -1});
+    }
+  }
+  const BufferAssignment a = AssignBuffers(intervals);
+  for (int k = 0; k < n; ++k) {
+    Step& st = plan.steps[k];
+    st.arena_offset = interval_of[k] >= 0 ? a.offsets[interval_of[k]] : -1;
+    st.callee_offset = scratch_of[k] >= 0 ? a.offsets[scratch_of[k]] : 0;
+  }
+  plan.arena_bytes = a.arena_bytes;
+}
+
+std::shared_ptr<Array> NewArray(const Shape& shape, RunContext& ctx) {
+  const Step* step = ctx.step;
+  if (step != nullptr && step->writes_result_buffer && !ctx.result_given) {
+    const Shape& want = step->inst->shape();
+    if (want.IsArray() && shape.dtype() == want.dtype() && shape.dims() == want.dims()) {
+      ctx.result_given = true;
+      if (step->arena_offset >= 0 && ctx.frame_arena != nullptr) {
+        return std::make_shared<Array>(Array::View(shape.WithoutLayout(), ctx.frame_arena + step->arena_offset));
+      }
+      return AdoptArray(Array::Uninitialized(shape.WithoutLayout()), ctx);
+    }
+  }
+  const int64_t bytes = shape.byte_size();
+  ctx.memory.Add(bytes);
+  MemoryCounter* counter = &ctx.memory;
+  return std::shared_ptr<Array>(new Array(shape.WithoutLayout()), [counter, bytes](Array* a) {
+    counter->Sub(bytes);
+    delete a;
+  });
+}
+
+std::shared_ptr<Array> AdoptArray(Array array, RunContext& ctx) {
+  const int64_t bytes = array.byte_size();
+  ctx.memory.Add(bytes);
+  MemoryCounter* counter = &ctx.memory;
+  return std::shared_ptr<Array>(new Array(std::move(array)), [counter, bytes](Array* a) {
+    counter->Sub(bytes);
+    delete a;
+  });
+}
+
+Slot OwnedSlot(std::shared_ptr<Array> array) {
+  const bool owns = array != nullptr && array->owns_data();
+  return Slot{std::move(array), nullptr, owns};
+}
+
+// Both plans (fused and op by op, see ExecuteOptions::fusion) run in the same leased arena.
+int64_t Executable::arena_bytes() const {
+  const int64_t unfused = program_->unfused != nullptr ? program_->unfused->entry->arena_bytes : 0;
+  return std::max(program_->entry->arena_bytes, unfused);
+}
+
+Executable::ArenaLease::ArenaLease(const Executable& e) : owner_(e) {
+  const int64_t bytes = e.arena_bytes();
+  if (bytes == 0) return;
+  {
+    std::lock_guard<std::mutex> lock(e.arena_mu_);
+    if (!e.free_arenas_.empty()) {
+      data_ = e.free_arenas_.back();
+      e.free_arenas_.pop_back();
+      return;
+    }
+  }
+  data_ = static_cast<std::byte*>(std::aligned_alloc(kBufferAlignment, static_cast<size_t>(bytes)));
+  XS_CHECK(data_ != nullptr, "out of memory allocating the executor's ", bytes, "-byte arena");
+}
+
+Executable::ArenaLease::~ArenaLease() {
+  if (data_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(owner_.arena_mu_);
+  owner_.free_arenas_.push_back(data_);
+}
+
+}  // namespace xs
