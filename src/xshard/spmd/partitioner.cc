@@ -1,4 +1,5 @@
-// The partitioner driver: propagate, validate, build the common tile mesh, walk each computation
+// The partitioner driver: propagate (or take propagation's result from the compiler pipeline),
+// validate, take propagation's tile mesh (or build one from the shardings), walk each computation
 // in post order dispatching every instruction to its handler (one table by opcode), mask the
 // outputs' padding, verify the SPMD module and fill the report.
 #include "xshard/spmd/partitioner.h"
