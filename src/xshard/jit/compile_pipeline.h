@@ -1,8 +1,8 @@
 // The compiler as one pipeline (Halide's Lower.cpp is the model): an ordered list of named passes
 // over one compilation, with shared options and the module printed after any pass:
 //   propagate  sharding propagation on (one clone of) the global module, in place (propagation/)
-//   partition  the SPMD module for N devices (spmd/), built on propagation's tile mesh, factor
-//              rules and per-value axes views (not recomputed)
+//   partition  the SPMD module for N devices (spmd/), built on propagation's tile mesh and
+//              per-value axes views (not recomputed)
 //   cse, dce   cleanup of the SPMD module (passes/)
 // `xshard partition`, `xshard run` and ShardedProgram::Compile all go through CompileModule.
 #ifndef XSHARD_JIT_COMPILE_PIPELINE_H_

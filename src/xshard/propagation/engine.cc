@@ -252,7 +252,6 @@ PropagationResult Engine::Finish() {
     PropagatedValue& value = result.values[n.inst];
     std::vector<ShardingOrigin>& origins = value.origins;
     value.axes.reserve(n.leaves.size());
-    value.rule = std::move(n.rule);  // the last use of the node's rule
     bool refined = false;
     const std::vector<const Shape*> shapes = ShapeLeaves(n.inst->shape());
     for (size_t l = 0; l < n.leaves.size(); ++l) {

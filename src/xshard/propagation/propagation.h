@@ -21,7 +21,6 @@
 
 #include "xshard/base/status.h"
 #include "xshard/ir/module.h"
-#include "xshard/rules/sharding_rule.h"
 #include "xshard/sharding/tile_mesh.h"
 
 namespace xs {
@@ -62,7 +61,6 @@ struct PropagatedValue {
   // Each leaf's sharding seen on PropagationResult::mesh (nullopt: fully manual, or not
   // expressible on the mesh); equal to mesh.ToAxes of the leaf of the instruction's sharding.
   std::vector<std::optional<AxesSharding>> axes;
-  OpShardingRule rule;  // the op's factor rule (rules/GetRule)
 };
 
 struct PropagationResult {

@@ -58,7 +58,7 @@ struct ModuleState {
   const Instruction* cause = nullptr;  // the global instruction being partitioned
   // PartitionOptions::windowed_einsum_threshold_bytes (-1: off).
   int64_t windowed_einsum_threshold_bytes = -1;
-  // Propagation's record of the global module (its rules and per-value axes views on `mesh`),
+  // Propagation's record of the global module (its per-value axes views on `mesh`),
   // when propagation ran on it; nullptr otherwise.
   const PropagationResult* propagated = nullptr;
   std::map<std::pair<std::string, DType>, Computation*> reducers;

@@ -72,8 +72,8 @@ StatusOr<PropagationResult> PropagateForPartitioning(Module& global, int64_t num
                                                      const PropagationOptions& options);
 
 // Partitions `global` as its shardings stand (options.propagate is not looked at). `propagated`:
-// PropagateForPartitioning's result on this very module (nullptr: none ran); its tile mesh, factor
-// rules and per-value axes views are used instead of being recomputed. The module must have
+// PropagateForPartitioning's result on this very module (nullptr: none ran); its tile mesh and
+// per-value axes views are used instead of being recomputed. The module must have
 // passed CheckPartitionInput; `global` must outlive nothing of the result.
 StatusOr<PartitionResult> PartitionModule(const Module& global, int64_t num_partitions,
                                           const PartitionOptions& options,
