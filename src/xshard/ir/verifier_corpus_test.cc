@@ -44,6 +44,8 @@ TEST(VerifierCorpusTest, AcceptsEveryValidCorpusModule) {
               verified, total - unparsed, unparsed, flagged_rejected, flagged);
   for (const std::string& f : failures) ADD_FAILURE() << f;
   EXPECT_GT(total, 1000);
+  EXPECT_GE(verified, 1151) << "floor: every valid corpus module verified when it was set";
+  EXPECT_GE(flagged_rejected, 63) << "floor: flagged modules rejected when it was set";
 }
 
 }  // namespace

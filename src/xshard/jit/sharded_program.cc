@@ -6,11 +6,8 @@
 #include "xshard/base/strings.h"
 #include "xshard/ir/attributes.h"
 #include "xshard/ir/opcode.h"
-#include "xshard/passes/collective_schedule.h"
-#include "xshard/passes/pipeline.h"
 #include "xshard/runtime/client.h"
 #include "xshard/sharding/geometry.h"
-#include "xshard/spmd/shardy_import.h"
 
 namespace xs {
 namespace {
@@ -153,14 +150,9 @@ StatusOr<std::unique_ptr<ShardedProgram>> ShardedProgram::Compile(const Module& 
   }
   std::unique_ptr<ShardedProgram> p(new ShardedProgram());
   p->num_devices_ = num_devices;
-  p->global_ = global.Clone();
-  XS_RETURN_IF_ERROR(ImportShardyManualComputations(*p->global_));  // JAX's default shard_map form
-  XS_ASSIGN_OR_RETURN(PartitionResult r, Partition(*p->global_, num_devices, options.partition));
-  if (options.cleanup) {
-    XS_RETURN_IF_ERROR(RunPipeline(*r.module, CleanupPasses()));
-    r.report.after = spmd::EstimateMemory(*r.module->entry());
-  }
-  if (options.async_collectives) XS_RETURN_IF_ERROR(ScheduleAsyncCollectives(*r.module).status());
+  XS_ASSIGN_OR_RETURN(CompiledModule compiled, CompileModule(global, num_devices, options));
+  p->global_ = std::move(compiled.global);
+  PartitionResult& r = compiled.partitioned;
   r.module->mutable_config().is_scheduled = true;
   p->spmd_ = std::move(r.module);
   p->report_ = std::move(r.report);

@@ -24,6 +24,7 @@
 #include "xshard/base/status.h"
 #include "xshard/core/array.h"
 #include "xshard/ir/module.h"
+#include "xshard/jit/compile_pipeline.h"
 #include "xshard/runtime/spmd_executor.h"
 #include "xshard/spmd/partitioner.h"
 #include "xshard/spmd/report.h"
@@ -31,13 +32,6 @@
 namespace xs {
 
 class Client;
-
-struct CompileOptions {
-  PartitionOptions partition;  // propagation on, output padding masked, no windowed einsum
-  bool cleanup = true;         // DCE + CSE after partitioning (passes/ CleanupPasses)
-  // Collectives as start / done pairs around independent compute (ScheduleAsyncCollectives).
-  bool async_collectives = false;
-};
 
 struct ShardedResult {
   // The global outputs (root leaves). An output whose sharding holds per-device values (manual,
@@ -53,7 +47,7 @@ struct ShardedResult {
 class ShardedProgram {
  public:
   // Propagates shardings through `global`, partitions it for `num_devices` partitions and cleans
-  // the SPMD module up. The SPMD module is marked is_scheduled (its instruction order is final),
+  // the SPMD module up (CompileModule's pipeline). global_module() is the propagated module. The SPMD module is marked is_scheduled (its instruction order is final),
   // so `xshard run` runs a printed copy as is instead of partitioning it again. Errors: a module
   // with replica_count > 1, num_devices < 1 or > 4096, and every Partition() error (named by
   // instruction).

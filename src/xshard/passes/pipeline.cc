@@ -1,5 +1,10 @@
-// RunPipeline and the standard pass lists.
+// RunPipeline, the module dumps between passes and the standard pass lists.
 #include "xshard/passes/pipeline.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
 
 #include "xshard/base/strings.h"
 #include "xshard/passes/cse.h"
@@ -8,7 +13,41 @@
 
 namespace xs {
 
+bool DumpOptions::Wants(std::string_view pass) const {
+  return after_each || std::find(after.begin(), after.end(), pass) != after.end();
+}
+
+Status CheckDumpNames(const DumpOptions& options, const std::vector<std::string>& passes) {
+  for (const std::string& name : options.after) {
+    if (std::find(passes.begin(), passes.end(), name) == passes.end()) {
+      return InvalidArgument("--dump-after: no pass named '", name, "'; the passes are ",
+                             StrJoin(passes, ", "));
+    }
+  }
+  return OkStatus();
+}
+
+Status DumpAfterPass(const DumpOptions& options, int index, std::string_view pass, bool changed,
+                     const Module& module) {
+  if (!options.Wants(pass)) return OkStatus();
+  const std::string header =
+      StrCat("// after ", pass, changed ? " (changed)" : " (unchanged)", ":\n");
+  if (!options.directory.empty()) {
+    char number[16];
+    std::snprintf(number, sizeof(number), "%02d", index);
+    const std::string path = StrCat(options.directory, "/", number, "-", pass, ".hlo");
+    std::ofstream out(path);
+    out << header << PrintHloModule(module);
+    if (!out) return InvalidArgument("cannot write the dump file '", path, "' (does the directory exist?)");
+    return OkStatus();
+  }
+  std::ostream& out = options.stream != nullptr ? *options.stream : std::cerr;
+  out << header << PrintHloModule(module);
+  return OkStatus();
+}
+
 Status RunPipeline(Module& module, const std::vector<Pass>& passes, const PipelineOptions& options) {
+  int index = options.first_index;
   for (const Pass& pass : passes) {
     StatusOr<bool> changed = pass.run(module);
     if (!changed.ok()) return Annotate(changed.status(), StrCat("pass '", pass.name, "': "));
@@ -16,6 +55,8 @@ Status RunPipeline(Module& module, const std::vector<Pass>& passes, const Pipeli
       *options.dump_after_each << "// after " << pass.name << (*changed ? " (changed)" : " (unchanged)")
                                << ":\n" << PrintHloModule(module);
     }
+    XS_RETURN_IF_ERROR(DumpAfterPass(options.dump, index, pass.name, *changed, module));
+    ++index;
   }
   return OkStatus();
 }

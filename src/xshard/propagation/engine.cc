@@ -247,8 +247,11 @@ PropagationResult Engine::Finish() {
     if (it == cache.end()) it = cache.emplace(key, mesh_.ToHloSharding(l.axes)).first;
     return it->second;
   };
+  result.values.reserve(nodes_.size());
   for (Node& n : nodes_) {
-    std::vector<ShardingOrigin>& origins = result.origins[n.inst];
+    PropagatedValue& value = result.values[n.inst];
+    std::vector<ShardingOrigin>& origins = value.origins;
+    value.axes.reserve(n.leaves.size());
     bool refined = false;
     const std::vector<const Shape*> shapes = ShapeLeaves(n.inst->shape());
     for (size_t l = 0; l < n.leaves.size(); ++l) {
@@ -261,6 +264,10 @@ PropagationResult Engine::Finish() {
       }
       refined |= leaf.refined;
       origins.push_back(leaf.origin);
+      const int rank = shapes[l]->IsArray() ? shapes[l]->rank() : 0;
+      value.axes.push_back(leaf.kind == Leaf::Kind::kAxes     ? std::optional<AxesSharding>(leaf.axes)
+                           : leaf.kind == Leaf::Kind::kManual ? mesh_.ToAxes(HloSharding::Manual(), rank)
+                                                              : std::nullopt);
       switch (leaf.origin.kind) {
         case ShardingOrigin::Kind::kUser: ++result.user_leaves; break;
         case ShardingOrigin::Kind::kDefault:

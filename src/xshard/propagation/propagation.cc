@@ -32,16 +32,15 @@ std::string ShardingOrigin::ToString() const {
 }
 
 const ShardingOrigin* PropagationResult::OriginOf(const Instruction& inst, int leaf) const {
-  auto it = origins.find(&inst);
-  if (it == origins.end() || leaf < 0 || leaf >= static_cast<int>(it->second.size()))
-    return nullptr;
-  return &it->second[leaf];
+  const PropagatedValue* v = ValueOf(inst);
+  if (v == nullptr || leaf < 0 || leaf >= static_cast<int>(v->origins.size())) return nullptr;
+  return &v->origins[leaf];
 }
 
 std::string PropagationResult::Explain(const Instruction& inst) const {
-  auto it = origins.find(&inst);
-  if (it == origins.end()) return "";
-  const std::vector<ShardingOrigin>& o = it->second;
+  const PropagatedValue* v = ValueOf(inst);
+  if (v == nullptr) return "";
+  const std::vector<ShardingOrigin>& o = v->origins;
   if (o.size() == 1 && !inst.shape().IsTuple()) return o[0].ToString();
   std::vector<std::string> parts;
   for (const ShardingOrigin& x : o) parts.push_back(x.ToString());

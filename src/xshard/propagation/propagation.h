@@ -21,7 +21,7 @@
 
 #include "xshard/base/status.h"
 #include "xshard/ir/module.h"
-#include "xshard/rules/tile_mesh.h"
+#include "xshard/sharding/tile_mesh.h"
 
 namespace xs {
 
@@ -54,10 +54,20 @@ struct ShardingOrigin {
   std::string ToString() const;
 };
 
+// What propagation worked out for one visited instruction, handed on to partitioning (spmd/) so
+// that it does not recompute it.
+struct PropagatedValue {
+  std::vector<ShardingOrigin> origins;  // one per leaf
+  // Each leaf's sharding seen on PropagationResult::mesh (nullopt: fully manual, or not
+  // expressible on the mesh); equal to mesh.ToAxes of the leaf of the instruction's sharding.
+  std::vector<std::optional<AxesSharding>> axes;
+};
+
 struct PropagationResult {
-  // One origin per leaf of each instruction propagation visited (instructions of to_apply
-  // computations such as reduce bodies are not visited and keep their text).
-  std::unordered_map<const Instruction*, std::vector<ShardingOrigin>> origins;
+  // Every instruction propagation visited (instructions of to_apply computations such as reduce
+  // bodies are not visited and keep their text).
+  std::unordered_map<const Instruction*, PropagatedValue> values;
+  // The common tile mesh every propagated sharding is expressed on.
   TileMesh mesh;
   int64_t num_devices = 1;
   int iterations = 0;  // passes over the module, all levels together
@@ -66,6 +76,11 @@ struct PropagationResult {
   // Things the user may want to know (an annotation not expressible on the common mesh, ...).
   std::vector<std::string> notes;
 
+  // The record of `inst`, or nullptr when propagation did not visit it.
+  const PropagatedValue* ValueOf(const Instruction& inst) const {
+    auto it = values.find(&inst);
+    return it == values.end() ? nullptr : &it->second;
+  }
   // Origin of leaf `leaf` of `inst`, or nullptr when propagation did not visit it.
   const ShardingOrigin* OriginOf(const Instruction& inst, int leaf = 0) const;
   // One line for --explain: the origin of an array; for tuples "{origin0; origin1; ...}".

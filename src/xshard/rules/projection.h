@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "xshard/rules/sharding_rule.h"
-#include "xshard/rules/tile_mesh.h"
+#include "xshard/sharding/tile_mesh.h"
 
 namespace xs {
 

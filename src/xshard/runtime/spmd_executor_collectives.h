@@ -15,8 +15,6 @@
 #include "xshard/ir/verifier.h"
 #include "xshard/kernels/dot.h"
 #include "xshard/runtime/executable.h"
-#include "xshard/text/parser.h"
-#include "xshard/text/printer.h"
 #include "xshard/runtime/async_collectives.h"
 #include "xshard/runtime/client.h"
 #include "xshard/runtime/collectives.h"

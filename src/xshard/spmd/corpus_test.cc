@@ -127,6 +127,13 @@ TEST(SpmdCorpusTest, PartitionedModulesComputeWhatTheGlobalModuleComputes) {
   }
   for (const auto& [what, n] : counts) std::cout << "  " << n << "  " << what << "\n";
   for (const std::string& f : failures) ADD_FAILURE() << f;
+  if (only != nullptr) return;
+  // Floors (the counts when they were set): a partitioner change that stops partitioning a
+  // module, or stops running it with the same numbers, fails here even without an error.
+  int partitioned = 0;
+  for (const auto& [what, n] : counts) partitioned += what.rfind("partitioned", 0) == 0 ? n : 0;
+  EXPECT_GE(partitioned, 557) << "modules partitioned without error";
+  EXPECT_GE(counts["partitioned, same numbers"], 320) << "modules partitioned and run with the same numbers";
 }
 
 }  // namespace

@@ -107,13 +107,17 @@ Status Emitter::CheckShape(const Instruction& inst) {
 }
 
 Instruction* Emitter::AddInstruction(std::unique_ptr<Instruction> inst) {
-  // Collectives are built by the methods below with shapes taken from their groups; checking
-  // them here would scan the O(N) group lists a second time (Verify at the end of Partition does).
+  // The emitter writes every shape itself and Verify at the end of PartitionModule infers them
+  // all again, so release builds do not infer each one here too. Debug builds do, to name the
+  // global instruction whose handler built a bad one. (Collectives are built with shapes taken
+  // from their groups; checking them here would scan the O(N) group lists a second time.)
+#ifndef NDEBUG
   if (!scratch() && !IsCollective(inst->opcode())) {
     Status s = CheckShape(*inst);
     XS_CHECK(s.ok(), "partitioner built a bad instruction for '", state_->CauseName(), "': ",
              inst->ShortString(), ": ", s.message());
   }
+#endif
   return computation_->AddInstruction(std::move(inst));
 }
 

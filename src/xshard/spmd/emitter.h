@@ -15,9 +15,13 @@
 #include <vector>
 
 #include "xshard/ir/module.h"
-#include "xshard/rules/tile_mesh.h"
+#include "xshard/sharding/tile_mesh.h"
 #include "xshard/spmd/report.h"
 #include "xshard/spmd/shard_layout.h"
+
+namespace xs {
+struct PropagationResult;
+}  // namespace xs
 
 namespace xs::spmd {
 
@@ -54,6 +58,9 @@ struct ModuleState {
   const Instruction* cause = nullptr;  // the global instruction being partitioned
   // PartitionOptions::windowed_einsum_threshold_bytes (-1: off).
   int64_t windowed_einsum_threshold_bytes = -1;
+  // Propagation's record of the global module (its per-value axes views on `mesh`),
+  // when propagation ran on it; nullptr otherwise.
+  const PropagationResult* propagated = nullptr;
   std::map<std::pair<std::string, DType>, Computation*> reducers;
   std::unordered_map<const Computation*, Computation*> clones;
   // Reshard decisions are pure functions of their key, and a module repeats the same few

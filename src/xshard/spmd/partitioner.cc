@@ -1,7 +1,10 @@
-// The partitioner driver: propagate, validate, build the common tile mesh, walk each computation
+// The partitioner driver: propagate (or take propagation's result from the compiler pipeline),
+// validate, take propagation's tile mesh (or build one from the shardings), walk each computation
 // in post order dispatching every instruction to its handler (one table by opcode), mask the
 // outputs' padding, verify the SPMD module and fill the report. The table is in handler_table.cc.
 #include "xshard/spmd/partitioner.h"
+
+#include <optional>
 
 #include "xshard/base/strings.h"
 #include "xshard/ir/verifier.h"
@@ -167,25 +170,41 @@ StatusOr<Instruction*> MaskOutputs(const spmd::PartitionedValue& v) {
 
 }  // namespace
 
-StatusOr<PartitionResult> Partition(const Module& global_in, int64_t num_partitions,
-                                    const PartitionOptions& options) {
+Status CheckPartitionInput(const Module& global, int64_t num_partitions) {
   if (num_partitions < 1) {
     return InvalidArgument("the partition count must be >= 1, got ", num_partitions);
   }
-  if (global_in.entry() == nullptr) return InvalidArgument("module '", global_in.name(), "' has no entry");
-  Status valid = Verify(global_in);
+  if (global.entry() == nullptr) return InvalidArgument("module '", global.name(), "' has no entry");
+  Status valid = Verify(global);
   if (!valid.ok()) return InvalidArgument(valid.message());
-  std::unique_ptr<Module> global = global_in.Clone();
-  if (options.propagate) {
-    PropagationOptions po;
-    po.num_devices = num_partitions;
-    StatusOr<PropagationResult> r = PropagateShardings(*global, po);
-    if (!r.ok()) return r.status();
-  }
-  XS_RETURN_IF_ERROR(ValidateShardings(*global, num_partitions));
+  return OkStatus();
+}
 
-  auto module = std::make_unique<Module>(global->name());
-  module->mutable_config() = global->config();
+StatusOr<PropagationResult> PropagateForPartitioning(Module& global, int64_t num_partitions,
+                                                     const PropagationOptions& options) {
+  PropagationOptions po = options;
+  po.num_devices = num_partitions;
+  return PropagateShardings(global, po);
+}
+
+StatusOr<PartitionResult> Partition(const Module& global_in, int64_t num_partitions,
+                                    const PartitionOptions& options) {
+  XS_RETURN_IF_ERROR(CheckPartitionInput(global_in, num_partitions));
+  std::unique_ptr<Module> global = global_in.Clone();
+  std::optional<PropagationResult> propagated;
+  if (options.propagate) {
+    XS_ASSIGN_OR_RETURN(propagated, PropagateForPartitioning(*global, num_partitions, options.propagation));
+  }
+  return PartitionModule(*global, num_partitions, options, propagated ? &*propagated : nullptr);
+}
+
+StatusOr<PartitionResult> PartitionModule(const Module& global, int64_t num_partitions,
+                                          const PartitionOptions& options,
+                                          const PropagationResult* propagated) {
+  XS_RETURN_IF_ERROR(ValidateShardings(global, num_partitions));
+
+  auto module = std::make_unique<Module>(global.name());
+  module->mutable_config() = global.config();
   module->mutable_config().num_partitions = num_partitions;
   module->mutable_config().entry_computation_layout.reset();
   module->mutable_config().is_scheduled = false;
@@ -193,11 +212,14 @@ StatusOr<PartitionResult> Partition(const Module& global_in, int64_t num_partiti
   state.module = module.get();
   state.num_partitions = num_partitions;
   state.windowed_einsum_threshold_bytes = options.windowed_einsum_threshold_bytes;
-  state.mesh = BuildMesh(*global, num_partitions);
+  // Propagation's mesh is the one its shardings (and the per-value views) are expressed on.
+  const bool use_propagated = propagated != nullptr && propagated->mesh.num_devices() == num_partitions;
+  state.propagated = use_propagated ? propagated : nullptr;
+  state.mesh = use_propagated ? propagated->mesh : BuildMesh(global, num_partitions);
   state.report.num_partitions = num_partitions;
-  state.report.before = spmd::EstimateMemory(*global->entry());
+  state.report.before = spmd::EstimateMemory(*global.entry());
 
-  const Computation& entry = *global->entry();
+  const Computation& entry = *global.entry();
   auto comp = std::make_unique<Computation>(entry.name());
   spmd::Emitter em(&state, comp.get());
   Context ctx(&state, &em, {});

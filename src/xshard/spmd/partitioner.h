@@ -22,6 +22,7 @@
 
 #include "xshard/base/status.h"
 #include "xshard/ir/module.h"
+#include "xshard/propagation/propagation.h"
 #include "xshard/spmd/report.h"
 
 namespace xs {
@@ -30,6 +31,9 @@ struct PartitionOptions {
   // Run sharding propagation (propagation/) first, so that unannotated instructions get
   // shardings. Off: unannotated instructions are replicated.
   bool propagate = true;
+  // The propagation options when `propagate` is on (`xshard propagate`'s flags); their
+  // num_devices is ignored: propagation runs on the partition count.
+  PropagationOptions propagation;
   // Zero the padding of uneven output shards (so outputs are deterministic).
   bool mask_output_padding = true;
   // Windowed einsum (XLA's collective matmul loop, threshold_for_windowed_einsum_mib in bytes):
@@ -58,6 +62,22 @@ struct PartitionResult {
 // with a warning in the report.
 StatusOr<PartitionResult> Partition(const Module& global, int64_t num_partitions,
                                     const PartitionOptions& options = {});
+
+// The two stages Partition() runs, for pipelines that run (and print) them one by one
+// (jit/compile_pipeline.h). CheckPartitionInput: the partition count and the module's
+// verification (InvalidArgument naming the problem). PropagateForPartitioning: propagation of
+// `global` in place on `num_partitions` devices with `options`.
+Status CheckPartitionInput(const Module& global, int64_t num_partitions);
+StatusOr<PropagationResult> PropagateForPartitioning(Module& global, int64_t num_partitions,
+                                                     const PropagationOptions& options);
+
+// Partitions `global` as its shardings stand (options.propagate is not looked at). `propagated`:
+// PropagateForPartitioning's result on this very module (nullptr: none ran); its tile mesh and
+// per-value axes views are used instead of being recomputed. The module must have
+// passed CheckPartitionInput; `global` must outlive nothing of the result.
+StatusOr<PartitionResult> PartitionModule(const Module& global, int64_t num_partitions,
+                                          const PartitionOptions& options,
+                                          const PropagationResult* propagated);
 
 }  // namespace xs
 

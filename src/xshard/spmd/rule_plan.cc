@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "xshard/base/strings.h"
+#include "xshard/propagation/propagation.h"
 #include "xshard/rules/rule_registry.h"
 
 namespace xs::spmd::internal {
@@ -129,13 +130,26 @@ void Cost(Plan& plan, const Op& op, ModuleState& state) {
   plan.cost = std::min(cost, kImpossibleCost);
 }
 
+// Propagation's record of `inst` (nullptr: none).
+static const PropagatedValue* PropagatedOf(const Instruction& inst, const Context& ctx) {
+  const PropagationResult* p = ctx.state().propagated;
+  return p == nullptr ? nullptr : p->ValueOf(inst);
+}
+
 StatusOr<Op> Describe(const Instruction& inst, Context& ctx) {
   Op op{&inst, {}, {}, {}, {}, {}, {}, 0, true, false};
   for (const Instruction* operand : inst.operands()) {
     if (!operand->shape().IsArray()) return Unimplemented("non-array operand");
     op.operands.push_back(ctx.Get(operand));
   }
+  const PropagatedValue* propagated = PropagatedOf(inst, ctx);
+  // The rule is recomputed rather than copied out of propagation's record: copying 10,000 rules
+  // out of a cold map measured slower than building them again (bench/partition_bench).
   XS_ASSIGN_OR_RETURN(op.rule, GetRule(inst));
+  if (propagated != nullptr) {
+    op.propagated_result_axes = &propagated->axes;
+    op.propagated_mesh = &ctx.state().mesh;
+  }
   if (op.rule.barrier) return Unimplemented("the op's rule relates no dims");
   const HloSharding target = ctx.TargetOf(inst);
   if (inst.shape().IsTuple()) {
@@ -174,8 +188,26 @@ void ComputeViews(Op& op, const TileMesh& mesh) {
     }
     return a;
   };
+  // Propagation's views of the results (the targets are the instruction's propagated sharding).
+  const bool propagated = &mesh == op.propagated_mesh && op.propagated_result_axes != nullptr &&
+                          op.propagated_result_axes->size() == op.result_shapes.size();
   for (size_t l = 0; l < op.result_shapes.size(); ++l) {
-    op.result_axes.push_back(view(op.result_targets[l], op.result_shapes[l].rank()));
+    const HloSharding& s = op.result_targets[l];
+    // A leaf propagation kept opaque may still be on the mesh in its canonical form.
+    if (propagated && !s.IsMaximal() && (*op.propagated_result_axes)[l].has_value()) {
+      op.has_manual = op.has_manual || s.IsManual() || !s.subgroup_types().empty();
+      const std::optional<AxesSharding>& a = (*op.propagated_result_axes)[l];
+      if (!a) {
+        op.on_mesh = false;
+      } else if (!manual) {
+        manual = a->manual;
+      } else if (*manual != a->manual) {
+        op.on_mesh = false;
+      }
+      op.result_axes.push_back(a);
+      continue;
+    }
+    op.result_axes.push_back(view(s, op.result_shapes[l].rank()));
   }
   for (size_t i = 0; i < op.operands.size(); ++i) {
     op.operand_axes.push_back(Participates(op, static_cast<int>(i))

@@ -37,6 +37,10 @@ struct Op {
   uint64_t manual = 0;
   bool on_mesh = true;
   bool has_manual = false;  // some sharding has manual axes
+  // Propagation's axes views of the results on `*propagated_mesh` (the module's mesh), when
+  // propagation ran (ComputeViews uses them instead of recomputing them on that mesh).
+  const std::vector<std::optional<AxesSharding>>* propagated_result_axes = nullptr;
+  const TileMesh* propagated_mesh = nullptr;
 };
 
 inline bool Participates(const Op& op, int i) { return op.rule.operands[i].participates; }

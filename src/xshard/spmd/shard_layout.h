@@ -12,7 +12,7 @@
 
 #include "xshard/base/status.h"
 #include "xshard/ir/attributes.h"
-#include "xshard/rules/tile_mesh.h"
+#include "xshard/sharding/tile_mesh.h"
 #include "xshard/sharding/hlo_sharding.h"
 
 namespace xs::spmd {

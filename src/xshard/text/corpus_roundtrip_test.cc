@@ -66,6 +66,7 @@ TEST(CorpusRoundTrip, EveryXlaCorpusModuleParsesAndRoundTrips) {
   }
   Report(out, "corpus modules round-trip");
   EXPECT_GT(out.total, 1000);
+  EXPECT_GE(out.passed, 1151) << "floor: every valid corpus module round-tripped when it was set";
 }
 
 TEST(CorpusRoundTrip, SeedNotebookModulesParseAndRoundTrip) {
@@ -76,6 +77,7 @@ TEST(CorpusRoundTrip, SeedNotebookModulesParseAndRoundTrip) {
     if (e.path().extension() == ".hlo") Check(testing::ReadTextFile(e.path()), e.path().filename(), out);
   Report(out, "seed modules round-trip");
   EXPECT_GE(out.total, 5);
+  EXPECT_GE(out.passed, 8) << "floor: every seed module round-tripped when it was set";
 }
 
 }  // namespace

@@ -30,6 +30,48 @@ StatusOr<std::vector<int64_t>> ParseIntList(std::string_view text, std::string_v
   return out;
 }
 
+namespace {
+
+StatusOr<std::optional<bool>> ParseBoolFlag(const std::string& text, std::string_view flag) {
+  if (text.empty()) return std::optional<bool>();
+  if (text == "true") return std::optional<bool>(true);
+  if (text == "false") return std::optional<bool>(false);
+  return InvalidArgument(flag, ": '", text, "' is not true or false");
+}
+
+}  // namespace
+
+void AddPropagationFlags(CLI::App* cmd, PropagationFlags& flags) {
+  cmd->add_option("--to-parameters", flags.to_parameters,
+                  "true/false: override allow_spmd_sharding_propagation_to_parameters");
+  cmd->add_option("--to-output", flags.to_output,
+                  "true/false: override allow_spmd_sharding_propagation_to_output");
+}
+
+StatusOr<PropagationOptions> ToPropagationOptions(const PropagationFlags& flags) {
+  PropagationOptions options;
+  XS_ASSIGN_OR_RETURN(options.allow_to_parameters, ParseBoolFlag(flags.to_parameters, "--to-parameters"));
+  XS_ASSIGN_OR_RETURN(options.allow_to_output, ParseBoolFlag(flags.to_output, "--to-output"));
+  return options;
+}
+
+void AddDumpFlags(CLI::App* cmd, DumpFlags& flags) {
+  cmd->add_option("--dump-after", flags.after,
+                  "Print the module to stderr after this pass (propagate, partition, cse, dce);\n"
+                  "repeatable");
+  cmd->add_flag("--dump-after-each", flags.each, "Print the module to stderr after every pass");
+  cmd->add_option("--dump-dir", flags.dir,
+                  "Write the dumps to DIR/<NN>-<pass>.hlo instead of stderr (DIR must exist)");
+}
+
+DumpOptions ToDumpOptions(const DumpFlags& flags) {
+  DumpOptions options;
+  options.after = flags.after;
+  options.after_each = flags.each;
+  options.directory = flags.dir;
+  return options;
+}
+
 StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {

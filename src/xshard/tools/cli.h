@@ -11,6 +11,8 @@
 #include "CLI/CLI.hpp"
 #include "xshard/base/status.h"
 #include "xshard/ir/module.h"
+#include "xshard/passes/pipeline.h"
+#include "xshard/propagation/propagation.h"
 #include "xshard/sharding/hlo_sharding.h"
 
 namespace xs::tools {
@@ -31,6 +33,25 @@ void AddBenchCommand(CLI::App& root, CommandList& commands);      // bench
 Command AddBenchRunCommand(CLI::App& bench);
 void AddPropagateCommand(CLI::App& root, CommandList& commands);  // propagate
 void AddPartitionCommand(CLI::App& root, CommandList& commands);  // partition
+
+// Propagation flags shared by `propagate` and `partition` (same names, same meaning):
+// --to-parameters true|false, --to-output true|false.
+struct PropagationFlags {
+  std::string to_parameters, to_output;  // "", "true", "false"
+};
+void AddPropagationFlags(CLI::App* cmd, PropagationFlags& flags);
+// The options the flags ask for (num_devices left 0); errors name the flag and its value.
+StatusOr<PropagationOptions> ToPropagationOptions(const PropagationFlags& flags);
+
+// Dump flags of the compiler pipeline: --dump-after PASS (repeatable), --dump-after-each,
+// --dump-dir DIR (files instead of stderr).
+struct DumpFlags {
+  std::vector<std::string> after;
+  bool each = false;
+  std::string dir;
+};
+void AddDumpFlags(CLI::App* cmd, DumpFlags& flags);
+DumpOptions ToDumpOptions(const DumpFlags& flags);
 
 // Runs the CLI; returns the process exit code (0 ok, 1 any error).
 int RunCli(int argc, char** argv);

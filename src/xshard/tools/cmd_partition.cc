@@ -1,7 +1,8 @@
 // `xshard partition FILE.hlo [--devices N] [--report] [--short] [--no-propagate]
-// [--windowed-einsum-threshold BYTES]`: propagate shardings, partition the module into one SPMD
-// program for N devices, clean it up (DCE, CSE) and print it; --report adds every inserted
-// collective and the memory per device.
+// [--to-parameters B] [--to-output B] [--windowed-einsum-threshold BYTES] [--dump-after PASS]
+// [--dump-after-each] [--dump-dir DIR]`: the compiler pipeline (jit/compile_pipeline.h):
+// propagate shardings, partition the module into one SPMD program for N devices, clean it up
+// (CSE, DCE) and print it; --report adds every inserted collective and the memory per device.
 #include <iostream>
 
 #include "xshard/jit/sharded_program.h"
@@ -18,6 +19,8 @@ struct PartitionFlags {
   bool short_form = false;
   bool no_propagate = false;
   int64_t windowed_einsum_threshold = -1;
+  PropagationFlags propagation;
+  DumpFlags dump;
 };
 
 Status RunPartition(const PartitionFlags& f) {
@@ -29,6 +32,8 @@ Status RunPartition(const PartitionFlags& f) {
   }
   CompileOptions options;
   options.partition.propagate = !f.no_propagate;
+  XS_ASSIGN_OR_RETURN(options.partition.propagation, ToPropagationOptions(f.propagation));
+  options.dump = ToDumpOptions(f.dump);
   options.partition.windowed_einsum_threshold_bytes = f.windowed_einsum_threshold;
   StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(*module, devices, options);
   if (!program.ok()) return Annotate(program.status(), StrCat(f.file, ": "));
@@ -55,6 +60,8 @@ void AddPartitionCommand(CLI::App& root, CommandList& commands) {
   cmd->add_flag("--short", flags->short_form, "Print the '%'-less short form");
   cmd->add_flag("--no-propagate", flags->no_propagate,
                 "Do not propagate shardings: unannotated instructions are replicated");
+  AddPropagationFlags(cmd, flags->propagation);
+  AddDumpFlags(cmd, flags->dump);
   cmd->add_option("--windowed-einsum-threshold", flags->windowed_einsum_threshold,
                   "Dots whose all-gathered operand or reduce-scattered result has at least this many\n"
                   "bytes (global) become a loop of collective-permutes overlapped with partial dots\n"

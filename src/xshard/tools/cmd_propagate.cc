@@ -16,23 +16,13 @@ struct PropagateFlags {
   bool explain = false;
   bool short_form = false;
   int64_t devices = 0;
-  std::string to_parameters, to_output;  // "", "true", "false"
+  PropagationFlags propagation;
 };
-
-StatusOr<std::optional<bool>> ParseBoolFlag(const std::string& text, std::string_view flag) {
-  if (text.empty()) return std::optional<bool>();
-  if (text == "true") return std::optional<bool>(true);
-  if (text == "false") return std::optional<bool>(false);
-  return InvalidArgument(flag, ": '", text, "' is not true or false");
-}
 
 Status RunPropagate(const PropagateFlags& f) {
   if (f.devices < 0) return InvalidArgument("--devices must be >= 1, got ", f.devices);
-  PropagationOptions options;
+  XS_ASSIGN_OR_RETURN(PropagationOptions options, ToPropagationOptions(f.propagation));
   options.num_devices = f.devices;
-  XS_ASSIGN_OR_RETURN(options.allow_to_parameters,
-                      ParseBoolFlag(f.to_parameters, "--to-parameters"));
-  XS_ASSIGN_OR_RETURN(options.allow_to_output, ParseBoolFlag(f.to_output, "--to-output"));
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, LoadModule(f.file, /*verify=*/false));
   // JAX's default shard_map form (xla.sdy custom-calls) as run / partition read it.
   if (Status s = ImportShardyManualComputations(*module); !s.ok()) return Annotate(s, StrCat(f.file, ": "));
@@ -71,10 +61,7 @@ void AddPropagateCommand(CLI::App& root, CommandList& commands) {
       "backward from a user, call edge, or replicated by default");
   cmd->add_option("--devices", flags->devices,
                   "Device count (default: num_partitions, else the annotations' device count)");
-  cmd->add_option("--to-parameters", flags->to_parameters,
-                  "true/false: override allow_spmd_sharding_propagation_to_parameters");
-  cmd->add_option("--to-output", flags->to_output,
-                  "true/false: override allow_spmd_sharding_propagation_to_output");
+  AddPropagationFlags(cmd, flags->propagation);
   cmd->add_flag("--short", flags->short_form, "Print the '%'-less short form");
   commands.push_back({cmd, [flags] { return RunPropagate(*flags); }});
 }

@@ -121,6 +121,37 @@ TEST_F(Seed000DemoTest, CollectivesAndBytesPerCase) {
             std::string::npos);
 }
 
+// What the demo prints for the inner-axes case, line by line: the input shardings (P(None,'a') is
+// tile [1,4,2] over devices 0..7, P('a',None) tile [4,1,2]), z replicated, the partitioned program
+// (each device multiplies its f16[4,4] pieces and all-reduces them over the groups of `a`,
+// {0,2,4,6} and {1,3,5,7}), xshard's collective next to XLA's (f16[4,4], 2 * 3/4 * 32 B = 48 B).
+TEST_F(Seed000DemoTest, InnerCasePrintsShardingsProgramAndCollectives) {
+  StatusOr<Seed000Result> r = RunSeed000Case(ctx_, *client_, mesh_, Case("inner"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::string text = out_.str();
+  for (const char* line : {
+           "x: f16[4,16]  NamedSharding(mesh=Mesh('a': 4, 'b': 2), spec=P(None, 'a'))\n",
+           "  sharding={devices=[1,4,2]0,1,2,3,4,5,6,7 last_tile_dim_replicate}  = "
+           "{devices=[1,4,2]<=[8] last_tile_dim_replicate}\n",
+           "y: f16[16,4]  NamedSharding(mesh=Mesh('a': 4, 'b': 2), spec=P('a', None))\n",
+           "z = x @ y: f16[4,4]  sharding={replicated}  = P()  (propagated to the dot)\n",
+           "  x = f16[4,4] parameter(0), sharding={devices=[1,4,2]<=[8] last_tile_dim_replicate}\n",
+           "  z = f16[4,4] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n",
+           "  ROOT all-reduce = f16[4,4] all-reduce(z), channel_id=1, replica_groups=[2,4]<=[4,2]T(1,0), "
+           "use_global_device_ids=true, to_apply=spmd_add_f16\n",
+           "xshard: SPMD partitioning: 8 partitions, 1 collective, 48B received per device\n",
+           "  all-reduce f16[4,4]  48B  groups {{0,2,4,6},{1,3,5,7}}\n",
+           "XLA:    1 collective, 48B received per device\n",
+       }) {
+    EXPECT_NE(text.find(line), std::string::npos) << "missing: " << line << "in:\n" << text;
+  }
+  // xshard's collective line and XLA's are the same line.
+  const std::string collective = "  all-reduce f16[4,4]  48B  groups {{0,2,4,6},{1,3,5,7}}\n";
+  const size_t first = text.find(collective);
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_NE(text.find(collective, first + 1), std::string::npos) << "XLA's line";
+}
+
 // The builder's module carries the parameter shardings JAX lowered for each case.
 TEST_F(Seed000DemoTest, BuiltModuleMatchesJaxLowering) {
   for (const Seed000Case& c : Seed000Cases()) {

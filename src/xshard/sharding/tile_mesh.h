@@ -14,8 +14,8 @@
 // work per sharding does not grow with the device count. An annotation that is not an iota form,
 // or whose cuts conflict with earlier ones, is not expressible on the mesh; propagation then only
 // copies it verbatim through ops that keep every dim.
-#ifndef XSHARD_RULES_TILE_MESH_H_
-#define XSHARD_RULES_TILE_MESH_H_
+#ifndef XSHARD_SHARDING_TILE_MESH_H_
+#define XSHARD_SHARDING_TILE_MESH_H_
 
 #include <cstdint>
 #include <optional>
@@ -97,4 +97,4 @@ class TileMesh {
 
 }  // namespace xs
 
-#endif  // XSHARD_RULES_TILE_MESH_H_
+#endif  // XSHARD_SHARDING_TILE_MESH_H_

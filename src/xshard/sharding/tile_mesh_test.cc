@@ -1,7 +1,7 @@
 // TileMesh: the common prime-axis mesh behind a module's HloShardings, and the round trip
 // HloSharding -> AxesSharding -> HloSharding. Expected texts follow NamedSharding on mesh
 // (a=4, b=2) over devices 0..7 as JAX prints them (see DESIGN.md section 3).
-#include "xshard/rules/tile_mesh.h"
+#include "xshard/sharding/tile_mesh.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // TileMesh construction from annotation cuts, and HloSharding <-> AxesSharding conversion.
-#include "xshard/rules/tile_mesh.h"
+#include "xshard/sharding/tile_mesh.h"
 
 #include <algorithm>
 

@@ -1,0 +1,106 @@
+// The compiler pipeline: propagation options reach partitioning, propagation's mesh and rules are
+// handed on, one clone of the input, dumps between passes. Expected shardings and shapes are
+// worked out by hand from the module text.
+#include "xshard/jit/compile_pipeline.h"
+
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "xshard/text/parser.h"
+
+namespace xs {
+namespace {
+
+// x[4,16] split 2 ways on dim 0 and 4 ways on dim 1 (8 devices); the output is open.
+constexpr char kOuter[] = R"(
+HloModule outer, allow_spmd_sharding_propagation_to_output={true}, num_partitions=8
+ENTRY main {
+  x = f32[4,16] parameter(0), sharding={devices=[2,4]<=[4,2]T(1,0)}
+  y = f32[16,4] parameter(1), sharding={devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}
+  ROOT z = f32[4,4] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})";
+
+StatusOr<CompiledModule> CompileText(const std::string& text, const CompileOptions& options) {
+  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text, "test.hlo");
+  if (!m.ok()) return m.status();
+  return CompileModule(**m, 8, options);
+}
+
+TEST(CompilePipelineTest, PassNamesInOrder) {
+  EXPECT_EQ(CompilePassNames(), (std::vector<std::string>{"propagate", "partition", "cse", "dce"}));
+}
+
+TEST(CompilePipelineTest, PropagationOptionsReachPartitioning) {
+  // Open output: z keeps the dot's row split (2 ways) -> each device's output is f32[2,4].
+  StatusOr<CompiledModule> open = CompileText(kOuter, {});
+  ASSERT_TRUE(open.ok()) << open.status().ToString();
+  EXPECT_EQ(open->partitioned.module->entry()->root()->shape().ToString(false), "f32[2,4]");
+  // --to-output false: the output is closed, replicated, whole f32[4,4] on every device.
+  CompileOptions closed;
+  closed.partition.propagation.allow_to_output = false;
+  StatusOr<CompiledModule> c = CompileText(kOuter, closed);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->partitioned.module->entry()->root()->shape().ToString(false), "f32[4,4]");
+  EXPECT_TRUE(c->partitioned.output_sharding.IsReplicated());
+}
+
+TEST(CompilePipelineTest, PropagationResultDescribesTheKeptGlobalModule) {
+  StatusOr<CompiledModule> r = CompileText(kOuter, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->propagation.has_value());
+  // Cuts {1, 2, 8} of the two annotations: prime axes [2,2,2].
+  EXPECT_EQ(r->propagation->mesh.ToString(), "[2,2,2]");
+  const Instruction* z = r->global->entry()->root();
+  const PropagatedValue* v = r->propagation->ValueOf(*z);
+  ASSERT_NE(v, nullptr);
+  ASSERT_EQ(v->axes.size(), 1u);
+  ASSERT_TRUE(v->axes[0].has_value());
+  // x's tiles [2,4]<=[4,2]T(1,0): tile (i, j) is device 2j + i, so x's rows are split by device
+  // stride 1 (the minor axis 2 of strides 4, 2, 1). z's rows follow x's rows; columns unsplit.
+  EXPECT_EQ(v->axes[0]->dims, (std::vector<std::vector<int>>{{2}, {}}));
+  ASSERT_TRUE(z->sharding().has_value());
+  // Rows on stride 1, replicated over the other 4 devices: the iota form of y's annotation.
+  EXPECT_EQ(z->sharding()->ToString(false), "{devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}");
+}
+
+TEST(CompilePipelineTest, DumpsAfterTheNamedPassesOnly) {
+  std::ostringstream dump;
+  CompileOptions options;
+  options.dump.after = {"propagate", "dce"};
+  options.dump.stream = &dump;
+  StatusOr<CompiledModule> r = CompileText(kOuter, options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::string text = dump.str();
+  const size_t propagate = text.find("// after propagate (changed):");
+  const size_t dce = text.find("// after dce (");
+  ASSERT_NE(propagate, std::string::npos) << text;
+  ASSERT_NE(dce, std::string::npos) << text;
+  EXPECT_LT(propagate, dce);
+  EXPECT_EQ(text.find("// after partition"), std::string::npos);
+  EXPECT_EQ(text.find("// after cse"), std::string::npos);
+  // The propagate dump is the global module (f32[4,16] x); the dce dump the SPMD one (x: f32[2,4]).
+  EXPECT_NE(text.substr(propagate, dce - propagate).find("f32[4,16]"), std::string::npos);
+  EXPECT_NE(text.substr(dce).find("%x = f32[2,4] parameter(0)"), std::string::npos) << text.substr(dce);
+}
+
+TEST(CompilePipelineTest, UnknownDumpNameIsAnError) {
+  CompileOptions options;
+  options.dump.after = {"fold"};
+  StatusOr<CompiledModule> r = CompileText(kOuter, options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "--dump-after: no pass named 'fold'; the passes are propagate, partition, cse, dce");
+}
+
+TEST(CompilePipelineTest, NoPropagationLeavesUnannotatedValuesReplicated) {
+  CompileOptions options;
+  options.partition.propagate = false;
+  StatusOr<CompiledModule> r = CompileText(kOuter, options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->propagation.has_value());
+  EXPECT_EQ(r->partitioned.module->entry()->root()->shape().ToString(false), "f32[4,4]");
+}
+
+}  // namespace
+}  // namespace xs
