@@ -126,19 +126,28 @@ StatusOr<Array> RaggedDot(const Array& lhs, const Array& rhs, const Array& group
 
 namespace {
 
-// x[b, r, k] * scale[b, r, k / block] as f64, row major [batch, rows, k]; error on a scale shape
-// that does not divide k into blocks.
+// x * scale with the scale repeated over blocks: element i of x uses scale element
+// (i_0 / r_0, i_1 / r_1, ...) where r_d = x.dim(d) / scale.dim(d) (the block size along dim d,
+// usually 1 but along the contracting dim). Error on a scale dim that does not divide x's.
 StatusOr<std::vector<double>> Scaled(const Array& x, const Array* scale, std::string_view what) {
   std::vector<double> v = Values(x);
   if (scale == nullptr) return v;
   const int r = x.rank();
-  if (scale->rank() != r || scale->dims()[r - 1] == 0 || x.dims()[r - 1] % scale->dims()[r - 1] != 0 ||
-      !std::equal(x.dims().begin(), x.dims().end() - 1, scale->dims().begin())) {
+  bool ok = scale->rank() == r;
+  for (int d = 0; ok && d < r; ++d) ok = scale->dims()[d] > 0 && x.dims()[d] % scale->dims()[d] == 0;
+  if (!ok) {
     return InvalidArgument("block_scaled_dot: ", what, " scale ", scale->shape().ToString(false),
-                           " must match ", x.shape().ToString(false), " but for a last dim dividing ", x.dims()[r - 1]);
+                           " must have ", what, "'s rank with every dim dividing ", x.shape().ToString(false));
   }
-  const int64_t k = x.dims()[r - 1], ks = scale->dims()[r - 1], block = k / ks;
-  for (int64_t i = 0; i < x.num_elements(); ++i) v[i] *= scale->GetDouble(i / k * ks + (i % k) / block);
+  std::vector<int64_t> ratio(r), index(r, 0);
+  for (int d = 0; d < r; ++d) ratio[d] = x.dims()[d] / scale->dims()[d];
+  const std::vector<int64_t> ss = Strides(scale->dims());
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    int64_t off = 0;
+    for (int d = 0; d < r; ++d) off += index[d] / ratio[d] * ss[d];
+    v[i] *= scale->GetDouble(off);
+    NextIndex(index, x.dims());
+  }
   return v;
 }
 

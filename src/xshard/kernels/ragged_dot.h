@@ -29,8 +29,8 @@ StatusOr<Array> RaggedDot(const Array& lhs, const Array& rhs, const Array& group
                           const Shape& out_shape);
 
 // XLA's `__op$block_scaled_dot` custom-call (microscaling formats such as MXFP8): lhs [B?, M, K]
-// and rhs [B?, N, K] contract their last dims; each is first multiplied by its scale
-// [B?, M or N, K / block] repeated over blocks of `block` = K / (scale's last dim) elements.
+// and rhs [B?, N, K] contract their last dims; each is first multiplied by its scale, whose every
+// dim divides the operand's and which repeats over blocks (usually [B?, M or N, K / block]).
 // A missing scale (nullptr) is 1. Accumulates in f64; the result is [B?, M, N] of `out_shape`.
 StatusOr<Array> BlockScaledDot(const Array& lhs, const Array& rhs, const Array* lhs_scale, const Array* rhs_scale,
                                const Shape& out_shape);

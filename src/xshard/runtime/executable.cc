@@ -317,26 +317,26 @@ Executable::~Executable() {
   for (std::byte* a : free_arenas_) std::free(a);
 }
 
-bool ExecutorSupports(Opcode op) {
+// The handler table, built once. Control goes last: its collective registration wraps the
+// complete table for XSHARD_TRACE (executable_trace.cc).
+const HandlerTable& Handlers() {
   static const HandlerTable table = [] {
     HandlerTable t{};
     RegisterElementwiseHandlers(t);
     RegisterShapeHandlers(t);
     RegisterComputeHandlers(t);
+    RegisterExtraOpHandlers(t);
     RegisterControlHandlers(t);
     return t;
   }();
-  return table[static_cast<int>(op)] != nullptr;
+  return table;
 }
+
+bool ExecutorSupports(Opcode op) { return Handlers()[static_cast<int>(op)] != nullptr; }
 
 StatusOr<std::unique_ptr<Executable>> Executable::Create(const Module& module) {
   if (module.entry() == nullptr) return InvalidArgument("module '", module.name(), "' has no entry computation");
-  HandlerTable table{};
-  RegisterElementwiseHandlers(table);
-  RegisterShapeHandlers(table);
-  RegisterComputeHandlers(table);
-  RegisterControlHandlers(table);
-  RegisterExtraOpHandlers(table);
+  const HandlerTable& table = Handlers();
   std::unordered_set<const Computation*> reachable;
   CollectReachable(module.entry(), reachable);
   std::unique_ptr<Program> programs[2];
@@ -420,7 +420,7 @@ StatusOr<Value> Executable::RunImpl(std::span<const Array* const> borrowed, std:
   }
   if (stats != nullptr) {
     stats->instructions_run = ctx.instructions_run;
-    stats->peak_bytes = arena_bytes() + ctx.memory.peak;
+    stats->peak_bytes = program.entry->arena_bytes + ctx.memory.peak;
   }
   return result;
 }

@@ -115,7 +115,10 @@ class Executable {
   // Bytes of the arena a run uses for its temporaries, fixed at Create (each concurrent run
   // gets its own; a finished run's arena is reused by the next, so steady-state runs allocate
   // and zero-fill none of it). Results, kernel-made buffers and donated arguments are extra.
+  // This is the default (fused) plan's arena; the op-by-op plan (ExecuteOptions::fusion false)
+  // may need more, and the leased arena fits both (lease_bytes).
   int64_t arena_bytes() const;
+  int64_t lease_bytes() const;
 
   const Module& module() const { return module_; }
   // Shapes of the arguments Run expects (entry parameter leaves, in order).

@@ -213,14 +213,16 @@ Slot OwnedSlot(std::shared_ptr<Array> array) {
   return Slot{std::move(array), nullptr, owns};
 }
 
+int64_t Executable::arena_bytes() const { return program_->entry->arena_bytes; }
+
 // Both plans (fused and op by op, see ExecuteOptions::fusion) run in the same leased arena.
-int64_t Executable::arena_bytes() const {
+int64_t Executable::lease_bytes() const {
   const int64_t unfused = program_->unfused != nullptr ? program_->unfused->entry->arena_bytes : 0;
   return std::max(program_->entry->arena_bytes, unfused);
 }
 
 Executable::ArenaLease::ArenaLease(const Executable& e) : owner_(e) {
-  const int64_t bytes = e.arena_bytes();
+  const int64_t bytes = e.lease_bytes();
   if (bytes == 0) return;
   {
     std::lock_guard<std::mutex> lock(e.arena_mu_);
