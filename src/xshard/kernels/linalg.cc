@@ -44,12 +44,14 @@ bool SupportedType(DType t) { return IsFloating(t) || IsComplex(t); }
 
 C Conj(C x, bool conjugate) { return conjugate ? std::conj(x) : x; }
 
-// Factors one n x n matrix in place (row major); false when it is not positive definite.
-bool FactorLower(C* m, int64_t n) {
+// Factors the lower triangle of one n x n matrix in place (row major), column by column; returns
+// the 1-based order of the first leading minor that is not positive definite (columns from it on
+// are left as they were), or 0.
+int64_t FactorLower(C* m, int64_t n) {
   for (int64_t j = 0; j < n; ++j) {
     double d = m[j * n + j].real();
     for (int64_t k = 0; k < j; ++k) d -= std::norm(m[j * n + k]);
-    if (!(d > 0)) return false;
+    if (!(d > 0)) return j + 1;
     const double l = std::sqrt(d);
     m[j * n + j] = l;
     for (int64_t i = j + 1; i < n; ++i) {
@@ -58,7 +60,7 @@ bool FactorLower(C* m, int64_t n) {
       m[i * n + j] = s / l;
     }
   }
-  return true;
+  return 0;
 }
 
 }  // namespace
@@ -84,7 +86,7 @@ StatusOr<Array> Cholesky(const Array& a, bool lower) {
         m[i * n + j] = j > i ? C(0) : (lower ? src[i * n + j] : std::conj(src[j * n + i]));
       }
     }
-    const bool ok = FactorLower(m.data(), n);
+    const bool ok = FactorLower(m.data(), n) == 0;
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j < n; ++j) {
         C x = !ok ? C(std::numeric_limits<double>::quiet_NaN(), 0)
@@ -199,23 +201,11 @@ StatusOr<std::vector<Array>> LapackPotrf(const Array& a, bool lower) {
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j <= i; ++j) m[i * n + j] = lower ? src[i * n + j] : std::conj(src[j * n + i]);
     }
-    // Column by column, stopping at the first non-positive pivot (its 1-based order is info).
-    for (int64_t j = 0; j < n && info[b] == 0; ++j) {
-      double d = m[j * n + j].real();
-      for (int64_t k = 0; k < j; ++k) d -= std::norm(m[j * n + k]);
-      if (!(d > 0)) {
-        info[b] = static_cast<int32_t>(j + 1);
-        break;
-      }
-      const double l = std::sqrt(d);
-      m[j * n + j] = l;
-      for (int64_t i = j + 1; i < n; ++i) {
-        C s = m[i * n + j];
-        for (int64_t k = 0; k < j; ++k) s -= m[i * n + k] * std::conj(m[j * n + k]);
-        m[i * n + j] = s / l;
-      }
-      for (int64_t i = 0; i < n; ++i) {  // write back column j of the factor
-        if (i < j) continue;
+    info[b] = static_cast<int32_t>(FactorLower(m.data(), n));
+    // Write back the factored columns of the named triangle (all, or those before the failure).
+    const int64_t done = info[b] == 0 ? n : info[b] - 1;
+    for (int64_t j = 0; j < done; ++j) {
+      for (int64_t i = j; i < n; ++i) {
         if (lower) {
           src[i * n + j] = m[i * n + j];
         } else {

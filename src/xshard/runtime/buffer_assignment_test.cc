@@ -30,6 +30,14 @@ bool NoOverlapWhileLive(const std::vector<BufferInterval>& iv, const BufferAssig
   return true;
 }
 
+// Runs the op-by-op plan, whose temporaries are what these tests place in the arena (the fused
+// plan keeps elementwise chains in tile buffers).
+ExecuteOptions OpByOp() {
+  ExecuteOptions o;
+  o.fusion = false;
+  return o;
+}
+
 TEST(BufferAssignment, RandomIntervalsNeverOverlapWhileLive) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 200; ++trial) {
@@ -94,11 +102,12 @@ ENTRY main {
 })");
   std::unique_ptr<Executable> e = *Executable::Create(*m);
   // a (then d over it in place) and b (then c over it): two 64-byte slots.
-  EXPECT_EQ(e->arena_bytes(), 128);
+  EXPECT_EQ(e->arena_bytes(/*fused=*/false), 128);
+  EXPECT_EQ(e->arena_bytes(), 0);  // fused: a, b, c, d are tile temporaries
   std::vector<float> xs(16);
   for (int i = 0; i < 16; ++i) xs[i] = static_cast<float>(i);
   Array x = Array::FromVector<float>({4, 4}, xs);
-  std::vector<Array> out = *e->Run(std::span<const Array>(&x, 1));
+  std::vector<Array> out = *e->Run(std::span<const Array>(&x, 1), OpByOp());
   for (int i = 0; i < 4; ++i) {
     for (int j = 0; j < 4; ++j) {
       const int k = j * 4 + i;  // d[j][i] = 2k - (k * k + k)
@@ -122,11 +131,11 @@ ENTRY main {
   ROOT r = f32[4,4] subtract(r3, c)
 })");
   std::unique_ptr<Executable> e = *Executable::Create(*m);
-  EXPECT_EQ(e->arena_bytes(), 64);
+  EXPECT_EQ(e->arena_bytes(/*fused=*/false), 64);
   std::vector<float> xs(16);
   for (int i = 0; i < 16; ++i) xs[i] = static_cast<float>(i);
   Array x = Array::FromVector<float>({4, 4}, xs);
-  std::vector<Array> out = *e->Run(std::span<const Array>(&x, 1));
+  std::vector<Array> out = *e->Run(std::span<const Array>(&x, 1), OpByOp());
   for (int i = 0; i < 16; ++i) EXPECT_EQ(out[0].GetDouble(i), 2.0 * i - (i * i + i)) << i;
 }
 
@@ -191,12 +200,12 @@ ENTRY main {
   };
   std::unique_ptr<Module> m3 = Parse(text(3)), m30 = Parse(text(30));
   std::unique_ptr<Executable> e3 = *Executable::Create(*m3), e30 = *Executable::Create(*m30);
-  EXPECT_EQ(e3->arena_bytes(), e30->arena_bytes());
-  EXPECT_GT(e3->arena_bytes(), 0);
+  EXPECT_EQ(e3->arena_bytes(false), e30->arena_bytes(false));
+  EXPECT_GT(e3->arena_bytes(false), 0);
   Array x = Array::Full(DType::kF32, {1024}, 1.0);
   ExecuteStats s3, s30;
-  std::vector<Array> o3 = *e3->Run(std::span<const Array>(&x, 1), {}, &s3);
-  std::vector<Array> o30 = *e30->Run(std::span<const Array>(&x, 1), {}, &s30);
+  std::vector<Array> o3 = *e3->Run(std::span<const Array>(&x, 1), OpByOp(), &s3);
+  std::vector<Array> o30 = *e30->Run(std::span<const Array>(&x, 1), OpByOp(), &s30);
   EXPECT_EQ(s3.peak_bytes, s30.peak_bytes);
   // v -> 2 * (0.5 v) + 0.5 = v + 0.5 per trip.
   EXPECT_EQ(o3[0].GetDouble(10), 2.5);
@@ -238,7 +247,7 @@ ENTRY main {
 })");
   std::unique_ptr<Executable> e = *Executable::Create(*m);
   Array x = Array::FromVector<float>({1, 2}, {1.0f, 2.0f});
-  std::vector<Array> out = *e->Run(std::span<const Array>(&x, 1));
+  std::vector<Array> out = *e->Run(std::span<const Array>(&x, 1), OpByOp());
   EXPECT_NEAR(out[0].GetDouble(0), 0.5403, 1e-3);   // cos(1)
   EXPECT_NEAR(out[0].GetDouble(1), -0.4161, 1e-3);  // cos(2)
   EXPECT_EQ(out[0].GetDouble(3), 2.0);

@@ -314,7 +314,9 @@ Executable::Executable(const Module& module, std::unique_ptr<Program> program)
 }
 
 Executable::~Executable() {
-  for (std::byte* a : free_arenas_) std::free(a);
+  for (const std::vector<std::byte*>& free : free_arenas_) {
+    for (std::byte* a : free) std::free(a);
+  }
 }
 
 // The handler table, built once. Control goes last: its collective registration wraps the
@@ -395,7 +397,7 @@ StatusOr<Value> Executable::RunImpl(std::span<const Array* const> borrowed, std:
   const bool fused = options.fusion && !fusion_env_off;
   const Program& program = fused || program_->unfused == nullptr ? *program_ : *program_->unfused;
   RunContext ctx{options, program, {}, 0};
-  ArenaLease arena(*this);
+  ArenaLease arena(*this, &program == program_.get());
   ctx.frame_arena = arena.data();
   Value result;
   {

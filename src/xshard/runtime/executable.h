@@ -115,10 +115,9 @@ class Executable {
   // Bytes of the arena a run uses for its temporaries, fixed at Create (each concurrent run
   // gets its own; a finished run's arena is reused by the next, so steady-state runs allocate
   // and zero-fill none of it). Results, kernel-made buffers and donated arguments are extra.
-  // This is the default (fused) plan's arena; the op-by-op plan (ExecuteOptions::fusion false)
-  // may need more, and the leased arena fits both (lease_bytes).
-  int64_t arena_bytes() const;
-  int64_t lease_bytes() const;
+  // `fused`: the default plan's arena; false: the op-by-op plan's (ExecuteOptions::fusion
+  // false), whose unfused temporaries usually need more.
+  int64_t arena_bytes(bool fused = true) const;
 
   const Module& module() const { return module_; }
   // Shapes of the arguments Run expects (entry parameter leaves, in order).
@@ -132,19 +131,20 @@ class Executable {
   // One run's arena, taken from the free list (or allocated) and given back when the run ends.
   class ArenaLease {
    public:
-    explicit ArenaLease(const Executable& e);
+    ArenaLease(const Executable& e, bool fused);
     ~ArenaLease();
     std::byte* data() const { return data_; }
 
    private:
     const Executable& owner_;
+    const bool fused_;
     std::byte* data_ = nullptr;
   };
   const Module& module_;
   std::unique_ptr<Program> program_;
   std::vector<Shape> argument_shapes_;
   mutable std::mutex arena_mu_;
-  mutable std::vector<std::byte*> free_arenas_;  // arenas of finished runs
+  mutable std::vector<std::byte*> free_arenas_[2];  // arenas of finished runs, [fused]
 };
 
 // Create + Run in one call.

@@ -278,12 +278,6 @@ Status PrepareAsyncStart(const Instruction& inst, Step& step, const Program& pro
   return OkStatus();
 }
 
-template <RunFn kRun>
-Status PrepareSimple(const Instruction&, Step& step, const Program&) {
-  step.run = kRun;
-  return OkStatus();
-}
-
 }  // namespace
 
 void RegisterCollectiveHandlers(HandlerTable& t) {

@@ -163,12 +163,6 @@ Status RunCopyStart(const Step& step, Frame& frame, RunContext& ctx) {
   return OkStatus();
 }
 
-template <RunFn kRun>
-Status PrepareSimple(const Instruction&, Step& step, const Program&) {
-  step.run = kRun;
-  return OkStatus();
-}
-
 }  // namespace
 
 void RegisterControlHandlers(HandlerTable& t) {

@@ -213,22 +213,20 @@ Slot OwnedSlot(std::shared_ptr<Array> array) {
   return Slot{std::move(array), nullptr, owns};
 }
 
-int64_t Executable::arena_bytes() const { return program_->entry->arena_bytes; }
-
-// Both plans (fused and op by op, see ExecuteOptions::fusion) run in the same leased arena.
-int64_t Executable::lease_bytes() const {
-  const int64_t unfused = program_->unfused != nullptr ? program_->unfused->entry->arena_bytes : 0;
-  return std::max(program_->entry->arena_bytes, unfused);
+int64_t Executable::arena_bytes(bool fused) const {
+  const Program& p = fused || program_->unfused == nullptr ? *program_ : *program_->unfused;
+  return p.entry->arena_bytes;
 }
 
-Executable::ArenaLease::ArenaLease(const Executable& e) : owner_(e) {
-  const int64_t bytes = e.lease_bytes();
+Executable::ArenaLease::ArenaLease(const Executable& e, bool fused) : owner_(e), fused_(fused) {
+  const int64_t bytes = e.arena_bytes(fused);
   if (bytes == 0) return;
   {
     std::lock_guard<std::mutex> lock(e.arena_mu_);
-    if (!e.free_arenas_.empty()) {
-      data_ = e.free_arenas_.back();
-      e.free_arenas_.pop_back();
+    std::vector<std::byte*>& free = e.free_arenas_[fused];
+    if (!free.empty()) {
+      data_ = free.back();
+      free.pop_back();
       return;
     }
   }
@@ -239,7 +237,7 @@ Executable::ArenaLease::ArenaLease(const Executable& e) : owner_(e) {
 Executable::ArenaLease::~ArenaLease() {
   if (data_ == nullptr) return;
   std::lock_guard<std::mutex> lock(owner_.arena_mu_);
-  owner_.free_arenas_.push_back(data_);
+  owner_.free_arenas_[fused_].push_back(data_);
 }
 
 }  // namespace xs

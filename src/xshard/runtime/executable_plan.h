@@ -145,6 +145,13 @@ class Program {
 using PrepareFn = Status (*)(const Instruction& inst, Step& step, const Program& program);
 using HandlerTable = std::array<PrepareFn, kOpcodeCount>;
 
+// A Prepare for ops whose step needs nothing but its run function.
+template <RunFn kRun>
+Status PrepareSimple(const Instruction&, Step& step, const Program&) {
+  step.run = kRun;
+  return OkStatus();
+}
+
 // Each executable_*.cc registers its ops.
 void RegisterElementwiseHandlers(HandlerTable& table);
 void RegisterShapeHandlers(HandlerTable& table);

@@ -343,12 +343,6 @@ Status RunGetDimensionSize(const Step& step, Frame& frame, RunContext& ctx) {
   return OkStatus();
 }
 
-template <RunFn kRun>
-Status PrepareSimple(const Instruction&, Step& step, const Program&) {
-  step.run = kRun;
-  return OkStatus();
-}
-
 Status PrepareTranspose(const Instruction& inst, Step& step, const Program&) {
   XS_RETURN_IF_ERROR(PrepareDimsOp(inst, step, &RunTranspose));
   if (static_cast<int>(inst.dimensions().size()) != inst.operand(0)->shape().rank()) {
