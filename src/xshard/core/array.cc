@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <mutex>
+#include <unordered_map>
 
 namespace xs {
 namespace {
@@ -218,10 +220,49 @@ void CheckBox(const char* what, const std::vector<int64_t>& dims,
   }
 }
 
+// Freed host buffers of 1 MiB or more are kept (up to 1 GiB in all) and handed to the next
+// allocation of the same padded size, the way a device allocator keeps its pool: a program run
+// again and again then gets its outputs and kernel buffers without mapping fresh pages and
+// faulting them in (a 64 MiB result is 16k page faults otherwise).
+class LargeBufferCache {
+ public:
+  static LargeBufferCache& Get() {
+    static auto* cache = new LargeBufferCache();  // never destroyed: Arrays may outlive statics
+    return *cache;
+  }
+  std::byte* Take(size_t bytes) {
+    if (bytes < kMinBytes) return nullptr;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.find(bytes);
+    if (it == free_.end()) return nullptr;
+    std::byte* p = it->second;
+    free_.erase(it);
+    cached_ -= bytes;
+    return p;
+  }
+  // Keeps `p` for reuse; false when it is small or the cache is full (the caller frees it).
+  bool Give(std::byte* p, size_t bytes) {
+    if (bytes < kMinBytes) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cached_ + bytes > kMaxCachedBytes) return false;
+    free_.emplace(bytes, p);
+    cached_ += bytes;
+    return true;
+  }
+
+ private:
+  static constexpr size_t kMinBytes = size_t{1} << 20;
+  static constexpr size_t kMaxCachedBytes = size_t{1} << 30;
+  std::mutex mu_;
+  std::unordered_multimap<size_t, std::byte*> free_;
+  size_t cached_ = 0;
+};
+
 }  // namespace
 
 void Array::FreeDeleter::operator()(std::byte* p) const {
-  if (!borrowed) std::free(p);
+  if (borrowed) return;
+  if (!LargeBufferCache::Get().Give(p, bytes)) std::free(p);
 }
 
 Array::Array() : Array(Shape(DType::kF32, {})) {}
@@ -237,7 +278,7 @@ Array Array::View(Shape shape, std::byte* data) {
   XS_CHECK(data != nullptr, "Array::View of null memory for ", shape.ToString());
   Array a(Shape(shape.dtype(), {}), NoInit{});  // a 64-byte placeholder, replaced below
   a.shape_ = Shape(shape.dtype(), shape.dims());
-  a.data_ = std::unique_ptr<std::byte[], FreeDeleter>(data, FreeDeleter{true});
+  a.data_ = std::unique_ptr<std::byte[], FreeDeleter>(data, FreeDeleter{true, 0});
   return a;
 }
 
@@ -248,10 +289,11 @@ Array::Array(Shape shape, NoInit) : shape_(shape.dtype(), shape.dims()) {
   // data() is a valid pointer even for empty arrays.
   const size_t bytes = static_cast<size_t>(shape_.byte_size());
   const size_t padded = std::max<size_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(kAlignment, padded));
+  std::byte* p = LargeBufferCache::Get().Take(padded);
+  if (p == nullptr) p = static_cast<std::byte*>(std::aligned_alloc(kAlignment, padded));
   XS_CHECK(p != nullptr, "out of memory allocating ", padded, " bytes for ", shape_.ToString());
   if (padded > bytes) std::memset(p + bytes, 0, padded - bytes);  // the tail padding only
-  data_.reset(p);
+  data_ = std::unique_ptr<std::byte[], FreeDeleter>(p, FreeDeleter{false, padded});
 }
 
 Array::Array(const Array& other) : Array(other.shape_, NoInit{}) {

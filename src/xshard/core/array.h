@@ -136,7 +136,8 @@ class Array {
 
  private:
   struct FreeDeleter {
-    bool borrowed;  // a View's memory: not freed (value-initialized to false)
+    bool borrowed;      // a View's memory: not freed (value-initialized to false)
+    size_t bytes;       // the allocation's padded size (large ones go back to the buffer cache)
     void operator()(std::byte* p) const;
   };
   struct NoInit {};

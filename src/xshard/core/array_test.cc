@@ -261,3 +261,25 @@ TEST(ArrayTest, EqualityIsShapeAndBytes) {
 
 }  // namespace
 }  // namespace xs
+
+namespace xs {
+namespace {
+
+TEST(ArrayBufferCache, AFreedLargeBufferIsReusedWithItsOwnContentsNeverAnother) {
+  // A 4 MiB buffer freed and asked for again comes back (no fresh pages); a zero-initialized
+  // Array is still all zeros even when its memory held other values before.
+  const std::byte* first = nullptr;
+  {
+    Array a = Array::Full(DType::kF32, {1031, 1021}, 7.0);  // a size no other test uses
+    first = a.data();
+  }
+  Array b(DType::kF32, {1031, 1021});
+  EXPECT_EQ(b.data(), first);
+  for (int64_t i = 0; i < b.num_elements(); i += 4099) ASSERT_EQ(b.GetDouble(i), 0.0) << i;
+  // Two live arrays of that size never share memory.
+  Array c(DType::kF32, {1031, 1021});
+  EXPECT_NE(c.data(), b.data());
+}
+
+}  // namespace
+}  // namespace xs

@@ -176,13 +176,14 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
     if (primary && f.donor >= 0 && CanTakeOver(step, frame, f.donor)) {
       out_arrays[o] = ResultBuffer(step, frame, ctx, f.donor);
     } else {
-      out_arrays[o] = NewArray(f.outputs[o].inst->shape(), ctx);
+      // The loop writes every element: no zero-fill pass over the output.
+      out_arrays[o] = AdoptArray(Array::Uninitialized(f.outputs[o].inst->shape().WithoutLayout()), ctx);
     }
     outputs[o] = out_arrays[o]->data();
   }
   std::shared_ptr<Array> reduced;
   if (f.has_reduce) {
-    reduced = NewArray(f.reduce.inst->shape(), ctx);
+    reduced = AdoptArray(Array::Uninitialized(f.reduce.inst->shape().WithoutLayout()), ctx);  // filled below
     FillElements(reduced->data(), inputs[f.reduce.init], reduced->num_elements(),
                  static_cast<int>(DTypeSize(reduced->dtype())));
   }
