@@ -1,6 +1,7 @@
 // The CLI driver: builds the CLI11 app, dispatches to the chosen subcommand, turns every error
 // (bad flags, bad input, failed commands) into one clear line on stderr and exit code 1.
 #include "xshard/tools/cli.h"
+#include "xshard/tools/run_flags.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -53,6 +54,21 @@ StatusOr<PropagationOptions> ToPropagationOptions(const PropagationFlags& flags)
   XS_ASSIGN_OR_RETURN(options.allow_to_parameters, ParseBoolFlag(flags.to_parameters, "--to-parameters"));
   XS_ASSIGN_OR_RETURN(options.allow_to_output, ParseBoolFlag(flags.to_output, "--to-output"));
   return options;
+}
+
+void AddRunPropagationFlags(CLI::App* cmd, RunFlags& flags) {
+  cmd->add_option("--to-parameters", flags.to_parameters,
+                  "Global modules: true/false overrides allow_spmd_sharding_propagation_to_parameters");
+  cmd->add_option("--to-output", flags.to_output,
+                  "Global modules: true/false overrides allow_spmd_sharding_propagation_to_output\n"
+                  "(JAX compiles with true when out_shardings is left out)");
+}
+
+StatusOr<PropagationOptions> RunPropagationOptions(const RunFlags& flags) {
+  PropagationFlags p;
+  p.to_parameters = flags.to_parameters;
+  p.to_output = flags.to_output;
+  return ToPropagationOptions(p);
 }
 
 void AddDumpFlags(CLI::App* cmd, DumpFlags& flags) {

@@ -42,6 +42,10 @@ struct PropagationFlags {
 void AddPropagationFlags(CLI::App* cmd, PropagationFlags& flags);
 // The options the flags ask for (num_devices left 0); errors name the flag and its value.
 StatusOr<PropagationOptions> ToPropagationOptions(const PropagationFlags& flags);
+// The same two flags on `run` and `bench run` (global modules), kept in RunFlags.
+struct RunFlags;
+void AddRunPropagationFlags(CLI::App* cmd, RunFlags& flags);
+StatusOr<PropagationOptions> RunPropagationOptions(const RunFlags& flags);
 
 // Dump flags of the compiler pipeline: --dump-after PASS (repeatable), --dump-after-each,
 // --dump-dir DIR (files instead of stderr).

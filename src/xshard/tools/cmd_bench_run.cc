@@ -155,7 +155,9 @@ Status BenchGlobal(const BenchRunFlags& f, const Module& module) {
     return InvalidArgument("--args-dir gives each device's inputs of an SPMD module, but ", f.run.file,
                            " is a global module with shardings: pass --args a.npy ... or --random-args SEED");
   }
-  StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(module, n);
+  CompileOptions compile;
+  XS_ASSIGN_OR_RETURN(compile.partition.propagation, RunPropagationOptions(f.run));
+  StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(module, n, compile);
   if (!program.ok()) return Annotate(program.status(), StrCat(f.run.file, ": "));
   XS_ASSIGN_OR_RETURN(std::optional<int64_t> limit, HostMemoryLimit());
   if (limit) XS_RETURN_IF_ERROR(Annotate(CheckHostMemory(**program, false, *limit), StrCat(f.run.file, ": ")));
@@ -269,6 +271,7 @@ Command AddBenchRunCommand(CLI::App& bench) {
                 "Timed calls (default: adaptive, at least 10 calls and 1 s; a slow module stops at\n"
                 "3 calls once 10 s have passed)");
   r->add_option("--blas-threads", flags->run.blas_threads, "OpenBLAS threads (default: cores / devices)");
+  AddRunPropagationFlags(r, flags->run);
   r->add_flag("--samples", flags->samples,
               "Also print every timed call (samples_ms=t1,t2,...) and the process's CPU time per\n"
               "timed call, all threads (cpu_ms_per_call=)");

@@ -192,8 +192,10 @@ Status RunRun(const RunFlags& f) {
                                         : " has no sharding annotations to partition",
         "; give the global module with shardings");
   }
-  if (f.report || f.windowed_einsum_threshold != -1 || f.async_collectives) {
-    return InvalidArgument("--report, --windowed-einsum-threshold and --async-collectives apply to "
+  if (f.report || f.windowed_einsum_threshold != -1 || f.async_collectives || !f.to_output.empty() ||
+      !f.to_parameters.empty()) {
+    return InvalidArgument("--report, --windowed-einsum-threshold, --async-collectives, --to-output and "
+                           "--to-parameters apply to "
                            "global modules that "
                            "xshard partitions, but ", f.file, " has no sharding annotations or is "
                            "already partitioned");
@@ -266,6 +268,7 @@ void AddHloCommands(CLI::App& root, CommandList& commands) {
   r->add_flag("--async-collectives", run->async_collectives,
               "Global modules: run all-gathers, all-reduces and collective-permutes as start / done\n"
               "pairs that overlap the compute that does not depend on them (default: off)");
+  AddRunPropagationFlags(r, *run);
   commands.push_back({r, [run] { return RunRun(*run); }});
 }
 

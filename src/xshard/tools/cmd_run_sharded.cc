@@ -142,6 +142,7 @@ Status RunSharded(const RunFlags& f, const Module& module) {
   if ((f.atol && *f.atol < 0) || (f.rtol && *f.rtol < 0)) return InvalidArgument("--atol and --rtol must be >= 0");
   XS_ASSIGN_OR_RETURN(int64_t n, PartitionCount(f, module));
   CompileOptions options;
+  XS_ASSIGN_OR_RETURN(options.partition.propagation, RunPropagationOptions(f));
   options.partition.windowed_einsum_threshold_bytes = f.windowed_einsum_threshold;
   options.async_collectives = f.async_collectives;
   StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(module, n, options);

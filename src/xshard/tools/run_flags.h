@@ -38,6 +38,9 @@ struct RunFlags {
   bool spmd = false;
   int64_t windowed_einsum_threshold = -1;
   bool async_collectives = false;
+  // --to-parameters / --to-output ("true" / "false"; empty: the module's own setting), as in
+  // `xshard propagate` and `partition`.
+  std::string to_parameters, to_output;
 };
 
 // Global arguments: --random-args SEED, or --args with one .npy per entry parameter leaf of the
