@@ -61,7 +61,8 @@ kernels::Combiner MakeCombiner(const Step& step, std::optional<ScalarRunner>& ru
 Status RunDot(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& lhs = OperandArray(step, frame, 0);
   const Array& rhs = OperandArray(step, frame, 1);
-  std::shared_ptr<Array> out = NewArray(step.dot_plan->result_shape(), ctx);
+  // The plan writes every element (DotPlan::Run: `out` need not be zeroed): no zero-fill pass.
+  std::shared_ptr<Array> out = AdoptArray(Array::Uninitialized(step.dot_plan->result_shape()), ctx);
   XS_RETURN_IF_ERROR(step.dot_plan->Run(lhs.data(), rhs.data(), out->data()));
   frame.slots[step.out] = OwnedSlot(std::move(out));
   return OkStatus();
