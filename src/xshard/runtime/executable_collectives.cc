@@ -40,16 +40,6 @@ void FlattenShapeLeaves(const Shape& s, std::vector<Shape>& out) {
   }
 }
 
-Slot ZeroSlot(const Shape& s, RunContext& ctx) {
-  if (s.IsTuple()) {
-    std::vector<Slot> e;
-    for (const Shape& x : s.tuple_shapes()) e.push_back(ZeroSlot(x, ctx));
-    return TupleSlot(std::move(e));
-  }
-  if (s.IsToken()) return TupleSlot({});
-  return OwnedSlot(NewArray(s, ctx));
-}
-
 void CollectLeafPointers(const Slot& s, std::vector<std::shared_ptr<Array>>& out) {
   if (s.array) out.push_back(s.array);
   if (s.tuple) {

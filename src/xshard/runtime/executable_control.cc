@@ -138,16 +138,6 @@ Status PrepareCustomCall(const Instruction& inst, Step& step, const Program& pro
   return OkStatus();
 }
 
-Slot ZeroSlot(const Shape& s, RunContext& ctx) {
-  if (s.IsTuple()) {
-    std::vector<Slot> e;
-    for (const Shape& x : s.tuple_shapes()) e.push_back(ZeroSlot(x, ctx));
-    return TupleSlot(std::move(e));
-  }
-  if (s.IsToken()) return TupleSlot({});
-  return OwnedSlot(NewArray(s, ctx));
-}
-
 Status RunTupleElement0(const Step& step, Frame& frame, RunContext&) {
   const Slot& s = frame.slots[step.operands[0]];
   frame.slots[step.out] = (s.tuple && !s.tuple->empty()) ? (*s.tuple)[0] : s;

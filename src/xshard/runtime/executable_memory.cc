@@ -213,6 +213,17 @@ Slot OwnedSlot(std::shared_ptr<Array> array) {
   return Slot{std::move(array), nullptr, owns};
 }
 
+// A value of `s` whose arrays are zero-filled (tokens are empty tuples).
+Slot ZeroSlot(const Shape& s, RunContext& ctx) {
+  if (s.IsTuple()) {
+    std::vector<Slot> e;
+    for (const Shape& x : s.tuple_shapes()) e.push_back(ZeroSlot(x, ctx));
+    return TupleSlot(std::move(e));
+  }
+  if (s.IsToken()) return TupleSlot({});
+  return OwnedSlot(NewArray(s, ctx));
+}
+
 int64_t Executable::arena_bytes(bool fused) const {
   const Program& p = fused || program_->unfused == nullptr ? *program_ : *program_->unfused;
   return p.entry->arena_bytes;

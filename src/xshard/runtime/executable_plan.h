@@ -178,6 +178,8 @@ std::shared_ptr<Array> AdoptArray(Array array, RunContext& ctx);
 // (arguments, constants).
 Slot OwnedSlot(std::shared_ptr<Array> array);
 Slot SharedSlot(const Array* array);
+// A value of `shape` whose arrays are zero-filled (tokens: empty tuples), counted in ctx.memory.
+Slot ZeroSlot(const Shape& shape, RunContext& ctx);
 // A result for a tuple value from its element slots.
 Slot TupleSlot(std::vector<Slot> elements);
 
