@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <filesystem>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -88,7 +90,45 @@ DumpOptions ToDumpOptions(const DumpFlags& flags) {
   return options;
 }
 
+CLI::Validator DeviceCountCheck() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        int64_t v = 0;
+        if (!ParseInt64(text, &v) || v < 1 || v > 65536) {
+          return "'" + text + "' is not a device count: give a whole number from 1 to 65536";
+        }
+        return "";
+      },
+      "1..65536");
+}
+
+CLI::Validator NonNegativeIntegerCheck() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        int64_t v = 0;
+        if (!ParseInt64(text, &v) || v < 0) return "'" + text + "' is not a whole number >= 0";
+        return "";
+      },
+      ">=0");
+}
+
+CLI::Validator FiniteNonNegativeCheck() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        if (!ParseDouble(text, &v) || !std::isfinite(v) || v < 0) {
+          return "'" + text + "' is not a finite number >= 0";
+        }
+        return "";
+      },
+      ">=0");
+}
+
 StatusOr<std::string> ReadFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidArgument("'", path, "' is a directory, not a file; give the path of an HLO text or .npy file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return NotFound("cannot open '", path, "': ", std::strerror(errno),

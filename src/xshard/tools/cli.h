@@ -60,6 +60,15 @@ DumpOptions ToDumpOptions(const DumpFlags& flags);
 // Runs the CLI; returns the process exit code (0 ok, 1 any error).
 int RunCli(int argc, char** argv);
 
+// Range checks for numeric flags, applied with `->check(...)`: CLI11 then rejects a bad value with
+// a message naming the flag, the value and the range, and exit 1.
+// Device counts: whole numbers from 1 to 65536.
+CLI::Validator DeviceCountCheck();
+// Seeds and counts that cannot be negative: whole numbers >= 0.
+CLI::Validator NonNegativeIntegerCheck();
+// Tolerances: finite numbers >= 0 (rejects nan and inf).
+CLI::Validator FiniteNonNegativeCheck();
+
 // "4,16" -> {4, 16}; error names `flag` and the bad piece.
 StatusOr<std::vector<int64_t>> ParseIntList(std::string_view text, std::string_view flag);
 // The same sharding with every tile assignment in explicit-list (V1, iota=false) or iota (V2,

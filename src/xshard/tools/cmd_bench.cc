@@ -128,7 +128,7 @@ void AddBenchCommand(CLI::App& root, CommandList& commands) {
       "bandwidth as NCCL-tests defines it (algbw = size / time; busbw = algbw x (n-1)/n for\n"
       "all-gather, reduce-scatter, all-to-all, x 2(n-1)/n for all-reduce, x 1 for broadcast and\n"
       "permute), next to a single-thread memcpy measured in the same process.");
-  c->add_option("--devices", flags->devices, "Devices (default: $XSHARD_DEVICES or 8)");
+  c->add_option("--devices", flags->devices, "Devices (default: $XSHARD_DEVICES or 8)")->check(DeviceCountCheck());
   c->add_option("--bytes", flags->bytes,
                 "Per-device operand size(s): 4096, 64K, 8M, 1G; comma-separated (default 1M)");
   c->add_option("--algorithm", flags->algorithm,

@@ -261,11 +261,12 @@ Command AddBenchRunCommand(CLI::App& bench) {
       "median_ms=<t> as the last line.");
   r->add_option("file", flags->run.file, "HLO text file")->required();
   r->add_option("--args", flags->run.args, "Global input .npy files, one per parameter leaf");
-  r->add_option("--random-args", flags->run.random_seed, "Random inputs from this seed instead of --args");
+  r->add_option("--random-args", flags->run.random_seed, "Random inputs from this seed instead of --args")->check(NonNegativeIntegerCheck());
   r->add_option("--args-dir", flags->run.args_dir, "SPMD modules: DIR/dev<d>/arg<i>.npy per device");
   r->add_option("--devices", flags->run.devices,
                 "Devices to partition a global module for (default: num_partitions, else the\n"
-                "annotations' device count); SPMD modules: must equal num_partitions x replica_count");
+                "annotations' device count); SPMD modules: must equal num_partitions x replica_count")
+      ->check(DeviceCountCheck());
   r->add_option("--warmup", flags->warmup, "Untimed calls first (default 3)");
   r->add_option("--iters", flags->iters,
                 "Timed calls (default: adaptive, at least 10 calls and 1 s; a slow module stops at\n"

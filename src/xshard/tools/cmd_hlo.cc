@@ -239,7 +239,7 @@ void AddHloCommands(CLI::App& root, CommandList& commands) {
       "DIR/dev<d>/out<i>.npy for SPMD modules); --memory prints per-device bytes.");
   r->add_option("file", run->file, "HLO text file")->required();
   r->add_option("--args", run->args, "Input .npy files, one per parameter (tuple parameters: one per leaf)");
-  r->add_option("--random-args", run->random_seed, "Random inputs from this seed instead of --args");
+  r->add_option("--random-args", run->random_seed, "Random inputs from this seed instead of --args")->check(NonNegativeIntegerCheck());
   r->add_option("--save", run->save_dir, "Write output leaf i to DIR/out<i>.npy (DIR is created)");
   r->add_flag("--print", run->print, "Print every output's values");
   r->add_option("--blas-threads", run->blas_threads, "OpenBLAS threads for dot / convolution (default: all cores)");
@@ -249,7 +249,8 @@ void AddHloCommands(CLI::App& root, CommandList& commands) {
                 "Run on N devices. A global module with shardings is partitioned for N (when its\n"
                 "HloModule line has num_partitions, N must equal it); an SPMD module needs\n"
                 "N = num_partitions x replica_count. Without it, modules with num_partitions > 1\n"
-                "run on that many devices ($XSHARD_DEVICES or 8 must be enough).");
+                "run on that many devices ($XSHARD_DEVICES or 8 must be enough).")
+      ->check(DeviceCountCheck());
   r->add_option("--args-dir", run->args_dir,
                 "Per-device inputs of an SPMD module: DIR/dev<d>/arg<i>.npy for every device d and argument i");
   r->add_flag("--memory", run->memory, "Print each device's argument, peak and live bytes");
@@ -257,8 +258,9 @@ void AddHloCommands(CLI::App& root, CommandList& commands) {
               "Global modules: also run the module on one device and compare every output (max abs\n"
               "and relative error); exit 1 when an element is beyond atol + rtol * |expected| (+ 4 ulps of the output's\n"
               "largest value with the default tolerances)");
-  r->add_option("--atol", run->atol, "Absolute tolerance of --check (default by dtype: f32 1e-4, f16 1e-2, ...; integers exact)");
-  r->add_option("--rtol", run->rtol, "Relative tolerance of --check (default by dtype, like --atol)");
+  r->add_option("--atol", run->atol, "Absolute tolerance of --check (default by dtype: f32 1e-4, f16 1e-2, ...; integers exact)")
+      ->check(FiniteNonNegativeCheck());
+  r->add_option("--rtol", run->rtol, "Relative tolerance of --check (default by dtype, like --atol)")->check(FiniteNonNegativeCheck());
   r->add_flag("--report", run->report, "Global modules: print the partitioner's report (collectives, memory) first");
   r->add_flag("--spmd", run->spmd, "Run the module as an already partitioned SPMD program even if it is not\n"
                                    "marked is_scheduled=true; its shardings are not acted on");

@@ -53,7 +53,8 @@ void AddPartitionCommand(CLI::App& root, CommandList& commands) {
       "is_scheduled=true, so `xshard run` runs it as it is.");
   cmd->add_option("file", flags->file, "HLO text file")->required();
   cmd->add_option("--devices", flags->devices,
-                  "Device (partition) count; default: num_partitions, else the annotations' device count");
+                  "Device (partition) count; default: num_partitions, else the annotations' device count")
+      ->check(DeviceCountCheck());
   cmd->add_flag("--report", flags->report,
                 "Also print every inserted collective (kind, shape, bytes, replica groups, cause)\n"
                 "and the memory per device before and after partitioning");

@@ -60,7 +60,7 @@ void AddPropagateCommand(CLI::App& root, CommandList& commands) {
       "Append '// <- origin' to each instruction: user annotation, forward from an operand,\n"
       "backward from a user, call edge, or replicated by default");
   cmd->add_option("--devices", flags->devices,
-                  "Device count (default: num_partitions, else the annotations' device count)");
+                  "Device count (default: num_partitions, else the annotations' device count)")->check(DeviceCountCheck());
   AddPropagationFlags(cmd, flags->propagation);
   cmd->add_flag("--short", flags->short_form, "Print the '%'-less short form");
   commands.push_back({cmd, [flags] { return RunPropagate(*flags); }});

@@ -171,7 +171,7 @@ void AddShardingCommands(CLI::App& root, CommandList& commands) {
   cmd->add_option("--rank", flags->rank, "Rank of the array (default: the spec's length)");
   cmd->add_option("--parse", flags->parse, "An HloSharding text to parse, e.g. \"{devices=[2,4]<=[4,2]T(1,0)}\"");
   cmd->add_option("--shape", flags->shape, "Array dims, e.g. 4,16: also list what each device holds");
-  cmd->add_option("--devices", flags->devices, "Device count for --parse --shape (default: from the sharding)");
+  cmd->add_option("--devices", flags->devices, "Device count for --parse --shape (default: from the sharding)")->check(DeviceCountCheck());
   commands.push_back({cmd, [flags] { return RunSharding(*flags); }});
 
   auto vis = std::make_shared<VisualizeFlags>();
@@ -182,7 +182,7 @@ void AddShardingCommands(CLI::App& root, CommandList& commands) {
   vis->sharding.AddMeshFlags(vcmd);
   vcmd->add_option("--sharding", vis->sharding.parse, "An HloSharding text instead of --mesh/--spec");
   vcmd->add_option("--devices", vis->sharding.devices,
-                   "Device count for --sharding (default: one past the largest device id, else 8)");
+                   "Device count for --sharding (default: one past the largest device id, else 8)")->check(DeviceCountCheck());
   vcmd->add_option("--shape", vis->sharding.shape, "Array dims, e.g. 4,16 (required)");
   vcmd->add_option("--max-width", vis->options.max_width, "Widest box and console width")
       ->capture_default_str();
