@@ -58,11 +58,15 @@ Slot TakeOperand(const Step& step, Frame& frame, int i) {
   return s;
 }
 
+bool CanTakeOverOperand(const Step& step, const Frame& frame, int i) {
+  const Slot& s = frame.slots[step.operands[i]];
+  return step.last_use[i] && s.donatable && s.array && s.array.use_count() == 1 && s.array->owns_data();
+}
+
 std::shared_ptr<Array> ResultBuffer(const Step& step, Frame& frame, RunContext& ctx, int i) {
   const Shape& shape = step.inst->shape();
   const Slot& s = frame.slots[step.operands[i]];
-  if (step.last_use[i] && s.donatable && s.array && s.array.use_count() == 1 && s.array->owns_data() &&
-      s.array->dtype() == shape.dtype() && s.array->dims() == shape.dims()) {
+  if (CanTakeOverOperand(step, frame, i) && s.array->dtype() == shape.dtype() && s.array->dims() == shape.dims()) {
     return s.array;
   }
   return NewArray(shape, ctx);

@@ -156,13 +156,6 @@ void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
   }
 }
 
-// ResultBuffer's rule, checked without allocating: operand i dies here and only this step holds
-// its executor-made buffer.
-bool CanTakeOver(const Step& step, const Frame& frame, int i) {
-  const Slot& s = frame.slots[step.operands[i]];
-  return step.last_use[i] && s.donatable && s.array && s.array.use_count() == 1;
-}
-
 }  // namespace
 
 Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
@@ -173,7 +166,7 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
   std::vector<std::byte*> outputs(f.outputs.size());
   for (size_t o = 0; o < f.outputs.size(); ++o) {
     const bool primary = !f.has_reduce && o + 1 == f.outputs.size();
-    if (primary && f.donor >= 0 && CanTakeOver(step, frame, f.donor)) {
+    if (primary && f.donor >= 0 && CanTakeOverOperand(step, frame, f.donor)) {
       out_arrays[o] = ResultBuffer(step, frame, ctx, f.donor);
     } else {
       // The loop writes every element: no zero-fill pass over the output.

@@ -187,6 +187,9 @@ Slot TupleSlot(std::vector<Slot> elements);
 const Array& OperandArray(const Step& step, const Frame& frame, int i);
 // Operand i's slot: moved out of the frame when this is its last use, else shared.
 Slot TakeOperand(const Step& step, Frame& frame, int i);
+// True when operand i dies at this step and its buffer may be overwritten: the executor made it,
+// it owns its memory (not an arena view) and nothing else shares it.
+bool CanTakeOverOperand(const Step& step, const Frame& frame, int i);
 // A buffer for the result: operand i's own buffer when it dies here, nothing else shares it, it
 // was allocated by the executor (owned, not an arena view) or donated and it has the result's
 // dtype and dims; else NewArray (the planned buffer, which may be operand i's arena memory).
