@@ -43,14 +43,19 @@ def setup_venv():
     subprocess.check_call([pip, "install", "--quiet", JAX_REQUIREMENT, "numpy"])
 
 
-def reexec_in_venv(argv):
-    """Runs this script with the venv's python unless it already is (creating the venv first)."""
+def venv_exists():
+    return (VENV / "bin" / "python").exists()
+
+
+def reexec_in_venv(argv, script=__file__):
+    """Runs `script` (default: this one) with the venv's python unless it already is (creating the
+    venv first). bench/xla_compare shares this venv."""
     if Path(sys.prefix).resolve() == VENV.resolve():
         return
-    if not (VENV / "bin" / "python").exists():
+    if not venv_exists():
         setup_venv()
     python = str(VENV / "bin" / "python")
-    os.execv(python, [python, str(Path(__file__).resolve()), *argv])
+    os.execv(python, [python, str(Path(script).resolve()), *argv])
 
 
 def parse_args(argv):

@@ -293,6 +293,12 @@ StatusOr<ReductionKind> DetectReduction(const Instruction& inst) {
   const Computation* f = inst.to_apply();
   if (f == nullptr) return InvalidArgument(OpcodeName(inst.opcode()), " '", inst.name(), "' has no to_apply");
   const Instruction* root = f->root();
+  // JAX's GSPMD lowering of a partially manual shard_map annotates the reducer's result with a
+  // Sharding custom-call ({manual, replicated}): an annotation, its value is its operand.
+  if (root != nullptr && root->opcode() == Opcode::kCustomCall && root->operand_count() == 1 &&
+      root->attrs().custom_call_target.value_or("") == "Sharding") {
+    root = root->operand(0);
+  }
   auto is_param = [](const Instruction* x, int64_t n) {
     return x->opcode() == Opcode::kParameter && x->parameter_number() == n;
   };

@@ -474,6 +474,26 @@ sub {
             "multiply, minimum, maximum, and, or of the two scalar parameters");
 }
 
+TEST(SpmdExecutor, ReducerWithShardingAnnotationAtItsRootIsItsOperation) {
+  // As JAX's GSPMD lowering writes psum in a shard_map manual over some axes only.
+  const std::string text = Hlo("num_partitions=2", R"(
+  p = s32[2] parameter(0)
+  ROOT ar = s32[2] all-reduce(p), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=sum_annotated)",
+                               R"(
+sum_annotated {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  s = s32[] add(a, b)
+  ROOT m = s32[] custom-call(s), custom_call_target="Sharding", sharding={manual}
+}
+)");
+  // Device d holds {10 d, 10 d + 1}: the sums are {10, 12} on both.
+  StatusOr<SpmdResult> r = RunSpmd(text, PerDevice(2, 2, 10));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_THAT(I32(r->outputs[0][0]), ElementsAre(10, 12));
+  EXPECT_THAT(I32(r->outputs[1][0]), ElementsAre(10, 12));
+}
+
 TEST(SpmdExecutor, ResultShapeThatDoesNotMatchTheGroupSizeIsAnError) {
   Status st = PlanError(Hlo("num_partitions=4", R"(
   p = s32[2] parameter(0)
