@@ -4,7 +4,8 @@ settings, their inputs (by formula, saved as NAME.argI.npy) and JAX's outputs (N
 
 Run: XLA_FLAGS=--xla_force_host_platform_device_count=8 /tmp/jaxvenv/bin/python \
        tests/tools/gen_shardy_shard_map.py tests/data/shardy  [--gspmd DIR]
---gspmd also writes the same programs lowered with jax_use_shardy_partitioner=False (reference).
+--gspmd also writes the same programs lowered with jax_use_shardy_partitioner=False (kept in
+tests/data/shardy/gspmd: `--gspmd tests/data/shardy/gspmd`).
 """
 import contextlib
 import os

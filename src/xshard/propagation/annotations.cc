@@ -29,6 +29,18 @@ uint64_t UnspecifiedDims(const Instruction& inst) {
   return bits;
 }
 
+// A Sharding custom-call feeding a manual-region boundary (SPMDFullToShardShape /
+// SPMDShardToFullShape): the boundary cuts the region's local pieces from (or joins them into) the
+// value in exactly this sharding, so its unspecified dims are not refined (as GSPMD keeps them).
+bool FeedsManualBoundary(const Instruction& inst) {
+  for (const Instruction* user : inst.users()) {
+    if (user->opcode() != Opcode::kCustomCall) continue;
+    const std::string target = user->attrs().custom_call_target.value_or("");
+    if (target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape") return true;
+  }
+  return false;
+}
+
 bool AllowedAt(const std::vector<bool>& flags, std::optional<bool> override_value, size_t i) {
   if (override_value) return *override_value;
   if (flags.empty()) return false;
@@ -196,11 +208,12 @@ Status Engine::ReadAnnotations() {
     const Instruction* inst = nodes_[id].inst;
     const bool is_sharding_cc = inst->opcode() == Opcode::kCustomCall &&
                                 inst->attrs().custom_call_target.value_or("") == "Sharding";
-    const uint64_t open = is_sharding_cc ? UnspecifiedDims(*inst) : 0;
+    const uint64_t written_open = is_sharding_cc ? UnspecifiedDims(*inst) : 0;
+    const uint64_t open = is_sharding_cc && FeedsManualBoundary(*inst) ? 0 : written_open;
     XS_RETURN_IF_ERROR(ApplyAnnotation(
         id, *s, true, ShardingOrigin{ShardingOrigin::Kind::kUser, nullptr, 0}, open));
     // GSPMD folds a fully specified Sharding custom-call into an unannotated operand.
-    if (is_sharding_cc && open == 0 && inst->operand_count() == 1) {
+    if (is_sharding_cc && written_open == 0 && inst->operand_count() == 1) {
       const int op = IdOf(inst->operand(0));
       if (op >= 0 && !nodes_[op].annotated) {
         XS_RETURN_IF_ERROR(
