@@ -128,13 +128,25 @@ def cases():
         return shard_map(body, mesh=m_perm, in_specs=P("x", "y"), out_specs=P("x", "y"))(a)
     out.append(("device_order", perm_f, m_perm, [arr((4, 8), 16)], [P("x", "y")], [P("x", "y")]))
 
-    # Nested shard_map (x outside, y inside): xshard refuses it (NAME.hlo + JAX's outputs kept).
+    # Nested shard_map (x outside, y inside): the inner body is manual over both axes.
     def nested_f(a):
         def outer(v):
             return shard_map(lambda u: jax.lax.psum(u, "y"), in_specs=P(None, "y"), out_specs=P(),
                              axis_names={"y"})(v)
         return shard_map(outer, in_specs=P("x"), out_specs=P("x"), axis_names={"x"})(a)
     out.append(("nested", nested_f, m2, [arr((8, 8), 15)], [P("x", "y")], [P("x")], True))
+
+    # Nested the other way (y outside, x inside), collectives at both levels and values crossing
+    # the inner boundary in both directions.
+    def nested2_f(a):
+        def outer(v):
+            w = jax.lax.psum(v, "y") * 0.5
+            z = shard_map(lambda u: jax.lax.psum(u * 2.0, "x") + 1.0, in_specs=P("x", None),
+                          out_specs=P("x", None), axis_names={"x"}, check_vma=False)(w)
+            return z + v
+        return shard_map(outer, in_specs=P(None, "y"), out_specs=P(None, "y"), axis_names={"y"},
+                         check_vma=False)(a)
+    out.append(("nested_both", nested2_f, m2, [arr((8, 8), 17)], [P(None, "y")], [P(None, "y")], True))
     return out
 
 

@@ -76,27 +76,12 @@ TEST_P(GspmdShardMapTest, MatchesJaxOutputs) {
 INSTANTIATE_TEST_SUITE_P(JaxShardMap, GspmdShardMapTest,
                          ::testing::Values("psum", "all_gather", "ppermute_ring", "partial_manual", "none_dims",
                                            "in_jit", "axis_index", "scan", "two_maps", "psum_scatter",
-                                           "all_to_all", "wsc_inside", "device_order", "nested"));
+                                           "all_to_all", "wsc_inside", "device_order", "nested", "nested_both"));
 
 INSTANTIATE_TEST_SUITE_P(JaxShardMap, ShardyProgramTest,
                          ::testing::Values("psum", "all_gather", "ppermute_ring", "partial_manual", "none_dims",
                                            "in_jit", "axis_index", "scan", "two_maps", "psum_scatter",
-                                           "all_to_all", "wsc_inside", "device_order"));
-
-// A shard_map inside another one is refused, never run wrong.
-TEST(ShardyProgramTest, NestedShardMapIsRefusedWithTheFix) {
-  std::ifstream in(kDir / "nested.hlo");
-  ASSERT_TRUE(in);
-  std::stringstream text;
-  text << in.rdbuf();
-  auto module = ParseHloModule(text.str(), "nested.hlo");
-  ASSERT_TRUE(module.ok()) << module.status().ToString();
-  auto program = ShardedProgram::Compile(**module, 8);
-  ASSERT_FALSE(program.ok());
-  EXPECT_EQ(program.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(program.status().message().find("nested shard_map"), std::string::npos);
-  EXPECT_NE(program.status().message().find("jax_use_shardy_partitioner=False"), std::string::npos);
-}
+                                           "all_to_all", "wsc_inside", "device_order", "nested", "nested_both"));
 
 }  // namespace
 }  // namespace xs

@@ -2,6 +2,7 @@
 // LocalToGlobalShape around a call of the body) rewritten into the GSPMD form that the
 // partitioner reads (Sharding + SPMDFullToShardShape / SPMDShardToFullShape, manual body).
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -56,6 +57,14 @@ StatusOr<std::string> FrontendAttribute(const Instruction& inst, std::string_vie
 
 struct ShardyContext {
   std::map<std::string, SdyMesh> meshes;
+  // The manual axes around each computation's instructions: those of the shard_maps it is nested
+  // in (the entry's and their callees' are empty).
+  std::map<const Computation*, std::vector<std::string>> outer_axes;
+  const std::vector<std::string>& OuterAxes(const Computation* c) const {
+    static const std::vector<std::string> kNone;
+    auto it = outer_axes.find(c);
+    return it == outer_axes.end() ? kNone : it->second;
+  }
 
   StatusOr<const SdyMesh*> MeshOf(const SdyTensorSharding& s, const Instruction& inst) const {
     auto it = meshes.find(s.mesh);
@@ -72,10 +81,12 @@ const Shape& ElementShape(const Instruction& inst, int i) {
 }
 
 // Per operand: the shardings on both sides of one boundary custom-call, parsed from `attr`.
+// Inside an enclosing shard_map (nested), both sides are also manual over the outer axes.
 struct Boundary {
   std::vector<HloSharding> global, local;
   const SdyMesh* mesh = nullptr;
-  std::vector<std::string> manual_axes;
+  std::vector<std::string> manual_axes;  // this boundary's own
+  std::vector<std::string> all_manual;   // the outer ones, then its own: the body's manual axes
 };
 
 StatusOr<Boundary> ReadBoundary(const ShardyContext& ctx, const Instruction& inst, std::string_view attr,
@@ -85,6 +96,15 @@ StatusOr<Boundary> ReadBoundary(const ShardyContext& ctx, const Instruction& ins
   XS_ASSIGN_OR_RETURN(std::string manual_text, FrontendAttribute(inst, "xla.sdy.manual_axes"));
   XS_ASSIGN_OR_RETURN(std::vector<SdyTensorSharding> shardings, ParseSdyShardingPerValue(shardings_text));
   XS_ASSIGN_OR_RETURN(b.manual_axes, ParseSdyManualAxes(manual_text));
+  const std::vector<std::string>& outer = ctx.OuterAxes(inst.parent());
+  b.all_manual = outer;
+  for (const std::string& a : b.manual_axes) {
+    if (std::find(outer.begin(), outer.end(), a) != outer.end()) {
+      return InvalidArgument("'", inst.name(), "' makes axis '", a, "' manual inside a shard_map that is "
+                             "already manual over it");
+    }
+    b.all_manual.push_back(a);
+  }
   if (static_cast<int>(shardings.size()) != inst.operand_count()) {
     return InvalidArgument("'", inst.name(), "' has ", inst.operand_count(), " operands but ", attr, " lists ",
                            shardings.size(), " shardings");
@@ -113,7 +133,7 @@ StatusOr<Boundary> ReadBoundary(const ShardyContext& ctx, const Instruction& ins
     // The local value is the global one cut by the manual axes only (Shardy's local type); free
     // axes a dim names after them are a placement hint that the boundary drops (the value is
     // resharded around it) rather than a tiled + manual sharding.
-    XS_RETURN_IF_ERROR(with_name(SdyToHloSharding(*mesh, shardings[i], rank, b.manual_axes)).status());
+    XS_RETURN_IF_ERROR(with_name(SdyToHloSharding(*mesh, shardings[i], rank, b.all_manual)).status());
     SdyTensorSharding manual_only = shardings[i];
     manual_only.replicated.clear();
     for (SdyDimSharding& dim : manual_only.dims) {
@@ -121,9 +141,9 @@ StatusOr<Boundary> ReadBoundary(const ShardyContext& ctx, const Instruction& ins
         return std::find(b.manual_axes.begin(), b.manual_axes.end(), a) == b.manual_axes.end();
       });
     }
-    XS_ASSIGN_OR_RETURN(HloSharding global, with_name(SdyToHloSharding(*mesh, manual_only, rank)));
+    XS_ASSIGN_OR_RETURN(HloSharding global, with_name(SdyToHloSharding(*mesh, manual_only, rank, outer)));
     XS_ASSIGN_OR_RETURN(HloSharding local,
-                        with_name(SdyToHloSharding(*mesh, manual_only, rank, b.manual_axes)));
+                        with_name(SdyToHloSharding(*mesh, manual_only, rank, b.all_manual)));
     b.global.push_back(std::move(global));
     b.local.push_back(std::move(local));
   }
@@ -195,7 +215,8 @@ StatusOr<HloSharding> ManualLike(const SdyMesh& mesh, const std::vector<std::str
 // Gives every annotated instruction of `body` and of the computations it calls the manual
 // sharding (Shardy writes {replicated} there; GSPMD's form is manual). In a reducer (the scalar
 // computation of an all-reduce, reduce, scatter, ...) Sharding custom-calls are dropped: they
-// constrain nothing there and the executor runs reducers of plain arithmetic only.
+// constrain nothing there and the executor runs reducers of plain arithmetic only. The bodies of
+// nested shard_maps (in `done` already) are marked with their own, larger, manual set.
 Status MarkManualBody(Computation* body, const SdyMesh& mesh, const std::vector<std::string>& manual,
                       bool reducer, std::set<Computation*>* done) {
   if (!done->insert(body).second) return OkStatus();
@@ -207,10 +228,6 @@ Status MarkManualBody(Computation* body, const SdyMesh& mesh, const std::vector<
     }
   }
   for (Instruction* inst : body->instructions()) {
-    if (IsTarget(*inst, "xla.sdy.GlobalToLocalShape") || IsTarget(*inst, "xla.sdy.LocalToGlobalShape")) {
-      return Unimplemented("unsupported: nested shard_map ('", inst->name(), "' inside the manual computation ",
-                           body->name(), ")", kFix);
-    }
     if (inst->has_sharding()) {
       XS_ASSIGN_OR_RETURN(HloSharding s, ManualLike(mesh, manual, inst->shape()));
       inst->set_sharding(std::move(s));
@@ -221,6 +238,37 @@ Status MarkManualBody(Computation* body, const SdyMesh& mesh, const std::vector<
       XS_RETURN_IF_ERROR(MarkManualBody(callee, mesh, manual, !control, done));
     }
   }
+  return OkStatus();
+}
+
+// Fills ctx->outer_axes: a shard_map body is manual over the axes around its call plus its own;
+// a computation called from one (a loop body, a branch, a nested body's callees) inherits them.
+Status FindOuterAxes(const Module& module, const std::vector<std::pair<Instruction*, Computation*>>& bodies,
+                     ShardyContext* ctx) {
+  std::map<const Computation*, const Instruction*> caller;
+  for (const Computation* c : module.computations()) {
+    for (const Instruction* inst : c->instructions()) {
+      for (const Computation* callee : inst->called_computations()) caller.emplace(callee, inst);
+    }
+  }
+  std::map<const Computation*, const Instruction*> body_of;  // body -> its LocalToGlobalShape
+  for (const auto& [l2g, body] : bodies) body_of[body] = l2g;
+  // Walks up the callers from `c` (bounded: a cycle would be a malformed module).
+  std::function<StatusOr<std::vector<std::string>>(const Computation*, int)> axes_of =
+      [&](const Computation* c, int depth) -> StatusOr<std::vector<std::string>> {
+    if (auto it = ctx->outer_axes.find(c); it != ctx->outer_axes.end()) return it->second;
+    auto up = caller.find(c);
+    if (up == caller.end() || depth > 64) return std::vector<std::string>{};
+    XS_ASSIGN_OR_RETURN(std::vector<std::string> axes, axes_of(up->second->parent(), depth + 1));
+    if (auto b = body_of.find(c); b != body_of.end()) {
+      XS_ASSIGN_OR_RETURN(std::string text, FrontendAttribute(*b->second, "xla.sdy.manual_axes"));
+      XS_ASSIGN_OR_RETURN(std::vector<std::string> own, ParseSdyManualAxes(text));
+      axes.insert(axes.end(), own.begin(), own.end());
+    }
+    ctx->outer_axes[c] = axes;
+    return axes;
+  };
+  for (const Computation* c : module.computations()) XS_RETURN_IF_ERROR(axes_of(c, 0).status());
   return OkStatus();
 }
 
@@ -257,9 +305,8 @@ Status ImportShardyManualComputations(Module& module) {
   }
 
   // Bodies first (their boundaries are still recognizable), then the boundaries.
-  std::set<Computation*> done;
+  std::vector<std::pair<Instruction*, Computation*>> bodies;  // (LocalToGlobalShape, body)
   for (Instruction* l2g : to_global) {
-    XS_ASSIGN_OR_RETURN(Boundary b, ReadBoundary(ctx, *l2g, "xla.sdy.out_shardings", false));
     Instruction* call = nullptr;
     for (Instruction* op : l2g->operands()) {
       Instruction* source = op->opcode() == Opcode::kGetTupleElement ? op->operand(0) : op;
@@ -269,8 +316,21 @@ Status ImportShardyManualComputations(Module& module) {
       }
       call = source;
     }
-    if (call == nullptr || b.mesh == nullptr) continue;
-    XS_RETURN_IF_ERROR(MarkManualBody(call->to_apply(), *b.mesh, b.manual_axes, false, &done));
+    if (call != nullptr) bodies.push_back({l2g, call->to_apply()});
+  }
+  XS_RETURN_IF_ERROR(FindOuterAxes(module, bodies, &ctx));
+  // Innermost bodies (the most manual axes) first: an outer body's marking skips them.
+  std::vector<std::pair<Boundary, Computation*>> marks;
+  for (const auto& [l2g, body] : bodies) {
+    XS_ASSIGN_OR_RETURN(Boundary b, ReadBoundary(ctx, *l2g, "xla.sdy.out_shardings", false));
+    if (b.mesh != nullptr) marks.push_back({std::move(b), body});
+  }
+  std::stable_sort(marks.begin(), marks.end(), [](const auto& a, const auto& b) {
+    return a.first.all_manual.size() > b.first.all_manual.size();
+  });
+  std::set<Computation*> done;
+  for (const auto& [b, body] : marks) {
+    XS_RETURN_IF_ERROR(MarkManualBody(body, *b.mesh, b.all_manual, false, &done));
   }
   for (Instruction* g2l : to_local) {
     XS_ASSIGN_OR_RETURN(Boundary b, ReadBoundary(ctx, *g2l, "xla.sdy.in_shardings", true));

@@ -62,7 +62,9 @@ StatusOr<HloSharding> SdyToHloSharding(const SdyMesh& mesh, const SdyTensorShard
 // every xla.sdy.LocalToGlobalShape into Sharding(manual) + SPMDShardToFullShape(global), and gives
 // the instructions of each manual computation body (and what it calls) the manual sharding, as
 // JAX's GSPMD lowering writes them. A module without xla.sdy custom-calls is left unchanged.
-// Forms not handled (nested shard_map, sub-axes, unreduced axes, other xla.sdy targets) return
+// A shard_map nested in another is manual over both sets of axes (the outer ones form the manual
+// subgroup on both sides of its boundaries, as JAX's GSPMD lowering writes them).
+// Forms not handled (sub-axes, unreduced axes, other xla.sdy targets) return
 // Unimplemented naming the instruction and suggesting jax_use_shardy_partitioner=False.
 Status ImportShardyManualComputations(Module& module);
 
