@@ -127,3 +127,49 @@ def human_bytes(b):
     if b < 1024 * 1024:
         return f"{b / 1024:.1f} KiB"
     return f"{b / 1024 / 1024:.2f} MiB"
+
+
+_DEF = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(\S+)\s+([\w\-]+)\((.*)$")
+_OPERAND = re.compile(r"(?:^|,\s*)(?:[a-z0-9]+\[[0-9,]*\](?:\{[^}]*\})?\s+)?%?([\w.\-]+)")
+
+
+def _dims(shape_text):
+    m = _ARRAY.search(shape_text)
+    return [int(d) for d in m.group(2).split(",") if d] if m else None
+
+
+def _prod(xs):
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def dot_flops(hlo_text):
+    """FLOPs of the dots and convolutions of a program (2 per multiply-add), each counted once
+    (a loop body's once, like the collectives): one device's work in an SPMD program."""
+    shapes, total = {}, 0
+    lines = hlo_text.splitlines()
+    for line in lines:
+        m = _DEF.match(line)
+        if m:
+            shapes[m.group(1)] = m.group(2)
+    for line in lines:
+        m = _DEF.match(line)
+        if not m or m.group(3) not in ("dot", "convolution"):
+            continue
+        result = _dims(m.group(2))
+        args = m.group(4)
+        ops = [o for o in _OPERAND.findall(args.split(")")[0])][:2]
+        if result is None or len(ops) < 2 or ops[0] not in shapes or ops[1] not in shapes:
+            continue
+        lhs, rhs = _dims(shapes[ops[0]]), _dims(shapes[ops[1]])
+        if m.group(3) == "dot":
+            c = re.search(r"lhs_contracting_dims=\{([0-9,]*)\}", args)
+            k = _prod(lhs[int(d)] for d in c.group(1).split(",") if d) if c else 1
+            total += 2 * _prod(result) * k
+        else:  # convolution: each output element takes kernel elements / output features MACs
+            labels = re.search(r"dim_labels=[^_]+_([^\-]+)->", args)
+            o = labels.group(1).index("o") if labels else len(rhs) - 1
+            total += 2 * _prod(result) * (_prod(rhs) // max(rhs[o], 1))
+    return total

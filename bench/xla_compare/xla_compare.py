@@ -6,7 +6,9 @@ jax_use_shardy_partitioner=False (GSPMD), `xshard run --devices N` each HLO and 
 against JAX's (numpy allclose); count the collectives of XLA's compiled program
 (jit(...).lower(...).compile().as_text()) and of xshard's partitioned program (`xshard partition
 --report`, the printed program), with the bytes each device receives (collectives.py: the report's
-ring model), and print a table. Exits 1 on any wrong result or xshard error; with --check-bytes
+ring model) and the FLOPs of their dots and convolutions per device, and print a table. Both
+sides count every collective of the final program, the program's own (shard_map) ones included;
+one in a loop body counts once. Exits 1 on any wrong result or xshard error; with --check-bytes
 also when xshard moves more bytes per device than XLA.
 
 JAX comes from PyPI into bench/jax_compare/.venv (shared with jax_compare), created by --setup or
@@ -116,6 +118,7 @@ def xshard_counts(xshard, hlo, devices, flags):
         return None, err
     program, _, report = out.partition("\nSPMD partitioning:")
     c = collectives.count(program, devices)
+    c["flops"] = collectives.dot_flops(program)
     m = re.match(r" \d+ partitions, (\d+) collectives?", report)
     c["report_count"] = int(m.group(1)) if m else None
     return c, None
@@ -188,6 +191,7 @@ def main(argv):
                 r[f"{mode}_error"] = f"JAX: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                 continue
             r[f"xla_{mode}"] = collectives.count(xla_text, p.devices)
+            r[f"xla_{mode}"]["flops"] = collectives.dot_flops(xla_text)
             if want is None:
                 want = got
             save = wdir / f"{mode}_out"
@@ -248,10 +252,17 @@ def line(r):
             f"XLA {cx:28s} xshard {cs}" + (f"  [{errs}]" if errs else ""))
 
 
+def flops_cell(x, s):
+    if not x or not s or not (x["flops"] or s["flops"]):
+        return "-"
+    cell = f"{x['flops']:,}, {s['flops']:,}"
+    return cell + (f" ({s['flops'] / x['flops']:.1f}x)" if x["flops"] and s["flops"] != x["flops"] else "")
+
+
 def format_table(results):
     rows = ["| program | dev | results shardy / gspmd | XLA collectives | XLA bytes | xshard collectives | "
-            "xshard bytes | xshard / XLA |",
-            "| --- | --: | --- | --- | --: | --- | --: | --: |"]
+            "xshard bytes | xshard / XLA bytes | dot FLOPs per device XLA, xshard |",
+            "| --- | --: | --- | --- | --: | --- | --: | --: | --: |"]
     for r in results:
         x, s, g = r.get("xla_shardy"), r.get("xshard_shardy"), r.get("xshard_gspmd")
         xb = collectives.human_bytes(x["bytes"]) if x else "-"
@@ -262,7 +273,7 @@ def format_table(results):
         qs = "-" if q is None else ("inf" if q == float("inf") else f"{q:.2f}")
         rows.append(f"| {r['name']}: {r['what']} | {r['devices']} | {result_cell(r, 'shardy')} / "
                     f"{result_cell(r, 'gspmd')} | {collectives.summary(x) if x else '-'} | {xb} | "
-                    f"{collectives.summary(s) if s else '-'} | {sb} | {qs} |")
+                    f"{collectives.summary(s) if s else '-'} | {sb} | {qs} | {flops_cell(x, s)} |")
     return "\n".join(rows)
 
 
