@@ -165,6 +165,20 @@ def _uneven(mesh, a, w):
     return jnp.tanh(x) @ w, x.sum(0), _wsc(mesh, x * 2.0, P("b", "a"))
 
 
+# ---- gathers, scatters and windows on sharded dims -----------------------------------------------
+def _xent(logits, labels):
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
+
+
+def _scatter_add(ids, vals):
+    return jnp.zeros((EV, ED), jnp.float32).at[ids].add(vals)
+
+
+def _conv_nhwc(x, w):
+    return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
 # ---- loops ----------------------------------------------------------------------------------------
 def _scan_rnn(h0, xs, w):
     def step(h, x):
@@ -219,6 +233,42 @@ def all_programs():
         Program("embed_step", "embedding SGD step (gather + scatter-add), table sharded on vocab",
                 _plain(_embed_step), m8, an_x, [P("x", None), P(), P()], P("x", None),
                 lambda: [_rand((EV, ED), 37), _ids((8, 4), EV, 38), _rand((8, 4, ED), 39)]),
+        Program("xent_vocab", "softmax cross-entropy, logits sharded on vocab, labels on batch",
+                _plain(jax.value_and_grad(_xent)), m24, an_xy, [P("x", "y"), P("x")], None,
+                lambda: [_rand((16, 64), 80), _ids((16,), 64, 81)]),
+        Program("take_along_axis", "take_along_axis (gather with batch dims), rows sharded",
+                _plain(lambda x, i: jnp.take_along_axis(x, i, axis=1) * 2.0), m8, an_x, [P("x", None), P("x", None)],
+                None, lambda: [_rand((16, 32), 82), _ids((16, 5), 32, 83)]),
+        Program("scatter_ids_sharded", "scatter-add with sharded indices into a replicated table",
+                _plain(_scatter_add), m8, an_x, [P("x"), P("x", None)], None,
+                lambda: [_ids((32,), EV, 84), _rand((32, ED), 85)]),
+        Program("one_hot_matmul", "one_hot(ids) @ table, ids on batch, table on dim",
+                _plain(lambda i, t: jax.nn.one_hot(i, EV) @ t), m24, an_xy, [P("x"), P(None, "y")], None,
+                lambda: [_ids((16,), EV, 86), _rand((EV, ED), 87)]),
+        Program("top_k", "lax.top_k(k=4) along an unsharded dim, rows sharded",
+                _plain(lambda x: jax.lax.top_k(x, 4)), m8, an_x, [P("x", None)], None, lambda: [_rand((16, 32), 88)]),
+        Program("cumsum_sharded", "cumsum along the sharded dim", _plain(lambda x: jnp.cumsum(x, axis=0)), m8, an_x,
+                [P("x", None)], None, lambda: [_rand((32, 4), 89)]),
+        Program("conv_spatial", "3x3 conv + 2x2 max pool, image height sharded over x",
+                _plain(lambda x, w: jax.lax.reduce_window(_conv_nhwc(x, w), -jnp.inf, jax.lax.max, (1, 2, 2, 1),
+                                                          (1, 2, 2, 1), "VALID")),
+                m8, an_x, [P(None, "x"), P()], None, lambda: [_rand((2, 32, 8, 3), 90), _rand((3, 3, 3, 4), 91)]),
+        Program("while_dus", "fori_loop writing rows into a buffer sharded on them",
+                _plain(lambda x: jax.lax.fori_loop(0, 8, lambda i, b: b.at[2 * i].set(x[i] * 2.0 + i), jnp.zeros((16, 4)))),
+                m8, an_x, [P("x", None)], P("x", None), lambda: [_rand((8, 4), 92)]),
+        Program("batched_matmul", "einsum bij,bjk->bik, batch over x, j over y",
+                _plain(lambda a, b: jnp.einsum("bij,bjk->bik", a, b)), m24, an_xy, [P("x", None, "y"), P("x", "y", None)],
+                None, lambda: [_rand((4, 8, 16), 93), _rand((4, 16, 8), 94)]),
+        Program("iota_mask", "where(row index < 5, x, 0) and slices x[3:13], x[::2] of a sharded dim",
+                _plain(lambda x: (jnp.where(jnp.arange(16)[:, None] < 5, x, 0.0), x[3:13] + 1.0, x[::2] * 3.0)),
+                m8, an_x, [P("x", None)], None, lambda: [_rand((16, 4), 95)]),
+        Program("stack_split", "stack on a new dim and split along the sharded one",
+                _plain(lambda a, b: (jnp.stack([a, b], axis=1), *jnp.split(a, [4], axis=0))), m8, an_x,
+                [P("x"), P("x")], None, lambda: [_rand((16, 4), 96), _rand((16, 4), 97)]),
+        Program("mesh_2x2", "gelu(x @ w1) @ w2 on 4 devices (mesh 2 x 2)",
+                _plain(lambda x, w1, w2: jax.nn.gelu(x @ w1) @ w2), (2, 2), an_xy,
+                [P("x", None), P(None, "y"), P("y", None)], None,
+                lambda: [_rand((16, 32), 98), _rand((32, 64), 99, scale=0.2), _rand((64, 32), 100, scale=0.1)]),
         Program("scan_rnn", "lax.scan RNN, 6 steps, batch over x", _plain(_scan_rnn), m8, an_x,
                 [P("x"), P(None, "x"), P()], None,
                 lambda: [_rand((16, 8), 40), _rand((6, 16, 8), 41), _rand((8, 8), 42, scale=0.3)]),
