@@ -23,6 +23,19 @@ Status Boundary(const Instruction& inst, Context& ctx) {
   }
   const HloSharding target = ctx.TargetOf(inst);
   XS_ASSIGN_OR_RETURN(Shape local, LocalShape(inst.shape(), target, em.num_partitions()));
+  // Each device's piece on one side is its piece on the other: a piece smaller than the other
+  // side's (an operand tiled along dims the region keeps whole) would be padded with zeros.
+  // XLA requires the shapes to match; so does xshard, instead of a wrong result.
+  const std::vector<int64_t>& have = x.hlo()->shape().dims();
+  for (size_t d = 0; d < have.size(); ++d) {
+    if (have[d] >= local.dims()[d]) continue;
+    return InvalidArgument(
+        "unsupported: '", inst.name(), "' (", *inst.attrs().custom_call_target, ", sharding ", target.ToString(false),
+        ") needs a ", local.ToString(false), " piece per device but its operand '", inst.operand(0)->name(),
+        "' is sharded ", x.sharding().ToString(false), " (", x.hlo()->shape().ToString(false),
+        " per device): shard the operand as the region's boundary needs (a Sharding custom-call "
+        "before it, as JAX writes), or change the boundary's sharding");
+  }
   ctx.Set(&inst, PartitionedValue(Fit(em, x.hlo(), local.dims()), inst.shape(), target, &em));
   return OkStatus();
 }

@@ -343,6 +343,28 @@ ENTRY e {
   EXPECT_EQ((*out)[1][0], Array::FromVector<float>({4, 2}, {16, 18, 20, 22, 24, 26, 28, 30}));
 }
 
+// A boundary whose operand is tiled along a dim the manual region keeps whole (y here) would get
+// pieces too small for the region (zero padded: a wrong result); it is an error instead.
+TEST(ManualTest, BoundaryOperandTiledMoreFinelyThanTheRegionIsAnError) {
+  const std::string text = R"(HloModule m, num_partitions=8
+ENTRY e {
+  u = f32[8,8] parameter(0), sharding={devices=[2,4]<=[8]}
+  s = f32[4,8] custom-call(u), custom_call_target="SPMDFullToShardShape", sharding={devices=[1,1,2,4]<=[8] last_tile_dims={manual, replicated}}
+  d = f32[4,8] add(s, s), sharding={devices=[1,1,2,4]<=[8] last_tile_dims={manual, replicated}}
+  ROOT f = f32[8,8] custom-call(d), custom_call_target="SPMDShardToFullShape", sharding={devices=[2,1,4]<=[8] last_tile_dim_replicate}
+})";
+  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  StatusOr<PartitionResult> r = Partition(**m, 8);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("unsupported: 's' (SPMDFullToShardShape, sharding {devices=[1,1,2,4]<=[8] "
+                                      "last_tile_dims={manual, replicated}}) needs a f32[4,8] piece per device "
+                                      "but its operand 'u' is sharded {devices=[2,4]<=[8]} (f32[4,2] per device)"),
+            std::string::npos)
+      << r.status().message();
+}
+
 TEST(ManualTest, ManualValueUsedAsATiledOneIsAnError) {
   const std::string text = R"(HloModule m, num_partitions=2
 ENTRY e {
