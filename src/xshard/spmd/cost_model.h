@@ -9,8 +9,8 @@
 namespace xs::spmd {
 
 // Per-device figures of the target. The defaults were measured on the development machine (2
-// cores, 8 in-process devices, `xshard bench collectives` and `build/bench/gemm_bench`, see
-// README "How the partitioner picks a plan"): each device receives about 1.5 GB/s in a collective that all devices
+// cores, 8 in-process devices; `xshard bench collectives`, `build/bench/gemm_bench`; README "How
+// the partitioner picks a plan"): each device receives about 1.5 GB/s in a collective all devices
 // run at once, a collective has about 20 us of fixed cost, and a device's share of the cores
 // multiplies about 9 GFLOP/s (72 GFLOP/s of f32 GEMM over 8 devices).
 struct MachineModel {
