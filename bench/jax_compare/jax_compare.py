@@ -113,12 +113,6 @@ def numpy_sgemm_gflops(np):
     return 2 * 2048 ** 3 / best / 1e9
 
 
-def propagation_flags(w):
-    """JAX compiles with allow_spmd_sharding_propagation_to_output=true when out_shardings is left
-    out, but its HLO text does not say so: tell xshard the same."""
-    return ["--to-output", "true"] if w.out_specs is None and w.devices > 1 else []
-
-
 def run_xshard_bench(xshard, hlo, devices, arg_files, warmup, iters, extra=()):
     cmd = [xshard, "bench", "run", str(hlo), "--devices", str(devices), "--warmup", str(warmup),
            "--iters", str(iters), "--samples", *extra, "--args", *map(str, arg_files)]
@@ -199,7 +193,7 @@ def main(argv):
         # Outputs agree?
         save = wdir / "xshard_out"
         p = subprocess.run([xshard, "run", str(hlo), "--devices", str(w.devices), "--save", str(save),
-                            *propagation_flags(w), "--args", *map(str, arg_files)], capture_output=True, text=True)
+                            "--args", *map(str, arg_files)], capture_output=True, text=True)
         if p.returncode != 0:
             r["error"] = (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
             print(f"xshard run failed: {r['error']}")
@@ -236,7 +230,7 @@ def main(argv):
                     fresh.append((time.perf_counter() - t) * 1e3)
                 jax_cpu += (time.process_time() - cpu0) * 1e3
                 jax_ms += fresh
-                xs, cpu = run_xshard_bench(xshard, hlo, w.devices, arg_files, 1, xs_iters, propagation_flags(w))
+                xs, cpu = run_xshard_bench(xshard, hlo, w.devices, arg_files, 1, xs_iters)
                 xs_ms += xs
                 xs_cpu += cpu * len(xs)
                 print(f"  round {rnd}: JAX {statistics.median(fresh):9.3f} ms x{len(fresh):<3d} "

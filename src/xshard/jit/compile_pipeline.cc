@@ -39,7 +39,8 @@ StatusOr<CompiledModule> CompileModule(const Module& global, int64_t num_devices
     cleanup.dump = options.dump;
     cleanup.first_index = index;
     XS_RETURN_IF_ERROR(RunPipeline(*out.partitioned.module, CleanupPasses(), cleanup));
-    out.partitioned.report.after = spmd::EstimateMemory(*out.partitioned.module->entry());
+    // The report describes the program that runs: collectives the cleanup deleted are dropped.
+    spmd::DescribeFinalProgram(out.partitioned.report, *out.partitioned.module);
   }
   if (options.async_collectives) XS_RETURN_IF_ERROR(ScheduleAsyncCollectives(*out.partitioned.module).status());
   return out;

@@ -245,8 +245,12 @@ void Engine::CloseEntryBoundary() {
   const int elements = shape.IsTuple() ? shape.tuple_size() : 1;
   for (int e = 0; e < elements; ++e) {
     const int count = shape.IsTuple() ? LeafCount(shape.tuple_shape(e)) : 1;
-    const bool allowed =
-        AllowedAt(cfg.allow_spmd_sharding_propagation_to_output, options_.allow_to_output, e);
+    // As under JAX's jit, an unannotated output is open whatever the header says (JAX compiles
+    // with allow_spmd_sharding_propagation_to_output=true but does not print it); only the
+    // option closes it.
+    // A collective written in the global program at the root computes on whole arrays: its
+    // output stays closed (replicated), as it was under XLA's default.
+    const bool allowed = options_.allow_to_output.value_or(true) && !IsCollective(entry->root()->opcode());
     for (int k = 0; k < count; ++k, ++leaf) {
       Leaf& l = nodes_[root].leaves[leaf];
       if (allowed || l.kind != Leaf::Kind::kNone) continue;

@@ -9,8 +9,8 @@
 //     x = f32[8,4] parameter(0), sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate}
 //     ROOT n = f32[8,4] negate(x)
 //   }
-// with allow_spmd_sharding_propagation_to_output={true} gives n the same sharding, "forward from
-// %x (level 0)".
+// gives n the same sharding, "forward from %x (level 0)" (unannotated outputs are open unless
+// PropagationOptions::allow_to_output is false).
 #ifndef XSHARD_PROPAGATION_PROPAGATION_H_
 #define XSHARD_PROPAGATION_PROPAGATION_H_
 
@@ -26,9 +26,12 @@
 namespace xs {
 
 struct PropagationOptions {
-  // Override the module's allow_spmd_sharding_propagation_to_parameters / _to_output (which
-  // default to false, as in XLA): may unannotated entry parameters / outputs take a sharding?
+  // May unannotated entry parameters take a sharding? Unset: the module's
+  // allow_spmd_sharding_propagation_to_parameters (default false, as in XLA).
   std::optional<bool> allow_to_parameters;
+  // May unannotated entry outputs take a sharding? Unset: yes, as under JAX's jit, whatever the
+  // module's allow_spmd_sharding_propagation_to_output says (JAX's HLO text leaves that flag out);
+  // false closes them (replicated). An annotated output is never changed.
   std::optional<bool> allow_to_output;
   // Device count; 0: the module's num_partitions when > 1, else the annotations' device count.
   int64_t num_devices = 0;

@@ -56,22 +56,43 @@ TEST(PropagationTest, ElementwiseChainTakesTheOperandSharding) {
   EXPECT_EQ(r.Origin("x"), "user annotation");
 }
 
-TEST(PropagationTest, OutputsAndParametersAreClosedUnlessAllowed) {
+TEST(PropagationTest, OutputsAreOpenAsUnderJaxAndParametersClosedUnlessAllowed) {
+  // No allow_spmd_sharding_propagation_* in the header: the output is open anyway (JAX compiles
+  // with it open and does not print the flag), the unannotated parameter y is closed.
   const std::string body = std::string("  x = f32[8,4] parameter(0), sharding=") + kPa_ +
                            "\n  y = f32[8,4] parameter(1)\n  ROOT s = f32[8,4] add(x, y)\n";
-  Outcome closed = Propagate(Module8("", body));
+  Outcome by_default = Propagate(Module8("", body));
+  ASSERT_TRUE(by_default.result.ok());
+  EXPECT_EQ(by_default.Sharding("s"), kPa_);
+  EXPECT_EQ(by_default.Origin("s"), "forward from %x (level 0)");
+  EXPECT_EQ(by_default.Sharding("y"), "{replicated}");
+  EXPECT_EQ(by_default.Origin("y"), "entry parameter / output closed to propagation: replicated");
+  PropagationOptions closed_options;
+  closed_options.allow_to_output = false;
+  // Closing the output wins over the header's allow_spmd_sharding_propagation_to_output={true}.
+  Outcome closed = Propagate(Module8(kToOutput, body), closed_options);
   ASSERT_TRUE(closed.result.ok());
   EXPECT_EQ(closed.Sharding("s"), "{replicated}");
-  EXPECT_EQ(closed.Sharding("y"), "{replicated}");
   EXPECT_EQ(closed.Origin("s"), "entry parameter / output closed to propagation: replicated");
   PropagationOptions open;
-  open.allow_to_output = true;
   open.allow_to_parameters = true;
   Outcome opened = Propagate(Module8("", body), open);
   ASSERT_TRUE(opened.result.ok());
   EXPECT_EQ(opened.Sharding("s"), kPa_);
   EXPECT_EQ(opened.Sharding("y"), kPa_);
   EXPECT_EQ(opened.Origin("y"), "backward from %s (level 0)");
+}
+
+TEST(PropagationTest, AnUnannotatedCollectiveAtTheRootStaysReplicated) {
+  // A collective written in the global program computes on whole arrays (XLA's
+  // AllReduceNoSharding): the open output does not hand it the parameter's tiling.
+  Outcome r = Propagate(std::string("HloModule m, num_partitions=8\n\nsum {\n  a = f32[] parameter(0)\n"
+                        "  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n\nENTRY e {\n"
+                        "  x = f32[8,4] parameter(0), sharding=") + kPa_ +
+                        "\n  ROOT s = f32[8,4] all-reduce(x), to_apply=sum, "
+                        "replica_groups={{0,1,2,3,4,5,6,7}}, channel_id=1\n}\n");
+  ASSERT_TRUE(r.result.ok()) << r.result.status().ToString();
+  EXPECT_EQ(r.Sharding("s"), "{replicated}");
 }
 
 TEST(PropagationTest, UserAnnotationsAreNeverChanged) {

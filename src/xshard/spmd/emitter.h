@@ -16,6 +16,7 @@
 
 #include "xshard/ir/module.h"
 #include "xshard/sharding/tile_mesh.h"
+#include "xshard/spmd/cost_model.h"
 #include "xshard/spmd/report.h"
 #include "xshard/spmd/shard_layout.h"
 
@@ -58,6 +59,8 @@ struct ModuleState {
   const Instruction* cause = nullptr;  // the global instruction being partitioned
   // PartitionOptions::windowed_einsum_threshold_bytes (-1: off).
   int64_t windowed_einsum_threshold_bytes = -1;
+  // PartitionOptions::machine: what plans are scored with.
+  MachineModel machine;
   // Propagation's record of the global module (its per-value axes views on `mesh`),
   // when propagation ran on it; nullptr otherwise.
   const PropagationResult* propagated = nullptr;

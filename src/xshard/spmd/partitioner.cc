@@ -212,6 +212,7 @@ StatusOr<PartitionResult> PartitionModule(const Module& global, int64_t num_part
   state.module = module.get();
   state.num_partitions = num_partitions;
   state.windowed_einsum_threshold_bytes = options.windowed_einsum_threshold_bytes;
+  state.machine = options.machine;
   // Propagation's mesh is the one its shardings (and the per-value views) are expressed on.
   const bool use_propagated = propagated != nullptr && propagated->mesh.num_devices() == num_partitions;
   state.propagated = use_propagated ? propagated : nullptr;
@@ -230,10 +231,11 @@ StatusOr<PartitionResult> PartitionModule(const Module& global, int64_t num_part
     XS_ASSIGN_OR_RETURN(out, MaskOutputs(root));
   }
   comp->set_root(out);
-  Computation* added = module->AddComputation(std::move(comp), /*is_entry=*/true);
+  module->AddComputation(std::move(comp), /*is_entry=*/true);
   Status verified = Verify(*module);
   if (!verified.ok()) return Internal("the partitioned module does not verify: ", verified.message());
-  state.report.after = spmd::EstimateMemory(*added);
+  state.report.machine = options.machine;
+  spmd::DescribeFinalProgram(state.report, *module);
   PartitionResult result{std::move(module), std::move(state.report), {}, ctx.TargetOf(*entry.root())};
   for (const Instruction* p : entry.parameters()) result.parameter_shardings.push_back(ctx.TargetOf(*p));
   return result;

@@ -23,6 +23,7 @@
 #include "xshard/base/status.h"
 #include "xshard/ir/module.h"
 #include "xshard/propagation/propagation.h"
+#include "xshard/spmd/cost_model.h"
 #include "xshard/spmd/report.h"
 
 namespace xs {
@@ -44,6 +45,9 @@ struct PartitionOptions {
   // eligible dot). A hint: dots that do not qualify (see spmd/windowed_einsum.h) are partitioned
   // as usual, silently.
   int64_t windowed_einsum_threshold_bytes = -1;
+  // The target's link bandwidth, collective latency and device throughput: candidate plans are
+  // scored by the time they are estimated to take on it (spmd/cost_model.h).
+  spmd::MachineModel machine;
 };
 
 struct PartitionResult {

@@ -122,6 +122,45 @@ std::string ExplicitGroups::ToString() const {
 
 std::ostream& operator<<(std::ostream& os, const ExplicitGroups& g) { return os << g.ToString(); }
 
+double InstructionFlops(const Instruction& inst) {
+  const Attributes& a = inst.attrs();
+  if (!inst.shape().IsArray() || inst.operand_count() < 2) return 0;
+  const double out = static_cast<double>(inst.shape().num_elements());
+  if (inst.opcode() == Opcode::kDot && a.dot) {
+    double k = 1;
+    for (int64_t d : a.dot->lhs_contracting) k *= static_cast<double>(inst.operand(0)->shape().dim(static_cast<int>(d)));
+    return 2 * out * k;
+  }
+  if (inst.opcode() == Opcode::kConvolution && a.conv_dims) {
+    const Shape& kernel = inst.operand(1)->shape();
+    const int64_t outputs = kernel.dim(static_cast<int>(a.conv_dims->kernel_output_feature));
+    if (outputs == 0) return 0;
+    return 2 * out * static_cast<double>(kernel.num_elements() / outputs);
+  }
+  return 0;
+}
+
+void DescribeFinalProgram(PartitionReport& report, const Module& spmd) {
+  std::unordered_map<std::string, Opcode> collectives;
+  report.flops = 0;
+  for (const Computation* c : spmd.computations()) {
+    for (const Instruction* inst : c->instructions()) {
+      if (IsCollective(inst->opcode())) collectives.emplace(inst->name(), inst->opcode());
+      report.flops += InstructionFlops(*inst);
+    }
+  }
+  std::erase_if(report.collectives, [&](const CollectiveRecord& r) {
+    auto it = collectives.find(r.name);
+    return it == collectives.end() || OpcodeName(it->second) != r.kind;
+  });
+  if (spmd.entry() != nullptr) report.after = EstimateMemory(*spmd.entry());
+}
+
+double PartitionReport::EstimatedSeconds() const {
+  return machine.Seconds(static_cast<double>(TotalCollectiveBytes()),
+                         static_cast<int64_t>(collectives.size()), flops);
+}
+
 int64_t PartitionReport::TotalCollectiveBytes() const {
   int64_t total = 0;
   for (const CollectiveRecord& c : collectives) total += c.bytes;
@@ -133,6 +172,15 @@ std::string FormatReport(const PartitionReport& report) {
                            report.collectives.size(), " collective",
                            report.collectives.size() == 1 ? "" : "s", ", ",
                            FormatBytes(report.TotalCollectiveBytes()), " received per device\n");
+  const MachineModel& m = report.machine;
+  const double comm = m.Seconds(static_cast<double>(report.TotalCollectiveBytes()),
+                                static_cast<int64_t>(report.collectives.size()), 0);
+  char flops[32];
+  std::snprintf(flops, sizeof(flops), "%.3g", report.flops);
+  StrAppend(&out, "estimated time per device: ", FormatSeconds(report.EstimatedSeconds()), " (communication ",
+            FormatSeconds(comm), ", compute ", FormatSeconds(m.Seconds(0, 0, report.flops)), " for ", flops,
+            " FLOP of dot / convolution) at ", m.link_gbps, " GB/s, ", m.collective_latency_us,
+            " us per collective, ", m.device_gflops, " GFLOP/s\n");
   if (!report.collectives.empty()) StrAppend(&out, "collectives:\n");
   for (const CollectiveRecord& c : report.collectives) {
     StrAppend(&out, "  %", c.name, ": ", c.kind, " ", c.shape.ToString(false), ", ",

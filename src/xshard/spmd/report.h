@@ -13,6 +13,8 @@
 
 #include "xshard/core/shape.h"
 #include "xshard/ir/computation.h"
+#include "xshard/ir/module.h"
+#include "xshard/spmd/cost_model.h"
 
 namespace xs::spmd {
 
@@ -68,13 +70,28 @@ struct PartitionReport {
   std::vector<std::string> notes;
   MemoryEstimate before;  // global module on one device
   MemoryEstimate after;   // SPMD module, per device
+  // FLOPs per device of the dots and convolutions of the SPMD module (each instruction once; a
+  // loop body is not multiplied by its trip count), and the machine the time estimate is for.
+  double flops = 0;
+  MachineModel machine;
   int64_t TotalCollectiveBytes() const;
+  // MachineModel::Seconds of the collectives' bytes and count and of `flops`.
+  double EstimatedSeconds() const;
 };
 
+// Makes the report describe `spmd` as it stands (after cleanup passes): drops the records of
+// collectives that are no longer in it (deleted as dead or merged into an identical one), and
+// recounts `flops` and the memory estimate `after`.
+void DescribeFinalProgram(PartitionReport& report, const Module& spmd);
+// 2 x result elements x contracted elements for a dot, 2 x result elements x kernel elements
+// per output feature for a convolution, 0 for anything else.
+double InstructionFlops(const Instruction& inst);
+
 // Human-readable report:
-//   SPMD partitioning report: 8 partitions, 1 collective (48 B received per device)
+//   SPMD partitioning: 8 partitions, 1 collective, 48B received per device
+//   estimated time per device: 20.0 us (communication 20.0 us, compute 28.4 ns: 256 FLOP) ...
 //   collectives:
-//     all-reduce  f16[4,4]  48 B  groups=[2,4]<=[4,2]T(1,0)  dot.1: ...
+//     %all-reduce: all-reduce f16[4,4], 48B received, groups=... caused by %dot.1: ...
 //   memory per device (peak of live values): before 320 B, after 96 B
 //   ...
 std::string FormatReport(const PartitionReport& report);

@@ -108,26 +108,64 @@ std::optional<Plan> PlanLikeResult(const Op& op) {
     plan.operands.push_back(same ? op.result_targets[0] : HloSharding::Replicate());
   }
   plan.results = op.result_targets;
+  plan.like_result = true;
   return plan;
+}
+
+double LocalFlops(const Op& op, const Plan& plan, const TileMesh& mesh, int64_t n) {
+  const Opcode opcode = op.inst->opcode();
+  const double per_point = opcode == Opcode::kDot || opcode == Opcode::kConvolution ? 2 : 1;
+  if (plan.like_result) {
+    double elements = 0;
+    for (const Shape& s : LocalResultShapes(op, plan, n)) elements += static_cast<double>(s.num_elements());
+    return per_point * elements;
+  }
+  std::vector<bool> used(op.rule.num_factors(), false);
+  auto mark = [&](const TensorFactors& t) {
+    if (!t.participates) return;
+    for (const std::vector<int>& dim : t.dims) {
+      for (int f : dim) used[f] = true;
+    }
+  };
+  for (const TensorFactors& t : op.rule.operands) mark(t);
+  for (const TensorFactors& t : op.rule.results) mark(t);
+  double points = 1;
+  for (int f = 0; f < op.rule.num_factors(); ++f) {
+    if (!used[f]) continue;
+    const int64_t size = op.rule.factors[f].size;
+    const int64_t tiles = plan.factors[f].empty() || !op.on_mesh ? 1 : AxesSize(mesh, plan.factors[f]);
+    points *= static_cast<double>((size + tiles - 1) / tiles);
+  }
+  return per_point * points;
 }
 
 void Cost(Plan& plan, const Op& op, ModuleState& state) {
   plan.cost = kImpossibleCost;
   if (!LocalShapesWork(op, plan, state.num_partitions)) return;
-  int64_t cost = 0, bytes = 0;
   plan.bytes = 0;
+  plan.collectives = 0;
+  // ReshardCost: bytes plus one per collective.
+  auto add = [&](const Shape& global, const HloSharding& from, const std::optional<PartialReduction>& partial,
+                 const HloSharding& to) {
+    int64_t bytes = 0;
+    const int64_t cost = ReshardCost(state, global, from, partial, to, &bytes);
+    if (cost >= kImpossibleCost) return false;
+    plan.bytes += bytes;
+    plan.collectives += cost - bytes;
+    return true;
+  };
   for (size_t i = 0; i < op.operands.size(); ++i) {
     const PartitionedValue& v = op.operands[i];
-    cost += ReshardCost(state, v.global_shape(), v.sharding(), std::nullopt, plan.operands[i], &bytes);
-    plan.bytes += bytes;
+    if (!add(v.global_shape(), v.sharding(), std::nullopt, plan.operands[i])) return;
   }
   std::optional<PartialReduction> partial;
   if (!plan.partial.empty()) partial = PartialReduction{plan.partial, nullptr};
   for (size_t l = 0; l < op.result_shapes.size(); ++l) {
-    cost += ReshardCost(state, op.result_shapes[l], plan.results[l], partial, op.result_targets[l], &bytes);
-    plan.bytes += bytes;
+    if (!add(op.result_shapes[l], plan.results[l], partial, op.result_targets[l])) return;
   }
-  plan.cost = std::min(cost, kImpossibleCost);
+  plan.flops = LocalFlops(op, plan, state.mesh, state.num_partitions);
+  const double seconds = state.machine.Seconds(static_cast<double>(plan.bytes), plan.collectives, plan.flops);
+  plan.cost = static_cast<int64_t>(std::min(seconds * 1e12, static_cast<double>(kImpossibleCost - 1)));
 }
 
 // Propagation's record of `inst` (nullptr: none).

@@ -21,8 +21,13 @@ struct Plan {
   std::vector<HloSharding> operands;  // per operand
   std::vector<HloSharding> results;   // per result leaf
   Axes partial;                       // axes of the sharded reduction factors
+  // Estimated time in picoseconds (MachineModel::Seconds of the three figures below), or
+  // kImpossibleCost.
   int64_t cost = kImpossibleCost;
-  int64_t bytes = 0;  // received per device (cost without the per-collective tie-breaker)
+  int64_t bytes = 0;        // received per device by the operand and result reshards
+  int64_t collectives = 0;  // collectives of those reshards
+  double flops = 0;         // work of the local op per device (redundant work included)
+  bool like_result = false;  // made by PlanLikeResult (no factor assignment)
 };
 
 
@@ -59,8 +64,13 @@ Plan PlanFromFactors(FactorAxes fa, const Op& op, const TileMesh& mesh);
 // An elementwise op whose shardings are not on the mesh: every same-rank operand takes the
 // result's sharding as it is (the reshard can then still be a collective-permute).
 std::optional<Plan> PlanLikeResult(const Op& op);
-// Fills in the plan's cost: the bytes its operand and result reshards receive per device, plus
-// one per collective (kImpossibleCost when the op's local shapes do not line up).
+// The work of the op's local form under the plan, per device: the product of the local sizes of
+// the factors of its tensors (its iteration space), doubled for dot and convolution (a multiply
+// and an add). A factor left unsharded counts whole on every device: redundant work is counted.
+double LocalFlops(const Op& op, const Plan& plan, const TileMesh& mesh, int64_t n);
+// Fills in the plan's cost: the estimated time (state.machine) of its operand and result
+// reshards (bytes received per device, collectives) and of its local op (LocalFlops);
+// kImpossibleCost when the op's local shapes do not line up.
 void Cost(Plan& plan, const Op& op, ModuleState& state);
 
 // The op's attributes for local operand shapes (sizes that name whole dims shrink with them).

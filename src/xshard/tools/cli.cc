@@ -35,6 +35,17 @@ StatusOr<std::vector<int64_t>> ParseIntList(std::string_view text, std::string_v
 
 namespace {
 
+// --to-output: open (the default, as under JAX's jit) or closed; true / false are accepted as
+// the older spellings of the same.
+StatusOr<std::optional<bool>> ParseOutputFlag(const std::string& text) {
+  if (text.empty()) return std::optional<bool>();
+  if (text == "open" || text == "true") return std::optional<bool>(true);
+  if (text == "closed" || text == "false") return std::optional<bool>(false);
+  return InvalidArgument("--to-output: '", text,
+                         "' is not open or closed (open: propagation picks the sharding of an unannotated "
+                         "output, as under JAX's jit; closed: it is replicated)");
+}
+
 StatusOr<std::optional<bool>> ParseBoolFlag(const std::string& text, std::string_view flag) {
   if (text.empty()) return std::optional<bool>();
   if (text == "true") return std::optional<bool>(true);
@@ -48,13 +59,15 @@ void AddPropagationFlags(CLI::App* cmd, PropagationFlags& flags) {
   cmd->add_option("--to-parameters", flags.to_parameters,
                   "true/false: override allow_spmd_sharding_propagation_to_parameters");
   cmd->add_option("--to-output", flags.to_output,
-                  "true/false: override allow_spmd_sharding_propagation_to_output");
+                  "open (default, as under JAX's jit): propagation picks the sharding of an\n"
+                  "unannotated output, whatever the module header says; closed: it is replicated.\n"
+                  "An annotated output is never changed");
 }
 
 StatusOr<PropagationOptions> ToPropagationOptions(const PropagationFlags& flags) {
   PropagationOptions options;
   XS_ASSIGN_OR_RETURN(options.allow_to_parameters, ParseBoolFlag(flags.to_parameters, "--to-parameters"));
-  XS_ASSIGN_OR_RETURN(options.allow_to_output, ParseBoolFlag(flags.to_output, "--to-output"));
+  XS_ASSIGN_OR_RETURN(options.allow_to_output, ParseOutputFlag(flags.to_output));
   return options;
 }
 
@@ -62,8 +75,9 @@ void AddRunPropagationFlags(CLI::App* cmd, RunFlags& flags) {
   cmd->add_option("--to-parameters", flags.to_parameters,
                   "Global modules: true/false overrides allow_spmd_sharding_propagation_to_parameters");
   cmd->add_option("--to-output", flags.to_output,
-                  "Global modules: true/false overrides allow_spmd_sharding_propagation_to_output\n"
-                  "(JAX compiles with true when out_shardings is left out)");
+                  "Global modules: open (default, as under JAX's jit) lets propagation pick the\n"
+                  "sharding of an unannotated output; closed replicates it");
+  AddMachineFlags(cmd, flags.machine);
 }
 
 StatusOr<PropagationOptions> RunPropagationOptions(const RunFlags& flags) {
@@ -71,6 +85,21 @@ StatusOr<PropagationOptions> RunPropagationOptions(const RunFlags& flags) {
   p.to_parameters = flags.to_parameters;
   p.to_output = flags.to_output;
   return ToPropagationOptions(p);
+}
+
+void AddMachineFlags(CLI::App* cmd, spmd::MachineModel& machine) {
+  const spmd::MachineModel d;
+  cmd->add_option("--link-gbps", machine.link_gbps,
+                  StrCat("Cost model: GB/s each device receives in a collective (default ", d.link_gbps, ")"))
+      ->check(PositiveFiniteCheck());
+  cmd->add_option("--collective-latency-us", machine.collective_latency_us,
+                  StrCat("Cost model: fixed cost of one collective in us (default ", d.collective_latency_us, ")"))
+      ->check(FiniteNonNegativeCheck());
+  cmd->add_option("--device-gflops", machine.device_gflops,
+                  StrCat("Cost model: GFLOP/s of one device (default ", d.device_gflops,
+                         "); plans are scored by\nestimated time: bytes / link + latency per collective + "
+                         "FLOPs / device"))
+      ->check(PositiveFiniteCheck());
 }
 
 void AddDumpFlags(CLI::App* cmd, DumpFlags& flags) {
@@ -122,6 +151,18 @@ CLI::Validator FiniteNonNegativeCheck() {
         return "";
       },
       ">=0");
+}
+
+CLI::Validator PositiveFiniteCheck() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        if (!ParseDouble(text, &v) || !std::isfinite(v) || v <= 0) {
+          return "'" + text + "' is not a finite number > 0";
+        }
+        return "";
+      },
+      ">0");
 }
 
 StatusOr<std::string> ReadFile(const std::string& path) {

@@ -14,6 +14,7 @@
 #include "xshard/passes/pipeline.h"
 #include "xshard/propagation/propagation.h"
 #include "xshard/sharding/hlo_sharding.h"
+#include "xshard/spmd/cost_model.h"
 
 namespace xs::tools {
 
@@ -35,17 +36,22 @@ void AddPropagateCommand(CLI::App& root, CommandList& commands);  // propagate
 void AddPartitionCommand(CLI::App& root, CommandList& commands);  // partition
 
 // Propagation flags shared by `propagate` and `partition` (same names, same meaning):
-// --to-parameters true|false, --to-output true|false.
+// --to-parameters true|false, --to-output open|closed (default open, as under JAX's jit).
 struct PropagationFlags {
   std::string to_parameters, to_output;  // "", "true", "false"
 };
 void AddPropagationFlags(CLI::App* cmd, PropagationFlags& flags);
 // The options the flags ask for (num_devices left 0); errors name the flag and its value.
 StatusOr<PropagationOptions> ToPropagationOptions(const PropagationFlags& flags);
-// The same two flags on `run` and `bench run` (global modules), kept in RunFlags.
+// The same two flags on `run` and `bench run` (global modules), kept in RunFlags, with the
+// machine flags below.
 struct RunFlags;
 void AddRunPropagationFlags(CLI::App* cmd, RunFlags& flags);
 StatusOr<PropagationOptions> RunPropagationOptions(const RunFlags& flags);
+
+// The partitioner's cost model (partition, run, bench run): --link-gbps, --collective-latency-us,
+// --device-gflops.
+void AddMachineFlags(CLI::App* cmd, spmd::MachineModel& machine);
 
 // Dump flags of the compiler pipeline: --dump-after PASS (repeatable), --dump-after-each,
 // --dump-dir DIR (files instead of stderr).
@@ -68,6 +74,8 @@ CLI::Validator DeviceCountCheck();
 CLI::Validator NonNegativeIntegerCheck();
 // Tolerances: finite numbers >= 0 (rejects nan and inf).
 CLI::Validator FiniteNonNegativeCheck();
+// A finite number > 0.
+CLI::Validator PositiveFiniteCheck();
 
 // "4,16" -> {4, 16}; error names `flag` and the bad piece.
 StatusOr<std::vector<int64_t>> ParseIntList(std::string_view text, std::string_view flag);

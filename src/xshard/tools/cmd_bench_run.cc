@@ -157,6 +157,7 @@ Status BenchGlobal(const BenchRunFlags& f, const Module& module) {
   }
   CompileOptions compile;
   XS_ASSIGN_OR_RETURN(compile.partition.propagation, RunPropagationOptions(f.run));
+  compile.partition.machine = f.run.machine;
   StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(module, n, compile);
   if (!program.ok()) return Annotate(program.status(), StrCat(f.run.file, ": "));
   XS_ASSIGN_OR_RETURN(std::optional<int64_t> limit, HostMemoryLimit());

@@ -193,9 +193,9 @@ Status RunRun(const RunFlags& f) {
         "; give the global module with shardings");
   }
   if (f.report || f.windowed_einsum_threshold != -1 || f.async_collectives || !f.to_output.empty() ||
-      !f.to_parameters.empty()) {
-    return InvalidArgument("--report, --windowed-einsum-threshold, --async-collectives, --to-output and "
-                           "--to-parameters apply to "
+      !f.to_parameters.empty() || !(f.machine == spmd::MachineModel{})) {
+    return InvalidArgument("--report, --windowed-einsum-threshold, --async-collectives, --to-output, "
+                           "--to-parameters and the cost model flags apply to "
                            "global modules that "
                            "xshard partitions, but ", f.file, " has no sharding annotations or is "
                            "already partitioned");

@@ -1,5 +1,6 @@
 // `xshard partition FILE.hlo [--devices N] [--report] [--short] [--no-propagate]
-// [--to-parameters B] [--to-output B] [--windowed-einsum-threshold BYTES] [--dump-after PASS]
+// [--to-parameters B] [--to-output open|closed] [--link-gbps G] [--collective-latency-us U]
+// [--device-gflops F] [--windowed-einsum-threshold BYTES] [--dump-after PASS]
 // [--dump-after-each] [--dump-dir DIR]`: the compiler pipeline (jit/compile_pipeline.h):
 // propagate shardings, partition the module into one SPMD program for N devices, clean it up
 // (CSE, DCE) and print it; --report adds every inserted collective and the memory per device.
@@ -21,6 +22,7 @@ struct PartitionFlags {
   int64_t windowed_einsum_threshold = -1;
   PropagationFlags propagation;
   DumpFlags dump;
+  spmd::MachineModel machine;
 };
 
 Status RunPartition(const PartitionFlags& f) {
@@ -35,6 +37,7 @@ Status RunPartition(const PartitionFlags& f) {
   XS_ASSIGN_OR_RETURN(options.partition.propagation, ToPropagationOptions(f.propagation));
   options.dump = ToDumpOptions(f.dump);
   options.partition.windowed_einsum_threshold_bytes = f.windowed_einsum_threshold;
+  options.partition.machine = f.machine;
   StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(*module, devices, options);
   if (!program.ok()) return Annotate(program.status(), StrCat(f.file, ": "));
   std::cout << PrintHloModule((*program)->spmd_module(), f.short_form ? PrintOptions::Short() : PrintOptions());
@@ -56,12 +59,14 @@ void AddPartitionCommand(CLI::App& root, CommandList& commands) {
                   "Device (partition) count; default: num_partitions, else the annotations' device count")
       ->check(DeviceCountCheck());
   cmd->add_flag("--report", flags->report,
-                "Also print every inserted collective (kind, shape, bytes, replica groups, cause)\n"
-                "and the memory per device before and after partitioning");
+                "Also print every collective of the final program (kind, shape, bytes, replica\n"
+                "groups, cause), the estimated time per device (communication and compute) and the\n"
+                "memory per device before and after partitioning");
   cmd->add_flag("--short", flags->short_form, "Print the '%'-less short form");
   cmd->add_flag("--no-propagate", flags->no_propagate,
                 "Do not propagate shardings: unannotated instructions are replicated");
   AddPropagationFlags(cmd, flags->propagation);
+  AddMachineFlags(cmd, flags->machine);
   AddDumpFlags(cmd, flags->dump);
   cmd->add_option("--windowed-einsum-threshold", flags->windowed_einsum_threshold,
                   "Dots whose all-gathered operand or reduce-scattered result has at least this many\n"

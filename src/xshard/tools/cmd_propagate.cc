@@ -51,9 +51,9 @@ void AddPropagateCommand(CLI::App& root, CommandList& commands) {
       "propagate",
       "Propagate shardings through an HLO module (GSPMD-style, over per-op factor rules) and "
       "print\n"
-      "it with a sharding on every instruction. Unannotated entry parameters and outputs follow "
-      "the\n"
-      "module's allow_spmd_sharding_propagation_to_parameters / _to_output (default: closed).");
+      "it with a sharding on every instruction. Unannotated entry outputs are open, as under JAX's\n"
+      "jit (--to-output closed replicates them); unannotated parameters follow the module's\n"
+      "allow_spmd_sharding_propagation_to_parameters (default: closed).");
   cmd->add_option("file", flags->file, "HLO text file")->required();
   cmd->add_flag(
       "--explain", flags->explain,

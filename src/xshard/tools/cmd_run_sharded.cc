@@ -144,6 +144,7 @@ Status RunSharded(const RunFlags& f, const Module& module) {
   CompileOptions options;
   XS_ASSIGN_OR_RETURN(options.partition.propagation, RunPropagationOptions(f));
   options.partition.windowed_einsum_threshold_bytes = f.windowed_einsum_threshold;
+  options.partition.machine = f.machine;
   options.async_collectives = f.async_collectives;
   StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(module, n, options);
   if (!program.ok()) return Annotate(program.status(), StrCat(f.file, ": "));

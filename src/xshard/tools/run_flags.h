@@ -14,6 +14,7 @@
 #include "xshard/core/array.h"
 #include "xshard/ir/module.h"
 #include "xshard/runtime/executable.h"
+#include "xshard/spmd/cost_model.h"
 
 namespace xs::tools {
 
@@ -38,9 +39,11 @@ struct RunFlags {
   bool spmd = false;
   int64_t windowed_einsum_threshold = -1;
   bool async_collectives = false;
-  // --to-parameters / --to-output ("true" / "false"; empty: the module's own setting), as in
-  // `xshard propagate` and `partition`.
+  // --to-parameters ("true" / "false"; empty: the module's own setting) and --to-output
+  // ("open" / "closed"; empty: open), as in `xshard propagate` and `partition`.
   std::string to_parameters, to_output;
+  // --link-gbps, --collective-latency-us, --device-gflops: the partitioner's cost model.
+  spmd::MachineModel machine;
 };
 
 // Global arguments: --random-args SEED, or --args with one .npy per entry parameter leaf of the
