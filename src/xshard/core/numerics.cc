@@ -58,17 +58,17 @@ StatusOr<NumericsReport> CompareNumerics(const Array& got, const Array& want,
                                          const NumericsOptions& options) {
   const std::string shapes = StrCat("got ", got.shape().ToString(), ", want ", want.shape().ToString());
   if (got.dims() != want.dims()) {
-    return InvalidArgument("numerics: shapes differ (", shapes,
+    return InvalidArgument("shapes differ (", shapes,
                            "); compare arrays of the same dims");
   }
   for (DType t : {got.dtype(), want.dtype()}) {
     if (!Comparable(t)) {
-      return InvalidArgument("numerics: ", DTypeName(t), " is not supported (", shapes,
+      return InvalidArgument(DTypeName(t), " is not supported (", shapes,
                              "); give real arrays (float, integer or pred)");
     }
   }
   if (got.dtype() != want.dtype() && !(IsFloating(got.dtype()) && IsFloating(want.dtype()))) {
-    return InvalidArgument("numerics: dtypes differ (", shapes,
+    return InvalidArgument("dtypes differ (", shapes,
                            "); only two floating dtypes may differ (compared in f64): convert "
                            "one array to the other's dtype");
   }
@@ -79,14 +79,14 @@ StatusOr<NumericsReport> CompareNumerics(const Array& got, const Array& want,
   const int rank = static_cast<int>(dims.size());
   const int grid_rank = static_cast<int>(options.blocks.size());
   if (grid_rank > rank) {
-    return InvalidArgument("numerics: a block grid of ", grid_rank, " dims (",
+    return InvalidArgument("a block grid of ", grid_rank, " dims (",
                            StrJoin(options.blocks, ","), ") for arrays of rank ", rank,
                            "; give at most ", rank, " block counts");
   }
   for (int g = 0; g < grid_rank; ++g) {
     const int64_t size = dims[rank - grid_rank + g], b = options.blocks[g];
     if (b < 1 || (b > size && size > 0)) {
-      return InvalidArgument("numerics: block count ", b, " for dim ", rank - grid_rank + g,
+      return InvalidArgument("block count ", b, " for dim ", rank - grid_rank + g,
                              " of size ", size, " (", shapes, "); give 1 to ", std::max<int64_t>(size, 1),
                              " blocks");
     }
@@ -235,12 +235,12 @@ std::string FormatNumericsReport(const NumericsReport& r) {
                            r.elements, " elements\n");
   StrAppend(&out, "allclose (atol ", Num(o.atol), ", rtol ", Num(o.rtol),
             o.equal_nan ? ", equal_nan" : "", "): ",
-            r.allclose ? "yes" : StrCat("no, ", r.not_close, " elements (",
+            r.allclose ? "yes" : StrCat("no, ", r.not_close, " of ", r.elements, " elements (",
                                          Percent(r.not_close, r.elements), ") not close"),
             "\n");
   auto line = [&out](std::string_view label, const std::string& value) {
     char buf[32];
-    std::snprintf(buf, sizeof(buf), "%-18s", std::string(label).c_str());
+    std::snprintf(buf, sizeof(buf), "%-20s", std::string(label).c_str());
     StrAppend(&out, buf, value, "\n");
   };
   line("max abs diff", Num(r.max_abs_diff));
