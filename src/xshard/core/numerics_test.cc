@@ -150,6 +150,25 @@ TEST(NumericsTest, NaNsAreNeverCloseUnlessEqualNan) {
   EXPECT_FALSE(r->worst_index.has_value());
 }
 
+TEST(NumericsTest, BlockMeansLeaveNaNsOut) {
+  // Block [0:2] holds a NaN mismatch and a diff of 3: mean 3 over its one element without NaN,
+  // two errors (the NaN and 3 > 1); block [2:4] diffs 0 and 1 (not > 1).
+  NumericsOptions o;
+  o.threshold = 1;
+  o.blocks = {2};
+  StatusOr<NumericsReport> r = CompareNumerics(Array::FromVector<double>({4}, {kNaN, 3, 0, 1}),
+                                               Array(DType::kF64, {4}), o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->errors, 2);
+  EXPECT_EQ(r->blocks[0].elements, 2);
+  EXPECT_EQ(r->blocks[0].mean_abs_diff, 3);
+  EXPECT_EQ(r->blocks[0].errors, 2);
+  EXPECT_EQ(r->blocks[1].mean_abs_diff, 0.5);
+  EXPECT_EQ(r->blocks[1].errors, 0);
+  EXPECT_DOUBLE_EQ(r->mean_abs_diff, 4.0 / 3);
+  EXPECT_EQ(r->median_abs_diff, 1);
+}
+
 TEST(NumericsTest, Infinities) {
   StatusOr<NumericsReport> r = CompareNumerics(Array::FromVector<double>({3}, {kInf, -kInf, 1}),
                                                Array::FromVector<double>({3}, {kInf, kInf, 1}));
