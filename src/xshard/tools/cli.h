@@ -34,6 +34,7 @@ void AddBenchCommand(CLI::App& root, CommandList& commands);      // bench
 Command AddBenchRunCommand(CLI::App& bench);
 void AddPropagateCommand(CLI::App& root, CommandList& commands);  // propagate
 void AddPartitionCommand(CLI::App& root, CommandList& commands);  // partition
+void AddNumericsCommand(CLI::App& root, CommandList& commands);   // numerics
 
 // Propagation flags shared by `propagate` and `partition` (same names, same meaning):
 // --to-parameters true|false, --to-output open|closed (default open, as under JAX's jit).
