@@ -95,6 +95,7 @@ Status HandleGather(const Instruction& inst, Context& ctx);       // handlers_ga
 Status HandleScatter(const Instruction& inst, Context& ctx);
 Status HandleSlice(const Instruction& inst, Context& ctx);        // handlers_halo.cc
 Status HandlePad(const Instruction& inst, Context& ctx);
+Status HandleReverse(const Instruction& inst, Context& ctx);
 Status HandleParameter(const Instruction& inst, Context& ctx);    // handlers_source.cc
 Status HandleConstant(const Instruction& inst, Context& ctx);
 Status HandleIota(const Instruction& inst, Context& ctx);
