@@ -29,6 +29,12 @@ struct DimWindow {
 StatusOr<Instruction*> HaloWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why,
                                   int64_t max_shift = 2);
 
+// The same windows fetched by rounds instead of by shifts: round c gives each tile the c-th
+// source tile its window touches (one collective-permute per round, whole tiles), so a window far
+// from its own tile costs as few permutes as tiles it spans (concatenate's operands land far
+// from where they start). Error when two tiles need one source tile in the same round.
+StatusOr<Instruction*> FarWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why);
+
 }  // namespace xs::spmd::internal
 
 #endif  // XSHARD_SPMD_HALO_H_

@@ -33,7 +33,7 @@ struct HandlerTable {
     // Rule-driven: dims the op keeps pass through sharded, dims it transforms (sorted, windowed,
     // the fft lengths, the matrices of cholesky / triangular-solve, topk's last dim, batch norm's
     // statistics dims) are made unsharded first by the rule's need-replication factors.
-    for (Opcode op : {Opcode::kTranspose, Opcode::kReshape, Opcode::kConcatenate,
+    for (Opcode op : {Opcode::kTranspose, Opcode::kReshape,
                       Opcode::kDynamicSlice, Opcode::kSort, Opcode::kReduceWindow,
                       Opcode::kSelectAndScatter, Opcode::kBitcastConvert, Opcode::kTopK,
                       Opcode::kFft, Opcode::kCholesky, Opcode::kTriangularSolve,
@@ -44,6 +44,7 @@ struct HandlerTable {
     set(Opcode::kSlice, &HandleSlice);
     set(Opcode::kPad, &HandlePad);
     set(Opcode::kReverse, &HandleReverse);
+    set(Opcode::kConcatenate, &HandleConcatenate);
     set(Opcode::kDynamicUpdateSlice, &HandlePositional);
     set(Opcode::kGather, &HandleGather);
     set(Opcode::kScatter, &HandleScatter);

@@ -96,6 +96,7 @@ Status HandleScatter(const Instruction& inst, Context& ctx);
 Status HandleSlice(const Instruction& inst, Context& ctx);        // handlers_halo.cc
 Status HandlePad(const Instruction& inst, Context& ctx);
 Status HandleReverse(const Instruction& inst, Context& ctx);
+Status HandleConcatenate(const Instruction& inst, Context& ctx);  // handlers_concat.cc
 Status HandleParameter(const Instruction& inst, Context& ctx);    // handlers_source.cc
 Status HandleConstant(const Instruction& inst, Context& ctx);
 Status HandleIota(const Instruction& inst, Context& ctx);
