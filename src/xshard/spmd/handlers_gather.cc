@@ -106,6 +106,8 @@ StatusOr<bool> TryShardedOperandGather(const Instruction& inst, Context& ctx) {
   if (partial.empty()) return false;
   std::vector<int> op_offset;
   for (int d = 0; d < operand.rank(); ++d) {
+    // Explicit batching dims keep their axes (the indices' batching dims follow them).
+    if (Contains(g.operand_batching_dims, d)) oa.dims[d] = ox->dims[d];
     if (Contains(g.collapsed_slice_dims, d) || Contains(g.operand_batching_dims, d)) continue;
     op_offset.push_back(d);
     if (slice_sizes[d] == operand.dim(d)) oa.dims[d] = ox->dims[d];
@@ -125,7 +127,11 @@ StatusOr<bool> TryShardedOperandGather(const Instruction& inst, Context& ctx) {
   for (int d = 0; d < indices.rank(); ++d) {
     if (d == ivd) continue;
     const int od = out_batch[k++];
-    if (Contains(g.start_indices_batching_dims, d)) continue;
+    const auto batching = std::find(g.start_indices_batching_dims.begin(), g.start_indices_batching_dims.end(), d);
+    if (batching != g.start_indices_batching_dims.end()) {
+      ia.dims[d] = ra.dims[od] = oa.dims[g.operand_batching_dims[batching - g.start_indices_batching_dims.begin()]];
+      continue;
+    }
     for (const std::vector<int>* axes : {&tx->dims[od], &ix->dims[d]}) {
       if (axes->empty() || (MaskOf(*axes) & used) != 0) continue;
       ia.dims[d] = *axes;

@@ -119,6 +119,37 @@ TEST(GatherHandlerTest, UnsignedIndicesIntoAnUnevenTable) {
   EXPECT_EQ(Kinds(r), std::vector<std::string>{"all-reduce"});
 }
 
+// vmap(lambda t, i: t[i]): explicit batch dims (operand_batching_dims) sharded over x on the
+// table, the indices and the result stay sharded; the indexed dim, sharded over y, is looked up
+// locally and summed over y.
+TEST(GatherHandlerTest, ExplicitBatchDimsStayShardedNextToAShardedIndexedDim) {
+  const PartitionResult r = Check(R"(ENTRY e {
+  t = f32[4,20,8] parameter(0), sharding={devices=[2,2,1]<=[4]}
+  i = s32[4,3] parameter(1), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}
+  five = s32[] constant(5)
+  seven = s32[] constant(7)
+  b5 = s32[4,3] broadcast(five), dimensions={}
+  b7 = s32[4,3] broadcast(seven), dimensions={}
+  i5 = s32[4,3] multiply(i, b5)
+  j = s32[4,3] add(i5, b7)
+  ids = s32[4,3,1] reshape(j)
+  ROOT g = f32[4,3,8] gather(t, ids), offset_dims={2}, collapsed_slice_dims={1}, start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, index_vector_dim=2, slice_sizes={1,1,8}, sharding={devices=[2,1,1,2]<=[4] last_tile_dim_replicate}
+})", 4);
+  ASSERT_EQ(Kinds(r), std::vector<std::string>{"all-reduce"});
+  EXPECT_EQ(r.report.collectives[0].groups, "[2,2]<=[4]");
+}
+
+// take_along_axis along an unsharded dim with the batch dim sharded on both operands: no
+// collectives (the batch dim used to be gathered: its slice size is 1).
+TEST(GatherHandlerTest, ShardedExplicitBatchDimsNeedNoCollectives) {
+  const PartitionResult r = Check(R"(ENTRY e {
+  x = f32[8,6] parameter(0), sharding={devices=[4,1]<=[4]}
+  i = s32[8,5,1] parameter(1), sharding={devices=[4,1,1]<=[4]}
+  ROOT g = f32[8,5] gather(x, i), offset_dims={}, collapsed_slice_dims={1}, start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, index_vector_dim=2, slice_sizes={1,1}, sharding={devices=[4,1]<=[4]}
+})", 4);
+  EXPECT_TRUE(Kinds(r).empty());
+}
+
 // Many lookups in a small table: gathering the table moves fewer bytes than summing the results.
 TEST(GatherHandlerTest, SmallTableWithManyLookupsIsGathered) {
   const PartitionResult r = Check(R"(ENTRY e {
