@@ -3,7 +3,9 @@
 #include "xshard/spmd/halo.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
 
 #include "xshard/base/strings.h"
 
@@ -125,11 +127,36 @@ StatusOr<Instruction*> FarWindow(const PartitionedValue& v, const DimWindow& w, 
   const TileAssignment& ta = v.sharding().tile_assignment();
   Instruction* x = v.hlo();
   const int rank = x->shape().rank();
-  std::vector<Instruction*> pieces;
-  std::vector<int64_t> index(ta.num_dims(), 0);
-  for (int64_t c = 0; c < rounds; ++c) {
+  // Slot c of tile k's buffer is source tile first[k] + c (when its window spans it).
+  auto wants = [&](int64_t k, int64_t c) { return first[k] + c <= last[k]; };
+  // One permute per slot when no source tile is wanted by two tiles in the same slot; else one
+  // permute per shift (source tile - target tile), each slot picking its shift's result.
+  bool by_slot = true;
+  for (int64_t c = 0; c < rounds && by_slot; ++c) {
+    std::vector<bool> taken(t, false);
+    for (int64_t k = 0; k < t && by_slot; ++k) {
+      if (!wants(k, c)) continue;
+      by_slot = !taken[first[k] + c];
+      taken[first[k] + c] = true;
+    }
+  }
+  // Devices receiving source tile k + shift(k) for the tiles k with use(k).
+  // The part [a, b) of source tile m that tile k's window uses.
+  auto used_part = [&](int64_t k, int64_t m) {
+    const int64_t lo = std::max<int64_t>(w.lo[k], 0), hi = std::min(w.lo[k] + w.needed[k], size);
+    return std::pair<int64_t, int64_t>{std::max(lo, m * len) - m * len, std::min(hi, (m + 1) * len) - m * len};
+  };
+  auto fetch = [&](const std::function<std::optional<int64_t>(int64_t)>& source_tile, std::string reason) {
+    int64_t a = len, b = 0;
+    for (int64_t k = 0; k < t; ++k) {
+      if (std::optional<int64_t> m = source_tile(k)) {
+        const auto [ka, kb] = used_part(k, *m);
+        a = std::min(a, ka);
+        b = std::max(b, kb);
+      }
+    }
     std::vector<std::pair<int64_t, int64_t>> pairs;
-    std::vector<bool> sends(ta.num_devices(), false);
+    std::vector<int64_t> index(ta.num_dims(), 0);
     bool identity = true;
     for (int64_t pos = 0; pos < ta.num_devices(); ++pos) {
       int64_t rem = pos;
@@ -137,24 +164,70 @@ StatusOr<Instruction*> FarWindow(const PartitionedValue& v, const DimWindow& w, 
         index[k] = rem % ta.dim(k);
         rem /= ta.dim(k);
       }
-      const int64_t k = index[d];
       const int64_t target = ta(index);
-      if (first[k] + c > last[k]) {
+      std::optional<int64_t> m = source_tile(index[d]);
+      if (!m) {
         identity = false;
         continue;
       }
-      index[d] = first[k] + c;
-      const int64_t source = ta(index);
-      if (sends[source]) return FailedPrecondition("two tiles need one source tile in the same round");
-      sends[source] = true;
-      identity = identity && source == target;
-      pairs.push_back({source, target});
+      index[d] = *m;
+      identity = identity && ta(index) == target;
+      pairs.push_back({ta(index), target});
     }
     std::sort(pairs.begin(), pairs.end());
-    pieces.push_back(identity ? x
-                              : em.CollectivePermute(x, std::move(pairs),
-                                                     StrCat(why, why.empty() ? "" : ": ", "fetch tile ", c,
-                                                            " of each window along dim ", d)));
+    if (identity) return x;
+    // Only the used part travels; it is padded back into place in the slot.
+    std::vector<int64_t> starts(rank, 0), limits = x->shape().dims();
+    starts[d] = a;
+    limits[d] = std::max(a, b);
+    Instruction* piece = em.CollectivePermute(em.Slice(x, starts, limits), std::move(pairs), std::move(reason));
+    if (a == 0 && b == len) return piece;
+    std::vector<PaddingDim> padding(rank);
+    padding[d] = PaddingDim{a, len - std::max(a, b), 0};
+    return em.Pad(piece, em.ZeroOf(x->shape().dtype()), std::move(padding));
+  };
+  auto reason = [&](std::string_view what) {
+    return StrCat(why, why.empty() ? "" : ": ", what, " along dim ", d);
+  };
+  std::vector<Instruction*> pieces;
+  if (by_slot) {
+    for (int64_t c = 0; c < rounds; ++c) {
+      pieces.push_back(fetch([&](int64_t k) { return wants(k, c) ? std::optional<int64_t>(first[k] + c) : std::nullopt; },
+                             reason(StrCat("fetch tile ", c, " of each window"))));
+    }
+  } else {
+    std::map<int64_t, Instruction*> by_shift;
+    for (int64_t c = 0; c < rounds; ++c) {
+      for (int64_t k = 0; k < t; ++k) {
+        if (wants(k, c)) by_shift[first[k] + c - k] = nullptr;
+      }
+    }
+    for (auto& [shift, piece] : by_shift) {
+      const int64_t sh = shift;
+      auto uses = [&](int64_t k) {
+        for (int64_t c = 0; c < rounds; ++c) {
+          if (wants(k, c) && first[k] + c - k == sh) return true;
+        }
+        return false;
+      };
+      piece = fetch([&](int64_t k) { return uses(k) ? std::optional<int64_t>(k + sh) : std::nullopt; },
+                    reason(StrCat("fetch the tile ", sh, " away")));
+    }
+    for (int64_t c = 0; c < rounds; ++c) {
+      std::vector<int64_t> shift_of(t, 0);
+      for (int64_t k = 0; k < t; ++k) shift_of[k] = wants(k, c) ? first[k] + c - k : by_shift.begin()->first;
+      Instruction* mine = em.PerTile(layout, d, shift_of);
+      Instruction* slot = nullptr;
+      for (const auto& [shift, piece] : by_shift) {
+        if (slot == nullptr) {
+          slot = piece;
+          continue;
+        }
+        Instruction* is = em.Compare(mine, em.Scalar(DType::kS32, static_cast<double>(shift)), ComparisonDirection::kEq);
+        slot = em.Select(em.Broadcast(is, x->shape().WithDType(DType::kPred), {}), piece, slot);
+      }
+      pieces.push_back(slot);
+    }
   }
   Instruction* buffer = pieces.size() == 1 ? pieces[0] : em.Concatenate(std::move(pieces), d);
   // Tile k's buffer starts at global position first[k] * len.

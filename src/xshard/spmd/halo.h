@@ -29,10 +29,11 @@ struct DimWindow {
 StatusOr<Instruction*> HaloWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why,
                                   int64_t max_shift = 2);
 
-// The same windows fetched by rounds instead of by shifts: round c gives each tile the c-th
-// source tile its window touches (one collective-permute per round, whole tiles), so a window far
-// from its own tile costs as few permutes as tiles it spans (concatenate's operands land far
-// from where they start). Error when two tiles need one source tile in the same round.
+// The same windows for windows that reach far, from whole source tiles: slot c of each tile's
+// buffer is the c-th source tile its window touches. One collective-permute per slot when no
+// source tile is wanted twice in a slot (a window far from its own tile then costs as many
+// permutes as tiles it spans: concatenate's operands land far from where they start); else one
+// per distinct shift (source tile - own tile), each slot selecting its own shift's result.
 StatusOr<Instruction*> FarWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why);
 
 }  // namespace xs::spmd::internal

@@ -69,6 +69,30 @@ TEST(ConcatenateHandlerTest, UnevenOperandsAndTwoDimTilingsStayCorrect) {
 })", 8);
 }
 
+// jnp.roll(a, 3, axis=0) on 8 devices: the tail slice reaches 5..7 tiles away (one permute per
+// distance, 1 row each) and the head slice lands one tile on; only the used rows travel (576 B
+// as the report counts them; gathering received 7.4 KiB). Shift the other way, and uneven.
+TEST(ConcatenateHandlerTest, RollFetchesOnlyTheRowsItUses) {
+  const PartitionResult r = Check(R"(ENTRY e {
+  a = f32[64,16] parameter(0), sharding={devices=[8,1]<=[8]}
+  s2 = f32[3,16] slice(a), slice={[61:64], [0:16]}, sharding={devices=[8,1]<=[8]}
+  s3 = f32[61,16] slice(a), slice={[0:61], [0:16]}, sharding={devices=[8,1]<=[8]}
+  ROOT c = f32[64,16] concatenate(s2, s3), dimensions={0}, sharding={devices=[8,1]<=[8]}
+})", 8);
+  int64_t bytes = 0;
+  for (const CollectiveRecord& c : r.report.collectives) {
+    EXPECT_EQ(c.kind, "collective-permute");
+    bytes += c.bytes;
+  }
+  EXPECT_EQ(bytes, 576);
+  Check(R"(ENTRY e {
+  a = f32[13,2] parameter(0), sharding={devices=[4,1]<=[4]}
+  s2 = f32[11,2] slice(a), slice={[2:13], [0:2]}, sharding={devices=[4,1]<=[4]}
+  s3 = f32[2,2] slice(a), slice={[0:2], [0:2]}, sharding={devices=[4,1]<=[4]}
+  ROOT c = f32[13,2] concatenate(s2, s3), dimensions={0}, sharding={devices=[4,1]<=[4]}
+})", 4);
+}
+
 // A concatenation along an unsharded dim stays local.
 TEST(ConcatenateHandlerTest, UnshardedDimNeedsNoCollectives) {
   const PartitionResult r = Check(R"(ENTRY e {

@@ -1,8 +1,8 @@
 // slice, pad and reverse along sharded dims without gathering them: when the result keeps the
 // operand's tiling, each partition builds its slice / pad piece from its own shard and halos of
 // its neighbours' (halo.h); reverse permutes whole pieces. Strided slices, interior padding,
-// other result tilings, windows that reach far and uneven reversed dims fall back to the rule
-// handler, which gathers the moved dims.
+// other result tilings, far windows that cost more than gathering and uneven reversed dims fall
+// back to the rule handler, which gathers the moved dims.
 #include "xshard/base/strings.h"
 #include "xshard/spmd/halo.h"
 #include "xshard/spmd/handlers.h"
@@ -49,6 +49,16 @@ Status HandleSlice(const Instruction& inst, Context& ctx) {
     const DimWindow w = Window(d, in.tiles()[d], out.shard_dims()[d], inst.shape().dim(d), -slice[d].start);
     StatusOr<Instruction*> windowed =
         HaloWindow(PartitionedValue(local, x.global_shape(), x.sharding(), &em), w, "slice");
+    if (!windowed.ok()) {
+      // Far windows (the tail of a dim, as jnp.roll slices it): whole source tiles, when their
+      // permutes receive less than the rule handler's gather.
+      std::unique_ptr<Emitter> scratch = Emitter::Scratch(&ctx.state());
+      PartitionedValue dry(scratch->ScratchParameter(local->shape()), x.global_shape(), x.sharding(), scratch.get());
+      if (!FarWindow(dry, w, "").ok() || scratch->cost() >= RulePlanCost(inst, ctx, RuleConfig{})) {
+        return HandleShapeOp(inst, ctx);
+      }
+      windowed = FarWindow(PartitionedValue(local, x.global_shape(), x.sharding(), &em), w, "slice");
+    }
     if (!windowed.ok()) return HandleShapeOp(inst, ctx);
     local = *windowed;
   }
