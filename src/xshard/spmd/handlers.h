@@ -97,6 +97,7 @@ Status HandleSlice(const Instruction& inst, Context& ctx);        // handlers_ha
 Status HandlePad(const Instruction& inst, Context& ctx);
 Status HandleReverse(const Instruction& inst, Context& ctx);
 Status HandleConcatenate(const Instruction& inst, Context& ctx);  // handlers_concat.cc
+Status HandleSort(const Instruction& inst, Context& ctx);         // handlers_sort.cc
 Status HandleParameter(const Instruction& inst, Context& ctx);    // handlers_source.cc
 Status HandleConstant(const Instruction& inst, Context& ctx);
 Status HandleIota(const Instruction& inst, Context& ctx);
