@@ -18,6 +18,8 @@ def ident(a): return a
 def tr(a): return a.T
 def cat(a, b): return jnp.concatenate([a, b], axis=0)
 def flip(a): return jnp.flip(a, 0)
+def roll(a): return jnp.roll(a, 3, axis=0)
+def sort0(a): return jnp.sort(a, axis=0)
 cases = [
     ("emb_train", emb_train, m1, (S((1024, 64), f32), S((32,), i32), S((32, 64), f32)), (P('x', None), P(), P()), P('x', None)),
     ("emb_train_small", emb_train, m1, (S((64, 16), f32), S((8,), i32), S((8, 16), f32)), (P('x', None), P(), P()), P('x', None)),
@@ -26,6 +28,8 @@ cases = [
     ("transpose", tr, m2, (S((64, 32), f32),), (P('x', 'y'),), P('x', 'y')),
     ("concat", cat, m1, (S((64, 16), f32), S((64, 16), f32)), (P('x', None), P('x', None)), P('x', None)),
     ("flip", flip, m1, (S((64, 16), f32),), (P('x', None),), P('x', None)),
+    ("roll", roll, m1, (S((64, 16), f32),), (P('x', None),), P('x', None)),
+    ("sort0", sort0, m1, (S((64, 128), f32),), (P('x', None),), P('x', None)),
 ]
 for name, f, mesh, args, ins, outs in cases:
     j = jax.jit(f, in_shardings=tuple(NamedSharding(mesh, s) for s in ins), out_shardings=NamedSharding(mesh, outs))
