@@ -28,6 +28,13 @@ std::optional<AxesSharding> ViewOf(const HloSharding& s, int rank, const TileMes
   return a;
 }
 
+// True when every position of a dim of `size` (and one past it) fits the index type, so that the
+// shard offsets and bounds the local indices are compared with are exact.
+bool IndexTypeHolds(DType t, int64_t size) {
+  const int bits = DTypeBitWidth(t) - (IsSignedInteger(t) ? 1 : 0);
+  return bits >= 62 || size < (int64_t{1} << bits);
+}
+
 // The index components of `indices` (local) along index_vector_dim `ivd`, one per entry of the
 // index map (the whole array when ivd == rank: one implicit component).
 std::vector<Instruction*> Components(Emitter& em, Instruction* indices, int ivd, size_t count) {
@@ -99,6 +106,7 @@ StatusOr<bool> TryShardedOperandGather(const Instruction& inst, Context& ctx) {
   std::vector<bool> sliced(operand.rank(), false);
   for (int64_t d : g.start_index_map) {
     if (slice_sizes[d] != 1 || operand.dim(static_cast<int>(d)) <= 1 || ox->dims[d].empty()) continue;
+    if (!IndexTypeHolds(indices.dtype(), operand.dim(static_cast<int>(d)))) return false;
     sliced[d] = true;
     oa.dims[d] = ox->dims[d];
     partial.insert(partial.end(), ox->dims[d].begin(), ox->dims[d].end());
@@ -236,6 +244,7 @@ StatusOr<bool> TryShardedOperandScatter(const Instruction& inst, Context& ctx) {
   bool any = false;
   for (int64_t d : sd.scatter_dims_to_operand_dims) {
     if (window[d] != 1 || operand.dim(static_cast<int>(d)) <= 1 || ox->dims[d].empty()) continue;
+    if (!IndexTypeHolds(indices.dtype(), operand.dim(static_cast<int>(d)))) return false;
     sliced[d] = any = true;
     oa.dims[d] = ox->dims[d];
   }

@@ -150,6 +150,17 @@ TEST(GatherHandlerTest, ShardedExplicitBatchDimsNeedNoCollectives) {
   EXPECT_TRUE(Kinds(r).empty());
 }
 
+// s8 indices into a table of 300 rows: shard offsets (up to 225) do not fit the index type, so
+// the table is gathered (values stay right; the lookup reaches rows 0..127 only).
+TEST(GatherHandlerTest, NarrowIndexTypesThatCannotHoldTheOffsetsGather) {
+  const PartitionResult r = Check(R"(ENTRY e {
+  t = f32[300,2] parameter(0), sharding={devices=[4,1]<=[4]}
+  i = s8[2,1] parameter(1), sharding={replicated}
+  ROOT g = f32[2,2] gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,2}, sharding={replicated}
+})", 4);
+  EXPECT_EQ(Kinds(r), std::vector<std::string>{"all-gather"});
+}
+
 // Many lookups in a small table: gathering the table moves fewer bytes than summing the results.
 TEST(GatherHandlerTest, SmallTableWithManyLookupsIsGathered) {
   const PartitionResult r = Check(R"(ENTRY e {
