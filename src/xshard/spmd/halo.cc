@@ -1,9 +1,11 @@
 // HaloWindow: per-shift used ranges, collective-permutes of the used parts, concatenation and a
-// dynamic-slice at each tile's offset.
+// dynamic-slice at each tile's offset. FarWindow: the same by rounds of whole source tiles.
 #include "xshard/spmd/halo.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
 
 #include "xshard/base/strings.h"
 
@@ -95,6 +97,153 @@ StatusOr<Instruction*> HaloWindow(const PartitionedValue& v, const DimWindow& w,
   }
   // Each tile's window offset, looked up by this partition's tile index along d (arithmetic on
   // partition-id, no per-partition table).
+  std::vector<int64_t> by_tile(t);
+  for (int64_t k = 0; k < t; ++k) by_tile[k] = offset[k] + low;
+  std::vector<Instruction*> starts(rank, em.ZeroOf(DType::kS32));
+  starts[d] = em.PerTile(layout, d, by_tile);
+  std::vector<int64_t> sizes = x->shape().dims();
+  sizes[d] = w.size;
+  return em.DynamicSlice(buffer, std::move(starts), std::move(sizes));
+}
+
+
+StatusOr<Instruction*> FarWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why) {
+  Emitter& em = v.emitter();
+  XS_ASSIGN_OR_RETURN(ShardLayout layout, v.Layout());
+  const int d = w.dim;
+  const int64_t t = layout.tiles()[d], len = layout.shard_dims()[d], size = layout.dims()[d];
+  if (!v.sharding().IsTiled() || t <= 1 || len == 0) return FailedPrecondition("the dim is not sharded");
+  // Tile k's needed positions lie in source tiles first[k] .. last[k] (none when last < first).
+  std::vector<int64_t> first(t, 0), last(t, -1);
+  int64_t rounds = 1;
+  for (int64_t k = 0; k < t; ++k) {
+    const int64_t lo = std::max<int64_t>(w.lo[k], 0);
+    const int64_t hi = std::min(w.lo[k] + w.needed[k], size);
+    if (lo >= hi) continue;
+    first[k] = lo / len;
+    last[k] = (hi - 1) / len;
+    rounds = std::max(rounds, last[k] - first[k] + 1);
+  }
+  const TileAssignment& ta = v.sharding().tile_assignment();
+  Instruction* x = v.hlo();
+  const int rank = x->shape().rank();
+  // Slot c of tile k's buffer is source tile first[k] + c (when its window spans it).
+  auto wants = [&](int64_t k, int64_t c) { return first[k] + c <= last[k]; };
+  // One permute per slot when no source tile is wanted by two tiles in the same slot; else one
+  // permute per shift (source tile - target tile), each slot picking its shift's result.
+  bool by_slot = true;
+  for (int64_t c = 0; c < rounds && by_slot; ++c) {
+    std::vector<bool> taken(t, false);
+    for (int64_t k = 0; k < t && by_slot; ++k) {
+      if (!wants(k, c)) continue;
+      by_slot = !taken[first[k] + c];
+      taken[first[k] + c] = true;
+    }
+  }
+  // Devices receiving source tile k + shift(k) for the tiles k with use(k).
+  // The part [a, b) of source tile m that tile k's window uses.
+  auto used_part = [&](int64_t k, int64_t m) {
+    const int64_t lo = std::max<int64_t>(w.lo[k], 0), hi = std::min(w.lo[k] + w.needed[k], size);
+    return std::pair<int64_t, int64_t>{std::max(lo, m * len) - m * len, std::min(hi, (m + 1) * len) - m * len};
+  };
+  auto fetch = [&](const std::function<std::optional<int64_t>(int64_t)>& source_tile, std::string reason) {
+    int64_t a = len, b = 0;
+    for (int64_t k = 0; k < t; ++k) {
+      if (std::optional<int64_t> m = source_tile(k)) {
+        const auto [ka, kb] = used_part(k, *m);
+        a = std::min(a, ka);
+        b = std::max(b, kb);
+      }
+    }
+    std::vector<std::pair<int64_t, int64_t>> pairs;
+    std::vector<int64_t> index(ta.num_dims(), 0);
+    bool identity = true;
+    for (int64_t pos = 0; pos < ta.num_devices(); ++pos) {
+      int64_t rem = pos;
+      for (int k = ta.num_dims() - 1; k >= 0; --k) {
+        index[k] = rem % ta.dim(k);
+        rem /= ta.dim(k);
+      }
+      const int64_t target = ta(index);
+      std::optional<int64_t> m = source_tile(index[d]);
+      if (!m) {
+        identity = false;
+        continue;
+      }
+      index[d] = *m;
+      identity = identity && ta(index) == target;
+      pairs.push_back({ta(index), target});
+    }
+    std::sort(pairs.begin(), pairs.end());
+    if (identity) return x;
+    // Only the used part travels; it is padded back into place in the slot.
+    std::vector<int64_t> starts(rank, 0), limits = x->shape().dims();
+    starts[d] = a;
+    limits[d] = std::max(a, b);
+    Instruction* piece = em.CollectivePermute(em.Slice(x, starts, limits), std::move(pairs), std::move(reason));
+    if (a == 0 && b == len) return piece;
+    std::vector<PaddingDim> padding(rank);
+    padding[d] = PaddingDim{a, len - std::max(a, b), 0};
+    return em.Pad(piece, em.ZeroOf(x->shape().dtype()), std::move(padding));
+  };
+  auto reason = [&](std::string_view what) {
+    return StrCat(why, why.empty() ? "" : ": ", what, " along dim ", d);
+  };
+  std::vector<Instruction*> pieces;
+  if (by_slot) {
+    for (int64_t c = 0; c < rounds; ++c) {
+      pieces.push_back(fetch([&](int64_t k) { return wants(k, c) ? std::optional<int64_t>(first[k] + c) : std::nullopt; },
+                             reason(StrCat("fetch tile ", c, " of each window"))));
+    }
+  } else {
+    std::map<int64_t, Instruction*> by_shift;
+    for (int64_t c = 0; c < rounds; ++c) {
+      for (int64_t k = 0; k < t; ++k) {
+        if (wants(k, c)) by_shift[first[k] + c - k] = nullptr;
+      }
+    }
+    for (auto& [shift, piece] : by_shift) {
+      const int64_t sh = shift;
+      auto uses = [&](int64_t k) {
+        for (int64_t c = 0; c < rounds; ++c) {
+          if (wants(k, c) && first[k] + c - k == sh) return true;
+        }
+        return false;
+      };
+      piece = fetch([&](int64_t k) { return uses(k) ? std::optional<int64_t>(k + sh) : std::nullopt; },
+                    reason(StrCat("fetch the tile ", sh, " away")));
+    }
+    for (int64_t c = 0; c < rounds; ++c) {
+      std::vector<int64_t> shift_of(t, 0);
+      for (int64_t k = 0; k < t; ++k) shift_of[k] = wants(k, c) ? first[k] + c - k : by_shift.begin()->first;
+      Instruction* mine = em.PerTile(layout, d, shift_of);
+      Instruction* slot = nullptr;
+      for (const auto& [shift, piece] : by_shift) {
+        if (slot == nullptr) {
+          slot = piece;
+          continue;
+        }
+        Instruction* is = em.Compare(mine, em.Scalar(DType::kS32, static_cast<double>(shift)), ComparisonDirection::kEq);
+        slot = em.Select(em.Broadcast(is, x->shape().WithDType(DType::kPred), {}), piece, slot);
+      }
+      pieces.push_back(slot);
+    }
+  }
+  Instruction* buffer = pieces.size() == 1 ? pieces[0] : em.Concatenate(std::move(pieces), d);
+  // Tile k's buffer starts at global position first[k] * len.
+  std::vector<int64_t> offset(t, 0);
+  int64_t low = 0, high = 0;
+  for (int64_t k = 0; k < t; ++k) {
+    if (last[k] >= first[k]) offset[k] = w.lo[k] - first[k] * len;
+    low = std::max(low, -offset[k]);
+  }
+  const int64_t buffer_len = rounds * len;
+  for (int64_t k = 0; k < t; ++k) high = std::max(high, offset[k] + w.size - buffer_len);
+  if (low > 0 || high > 0) {
+    std::vector<PaddingDim> padding(rank);
+    padding[d] = PaddingDim{low, high, 0};
+    buffer = em.Pad(buffer, em.ZeroOf(buffer->shape().dtype()), std::move(padding));
+  }
   std::vector<int64_t> by_tile(t);
   for (int64_t k = 0; k < t; ++k) by_tile[k] = offset[k] + low;
   std::vector<Instruction*> starts(rank, em.ZeroOf(DType::kS32));

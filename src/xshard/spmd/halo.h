@@ -29,6 +29,13 @@ struct DimWindow {
 StatusOr<Instruction*> HaloWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why,
                                   int64_t max_shift = 2);
 
+// The same windows for windows that reach far, from whole source tiles: slot c of each tile's
+// buffer is the c-th source tile its window touches. One collective-permute per slot when no
+// source tile is wanted twice in a slot (a window far from its own tile then costs as many
+// permutes as tiles it spans: concatenate's operands land far from where they start); else one
+// per distinct shift (source tile - own tile), each slot selecting its own shift's result.
+StatusOr<Instruction*> FarWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why);
+
 }  // namespace xs::spmd::internal
 
 #endif  // XSHARD_SPMD_HALO_H_

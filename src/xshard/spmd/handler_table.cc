@@ -33,8 +33,8 @@ struct HandlerTable {
     // Rule-driven: dims the op keeps pass through sharded, dims it transforms (sorted, windowed,
     // the fft lengths, the matrices of cholesky / triangular-solve, topk's last dim, batch norm's
     // statistics dims) are made unsharded first by the rule's need-replication factors.
-    for (Opcode op : {Opcode::kTranspose, Opcode::kReshape, Opcode::kReverse, Opcode::kConcatenate,
-                      Opcode::kDynamicSlice, Opcode::kGather, Opcode::kSort, Opcode::kReduceWindow,
+    for (Opcode op : {Opcode::kTranspose, Opcode::kReshape,
+                      Opcode::kDynamicSlice, Opcode::kReduceWindow,
                       Opcode::kSelectAndScatter, Opcode::kBitcastConvert, Opcode::kTopK,
                       Opcode::kFft, Opcode::kCholesky, Opcode::kTriangularSolve,
                       Opcode::kBatchNormTraining, Opcode::kBatchNormInference,
@@ -43,8 +43,12 @@ struct HandlerTable {
     }
     set(Opcode::kSlice, &HandleSlice);
     set(Opcode::kPad, &HandlePad);
+    set(Opcode::kReverse, &HandleReverse);
+    set(Opcode::kConcatenate, &HandleConcatenate);
+    set(Opcode::kSort, &HandleSort);
     set(Opcode::kDynamicUpdateSlice, &HandlePositional);
-    set(Opcode::kScatter, &HandlePositional);
+    set(Opcode::kGather, &HandleGather);
+    set(Opcode::kScatter, &HandleScatter);
     set(Opcode::kTuple, &HandleTuple);
     set(Opcode::kGetTupleElement, &HandleGetTupleElement);
     set(Opcode::kWhile, &HandleWhile);

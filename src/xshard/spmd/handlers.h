@@ -73,6 +73,12 @@ struct RuleConfig {
 // projections, masks padding along sharded reduction dims, emits the local op, and reshards the
 // (possibly partial) result to the target. Unimplemented when the rule is a barrier.
 Status PartitionByRule(const Instruction& inst, Context& ctx, const RuleConfig& config);
+// The cost (bytes received per device, plus one per collective) of the plan PartitionByRule would
+// pick; kImpossibleCost when it has none. Lets a handler with its own strategy compare.
+int64_t RulePlanCost(const Instruction& inst, Context& ctx, const RuleConfig& config);
+// dynamic-update-slice's and scatter's config: every sharded factor is in the base (operands)
+// and the update (updates), since they address global positions.
+RuleConfig PositionalConfig(const Instruction& inst);
 
 // Handlers, one per op family.
 using Handler = Status (*)(const Instruction&, Context&);
@@ -85,8 +91,13 @@ Status HandleReduce(const Instruction& inst, Context& ctx);       // handlers_re
 Status HandleShapeOp(const Instruction& inst, Context& ctx);      // handlers_shape.cc: by rule
 Status HandleBroadcast(const Instruction& inst, Context& ctx);
 Status HandlePositional(const Instruction& inst, Context& ctx);
+Status HandleGather(const Instruction& inst, Context& ctx);       // handlers_gather.cc
+Status HandleScatter(const Instruction& inst, Context& ctx);
 Status HandleSlice(const Instruction& inst, Context& ctx);        // handlers_halo.cc
 Status HandlePad(const Instruction& inst, Context& ctx);
+Status HandleReverse(const Instruction& inst, Context& ctx);
+Status HandleConcatenate(const Instruction& inst, Context& ctx);  // handlers_concat.cc
+Status HandleSort(const Instruction& inst, Context& ctx);         // handlers_sort.cc
 Status HandleParameter(const Instruction& inst, Context& ctx);    // handlers_source.cc
 Status HandleConstant(const Instruction& inst, Context& ctx);
 Status HandleIota(const Instruction& inst, Context& ctx);

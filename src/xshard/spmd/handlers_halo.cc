@@ -1,7 +1,8 @@
-// slice and pad along sharded dims without gathering them: when the result keeps the operand's
-// tiling, each partition builds its piece from its own shard and halos of its neighbours'
-// (halo.h). Strided slices, interior padding, other result tilings and windows that reach far
-// fall back to the rule handler, which gathers the moved dims.
+// slice, pad and reverse along sharded dims without gathering them: when the result keeps the
+// operand's tiling, each partition builds its slice / pad piece from its own shard and halos of
+// its neighbours' (halo.h); reverse permutes whole pieces. Strided slices, interior padding,
+// other result tilings, far windows that cost more than gathering and uneven reversed dims fall
+// back to the rule handler, which gathers the moved dims.
 #include "xshard/base/strings.h"
 #include "xshard/spmd/halo.h"
 #include "xshard/spmd/handlers.h"
@@ -48,6 +49,16 @@ Status HandleSlice(const Instruction& inst, Context& ctx) {
     const DimWindow w = Window(d, in.tiles()[d], out.shard_dims()[d], inst.shape().dim(d), -slice[d].start);
     StatusOr<Instruction*> windowed =
         HaloWindow(PartitionedValue(local, x.global_shape(), x.sharding(), &em), w, "slice");
+    if (!windowed.ok()) {
+      // Far windows (the tail of a dim, as jnp.roll slices it): whole source tiles, when their
+      // permutes receive less than the rule handler's gather.
+      std::unique_ptr<Emitter> scratch = Emitter::Scratch(&ctx.state());
+      PartitionedValue dry(scratch->ScratchParameter(local->shape()), x.global_shape(), x.sharding(), scratch.get());
+      if (!FarWindow(dry, w, "").ok() || scratch->cost() >= RulePlanCost(inst, ctx, RuleConfig{})) {
+        return HandleShapeOp(inst, ctx);
+      }
+      windowed = FarWindow(PartitionedValue(local, x.global_shape(), x.sharding(), &em), w, "slice");
+    }
     if (!windowed.ok()) return HandleShapeOp(inst, ctx);
     local = *windowed;
   }
@@ -98,6 +109,54 @@ Status HandlePad(const Instruction& inst, Context& ctx) {
   Instruction* result = em.Pad(local, value.hlo(), rest);
   ctx.Set(&inst, PartitionedValue(result, inst.shape(), target, &em));
   return OkStatus();
+}
+
+
+namespace {
+
+// `s` with its tile order reversed along each of `dims` (the device of tile k moves to tile
+// tiles - 1 - k).
+StatusOr<HloSharding> Mirrored(const HloSharding& s, const std::vector<int>& dims) {
+  const TileAssignment& ta = s.tile_assignment();
+  const std::vector<int64_t>& devices = ta.devices();
+  std::vector<int64_t> out(devices.size());
+  std::vector<int64_t> strides(ta.num_dims(), 1);
+  for (int d = ta.num_dims() - 2; d >= 0; --d) strides[d] = strides[d + 1] * ta.dim(d + 1);
+  for (size_t pos = 0; pos < devices.size(); ++pos) {
+    int64_t mirrored = static_cast<int64_t>(pos);
+    for (int d : dims) {
+      const int64_t k = static_cast<int64_t>(pos) / strides[d] % ta.dim(d);
+      mirrored += (ta.dim(d) - 1 - 2 * k) * strides[d];
+    }
+    out[mirrored] = devices[pos];
+  }
+  XS_ASSIGN_OR_RETURN(TileAssignment mirrored, TileAssignment::FromDevices(ta.dims(), std::move(out)));
+  return HloSharding::Tile(std::move(mirrored), s.ReplicateOnLastTileDim());
+}
+
+}  // namespace
+
+// reverse along evenly sharded dims: each partition reverses its own piece, which is the
+// result's piece of the mirrored tile; one collective-permute (or whatever the target needs)
+// moves it. Uneven sharded dims go through the rule handler (gathered).
+Status HandleReverse(const Instruction& inst, Context& ctx) {
+  const PartitionedValue& x = ctx.Get(inst.operand(0));
+  const HloSharding& s = x.sharding();
+  if (!s.IsTiled() || !s.subgroup_types().empty() || x.partial()) return HandleShapeOp(inst, ctx);
+  Emitter& em = ctx.em();
+  XS_ASSIGN_OR_RETURN(ShardLayout in, x.Layout());
+  std::vector<int> sharded;
+  for (int64_t d : *inst.attrs().dimensions) {
+    if (in.tiles()[d] == 1) continue;
+    if (in.HasPadding(static_cast<int>(d))) return HandleShapeOp(inst, ctx);
+    sharded.push_back(static_cast<int>(d));
+  }
+  if (sharded.empty()) return HandleShapeOp(inst, ctx);
+  XS_ASSIGN_OR_RETURN(HloSharding mirrored, Mirrored(s, sharded));
+  Attributes attrs;
+  attrs.dimensions = *inst.attrs().dimensions;
+  Instruction* local = em.Add(Opcode::kReverse, x.hlo()->shape(), {x.hlo()}, std::move(attrs));
+  return ctx.Finish(inst, PartitionedValue(local, inst.shape(), mirrored, &em), "reverse");
 }
 
 }  // namespace xs::spmd::internal

@@ -98,13 +98,11 @@ FactorAxes Sanitize(FactorAxes fa, const Op& op, const RuleConfig& config, const
   return fa;
 }
 
-}  // namespace
-
-Status PartitionByRule(const Instruction& inst, Context& ctx, const RuleConfig& config) {
-  XS_ASSIGN_OR_RETURN(Op op, Describe(inst, ctx));
+// The cheapest plan of `op` (swapping the op's own mesh into `swap` when its shardings are not
+// all on the module's mesh).
+StatusOr<Plan> ChoosePlan(Op& op, Context& ctx, const RuleConfig& config, std::optional<MeshSwap>& swap) {
   ModuleState& state = ctx.state();
   ComputeViews(op, state.mesh);
-  std::optional<MeshSwap> swap;
   if (!op.on_mesh) {
     std::optional<TileMesh> local = LocalMesh(op, state.num_partitions);
     if (local) {
@@ -167,6 +165,24 @@ Status PartitionByRule(const Instruction& inst, Context& ctx, const RuleConfig& 
     }
   }
   if (best.cost >= kImpossibleCost) return Unimplemented("no local form of the op fits its shapes");
+  return best;
+}
+
+}  // namespace
+
+int64_t RulePlanCost(const Instruction& inst, Context& ctx, const RuleConfig& config) {
+  StatusOr<Op> op = Describe(inst, ctx);
+  if (!op.ok()) return kImpossibleCost;
+  std::optional<MeshSwap> swap;
+  StatusOr<Plan> best = ChoosePlan(*op, ctx, config, swap);
+  return best.ok() ? best->cost : kImpossibleCost;
+}
+
+Status PartitionByRule(const Instruction& inst, Context& ctx, const RuleConfig& config) {
+  XS_ASSIGN_OR_RETURN(Op op, Describe(inst, ctx));
+  ModuleState& state = ctx.state();
+  std::optional<MeshSwap> swap;
+  XS_ASSIGN_OR_RETURN(Plan best, ChoosePlan(op, ctx, config, swap));
   bool gathers_tiled = false;
   for (size_t i = 0; i < op.operands.size(); ++i) {
     gathers_tiled = gathers_tiled || (op.operands[i].sharding().IsTiled() && best.operands[i].IsReplicated());

@@ -19,9 +19,7 @@ Status HandleBroadcast(const Instruction& inst, Context& ctx) {
   return PartitionByRule(inst, ctx, config);
 }
 
-// dynamic-update-slice and scatter write at global positions: a dim may stay sharded only when
-// the base and the update (updates) share it whole.
-Status HandlePositional(const Instruction& inst, Context& ctx) {
+RuleConfig PositionalConfig(const Instruction& inst) {
   RuleConfig config;
   if (inst.opcode() == Opcode::kDynamicUpdateSlice) {
     config.required_operands = {0, 1};
@@ -32,7 +30,13 @@ Status HandlePositional(const Instruction& inst, Context& ctx) {
       config.required_operands.push_back(n + 1 + i);
     }
   }
-  return PartitionByRule(inst, ctx, config);
+  return config;
+}
+
+// dynamic-update-slice and scatter write at global positions: a dim may stay sharded only when
+// the base and the update (updates) share it whole.
+Status HandlePositional(const Instruction& inst, Context& ctx) {
+  return PartitionByRule(inst, ctx, PositionalConfig(inst));
 }
 
 }  // namespace xs::spmd::internal

@@ -38,7 +38,10 @@ StatusOr<PartitionedValue> ReshardTiled(const PartitionedValue& v, const HloShar
   StatusOr<PartitionedValue> local = internal::LocalSliceRoute(v, target);
   if (local.ok()) return local;
   const std::vector<std::pair<std::string, Route>> routes = {
-      {"axes", internal::AxesRoute}, {"permute", internal::PermuteRoute}, {"full", internal::FullRoute}};
+      {"axes", internal::AxesRoute},
+      {"permute", internal::PermuteRoute},
+      {"all-to-all + permute", internal::AllToAllPermuteRoute},
+      {"full", internal::FullRoute}};
   ModuleState& state = v.emitter().state();
   // The cheapest route depends only on the key: dry-run the routes once per key.
   const ReshardKey key = MakeReshardKey(kRouteDecision, state, v.global_shape(), v.sharding(),

@@ -5,7 +5,8 @@
 // (dynamic-slice at offsets computed from partition-id); all-to-all to move a
 // sharded mesh axis between dims; all-gather over a subgroup (uneven dims: the padded shards are
 // gathered and the padding sliced off); a slice + collective-permute when every target piece sits
-// inside some source piece (a different device order, or a finer tiling); reduce-scatter /
+// inside some source piece (a different device order, or a finer tiling); all-to-alls then one
+// collective-permute when dims trade mesh axes (P('y','x') -> P('x','y')); reduce-scatter /
 // all-reduce for partial results. Gathering to full replication and slicing is the last resort and
 // leaves a warning naming the instruction, both shardings and the bytes moved. Decisions (which
 // route, what a dry run costs) are remembered per (shape, sharding, target) in the ModuleState.

@@ -84,14 +84,6 @@ bool Augment(int64_t target, const std::vector<std::vector<int64_t>>& candidates
   return false;
 }
 
-// The local dims after gathering `count` pieces along `dim` are consistent with `after` when the
-// gathered buffer is exactly the new shard, or the dim ends up whole (the excess is padding).
-bool GatherFits(const std::vector<int64_t>& local, int dim, int64_t count, const ShardLayout& after) {
-  const int64_t gathered = local[dim] * count;
-  return after.shard_dims()[dim] == gathered ||
-         (after.tiles()[dim] == 1 && after.shard_dims()[dim] <= gathered);
-}
-
 // all-gather along `dim` over `groups`, then drops the excess padding when the dim is now whole.
 PartitionedValue Gather(const PartitionedValue& v, int dim, ReplicaGroups groups,
                         const HloSharding& after, const ShardLayout& after_layout, std::string reason) {
@@ -105,9 +97,41 @@ PartitionedValue Gather(const PartitionedValue& v, int dim, ReplicaGroups groups
   return PartitionedValue(x, v.global_shape(), after, &em);
 }
 
-// Moves mesh axes `axes` (n devices) from the minor end of dim i's axes to the minor end of dim
-// j's: split dim j into n chunks, all-to-all them over the axes, concatenate the received chunks
-// along dim i.
+// `s` with tile dim `dim` folded into the replicated subgroup (each new group sorted, as
+// PartialTile keeps them): the tile assignment with `dim` moved next to the replication dim and
+// merged into it. O(rank) for iota forms.
+StatusOr<HloSharding> ReplicateDim(const HloSharding& s, int dim, int rank) {
+  const TileAssignment& ta = s.tile_assignment();
+  std::vector<int> perm;
+  for (int d = 0; d < rank; ++d) {
+    if (d != dim) perm.push_back(d);
+  }
+  perm.push_back(dim);
+  if (s.ReplicateOnLastTileDim()) perm.push_back(ta.num_dims() - 1);
+  std::vector<int64_t> new_dims(ta.dims().begin(), ta.dims().begin() + rank);
+  new_dims[dim] = 1;
+  new_dims.push_back(ta.num_devices() / Product(new_dims));
+  return HloSharding::Tile(ta.Transpose(perm).Reshape(std::move(new_dims)).ToIota(), true);
+}
+
+// Groups along tile dim `dim`: the devices whose tile indices differ only there, in tile order.
+ReplicaGroups LinesAlong(const TileAssignment& ta, int dim) {
+  std::vector<int> perm;
+  for (int d = 0; d < ta.num_dims(); ++d) {
+    if (d != dim) perm.push_back(d);
+  }
+  perm.push_back(dim);
+  return GroupsOf(ta.Transpose(perm).Reshape({ta.num_devices() / ta.dim(dim), ta.dim(dim)}));
+}
+
+}  // namespace
+
+bool GatherFits(const std::vector<int64_t>& local, int dim, int64_t count, const ShardLayout& after) {
+  const int64_t gathered = local[dim] * count;
+  return after.shard_dims()[dim] == gathered ||
+         (after.tiles()[dim] == 1 && after.shard_dims()[dim] <= gathered);
+}
+
 PartitionedValue AllToAllAxes(const PartitionedValue& v, const Axes& axes, int i, int j,
                               const HloSharding& after, const ShardLayout& after_layout,
                               std::string reason) {
@@ -141,35 +165,6 @@ PartitionedValue AllToAllAxes(const PartitionedValue& v, const Axes& axes, int i
   }
   return PartitionedValue(x, v.global_shape(), after, &em);
 }
-
-// `s` with tile dim `dim` folded into the replicated subgroup (each new group sorted, as
-// PartialTile keeps them): the tile assignment with `dim` moved next to the replication dim and
-// merged into it. O(rank) for iota forms.
-StatusOr<HloSharding> ReplicateDim(const HloSharding& s, int dim, int rank) {
-  const TileAssignment& ta = s.tile_assignment();
-  std::vector<int> perm;
-  for (int d = 0; d < rank; ++d) {
-    if (d != dim) perm.push_back(d);
-  }
-  perm.push_back(dim);
-  if (s.ReplicateOnLastTileDim()) perm.push_back(ta.num_dims() - 1);
-  std::vector<int64_t> new_dims(ta.dims().begin(), ta.dims().begin() + rank);
-  new_dims[dim] = 1;
-  new_dims.push_back(ta.num_devices() / Product(new_dims));
-  return HloSharding::Tile(ta.Transpose(perm).Reshape(std::move(new_dims)).ToIota(), true);
-}
-
-// Groups along tile dim `dim`: the devices whose tile indices differ only there, in tile order.
-ReplicaGroups LinesAlong(const TileAssignment& ta, int dim) {
-  std::vector<int> perm;
-  for (int d = 0; d < ta.num_dims(); ++d) {
-    if (d != dim) perm.push_back(d);
-  }
-  perm.push_back(dim);
-  return GroupsOf(ta.Transpose(perm).Reshape({ta.num_devices() / ta.dim(dim), ta.dim(dim)}));
-}
-
-}  // namespace
 
 StatusOr<PartitionedValue> PermuteRoute(const PartitionedValue& v, const HloSharding& target,
                                         std::string_view why) {

@@ -5,7 +5,9 @@
 #ifndef XSHARD_SPMD_RESHARD_ROUTES_H_
 #define XSHARD_SPMD_RESHARD_ROUTES_H_
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "xshard/spmd/partitioned_value.h"
 
@@ -29,6 +31,23 @@ StatusOr<PartitionedValue> PermuteRoute(const PartitionedValue& v, const HloShar
 // slice for the axes it must gain. Needs both shardings expressible on the mesh.
 StatusOr<PartitionedValue> AxesRoute(const PartitionedValue& v, const HloSharding& target,
                                      std::string_view why);
+
+// Mesh axes that change dims by swapping places (P('y','x') -> P('x','y'), a transpose of sharded
+// dims): all-to-alls that give every dim the target's tile count on other axes, then one
+// collective-permute to the target's devices (reshard_swap.cc).
+StatusOr<PartitionedValue> AllToAllPermuteRoute(const PartitionedValue& v, const HloSharding& target,
+                                                std::string_view why);
+
+// Helpers shared by the routes.
+// The local dims after gathering `count` pieces along `dim` are consistent with `after` when the
+// gathered buffer is exactly the new shard, or the dim ends up whole (the excess is padding).
+bool GatherFits(const std::vector<int64_t>& local, int dim, int64_t count, const ShardLayout& after);
+// Moves mesh axes `axes` from the minor end of dim i's axes to the minor end of dim j's (the
+// value becomes `after`, laid out as `after_layout`): split dim j into as many chunks as the axes
+// have devices, all-to-all them over the axes, concatenate the received chunks along dim i.
+PartitionedValue AllToAllAxes(const PartitionedValue& v, const std::vector<int>& axes, int i, int j,
+                              const HloSharding& after, const ShardLayout& after_layout,
+                              std::string reason);
 
 // Last resort: all-gather every tiled dim (groups along the tile assignment's lines, any device
 // order) to full replication, then a local slice.

@@ -56,7 +56,9 @@ Status Localize(Instruction& local, const Instruction& global) {
       break;
     case Opcode::kGather:
       for (int d = 0; d < in.rank(); ++d) {
-        if (local_in.dim(d) == in.dim(d)) continue;
+        // Explicit batching dims take one element per index: sharded like the indices, they stay.
+        const std::vector<int64_t>& batching = attrs.gather->operand_batching_dims;
+        if (local_in.dim(d) == in.dim(d) || std::find(batching.begin(), batching.end(), d) != batching.end()) continue;
         int64_t& size = (*attrs.slice_sizes)[d];
         if (size != in.dim(d)) return Unimplemented("gathered dim is sharded");
         size = local_in.dim(d);
