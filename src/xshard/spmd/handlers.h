@@ -74,7 +74,8 @@ struct RuleConfig {
 // (possibly partial) result to the target. Unimplemented when the rule is a barrier.
 Status PartitionByRule(const Instruction& inst, Context& ctx, const RuleConfig& config);
 // The cost (bytes received per device, plus one per collective) of the plan PartitionByRule would
-// pick; kImpossibleCost when it has none. Lets a handler with its own strategy compare.
+// pick (chosen by estimated time); kImpossibleCost when it has none. Lets a handler with its own
+// strategy compare its ReshardCost / Emitter::cost() against it.
 int64_t RulePlanCost(const Instruction& inst, Context& ctx, const RuleConfig& config);
 // dynamic-update-slice's and scatter's config: every sharded factor is in the base (operands)
 // and the update (updates), since they address global positions.

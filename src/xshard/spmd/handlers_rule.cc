@@ -175,7 +175,12 @@ int64_t RulePlanCost(const Instruction& inst, Context& ctx, const RuleConfig& co
   if (!op.ok()) return kImpossibleCost;
   std::optional<MeshSwap> swap;
   StatusOr<Plan> best = ChoosePlan(*op, ctx, config, swap);
-  return best.ok() ? best->cost : kImpossibleCost;
+  // In the handlers' own units (bytes + one per collective, as ReshardCost and Emitter::cost()
+  // count), not the plan's estimated time: the ops that ask (gather, scatter, concatenate, slice,
+  // sort) do no dot or convolution FLOPs, so their time differs from this only in how much a
+  // collective weighs.
+  if (!best.ok() || best->cost >= kImpossibleCost) return kImpossibleCost;
+  return best->bytes + best->collectives;
 }
 
 Status PartitionByRule(const Instruction& inst, Context& ctx, const RuleConfig& config) {
