@@ -1,4 +1,5 @@
-// Name tables of the enum-valued attributes (comparison direction / type, precision).
+// Name tables of the enum-valued attributes (comparison direction / type, precision, fft type,
+// triangular-solve transpose).
 #include "xshard/ir/attributes.h"
 
 #include <array>
@@ -33,6 +34,14 @@ constexpr std::array<std::pair<Precision, std::string_view>, 4> kPrecisions = {{
     {Precision::kDefault, "default"}, {Precision::kHigh, "high"},
     {Precision::kHighest, "highest"}, {Precision::kPacketNibble, "packed_nibble"},
 }};
+constexpr std::array<std::pair<FftType, std::string_view>, 4> kFftTypes = {{
+    {FftType::kFft, "FFT"}, {FftType::kIfft, "IFFT"},
+    {FftType::kRfft, "RFFT"}, {FftType::kIrfft, "IRFFT"},
+}};
+constexpr std::array<std::pair<TransposeKind, std::string_view>, 3> kTransposeKinds = {{
+    {TransposeKind::kNoTranspose, "NO_TRANSPOSE"}, {TransposeKind::kTranspose, "TRANSPOSE"},
+    {TransposeKind::kAdjoint, "ADJOINT"},
+}};
 
 }  // namespace
 
@@ -46,5 +55,11 @@ std::optional<ComparisonType> ParseComparisonType(std::string_view s) {
 }
 std::string_view PrecisionName(Precision p) { return NameOf(kPrecisions, p); }
 std::optional<Precision> ParsePrecision(std::string_view s) { return Lookup(kPrecisions, s); }
+std::string_view FftTypeName(FftType t) { return NameOf(kFftTypes, t); }
+std::optional<FftType> ParseFftType(std::string_view s) { return Lookup(kFftTypes, s); }
+std::string_view TransposeKindName(TransposeKind t) { return NameOf(kTransposeKinds, t); }
+std::optional<TransposeKind> ParseTransposeKind(std::string_view s) {
+  return Lookup(kTransposeKinds, s);
+}
 
 }  // namespace xs

@@ -112,6 +112,16 @@ std::optional<Precision> ParsePrecision(std::string_view s);
 enum class RngDistribution { kUniform, kNormal };
 enum class RngAlgorithm { kDefault, kThreeFry, kPhilox };
 
+// fft fft_type=FFT / IFFT / RFFT / IRFFT.
+enum class FftType { kFft, kIfft, kRfft, kIrfft };
+std::string_view FftTypeName(FftType t);  // "RFFT"
+std::optional<FftType> ParseFftType(std::string_view s);
+
+// triangular-solve transpose_a=NO_TRANSPOSE / TRANSPOSE / ADJOINT (op(a) = a, a^T or a^H).
+enum class TransposeKind { kNoTranspose, kTranspose, kAdjoint };
+std::string_view TransposeKindName(TransposeKind t);  // "NO_TRANSPOSE"
+std::optional<TransposeKind> ParseTransposeKind(std::string_view s);
+
 // A constant's value: an array, or a tuple of literals (`constant((1, {2, 3}))`).
 struct Literal {
   std::optional<Array> array;     // set for array literals
@@ -124,9 +134,11 @@ struct Literal {
 
 // Every attribute an instruction can carry after its operand list, typed. A field that is unset
 // (nullopt / false / empty) was not written in the text and is not printed. Which fields an
-// opcode uses follows XLA (e.g. broadcast / transpose / reduce / concatenate / all-gather use
-// `dimensions`). Attributes xshard does not interpret (fft_type, epsilon, statistics, ...) are
-// kept verbatim in `other` so that text round-trips.
+// opcode uses follows XLA (e.g. broadcast / transpose / reduce / concatenate / all-gather /
+// all-to-all use `dimensions`). Every attribute the compiler or the executor reads is a typed
+// field, parsed once by text/ (a bad value is a parse error naming the attribute); attributes
+// xshard does not interpret (statistics, schedule, ...) are kept verbatim in `other` so that text
+// round-trips.
 struct Attributes {
   std::optional<std::vector<int64_t>> dimensions;  // dimensions={1,0}
   std::optional<int64_t> parameter_number;         // parameter(N)
@@ -165,11 +177,23 @@ struct Attributes {
   std::optional<int64_t> exponent_bits, mantissa_bits;  // reduce-precision
   std::optional<std::string> infeed_config, outfeed_config;  // unescaped string values
   std::optional<Shape> outfeed_shape;
+  std::optional<FftType> fft_type;                 // fft: fft_type=RFFT
+  std::optional<std::vector<int64_t>> fft_length;  // fft: fft_length={16,8}
+  std::optional<int64_t> k;                        // topk: k=N
+  std::optional<bool> largest;                     // topk, TopK custom-call (unset: true)
+  std::optional<bool> lower;                       // cholesky, triangular-solve (unset: false)
+  std::optional<bool> left_side, unit_diagonal;    // triangular-solve (unset: false)
+  std::optional<TransposeKind> transpose_a;        // triangular-solve (unset: NO_TRANSPOSE)
+  std::optional<double> epsilon;                   // batch-norm-*: epsilon=0.001
+  std::optional<int64_t> feature_index;            // batch-norm-*: feature_index=N
+  std::optional<std::vector<int64_t>> lhs_ragged_dims, rhs_group_dims;  // ragged-dot
+  std::optional<std::string> async_execution_thread;  // async-*: unescaped ("main" when unset)
   std::optional<std::string> metadata;  // text between the braces of metadata={...}, verbatim
   std::optional<std::vector<std::pair<std::string, std::string>>> frontend_attributes;  // unescaped values
   std::vector<std::pair<std::string, std::string>> other;  // (name, value text) verbatim, in order
 
-  // Value text of a verbatim attribute (`other`), or nullopt.
+  // Value text of a verbatim attribute (`other`), or nullopt. For presence checks of attributes
+  // xshard does not interpret (sparsity); a value the compiler reads gets a typed field instead.
   std::optional<std::string_view> Other(std::string_view name) const {
     for (const auto& [n, v] : other)
       if (n == name) return std::string_view(v);

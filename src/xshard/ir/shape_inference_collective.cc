@@ -216,9 +216,8 @@ StatusOr<Shape> SetDimensionSizeHandler(const Instruction& inst) {
 }
 
 StatusOr<Shape> FftHandler(const Instruction& inst) {
-  auto type = inst.attrs().Other("fft_type");
-  auto length_text = inst.attrs().Other("fft_length");
-  auto length = length_text ? ParseIntListText(*length_text) : std::nullopt;
+  const std::optional<FftType>& type = inst.attrs().fft_type;
+  const std::optional<std::vector<int64_t>>& length = inst.attrs().fft_length;
   if (!type || !length || length->empty() || length->size() > 3 ||
       std::any_of(length->begin(), length->end(), [](int64_t n) { return n < 0; })) {
     return InvalidArgument("fft needs fft_type=... and fft_length={...} with 1 to 3 sizes >= 0");
@@ -231,18 +230,20 @@ StatusOr<Shape> FftHandler(const Instruction& inst) {
                            ShapeText(in));
   }
   std::vector<int64_t> dims = in.dims();
-  const bool inverse_real = *type == "IRFFT";
+  const bool inverse_real = *type == FftType::kIrfft;
+  const std::string_view name = FftTypeName(*type);
   for (int i = 0; i < n - (inverse_real ? 1 : 0); ++i) {
-    if (*type != "FFT" && *type != "IFFT" && dims[in.rank() - n + i] != (*length)[i]) {
-      return InvalidArgument(*type, " needs the minor dims of ", ShapeText(in),
+    if (*type != FftType::kFft && *type != FftType::kIfft &&
+        dims[in.rank() - n + i] != (*length)[i]) {
+      return InvalidArgument(name, " needs the minor dims of ", ShapeText(in),
                              " to equal fft_length={", StrJoin(*length, ","), "}");
     }
   }
-  if (*type == "FFT" || *type == "IFFT") {
-    if (!IsComplex(in.dtype())) return InvalidArgument(*type, " needs a complex operand");
+  if (*type == FftType::kFft || *type == FftType::kIfft) {
+    if (!IsComplex(in.dtype())) return InvalidArgument(name, " needs a complex operand");
     return in.WithoutLayout();
   }
-  if (*type == "RFFT") {
+  if (*type == FftType::kRfft) {
     if (in.dtype() != DType::kF32 && in.dtype() != DType::kF64) {
       return InvalidArgument("RFFT needs an f32 or f64 operand, got ", ShapeText(in));
     }
@@ -258,7 +259,7 @@ StatusOr<Shape> FftHandler(const Instruction& inst) {
     dims.back() = length->back();
     return Shape(in.dtype() == DType::kC64 ? DType::kF32 : DType::kF64, dims);
   }
-  return InvalidArgument("unknown fft_type=", *type);
+  return InvalidArgument("unknown fft_type=", name);
 }
 
 Status CheckSquareMinor(const Shape& a, std::string_view op) {
@@ -276,7 +277,7 @@ StatusOr<Shape> CholeskyHandler(const Instruction& inst) {
 StatusOr<Shape> TriangularSolveHandler(const Instruction& inst) {
   const Shape &a = Op(inst, 0), &b = Op(inst, 1);
   XS_RETURN_IF_ERROR(CheckSquareMinor(a, "triangular-solve"));
-  const bool left = inst.attrs().Other("left_side") == std::optional<std::string_view>("true");
+  const bool left = inst.attrs().left_side.value_or(false);
   bool ok = b.IsArray() && b.rank() == a.rank() && b.dtype() == a.dtype() &&
             a.dim(a.rank() - 1) == b.dim(b.rank() - (left ? 2 : 1));
   for (int i = 0; ok && i < a.rank() - 2; ++i) ok = a.dim(i) == b.dim(i);
@@ -287,10 +288,9 @@ StatusOr<Shape> TriangularSolveHandler(const Instruction& inst) {
   return b.WithoutLayout();
 }
 StatusOr<Shape> BatchNormHandler(const Instruction& inst) {
-  auto text = inst.attrs().Other("feature_index");
-  int64_t f = 0;
   const Shape& x = Op(inst, 0);
-  if (!text || !ParseInt64(*text, &f)) return InvalidArgument("batch norm needs feature_index=N");
+  if (!inst.attrs().feature_index) return InvalidArgument("batch norm needs feature_index=N");
+  const int64_t f = *inst.attrs().feature_index;
   XS_RETURN_IF_ERROR(si::ExpectArray(x, "the operand"));
   if (f < 0 || f >= x.rank() || !IsFloating(x.dtype())) {
     return InvalidArgument("feature_index=", f, " must be a dim of the floating operand ",
@@ -340,21 +340,6 @@ constexpr Rule kRules[] = {
 };
 
 }  // namespace
-
-// "{64,32}" -> {64, 32}; nullopt on junk.
-std::optional<std::vector<int64_t>> ParseIntListText(std::string_view text) {
-  text = StripWhitespace(text);
-  if (text.size() < 2 || text.front() != '{' || text.back() != '}') return std::nullopt;
-  std::vector<int64_t> out;
-  std::string_view body = StripWhitespace(text.substr(1, text.size() - 2));
-  if (body.empty()) return out;
-  for (std::string_view piece : StrSplit(body, ',')) {
-    int64_t v = 0;
-    if (!ParseInt64(StripWhitespace(piece), &v)) return std::nullopt;
-    out.push_back(v);
-  }
-  return out;
-}
 
 Handler CollectiveHandlerFor(Opcode op) {
   for (const Rule& r : kRules) {

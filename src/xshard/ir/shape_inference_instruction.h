@@ -27,9 +27,6 @@ StatusOr<Shape> TupleElement(const Shape& s, int i, std::string_view what);
 // dimensions={d}'s d, or `fallback` when absent.
 int64_t FirstDimension(const Instruction& inst, int64_t fallback);
 
-// "{64,32}" -> {64, 32} (verbatim attribute text); nullopt on junk.
-std::optional<std::vector<int64_t>> ParseIntListText(std::string_view text);
-
 using Handler = StatusOr<Shape> (*)(const Instruction&);
 // The handler of a collective / async / host-transfer / misc opcode, or nullptr.
 Handler CollectiveHandlerFor(Opcode op);

@@ -170,11 +170,9 @@ StatusOr<Shape> DotHandler(const Instruction& inst) {
 // dim of one entry per group.
 StatusOr<Shape> RaggedDotHandler(const Instruction& inst) {
   const Shape &lhs = Op(inst, 0), &rhs = Op(inst, 1), &sizes = Op(inst, 2);
-  auto ragged_text = inst.attrs().Other("lhs_ragged_dims");
-  auto group_text = inst.attrs().Other("rhs_group_dims");
-  auto ragged = ragged_text ? sii::ParseIntListText(*ragged_text) : std::nullopt;
-  auto group = group_text ? sii::ParseIntListText(*group_text) : std::vector<int64_t>{};
-  if (!ragged || ragged->size() != 1 || !group) {
+  const std::optional<std::vector<int64_t>>& ragged = inst.attrs().lhs_ragged_dims;
+  const std::vector<int64_t> group = inst.attrs().rhs_group_dims.value_or(std::vector<int64_t>{});
+  if (!ragged || ragged->size() != 1) {
     return InvalidArgument("ragged-dot needs lhs_ragged_dims={d} (and optional rhs_group_dims)");
   }
   XS_RETURN_IF_ERROR(si::ExpectArray(rhs, "rhs"));
@@ -182,18 +180,18 @@ StatusOr<Shape> RaggedDotHandler(const Instruction& inst) {
   if (!sizes.IsArray() || sizes.rank() < 1 || !IsInteger(sizes.dtype())) {
     return InvalidArgument("group sizes must be an integer array, got ", ShapeText(sizes));
   }
-  XS_RETURN_IF_ERROR(si::CheckDimsInRange(*group, rhs.rank(), "rhs group dim", rhs, true));
+  XS_RETURN_IF_ERROR(si::CheckDimsInRange(group, rhs.rank(), "rhs group dim", rhs, true));
   DotDimensionNumbers dn = inst.attrs().dot.value_or(DotDimensionNumbers{});
   std::vector<int64_t> kept;
   for (int i = 0; i < rhs.rank(); ++i) {
-    if (!si::Contains(*group, i)) kept.push_back(rhs.dim(i));
+    if (!si::Contains(group, i)) kept.push_back(rhs.dim(i));
   }
   auto remap = [&](std::vector<int64_t>& dims) -> Status {
     for (int64_t& d : dims) {
-      if (si::Contains(*group, d)) {
+      if (si::Contains(group, d)) {
         return InvalidArgument("rhs group dim ", d, " is also a batch or contracting dim");
       }
-      d -= std::count_if(group->begin(), group->end(), [d](int64_t g) { return g < d; });
+      d -= std::count_if(group.begin(), group.end(), [d](int64_t g) { return g < d; });
     }
     return OkStatus();
   };
@@ -253,10 +251,8 @@ StatusOr<Shape> MapHandler(const Instruction& inst) {
   return InferMapShape(OperandShapes(inst, 0), fn);
 }
 StatusOr<Shape> TopKHandler(const Instruction& inst) {
-  auto k_text = inst.attrs().Other("k");
-  int64_t k = 0;
-  if (!k_text || !ParseInt64(*k_text, &k)) return InvalidArgument("topk needs k=N");
-  return InferTopKShape(Op(inst, 0), k);
+  if (!inst.attrs().k) return InvalidArgument("topk needs k=N");
+  return InferTopKShape(Op(inst, 0), *inst.attrs().k);
 }
 StatusOr<Shape> CallHandler(const Instruction& inst) {
   XS_ASSIGN_OR_RETURN(ProgramShape fn, Called(inst, CallRole::kToApply));

@@ -9,13 +9,9 @@
 namespace xs {
 namespace {
 
-// async_execution_thread="t" of an instruction without its quotes, or "" when absent.
+// async_execution_thread="t" of an instruction (unquoted), or "" when absent.
 std::string ThreadAttr(const Instruction& inst) {
-  auto text = inst.attrs().Other("async_execution_thread");
-  if (!text) return "";
-  std::string_view v = *text;
-  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
-  return std::string(v);
+  return inst.attrs().async_execution_thread.value_or("");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "xshard/text/parser.h"
+#include "xshard/testing/value_or_fail.h"
 
 namespace xs {
 namespace {
@@ -14,14 +15,11 @@ namespace {
 constexpr int64_t kMiB = int64_t{1} << 20;
 
 std::unique_ptr<ShardedProgram> Compile(const std::string& sharding, int64_t n) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(StrCat(R"(HloModule neg
+  std::unique_ptr<Module> m = testing::ValueOrFail(ParseHloModule(StrCat(R"(HloModule neg
 ENTRY e {
   x = f32[1024,1024] parameter(0), sharding=)", sharding, R"(
-  ROOT y = f32[1024,1024] negate(x), sharding=)", sharding, "\n}\n"));
-  XS_CHECK(m.ok(), m.status().ToString());
-  StatusOr<std::unique_ptr<ShardedProgram>> p = ShardedProgram::Compile(**m, n);
-  XS_CHECK(p.ok(), p.status().ToString());
-  return std::move(*p);
+  ROOT y = f32[1024,1024] negate(x), sharding=)", sharding, "\n}\n")));
+  return testing::ValueOrFail(ShardedProgram::Compile(*m, n));
 }
 
 // x (4 MiB) split in 4 row blocks: 4 x 1 MiB shards, each device's 1 MiB result, the 4 MiB

@@ -2,6 +2,8 @@
 // a barrier) must have a partitioned form (or be declared replicated), an executor handler and
 // shape inference. Known gaps are the commented allow-lists below; shrink them as ops are added,
 // never grow them without a reason (an entry that is no longer a gap fails the test too).
+#include <cstring>
+#include <limits>
 #include <set>
 #include <span>
 #include <utility>
@@ -27,8 +29,6 @@ using spmd::PartitionForm;
 const std::set<Opcode> kExecutorGaps = {
     // Stateful random state / dynamic-shape ops with no kernel yet.
     Opcode::kRngGetAndUpdateState, Opcode::kSetDimensionSize,
-    // A float -> int conversion with explicit random bits: needs its own kernel (not a table line).
-    Opcode::kStochasticConvert,
     // collective-reduce (parsed for completeness) has neither kernel nor shape inference yet.
     Opcode::kCollectiveReduce,
 };
@@ -200,6 +200,43 @@ ENTRY e {
   EXPECT_EQ(Values<uint32_t>((*out)[1]), (std::vector<uint32_t>{4294967294u}));
   // 2^62 * 2^62 = 2^124 -> 2^60; -1 * -1 = 1 -> 0.
   EXPECT_EQ(Values<int64_t>((*out)[2]), (std::vector<int64_t>{int64_t{1} << 60, 0}));
+}
+
+// stochastic-convert, the op of the issue's "done when": its table line, shape inference and
+// elementwise rule existed; the executor entry (runtime/executable_elementwise.cc) made it run.
+// Values by hand from XLA's definition: |x| = t + f rounds up when random < f * 2^bits.
+TEST(OpTable, StochasticConvertRoundsUpWhenTheRandomBitsAreBelowTheFraction) {
+  EXPECT_EQ(spmd::PartitionFormOf(Opcode::kStochasticConvert), PartitionForm::kLocal);
+  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(R"(HloModule m
+ENTRY e {
+  x = f32[8] parameter(0)
+  r = u32[8] parameter(1)
+  y = bf16[4] parameter(2)
+  q = u16[4] parameter(3)
+  a = s32[8] stochastic-convert(x, r)
+  b = s8[4] stochastic-convert(y, q)
+  ROOT t = (s32[8], s8[4]) tuple(a, b)
+})");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // bf16 operand 0.5, 0.5, 200, -200 (bit patterns 0x3F00, 0x4348, 0xC348).
+  Array y(DType::kBF16, {4});
+  const uint16_t bf16_bits[4] = {0x3F00, 0x3F00, 0x4348, 0xC348};
+  std::memcpy(y.data(), bf16_bits, sizeof(bf16_bits));
+  const std::vector<Array> args = {
+      Array::FromVector<float>({8}, {2.25f, 2.25f, -2.75f, -2.75f, 5.0f, nan, 3e9f, -3e9f}),
+      // f * 2^32: 0.25 -> 2^30, 0.75 -> 3 * 2^30.
+      Array::FromVector<uint32_t>({8}, {(1u << 30) - 1, 1u << 30, 3u << 30, (3u << 30) - 1, 0, 0, 0, 0}),
+      y, Array::FromVector<uint16_t>({4}, {0x7FFF, 0x8000, 0, 0})};
+  StatusOr<std::vector<Array>> out = Execute(**m, args);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->size(), 2u);
+  // 2.25: random 2^30 - 1 < 2^30 rounds up (3), 2^30 does not (2); -2.75: 3 * 2^30 is not below
+  // 3 * 2^30 (-2), one less is (-3); integral 5 stays; NaN -> 0; +-3e9 clamp to s32's range.
+  EXPECT_EQ(Values<int32_t>((*out)[0]),
+            (std::vector<int32_t>{3, 2, -2, -3, 5, 0, 2147483647, -2147483647 - 1}));
+  // 0.5 * 2^16 = 0x8000: 0x7FFF rounds up to 1, 0x8000 stays 0; 200 and -200 clamp to s8.
+  EXPECT_EQ(Values<int8_t>((*out)[1]), (std::vector<int8_t>{1, 0, 127, -128}));
 }
 
 }  // namespace

@@ -8,22 +8,19 @@
 
 #include "xshard/runtime/client.h"
 #include "xshard/text/parser.h"
+#include "xshard/testing/value_or_fail.h"
 
 namespace xs {
 namespace {
 
 std::unique_ptr<Module> Parse(const std::string& text) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text, "test.hlo");
-  XS_CHECK(m.ok(), m.status().ToString());
-  return std::move(*m);
+  return testing::ValueOrFail(ParseHloModule(text, "test.hlo"));
 }
 
 std::unique_ptr<Client> MakeClient(int64_t n) {
   ClientOptions options;
   options.num_devices = n;
-  StatusOr<std::unique_ptr<Client>> c = Client::Create(options);
-  XS_CHECK(c.ok(), c.status().ToString());
-  return std::move(*c);
+  return testing::ValueOrFail(Client::Create(options));
 }
 
 // Seed 000's "inner axes" case on mesh (a=4, b=2): x[4,16] P(None,'a'), y[16,4] P('a',None).

@@ -193,7 +193,6 @@ TEST(Fft, RejectsWrongTypesAndLengths) {
   EXPECT_FALSE(Fft(Array(DType::kC64, {4}), FftType::kRfft, {4}).ok());
   EXPECT_FALSE(Fft(Array(DType::kC64, {4}), FftType::kFft, {8}).ok());
   EXPECT_FALSE(Fft(Array(DType::kC64, {4}), FftType::kIrfft, {4}).ok());  // needs 3 = 4/2+1
-  EXPECT_FALSE(ParseFftType("DCT").ok());
 }
 
 TEST(TopK, LargestWithTiesAndNaN) {

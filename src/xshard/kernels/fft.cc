@@ -107,14 +107,6 @@ std::vector<C> ResizeLast(const std::vector<C>& v, std::vector<int64_t>& dims, i
 
 }  // namespace
 
-StatusOr<FftType> ParseFftType(std::string_view text) {
-  if (text == "FFT") return FftType::kFft;
-  if (text == "IFFT") return FftType::kIfft;
-  if (text == "RFFT") return FftType::kRfft;
-  if (text == "IRFFT") return FftType::kIrfft;
-  return InvalidArgument("fft_type must be FFT, IFFT, RFFT or IRFFT, got '", text, "'");
-}
-
 StatusOr<Array> Fft(const Array& in, FftType type, const std::vector<int64_t>& lengths) {
   const int r = in.rank();
   const int f = static_cast<int>(lengths.size());

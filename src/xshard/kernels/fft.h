@@ -10,13 +10,12 @@
 
 #include "xshard/base/status.h"
 #include "xshard/core/array.h"
+#include "xshard/ir/attributes.h"
 
 namespace xs::kernels {
 
-enum class FftType { kFft, kIfft, kRfft, kIrfft };
-
-// Parses XLA's fft_type spelling ("FFT", "IFFT", "RFFT", "IRFFT"); error names the value.
-StatusOr<FftType> ParseFftType(std::string_view text);
+// The fft_type attribute's enum (parsed by text/ into Attributes::fft_type).
+using FftType = ::xs::FftType;
 
 // fft(in), fft_type=type, fft_length=lengths. FFT / IFFT: complex in and out, same shape (IFFT
 // scales by 1/N). RFFT: real in (f32 -> c64, f64 -> c128), the last dim becomes n/2+1. IRFFT:

@@ -8,6 +8,7 @@
 
 #include "xshard/base/status.h"
 #include "xshard/core/array.h"
+#include "xshard/ir/attributes.h"
 
 namespace xs::kernels {
 
@@ -16,7 +17,8 @@ namespace xs::kernels {
 // not positive definite comes back all NaN (as jnp.linalg.cholesky gives).
 StatusOr<Array> Cholesky(const Array& a, bool lower);
 
-enum class TransposeA { kNoTranspose, kTranspose, kAdjoint };
+// triangular-solve's transpose_a attribute (Attributes::transpose_a).
+using TransposeA = ::xs::TransposeKind;
 
 struct TriangularSolveOptions {
   bool left_side = true;       // solve op(a) x = b (true) or x op(a) = b (false)

@@ -8,14 +8,13 @@
 #include "xshard/passes/pipeline.h"
 #include "xshard/text/parser.h"
 #include "xshard/text/printer.h"
+#include "xshard/testing/value_or_fail.h"
 
 namespace xs {
 namespace {
 
 std::unique_ptr<Module> Parse(const std::string& text) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
-  XS_CHECK(m.ok(), m.status().ToString());
-  return *std::move(m);
+  return testing::ValueOrFail(ParseHloModule(text));
 }
 
 std::vector<std::string> Names(const Computation& c) {

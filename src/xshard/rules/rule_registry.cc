@@ -64,22 +64,6 @@ OpShardingRule PairLeavesRule(const Instruction& inst, int first_operand, int op
   return std::move(b).Build();
 }
 
-std::optional<std::vector<int64_t>> IntListAttr(const Instruction& inst, std::string_view name) {
-  std::optional<std::string_view> text = inst.attrs().Other(name);
-  if (!text) return std::nullopt;
-  std::string_view body = StripWhitespace(*text);
-  if (!body.empty() && body.front() == '{') body.remove_prefix(1);
-  if (!body.empty() && body.back() == '}') body.remove_suffix(1);
-  std::vector<int64_t> out;
-  if (StripWhitespace(body).empty()) return out;
-  for (std::string_view piece : StrSplit(body, ',')) {
-    int64_t v = 0;
-    if (!ParseInt64(StripWhitespace(piece), &v)) return std::nullopt;
-    out.push_back(v);
-  }
-  return out;
-}
-
 namespace {
 
 RuleTable MakeTable() {

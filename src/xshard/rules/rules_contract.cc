@@ -259,7 +259,7 @@ StatusOr<OpShardingRule> TrailingDimsReplicated(const Instruction& inst, int n) 
 }
 
 StatusOr<OpShardingRule> Fft(const Instruction& inst) {
-  std::optional<std::vector<int64_t>> lengths = IntListAttr(inst, "fft_length");
+  const std::optional<std::vector<int64_t>>& lengths = inst.attrs().fft_length;
   const int n = lengths ? static_cast<int>(lengths->size()) : 1;
   return TrailingDimsReplicated(inst, n);
 }
@@ -271,11 +271,10 @@ StatusOr<OpShardingRule> Matrix(const Instruction& inst) {
 // tensors pass through for inference (elementwise per feature) and need replication for
 // training / grad (their statistics reduce over them).
 StatusOr<OpShardingRule> BatchNorm(const Instruction& inst) {
-  std::optional<std::vector<int64_t>> fi = IntListAttr(inst, "feature_index");
+  const std::optional<int64_t>& fi = inst.attrs().feature_index;
   const Shape& in = inst.operand(0)->shape();
-  if (!fi || fi->size() != 1 || (*fi)[0] < 0 || (*fi)[0] >= in.rank())
-    return BadAttr(inst, "batch norm needs feature_index=N");
-  const int f = static_cast<int>((*fi)[0]);
+  if (!fi || *fi < 0 || *fi >= in.rank()) return BadAttr(inst, "batch norm needs feature_index=N");
+  const int f = static_cast<int>(*fi);
   RuleBuilder b = MakeBuilder(inst);
   std::vector<Ref> full, feature;
   for (int i = 0; i < inst.operand_count(); ++i)

@@ -44,8 +44,6 @@ OpShardingRule PairLeavesRule(const Instruction& inst, int first_operand = 0,
                               int operand_count = -1);
 // True when the two shapes are arrays with identical dims.
 bool SameDims(const Shape& a, const Shape& b);
-// Parses "{8,16}" / "8" style integer lists from a verbatim attribute; nullopt when absent or bad.
-std::optional<std::vector<int64_t>> IntListAttr(const Instruction& inst, std::string_view name);
 
 }  // namespace xs::rules_internal
 

@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "xshard/runtime/executable.h"
 #include "xshard/text/parser.h"
+#include "xshard/testing/value_or_fail.h"
 
 namespace xs {
 namespace {
@@ -79,9 +80,7 @@ TEST(BufferAssignment, InPlaceReuseOnlyWhenTheSourceDiesThere) {
 }
 
 std::unique_ptr<Module> Parse(std::string_view text) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
-  XS_CHECK(m.ok(), m.status().ToString());
-  return std::move(m).value();
+  return testing::ValueOrFail(ParseHloModule(text));
 }
 
 TEST(ExecutorArena, AliasChainKeepsTheSourceAliveUntilItsLastUse) {

@@ -1,7 +1,9 @@
 // Executor handlers for elementwise ops: unary / binary math, compare, convert, bitcast-convert,
-// select, clamp, copy, map, reduce-precision. Results reuse a dying operand's buffer when the
+// select, clamp, copy, map, reduce-precision, stochastic-convert. Results reuse a dying operand's buffer when the
 // dtype and dims match (so a chain of adds allocates nothing).
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "xshard/kernels/reduce.h"
 #include "xshard/kernels/shape_ops.h"
@@ -313,6 +315,74 @@ Status PrepareReducePrecision(const Instruction& inst, Step& step, const Program
   return OkStatus();
 }
 
+// stochastic-convert(x, random) to a signed integer type, as XLA's StochasticConvertDecomposer
+// defines it: |x| = t + f (t integral, 0 <= f < 1) rounds up to t + 1 when random < f * 2^bits
+// (so with probability f for uniform random bits), the sign is put back, NaN gives 0 and values at
+// or beyond the type's range clamp to its min / max. Computed in double (exact for every operand
+// type xshard has: f * 2^bits is a power-of-two scaling).
+template <typename R, typename U>
+void StochasticConvertLoop(const Array& x, const U* random, R* out, int64_t n) {
+  constexpr double kMin = static_cast<double>(std::numeric_limits<R>::min());
+  constexpr double kMax = static_cast<double>(std::numeric_limits<R>::max());
+  const double scale = std::ldexp(1.0, std::numeric_limits<U>::digits);
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x.GetDouble(i);
+    if (std::isnan(v)) {
+      out[i] = 0;
+    } else if (v <= kMin) {
+      out[i] = std::numeric_limits<R>::min();
+    } else if (v >= kMax) {
+      out[i] = std::numeric_limits<R>::max();
+    } else {
+      const double a = std::fabs(v), t = std::floor(a);
+      R r = static_cast<R>(t);
+      if (random[i] < static_cast<U>((a - t) * scale)) ++r;
+      out[i] = v < 0 ? static_cast<R>(-r) : r;
+    }
+  }
+}
+
+template <typename R>
+void StochasticConvertTo(const Array& x, const Array& random, R* out, int64_t n) {
+  switch (random.dtype()) {
+    case DType::kU8: return StochasticConvertLoop(x, reinterpret_cast<const uint8_t*>(random.data()), out, n);
+    case DType::kU16: return StochasticConvertLoop(x, reinterpret_cast<const uint16_t*>(random.data()), out, n);
+    case DType::kU32: return StochasticConvertLoop(x, reinterpret_cast<const uint32_t*>(random.data()), out, n);
+    default: return StochasticConvertLoop(x, reinterpret_cast<const uint64_t*>(random.data()), out, n);
+  }
+}
+
+Status RunStochasticConvert(const Step& step, Frame& frame, RunContext& ctx) {
+  const Array& x = OperandArray(step, frame, 0);
+  const Array& random = OperandArray(step, frame, 1);
+  std::shared_ptr<Array> out = NewArray(step.inst->shape(), ctx);
+  void* o = out->data();
+  switch (out->dtype()) {
+    case DType::kS8: StochasticConvertTo(x, random, static_cast<int8_t*>(o), step.count); break;
+    case DType::kS16: StochasticConvertTo(x, random, static_cast<int16_t*>(o), step.count); break;
+    case DType::kS32: StochasticConvertTo(x, random, static_cast<int32_t*>(o), step.count); break;
+    default: StochasticConvertTo(x, random, static_cast<int64_t*>(o), step.count); break;
+  }
+  frame.slots[step.out] = OwnedSlot(std::move(out));
+  return OkStatus();
+}
+
+Status PrepareStochasticConvert(const Instruction& inst, Step& step, const Program&) {
+  XS_RETURN_IF_ERROR(RequireArrayOperands(inst));
+  const DType to = inst.shape().dtype(), bits = inst.operand(1)->shape().dtype();
+  if (to != DType::kS8 && to != DType::kS16 && to != DType::kS32 && to != DType::kS64) {
+    return UnsupportedInstruction(inst, StrCat("stochastic-convert to ", DTypeName(to),
+                                               " (XLA defines it for signed integer results)"));
+  }
+  if (bits != DType::kU8 && bits != DType::kU16 && bits != DType::kU32 && bits != DType::kU64) {
+    return InvalidArgument("stochastic-convert '", inst.name(), "' needs unsigned random bits, got ",
+                           DTypeName(bits));
+  }
+  step.run = &RunStochasticConvert;
+  step.writes_result_buffer = true;
+  return OkStatus();
+}
+
 }  // namespace
 
 void RegisterElementwiseHandlers(HandlerTable& t) {
@@ -341,6 +411,7 @@ void RegisterElementwiseHandlers(HandlerTable& t) {
   t[static_cast<int>(Opcode::kClamp)] = &PrepareClamp;
   t[static_cast<int>(Opcode::kMap)] = &PrepareMap;
   t[static_cast<int>(Opcode::kReducePrecision)] = &PrepareReducePrecision;
+  t[static_cast<int>(Opcode::kStochasticConvert)] = &PrepareStochasticConvert;
 }
 
 }  // namespace xs

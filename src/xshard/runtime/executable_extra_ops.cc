@@ -5,7 +5,6 @@
 #include <memory>
 #include <string>
 
-#include "xshard/ir/shape_inference_instruction.h"
 #include "xshard/kernels/batch_norm.h"
 #include "xshard/kernels/fft.h"
 #include "xshard/kernels/linalg.h"
@@ -17,35 +16,12 @@
 namespace xs {
 namespace {
 
-// ---- attribute readers (verbatim attribute text -> value; errors name the attribute) ----
+// ---- attribute readers (typed attributes parsed by text/; errors name a missing one) ----
 
-StatusOr<bool> BoolAttr(const Instruction& inst, std::string_view name, bool fallback) {
-  std::optional<std::string_view> text = inst.attrs().Other(name);
-  if (!text) return fallback;
-  if (*text == "true") return true;
-  if (*text == "false") return false;
-  return InvalidArgument(name, "=", *text, " must be true or false");
-}
-
-StatusOr<int64_t> IntAttr(const Instruction& inst, std::string_view name) {
-  std::optional<std::string_view> text = inst.attrs().Other(name);
-  int64_t v = 0;
-  if (!text || !ParseInt64(*text, &v)) return InvalidArgument(inst.opcode() == Opcode::kTopK ? "topk" : "the op",
-                                                               " needs an integer ", name, "=N");
-  return v;
-}
-
-StatusOr<double> DoubleAttr(const Instruction& inst, std::string_view name) {
-  std::optional<std::string_view> text = inst.attrs().Other(name);
-  double v = 0;
-  if (!text || !ParseDouble(*text, &v)) return InvalidArgument(OpcodeName(inst.opcode()), " needs a number ", name, "=X");
-  return v;
-}
-
-StatusOr<std::vector<int64_t>> IntListAttr(const Instruction& inst, std::string_view name) {
-  std::optional<std::string_view> text = inst.attrs().Other(name);
-  std::optional<std::vector<int64_t>> v = text ? sii::ParseIntListText(*text) : std::nullopt;
-  if (!v) return InvalidArgument(OpcodeName(inst.opcode()), " needs ", name, "={n,...}");
+template <typename T>
+StatusOr<T> Required(const Instruction& inst, const std::optional<T>& v, std::string_view name,
+                     std::string_view form) {
+  if (!v) return InvalidArgument(OpcodeName(inst.opcode()), " '", inst.name(), "' needs ", name, "=", form);
   return *v;
 }
 
@@ -113,8 +89,8 @@ Status CheckTopKShape(const Instruction& inst, int64_t k) {
 
 Status PrepareTopK(const Instruction& inst, Step& step, const Program&) {
   auto p = std::make_shared<TopKParams>();
-  XS_ASSIGN_OR_RETURN(p->k, IntAttr(inst, "k"));
-  XS_ASSIGN_OR_RETURN(p->largest, BoolAttr(inst, "largest", true));
+  XS_ASSIGN_OR_RETURN(p->k, Required(inst, inst.attrs().k, "k", "N"));
+  p->largest = inst.attrs().largest.value_or(true);
   XS_RETURN_IF_ERROR(CheckTopKShape(inst, p->k));
   step.extra = std::move(p);
   step.run = &RunTopK;
@@ -132,9 +108,8 @@ Status RunFft(const Step& step, Frame& frame, RunContext& ctx) {
 
 Status PrepareFft(const Instruction& inst, Step& step, const Program&) {
   auto p = std::make_shared<FftParams>();
-  std::optional<std::string_view> type = inst.attrs().Other("fft_type");
-  XS_ASSIGN_OR_RETURN(p->type, kernels::ParseFftType(type.value_or("")));
-  XS_ASSIGN_OR_RETURN(p->lengths, IntListAttr(inst, "fft_length"));
+  XS_ASSIGN_OR_RETURN(p->type, Required(inst, inst.attrs().fft_type, "fft_type", "FFT|IFFT|RFFT|IRFFT"));
+  XS_ASSIGN_OR_RETURN(p->lengths, Required(inst, inst.attrs().fft_length, "fft_length", "{n,...}"));
   step.extra = std::move(p);
   step.run = &RunFft;
   return OkStatus();
@@ -150,7 +125,7 @@ Status RunCholesky(const Step& step, Frame& frame, RunContext& ctx) {
 
 Status PrepareCholesky(const Instruction& inst, Step& step, const Program&) {
   auto p = std::make_shared<CholeskyParams>();
-  XS_ASSIGN_OR_RETURN(p->lower, BoolAttr(inst, "lower", false));
+  p->lower = inst.attrs().lower.value_or(false);
   step.extra = std::move(p);
   step.run = &RunCholesky;
   return OkStatus();
@@ -165,19 +140,11 @@ Status RunTriangularSolve(const Step& step, Frame& frame, RunContext& ctx) {
 
 Status PrepareTriangularSolve(const Instruction& inst, Step& step, const Program&) {
   auto p = std::make_shared<SolveParams>();
-  XS_ASSIGN_OR_RETURN(p->options.left_side, BoolAttr(inst, "left_side", false));
-  XS_ASSIGN_OR_RETURN(p->options.lower, BoolAttr(inst, "lower", false));
-  XS_ASSIGN_OR_RETURN(p->options.unit_diagonal, BoolAttr(inst, "unit_diagonal", false));
-  const std::string_view t = inst.attrs().Other("transpose_a").value_or("NO_TRANSPOSE");
-  if (t == "NO_TRANSPOSE") {
-    p->options.transpose_a = kernels::TransposeA::kNoTranspose;
-  } else if (t == "TRANSPOSE") {
-    p->options.transpose_a = kernels::TransposeA::kTranspose;
-  } else if (t == "ADJOINT") {
-    p->options.transpose_a = kernels::TransposeA::kAdjoint;
-  } else {
-    return InvalidArgument("transpose_a=", t, " must be NO_TRANSPOSE, TRANSPOSE or ADJOINT");
-  }
+  const Attributes& a = inst.attrs();
+  p->options.left_side = a.left_side.value_or(false);
+  p->options.lower = a.lower.value_or(false);
+  p->options.unit_diagonal = a.unit_diagonal.value_or(false);
+  p->options.transpose_a = a.transpose_a.value_or(TransposeKind::kNoTranspose);
   step.extra = std::move(p);
   step.run = &RunTriangularSolve;
   return OkStatus();
@@ -231,8 +198,8 @@ Status PrepareRngBitGenerator(const Instruction& inst, Step& step, const Program
 
 StatusOr<std::shared_ptr<BatchNormParams>> ReadBatchNorm(const Instruction& inst) {
   auto p = std::make_shared<BatchNormParams>();
-  XS_ASSIGN_OR_RETURN(p->epsilon, DoubleAttr(inst, "epsilon"));
-  XS_ASSIGN_OR_RETURN(p->feature_index, IntAttr(inst, "feature_index"));
+  XS_ASSIGN_OR_RETURN(p->epsilon, Required(inst, inst.attrs().epsilon, "epsilon", "X"));
+  XS_ASSIGN_OR_RETURN(p->feature_index, Required(inst, inst.attrs().feature_index, "feature_index", "N"));
   return p;
 }
 
@@ -285,12 +252,10 @@ Status RunRaggedDot(const Step& step, Frame& frame, RunContext& ctx) {
 Status PrepareRaggedDot(const Instruction& inst, Step& step, const Program&) {
   auto p = std::make_shared<RaggedParams>();
   p->dims.dot = inst.attrs().dot.value_or(DotDimensionNumbers{});
-  XS_ASSIGN_OR_RETURN(std::vector<int64_t> ragged, IntListAttr(inst, "lhs_ragged_dims"));
+  XS_ASSIGN_OR_RETURN(std::vector<int64_t> ragged, Required(inst, inst.attrs().lhs_ragged_dims, "lhs_ragged_dims", "{d}"));
   if (ragged.size() != 1) return InvalidArgument("ragged-dot needs exactly one lhs_ragged_dims entry");
   p->dims.lhs_ragged = ragged[0];
-  if (inst.attrs().Other("rhs_group_dims")) {
-    XS_ASSIGN_OR_RETURN(p->dims.rhs_group, IntListAttr(inst, "rhs_group_dims"));
-  }
+  p->dims.rhs_group = inst.attrs().rhs_group_dims.value_or(std::vector<int64_t>{});
   step.extra = std::move(p);
   step.run = &RunRaggedDot;
   return OkStatus();
@@ -407,7 +372,7 @@ Status PrepareExtraCustomCall(const Instruction& inst, Step& step, const Program
     }
     auto p = std::make_shared<TopKParams>();
     p->k = s.tuple_shape(0).dims().back();
-    XS_ASSIGN_OR_RETURN(p->largest, BoolAttr(inst, "largest", true));
+    p->largest = inst.attrs().largest.value_or(true);
     XS_RETURN_IF_ERROR(CheckTopKShape(inst, p->k));
     step.extra = std::move(p);
     step.run = &RunTopK;

@@ -9,14 +9,13 @@
 #include "gtest/gtest.h"
 #include "xshard/runtime/executable.h"
 #include "xshard/text/parser.h"
+#include "xshard/testing/value_or_fail.h"
 
 namespace xs {
 namespace {
 
 std::unique_ptr<Module> Parse(const std::string& text) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
-  XS_CHECK(m.ok(), m.status().ToString(), "\n", text);
-  return std::move(m).value();
+  return testing::ValueOrFail(ParseHloModule(text), text);
 }
 
 std::string DimsText(const std::vector<int64_t>& d) {

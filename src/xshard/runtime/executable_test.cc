@@ -4,14 +4,13 @@
 
 #include "gtest/gtest.h"
 #include "xshard/text/parser.h"
+#include "xshard/testing/value_or_fail.h"
 
 namespace xs {
 namespace {
 
 std::unique_ptr<Module> Parse(std::string_view text) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
-  XS_CHECK(m.ok(), m.status().ToString());
-  return std::move(m).value();
+  return testing::ValueOrFail(ParseHloModule(text));
 }
 
 StatusOr<std::vector<Array>> RunHlo(std::string_view text, std::vector<Array> args,

@@ -13,6 +13,7 @@
 #include "xshard/runtime/spmd_executor.h"
 #include "xshard/runtime/wait.h"
 #include "xshard/text/parser.h"
+#include "xshard/testing/value_or_fail.h"
 
 namespace xs {
 namespace {
@@ -25,9 +26,7 @@ std::unique_ptr<Client> MakeClient(int64_t n, std::chrono::milliseconds timeout)
   ClientOptions o;
   o.num_devices = n;
   o.collective_timeout = timeout;
-  StatusOr<std::unique_ptr<Client>> c = Client::Create(o);
-  XS_CHECK(c.ok(), c.status().ToString());
-  return std::move(c).value();
+  return testing::ValueOrFail(Client::Create(o));
 }
 
 StatusOr<SpmdResult> RunSpmd(std::string_view text, const std::vector<std::vector<Array>>& args) {

@@ -19,6 +19,7 @@
 #include <chrono>
 
 #include "xshard/runtime/spmd_executor.h"
+#include "xshard/testing/value_or_fail.h"
 
 namespace xs {
 namespace {
@@ -34,20 +35,17 @@ struct Outcome {
 };
 
 Outcome RunAndTime(std::string_view text, int64_t n, const SpmdRunOptions& options = {}) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
-  XS_CHECK(m.ok(), m.status().ToString());
-  StatusOr<std::unique_ptr<SpmdExecutable>> exe = SpmdExecutable::Create(**m);
-  XS_CHECK(exe.ok(), exe.status().ToString());
+  std::unique_ptr<Module> m = testing::ValueOrFail(ParseHloModule(text));
+  std::unique_ptr<SpmdExecutable> exe = testing::ValueOrFail(SpmdExecutable::Create(*m));
   ClientOptions o;
   o.num_devices = n;
   o.collective_timeout = kTimeout;
-  StatusOr<std::unique_ptr<Client>> client = Client::Create(o);
-  XS_CHECK(client.ok(), client.status().ToString());
+  std::unique_ptr<Client> client = testing::ValueOrFail(Client::Create(o));
   std::vector<std::vector<Array>> args(n);
   for (auto& a : args) a.push_back(Array(DType::kF32, {2}));
   Outcome out;
   const auto start = std::chrono::steady_clock::now();
-  out.status = (*exe)->Run(**client, args, options, &out.devices).status();
+  out.status = exe->Run(*client, args, options, &out.devices).status();
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "xshard/runtime/spmd_executor.h"
+#include "xshard/testing/value_or_fail.h"
 
 namespace xs {
 namespace {
@@ -27,9 +28,7 @@ std::unique_ptr<Client> MakeClient(int64_t n) {
   ClientOptions o;
   o.num_devices = n;
   o.collective_timeout = std::chrono::milliseconds(10000);
-  StatusOr<std::unique_ptr<Client>> c = Client::Create(o);
-  XS_CHECK(c.ok(), c.status().ToString());
-  return std::move(c).value();
+  return testing::ValueOrFail(Client::Create(o));
 }
 
 // Parses, plans and runs `text` on a client with `devices` devices.
@@ -42,9 +41,8 @@ StatusOr<SpmdResult> RunSpmd(std::string_view text, const std::vector<std::vecto
 }
 
 Status PlanError(std::string_view text) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
-  XS_CHECK(m.ok(), m.status().ToString());
-  return SpmdExecutable::Create(**m).status();
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> m, ParseHloModule(text));
+  return SpmdExecutable::Create(*m).status();
 }
 
 std::vector<int32_t> I32(const Array& a) {

@@ -8,14 +8,13 @@
 #include "xshard/spmd/run_partitioned.h"
 #include "xshard/text/parser.h"
 #include "xshard/text/printer.h"
+#include "xshard/testing/value_or_fail.h"
 
 namespace xs::spmd {
 namespace {
 
 std::unique_ptr<Module> Parse(std::string_view text) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
-  XS_CHECK(m.ok(), m.status().ToString());
-  return std::move(m).value();
+  return xs::testing::ValueOrFail(ParseHloModule(text));
 }
 
 // spmd_partitioner_test/PartitionCollectivePermute: a collective-permute inside a partially

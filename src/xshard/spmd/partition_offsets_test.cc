@@ -9,14 +9,13 @@
 #include "xshard/spmd/run_partitioned.h"
 #include "xshard/text/parser.h"
 #include "xshard/text/printer.h"
+#include "xshard/testing/value_or_fail.h"
 
 namespace xs::spmd {
 namespace {
 
 std::unique_ptr<Module> ParseOk(const std::string& text) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
-  XS_CHECK(m.ok(), m.status().ToString());
-  return *std::move(m);
+  return xs::testing::ValueOrFail(ParseHloModule(text));
 }
 
 // Partitions `body` for n partitions and, when `run`, checks the numbers on n devices.

@@ -49,6 +49,41 @@ Handler BoolTo(bool Attributes::*field, std::string_view name) {
     return OkStatus();
   };
 }
+Handler OptionalBoolTo(std::optional<bool> Attributes::*field, std::string_view name) {
+  return [field, name](Lexer& lex, AttrSink& s) -> Status {
+    XS_ASSIGN_OR_RETURN(bool v, ParseBool(lex, name));
+    s.inst->mutable_attrs().*field = v;
+    return OkStatus();
+  };
+}
+Handler DoubleTo(std::optional<double> Attributes::*field, std::string_view name) {
+  return [field, name](Lexer& lex, AttrSink& s) -> Status {
+    size_t at = (lex.SkipSpace(), lex.pos());
+    std::string_view text = lex.ScanNumberText();
+    double v = 0;
+    if (text.empty() || !ParseDouble(text, &v))
+      return lex.ErrorAt(at, StrCat("bad value for attribute '", name, "': expected a number, got '",
+                                    text.empty() ? lex.PeekWord() : text, "'"));
+    s.inst->mutable_attrs().*field = v;
+    return OkStatus();
+  };
+}
+// An enum word looked up by `parse` (ir/attributes.h); the error names the attribute, the word
+// and the accepted spellings.
+template <typename E>
+Handler EnumTo(std::optional<E> Attributes::*field, std::string_view name,
+               std::optional<E> (*parse)(std::string_view), std::string_view choices) {
+  return [field, name, parse, choices](Lexer& lex, AttrSink& s) -> Status {
+    size_t at = (lex.SkipSpace(), lex.pos());
+    std::string_view w = lex.ScanIdentifier();
+    std::optional<E> e = parse(w);
+    if (!e)
+      return lex.ErrorAt(at, StrCat("bad value for attribute '", name, "': '", w,
+                                    "' is not one of ", choices));
+    s.inst->mutable_attrs().*field = *e;
+    return OkStatus();
+  };
+}
 Handler StringTo(std::optional<std::string> Attributes::*field) {
   return [field](Lexer& lex, AttrSink& s) -> Status {
     XS_ASSIGN_OR_RETURN(std::string v, ParseString(lex));
@@ -83,12 +118,10 @@ Handler Call(CallRole role) {
 
 // Attribute names kept verbatim (XLA attributes xshard does not interpret).
 constexpr std::string_view kVerbatim[] = {
-    "algorithm", "async_execution_thread", "batch_norm", "cross_program_prefetch_index",
-    "domain", "epsilon", "feature_index", "fft_length", "fft_type", "is_associative",
-    "is_composite", "is_host_transfer", "is_reverse", "k", "largest", "left_side", "lhs_ragged_dims",
-    "lower", "num_carries", "operand_layout_constraints", "origin", "output_to_operand_aliasing",
-    "rhs_group_dims", "result_accuracy", "schedule", "split_dimension", "statistics",
-    "transpose_a", "unit_diagonal", "lhs_group_dims", "ragged_dot_mode", "delta",
+    "algorithm", "batch_norm", "cross_program_prefetch_index", "domain", "is_associative",
+    "is_composite", "is_host_transfer", "is_reverse", "num_carries",
+    "operand_layout_constraints", "origin", "output_to_operand_aliasing", "result_accuracy",
+    "schedule", "split_dimension", "statistics", "lhs_group_dims", "ragged_dot_mode", "delta",
     "parameter_replication", "composite", "sparsity", "mode", "dynamic_slice_sizes_list",
     "slice_sizes_list", "scatter_dim", "known_cycle", "literal", "sparsity_config",
 };
@@ -256,6 +289,22 @@ const std::unordered_map<std::string_view, Handler>& Table() {
          return OkStatus();
        }},
       {"frontend_attributes", ParseFrontendAttributes},
+      {"fft_type", EnumTo<FftType>(&Attributes::fft_type, "fft_type", &ParseFftType,
+                                   "FFT, IFFT, RFFT, IRFFT")},
+      {"fft_length", IntListTo(&Attributes::fft_length, "fft_length")},
+      {"k", IntTo(&Attributes::k, "k")},
+      {"largest", OptionalBoolTo(&Attributes::largest, "largest")},
+      {"lower", OptionalBoolTo(&Attributes::lower, "lower")},
+      {"left_side", OptionalBoolTo(&Attributes::left_side, "left_side")},
+      {"unit_diagonal", OptionalBoolTo(&Attributes::unit_diagonal, "unit_diagonal")},
+      {"transpose_a", EnumTo<TransposeKind>(&Attributes::transpose_a, "transpose_a",
+                                            &ParseTransposeKind,
+                                            "NO_TRANSPOSE, TRANSPOSE, ADJOINT")},
+      {"epsilon", DoubleTo(&Attributes::epsilon, "epsilon")},
+      {"feature_index", IntTo(&Attributes::feature_index, "feature_index")},
+      {"lhs_ragged_dims", IntListTo(&Attributes::lhs_ragged_dims, "lhs_ragged_dims")},
+      {"rhs_group_dims", IntListTo(&Attributes::rhs_group_dims, "rhs_group_dims")},
+      {"async_execution_thread", StringTo(&Attributes::async_execution_thread)},
       {"sharding", ParseSharding},
       {"control-predecessors",
        [](Lexer& lex, AttrSink& s) -> Status {

@@ -49,7 +49,7 @@ StatusOr<std::vector<int64_t>> ParseXList(Lexer& lex, std::string_view what) {
 StatusOr<bool> ParseBool(Lexer& lex, std::string_view name) {
   if (lex.TryConsumeWord("true")) return true;
   if (lex.TryConsumeWord("false")) return false;
-  return lex.Error(StrCat("expected true or false for ", name));
+  return lex.Error(StrCat("expected true or false for ", name, ", got '", lex.PeekWord(), "'"));
 }
 
 StatusOr<int64_t> ParseInt(Lexer& lex, std::string_view name) {

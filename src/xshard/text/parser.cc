@@ -292,14 +292,8 @@ StatusOr<Instruction*> Parser::ParseRhs(CompState& st, std::string name, size_t 
     wrapped->set_sharding(std::nullopt);
     sa.metadata = std::move(wa.metadata);
     wa.metadata.reset();
-    for (auto it = wa.other.begin(); it != wa.other.end();) {
-      if (it->first == "async_execution_thread") {
-        sa.other.push_back(std::move(*it));
-        it = wa.other.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    sa.async_execution_thread = std::move(wa.async_execution_thread);
+    wa.async_execution_thread.reset();
     const Shape& s = inst->shape();
     if (!s.IsTuple() || s.tuple_size() < 2 || !s.tuple_shape(0).IsTuple())
       return lex_.ErrorAt(op_at, StrCat("'", word, "' needs the async shape ((operand shapes...), "

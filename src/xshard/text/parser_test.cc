@@ -272,7 +272,7 @@ TEST(Parser, DesugarsAsyncStartUpdateDone) {
   EXPECT_EQ(w->root()->opcode(), Opcode::kAdd);
   EXPECT_EQ(w->root()->shape().ToString(), "f32[4]");
   EXPECT_EQ(w->num_parameters(), 2);
-  EXPECT_EQ(*s->attrs().Other("async_execution_thread"), "\"t1\"");
+  EXPECT_EQ(s->attrs().async_execution_thread, "t1");
   EXPECT_TRUE(s->sharding()->IsReplicated());
   EXPECT_EQ(Get(*m, "u")->opcode(), Opcode::kAsyncUpdate);
   EXPECT_EQ(Get(*m, "u")->async_wrapped_computation(), w);

@@ -166,6 +166,27 @@ void TypedAttributes(const Instruction& inst, Attrs& out) {
   if (a.infeed_config) add("infeed_config", CEscape(*a.infeed_config));
   if (a.outfeed_config) add("outfeed_config", CEscape(*a.outfeed_config));
   if (a.outfeed_shape) add("outfeed_shape", a.outfeed_shape->ToString());
+  if (a.fft_type) add("fft_type", std::string(FftTypeName(*a.fft_type)));
+  if (a.fft_length) add("fft_length", Ints(*a.fft_length));
+  if (a.k) add("k", StrCat(*a.k));
+  auto add_bool = [&](std::string_view k, const std::optional<bool>& v) {
+    if (v) add(k, *v ? "true" : "false");
+  };
+  add_bool("largest", a.largest);
+  add_bool("left_side", a.left_side);
+  add_bool("lower", a.lower);
+  add_bool("unit_diagonal", a.unit_diagonal);
+  if (a.transpose_a) add("transpose_a", std::string(TransposeKindName(*a.transpose_a)));
+  if (a.epsilon) add("epsilon", StrCat(*a.epsilon));
+  if (a.feature_index) add("feature_index", StrCat(*a.feature_index));
+  if (a.lhs_ragged_dims) add("lhs_ragged_dims", Ints(*a.lhs_ragged_dims));
+  if (a.rhs_group_dims) add("rhs_group_dims", Ints(*a.rhs_group_dims));
+}
+
+// Attributes of an async wrapper itself that the sugar form (`add-start`) keeps on the start.
+void AsyncAttributes(const Instruction& inst, Attrs& out) {
+  if (inst.attrs().async_execution_thread)
+    out.push_back({"async_execution_thread", CEscape(*inst.attrs().async_execution_thread)});
 }
 
 bool IsListRole(CallRole r) {
@@ -249,6 +270,7 @@ std::string PrintInstruction(const Instruction& inst, const PrintOptions& o) {
   const Instruction& typed = sugar != nullptr && inst.opcode() == Opcode::kAsyncStart ? *sugar : inst;
   Attrs attrs;
   TypedAttributes(typed, attrs);
+  AsyncAttributes(inst, attrs);
   CallAttributes(typed, o, implicit_calls, attrs);
   if (&typed != &inst) CallAttributes(inst, o, true, attrs);
   for (const auto& kv : typed.attrs().other) attrs.push_back(kv);

@@ -122,6 +122,60 @@ TEST(Printer, WritesConstantsLikeXla) {
   EXPECT_EQ(line("t"), "t = (f32[], pred[2]) constant((1, {1, 0}))");
 }
 
+// The attributes the compiler reads (fft, topk, linear algebra, batch norm, ragged-dot, async
+// threads) are typed: parsed into fields, printed back in XLA's spelling, and equal after a
+// second parse.
+TEST(Printer, TypedOpAttributesRoundTrip) {
+  auto m = Parse(R"(ENTRY e {
+  x = f32[4,8] parameter(0)
+  c = c64[4,8] parameter(1)
+  a = f32[3,3] parameter(2)
+  b = f32[3,2] parameter(3)
+  f = f32[8] parameter(4)
+  g = s32[2] parameter(5)
+  w = f32[2,8,5] parameter(6)
+  r = c64[4,5] fft(x), fft_type=RFFT, fft_length={8}
+  i = c64[4,8] fft(c), fft_length={4,8}, fft_type=IFFT
+  t = (f32[4,2], s32[4,2]) topk(x), k=2, largest=false
+  l = f32[3,3] cholesky(a), lower=true
+  s = f32[3,2] triangular-solve(a, b), left_side=true, lower=false, unit_diagonal=true, transpose_a=ADJOINT
+  n = (f32[4,8], f32[8], f32[8]) batch-norm-training(x, f, f), epsilon=0.001, feature_index=1
+  d = f32[4,5] ragged-dot(x, w, g), lhs_contracting_dims={1}, rhs_contracting_dims={1}, lhs_ragged_dims={0}, rhs_group_dims={0}
+  as = ((f32[3,3]), f32[3,3], u32[]) negate-start(a), async_execution_thread="side"
+  ROOT ad = f32[3,3] negate-done(as)
+})");
+  ASSERT_NE(m, nullptr);
+  const Computation* e = m->entry();
+  const Attributes& r = e->GetInstruction("r")->attrs();
+  EXPECT_EQ(r.fft_type, FftType::kRfft);
+  EXPECT_EQ(r.fft_length, std::vector<int64_t>{8});
+  EXPECT_EQ(e->GetInstruction("t")->attrs().k, 2);
+  EXPECT_EQ(e->GetInstruction("t")->attrs().largest, false);
+  EXPECT_EQ(e->GetInstruction("s")->attrs().transpose_a, TransposeKind::kAdjoint);
+  EXPECT_EQ(e->GetInstruction("n")->attrs().epsilon, 0.001);
+  EXPECT_EQ(e->GetInstruction("n")->attrs().feature_index, 1);
+  EXPECT_EQ(e->GetInstruction("as")->attrs().async_execution_thread, "side");
+  for (const char* name : {"r", "i", "t", "l", "s", "n", "d", "as"})
+    EXPECT_TRUE(e->GetInstruction(name)->attrs().other.empty()) << name << " kept text verbatim";
+  PrintOptions o = PrintOptions::Short();
+  auto print = [&](const char* name) { return PrintInstruction(*e->GetInstruction(name), o); };
+  EXPECT_EQ(print("r"), "r = c64[4,5] fft(x), fft_type=RFFT, fft_length={8}");
+  EXPECT_EQ(print("i"), "i = c64[4,8] fft(c), fft_type=IFFT, fft_length={4,8}");
+  EXPECT_EQ(print("t"), "t = (f32[4,2], s32[4,2]) topk(x), k=2, largest=false");
+  EXPECT_EQ(print("l"), "l = f32[3,3] cholesky(a), lower=true");
+  EXPECT_EQ(print("s"), "s = f32[3,2] triangular-solve(a, b), left_side=true, lower=false, "
+                        "unit_diagonal=true, transpose_a=ADJOINT");
+  EXPECT_EQ(print("n"), "n = (f32[4,8], f32[8], f32[8]) batch-norm-training(x, f, f), "
+                        "epsilon=0.001, feature_index=1");
+  EXPECT_EQ(print("d"), "d = f32[4,5] ragged-dot(x, w, g), lhs_contracting_dims={1}, "
+                        "rhs_contracting_dims={1}, lhs_ragged_dims={0}, rhs_group_dims={0}");
+  EXPECT_EQ(print("as"), "as = ((f32[3,3]), f32[3,3], u32[]) negate-start(a), "
+                         "async_execution_thread=\"side\"");
+  auto again = Parse(PrintHloModule(*m));
+  ASSERT_NE(again, nullptr);
+  EXPECT_TRUE(CheckModulesEqual(*m, *again).ok()) << CheckModulesEqual(*m, *again).message();
+}
+
 TEST(Printer, WritesAsyncSugarBackAsSugar) {
   auto m = Parse(R"(ENTRY e {
   a = f32[4] parameter(0)
