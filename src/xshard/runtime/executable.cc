@@ -1,6 +1,7 @@
 // The executor core: planning (post order, slots, last uses, handler lookup) and the run loop,
 // plus the helpers every handler uses (buffers, slots, donation, scalar computations).
 #include "xshard/runtime/executable.h"
+#include "xshard/runtime/run_monitor.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -297,7 +298,14 @@ StatusOr<Slot> RunPlan(const ComputationPlan& plan, std::vector<Slot> args, RunC
   for (size_t i = 0; i < args.size() && i < plan.param_slots.size(); ++i) {
     frame.slots[plan.param_slots[i]] = std::move(args[i]);
   }
+  DeviceProgress* progress = ctx.options.monitor == nullptr
+                                 ? nullptr
+                                 : &ctx.options.monitor->progress(ctx.options.monitor_rank);
   for (const Step& step : plan.steps) {
+    if (progress != nullptr) {
+      if (ctx.options.monitor->stopped()) return ctx.options.monitor->stop_reason();
+      progress->instruction.store(step.inst, std::memory_order_relaxed);
+    }
     ctx.step = &step;
     ctx.frame_arena = frame.arena;
     ctx.result_given = false;

@@ -14,6 +14,7 @@
 #include "xshard/core/array.h"
 #include "xshard/ir/module.h"
 #include "xshard/runtime/executable.h"
+#include "xshard/runtime/run_monitor.h"
 
 namespace xs::tools {
 
@@ -41,6 +42,8 @@ struct RunFlags {
   // --to-parameters / --to-output ("true" / "false"; empty: the module's own setting), as in
   // `xshard propagate` and `partition`.
   std::string to_parameters, to_output;
+  // --timeout SECONDS: stop every device and fail (exit 1) naming where each was; nullopt: none.
+  std::optional<double> timeout;
 };
 
 // Global arguments: --random-args SEED, or --args with one .npy per entry parameter leaf of the
@@ -50,7 +53,8 @@ StatusOr<std::vector<Array>> LoadArguments(const RunFlags& flags, const std::vec
 // Writes DIR/NAME as .npy, creating DIR first (errors name the directory or file).
 Status SaveNpy(const std::filesystem::path& dir, const std::string& name, const Array& array);
 // The options of a one-device run: --blas-threads (default: every core), --max-while-iterations.
-ExecuteOptions OneDeviceOptions(const RunFlags& flags);
+// With `monitor`, the run reports to it and stops when it is stopped (run_monitor.h).
+ExecuteOptions OneDeviceOptions(const RunFlags& flags, RunMonitor* monitor = nullptr);
 // Saves outputs as --save DIR/out<i>.npy and prints their shapes, or their values with --print.
 Status WriteOutputs(const RunFlags& flags, const std::vector<Array>& outputs);
 
