@@ -179,6 +179,7 @@ StatusOr<std::unique_ptr<ComputationPlan>> PlanComputation(const Computation& c,
   plan->root_slot = slot.at(c.root());
   for (const Instruction* inst : order) {
     if (inst->opcode() == Opcode::kParameter) {
+      XS_RETURN_IF_ERROR(CheckStaticShape(*inst, inst->shape()));  // no argument has a dynamic size
       const int64_t n = inst->parameter_number();
       if (n >= 0 && n < c.num_parameters()) plan->param_slots[n] = slot[inst];
       continue;
@@ -353,6 +354,7 @@ StatusOr<std::unique_ptr<Executable>> Executable::Create(const Module& module) {
   const HandlerTable& table = Handlers();
   std::unordered_set<const Computation*> reachable;
   CollectReachable(module.entry(), reachable);
+
   std::unique_ptr<Program> programs[2];
   for (bool fuse : {false, true}) {
     auto program = std::make_unique<Program>();

@@ -24,6 +24,14 @@ namespace xs::tools {
 StatusOr<std::vector<Array>> LoadArguments(const RunFlags& f, const std::vector<Shape>& want,
                                            std::string_view entry_name) {
   std::vector<Array> args;
+  for (size_t i = 0; i < want.size(); ++i) {
+    for (int64_t d : want[i].dims()) {
+      if (d < 0) {
+        return Unimplemented("unsupported: argument ", i, " of '", entry_name, "' has the dynamic shape ",
+                             want[i].ToString(false), "; xshard runs static shapes only");
+      }
+    }
+  }
   if (f.random_seed) {
     if (!f.args.empty()) return InvalidArgument("give either --args or --random-args, not both");
     std::mt19937_64 rng(*f.random_seed);
