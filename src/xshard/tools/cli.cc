@@ -14,6 +14,7 @@
 #include <new>
 #include <sstream>
 
+#include "xshard/core/allocation_failure.h"
 #include "xshard/ir/verifier.h"
 #include "xshard/jit/host_memory.h"
 #include "xshard/text/parser.h"
@@ -267,8 +268,11 @@ int RunCli(int argc, char** argv) {
     Status status;
     try {
       status = c.run();
-    } catch (const std::bad_alloc& e) {  // AllocationFailure: memory the up-front checks missed
+    } catch (const AllocationFailure& e) {  // an Array the up-front checks missed
       status = ResourceExhausted(e.what());
+    } catch (const std::bad_alloc&) {  // any other allocation (parsing, planning) under a memory limit
+      status = ResourceExhausted("ran out of host memory (std::bad_alloc): the input needs more than this process "
+                                 "may use (ulimit -v, cgroup limits); give a smaller input");
     }
     std::cout.flush();
     if (!status.ok()) {
