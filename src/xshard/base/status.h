@@ -24,6 +24,7 @@ enum class StatusCode {
   kResourceExhausted, // memory
   kInternal,          // a bug in xshard reported without aborting
   kUnavailable,       // environment (MPI, files that vanished)
+  kCancelled,         // a run stopped on request (Ctrl-C / SIGTERM); the CLI exits 130
 };
 std::string_view StatusCodeName(StatusCode code);
 
@@ -60,6 +61,7 @@ XS_DEFINE_ERROR_BUILDER_(DeadlineExceeded)
 XS_DEFINE_ERROR_BUILDER_(ResourceExhausted)
 XS_DEFINE_ERROR_BUILDER_(Internal)
 XS_DEFINE_ERROR_BUILDER_(Unavailable)
+XS_DEFINE_ERROR_BUILDER_(Cancelled)
 #undef XS_DEFINE_ERROR_BUILDER_
 
 // Returns `status` with `prefix` put in front of its message (same code); OK stays OK.

@@ -1,6 +1,7 @@
 // Array storage, element access and conversion (XLA convert semantics), box copies and reshape.
 // Printing lives in array_print.cc.
 #include "xshard/core/array.h"
+#include "xshard/core/allocation_failure.h"
 
 #include <algorithm>
 #include <bit>
@@ -291,7 +292,7 @@ Array::Array(Shape shape, NoInit) : shape_(shape.dtype(), shape.dims()) {
   const size_t padded = std::max<size_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
   std::byte* p = LargeBufferCache::Get().Take(padded);
   if (p == nullptr) p = static_cast<std::byte*>(std::aligned_alloc(kAlignment, padded));
-  XS_CHECK(p != nullptr, "out of memory allocating ", padded, " bytes for ", shape_.ToString());
+  if (p == nullptr) throw AllocationFailure(static_cast<int64_t>(padded), shape_.ToString());
   if (padded > bytes) std::memset(p + bytes, 0, padded - bytes);  // the tail padding only
   data_ = std::unique_ptr<std::byte[], FreeDeleter>(p, FreeDeleter{false, padded});
 }

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <new>
 #include <map>
 #include <tuple>
 
@@ -381,6 +383,10 @@ std::vector<std::byte> SerializeNpy(const Array& array) {
 }
 
 StatusOr<Array> ReadNpy(const std::string& path, std::optional<DType> opaque_dtype) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidArgument("'", path, "' is a directory, not a file; give the path of a .npy file");
+  }
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
     return NotFound("cannot open '", path, "' for reading: ", std::strerror(errno));
@@ -388,9 +394,18 @@ StatusOr<Array> ReadNpy(const std::string& path, std::optional<DType> opaque_dty
   std::vector<std::byte> bytes;
   std::byte buf[1 << 16];
   size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) bytes.insert(bytes.end(), buf, buf + n);
+  bool out_of_memory = false;
+  try {
+    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) bytes.insert(bytes.end(), buf, buf + n);
+  } catch (const std::bad_alloc&) {
+    out_of_memory = true;
+  }
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
+  if (out_of_memory) {
+    return ResourceExhausted("reading '", path, "' needs more host memory than is available (", bytes.size(),
+                             " bytes read so far)");
+  }
   if (failed) return Unavailable("error reading '", path, "'");
   StatusOr<Array> a = ParseNpy(bytes, opaque_dtype);
   if (!a.ok()) return Annotate(a.status(), StrCat(path, ": "));

@@ -216,6 +216,34 @@ Status CheckCallGraphAcyclic(const Module& module) {
   return OkStatus();
 }
 
+// Computations nest (call, while, conditional, fusion, reducers, ...) at most kMaxCallDepth
+// deep: the partitioner and executor descend into callees recursively, so a deeper chain would
+// overflow the stack instead of failing with a message.
+Status CheckCallDepth(const Module& module) {
+  std::unordered_map<const Computation*, std::pair<int64_t, const Computation*>> depth;  // height, deepest callee
+  for (Computation* comp : module.MakeComputationPostOrder()) {  // callees first
+    std::pair<int64_t, const Computation*> d = {1, nullptr};
+    for (Instruction* inst : comp->instructions()) {
+      for (Computation* callee : inst->called_computations()) {
+        auto it = depth.find(callee);
+        if (it != depth.end() && it->second.first + 1 > d.first) d = {it->second.first + 1, callee};
+      }
+    }
+    if (d.first > kMaxCallDepth) {
+      std::vector<std::string> chain;
+      chain.push_back(StrCat("'", comp->name(), "'"));
+      for (const Computation* c = d.second; c != nullptr && chain.size() < 4; c = depth[c].second) {
+        chain.push_back(StrCat("'", c->name(), "'"));
+      }
+      return InvalidArgument("computations nest more than ", kMaxCallDepth, " deep (", StrJoin(chain, " calls "),
+                             " ...); xshard handles up to ", kMaxCallDepth,
+                             " levels of call / while / conditional nesting: inline some of the calls");
+    }
+    depth[comp] = d;
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Status VerifyInstruction(const Instruction& inst, int64_t num_partitions) {
@@ -287,6 +315,7 @@ Status Verify(const Module& module) {
     }
   }
   XS_RETURN_IF_ERROR(CheckCallGraphAcyclic(module));
+  XS_RETURN_IF_ERROR(CheckCallDepth(module));
   for (Computation* comp : module.MakeComputationPostOrder()) {
     XS_RETURN_IF_ERROR(VerifyComputation(*comp, &module));
   }

@@ -10,10 +10,17 @@
 #ifndef XSHARD_IR_VERIFIER_H_
 #define XSHARD_IR_VERIFIER_H_
 
+#include <cstdint>
+
 #include "xshard/base/status.h"
 #include "xshard/ir/module.h"
 
 namespace xs {
+
+// The deepest nesting of computations Verify accepts (entry -> callee -> its callee ...): passes
+// descend into callees recursively, and this bounds their stack use. JAX programs nest a few
+// dozen levels at most.
+inline constexpr int64_t kMaxCallDepth = 256;
 
 // Verifies the whole module; returns the first problem found (computations in post order, callees
 // first; instructions in text order). Shardings are validated against the module's

@@ -95,4 +95,51 @@ Status CheckHostMemory(const ShardedProgram& program, bool reference, int64_t li
                        " it may use ($XSHARD_HOST_MEMORY, else the memory available)");
 }
 
+namespace {
+
+int64_t SaturatingMul(int64_t a, int64_t b) {
+  __int128 p = static_cast<__int128>(a) * b;
+  return p > INT64_MAX ? INT64_MAX : static_cast<int64_t>(p);
+}
+
+int64_t SaturatingAdd(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+
+constexpr std::string_view kLimitNote = "$XSHARD_HOST_MEMORY, else the memory available";
+
+}  // namespace
+
+Status CheckModuleHostMemory(const Module& module, int64_t devices, int64_t extra_bytes) {
+  XS_ASSIGN_OR_RETURN(std::optional<int64_t> limit, HostMemoryLimit());
+  if (!limit || module.entry() == nullptr) return OkStatus();
+  const Instruction* largest = nullptr;
+  int64_t largest_bytes = 0;
+  for (const Computation* c : module.computations()) {
+    for (const Instruction* inst : c->instructions()) {
+      const int64_t b = inst->shape().byte_size();
+      if (b > largest_bytes) {
+        largest_bytes = b;
+        largest = inst;
+      }
+    }
+  }
+  const int64_t per_device = std::max(spmd::EstimateMemory(*module.entry(), 0).peak_bytes, largest_bytes);
+  const int64_t need = SaturatingAdd(SaturatingMul(per_device, devices), extra_bytes);
+  if (need <= *limit) return OkStatus();
+  std::string detail = StrCat(FormatBytes(per_device), " per device");
+  if (largest != nullptr) {
+    StrAppend(&detail, "; the largest value is '", largest->name(), "' ", largest->shape().ToString(false), " = ",
+              FormatBytes(largest_bytes));
+  }
+  return ResourceExhausted("running '", module.name(), "' on ", devices, " device(s) needs about ",
+                           FormatBytes(need), " of host memory (", detail, "), more than the ", FormatBytes(*limit),
+                           " available (", kLimitNote, "); use smaller shapes or fewer devices");
+}
+
+Status CheckHostBytes(int64_t bytes, std::string_view what) {
+  XS_ASSIGN_OR_RETURN(std::optional<int64_t> limit, HostMemoryLimit());
+  if (!limit || bytes <= *limit) return OkStatus();
+  return ResourceExhausted(what, " needs ", FormatBytes(bytes), " of host memory, more than the ", FormatBytes(*limit),
+                           " available (", kLimitNote, ")");
+}
+
 }  // namespace xs

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "xshard/base/status.h"
 #include "xshard/jit/sharded_program.h"
@@ -35,6 +36,18 @@ StatusOr<std::optional<int64_t>> HostMemoryLimit();
 // Unimplemented "unsupported: ..." when the estimate exceeds `limit`, naming the module, the
 // device count, the estimate's parts and the limit; OK otherwise.
 Status CheckHostMemory(const ShardedProgram& program, bool reference, int64_t limit);
+
+// The same gate for modules run as they are (one-device and SPMD modules): `devices` copies of
+// each device's peak (spmd::EstimateMemory of the entry, and never less than the largest value of
+// any computation, loop bodies included) plus `extra_bytes` (arguments, outputs). Error
+// ResourceExhausted "running 'm' on N device(s) needs about X of host memory (...), more than the
+// Y available ..." naming the largest value; OK when it fits or no limit is known.
+Status CheckModuleHostMemory(const Module& module, int64_t devices, int64_t extra_bytes = 0);
+
+// Error ResourceExhausted "<what> needs N of host memory, X available (...)" when `bytes`
+// exceed HostMemoryLimit(); OK when they fit or no limit is known. For any other allocation
+// whose size comes from the input (a file, --bytes).
+Status CheckHostBytes(int64_t bytes, std::string_view what);
 
 }  // namespace xs
 

@@ -271,7 +271,7 @@ StatusOr<ShardedResult> ShardedProgram::Run(Client& client, const std::vector<Ar
     return InvalidArgument("the program runs on ", num_devices_, " devices but the client has ",
                            client.num_devices());
   }
-  XS_ASSIGN_OR_RETURN(DeviceArguments placed, PlaceArguments(args));
+  // Planned before the arguments are placed: an unsupported program fails without allocating.
   const SpmdExecutable* executable = nullptr;
   {
     std::lock_guard<std::mutex> lock(plan_mutex_);
@@ -280,6 +280,7 @@ StatusOr<ShardedResult> ShardedProgram::Run(Client& client, const std::vector<Ar
     }
     executable = executable_.get();
   }
+  XS_ASSIGN_OR_RETURN(DeviceArguments placed, PlaceArguments(args));
   XS_ASSIGN_OR_RETURN(SpmdResult ran, executable->Run(client, placed.per_device, options));
   XS_ASSIGN_OR_RETURN(ShardedResult result, AssembleOutputs(std::move(ran.outputs)));
   result.memory = std::move(ran.memory);

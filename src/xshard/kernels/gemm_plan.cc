@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "xshard/kernels/dot.h"
+#include "xshard/core/allocation_failure.h"
 #include "xshard/kernels/elementwise.h"
 #include "xshard/kernels/numeric.h"
 #include "xshard/kernels/onednn_matmul.h"
@@ -84,6 +85,10 @@ std::byte* ThreadScratch(int64_t bytes) {
     std::free(buf.p);
     buf.size = AlignUp(bytes);
     buf.p = std::aligned_alloc(kAlign, static_cast<size_t>(buf.size));
+    if (buf.p == nullptr) {
+      buf.size = 0;
+      throw AllocationFailure(bytes, "GEMM packing scratch");
+    }
   }
   return static_cast<std::byte*>(buf.p);
 }

@@ -1,6 +1,7 @@
 // oneDNN matmul wrapper: one primitive descriptor per shape, primitives cached per OpenMP thread
 // count, user-managed scratchpad (so concurrent devices can run one primitive at once).
 #include "xshard/kernels/onednn_matmul.h"
+#include "xshard/core/allocation_failure.h"
 
 #include <omp.h>
 
@@ -39,6 +40,10 @@ void* ThreadScratch(size_t bytes) {
     std::free(buf.p);
     buf.size = (bytes + 63) / 64 * 64;
     buf.p = std::aligned_alloc(64, buf.size);
+    if (buf.p == nullptr) {
+      buf.size = 0;
+      throw AllocationFailure(static_cast<int64_t>(bytes), "oneDNN scratch");
+    }
   }
   return buf.p;
 }

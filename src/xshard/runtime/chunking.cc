@@ -1,5 +1,6 @@
 // Piece geometry, chunk copies and reductions, box copies, aligned scratch buffers.
 #include "xshard/runtime/chunking.h"
+#include "xshard/core/allocation_failure.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -186,7 +187,7 @@ void AlignedBytes::Reserve(int64_t bytes) {
   Free();
   const int64_t rounded = std::max<int64_t>(64, (bytes + 63) / 64 * 64);
   data_ = static_cast<std::byte*>(std::aligned_alloc(64, static_cast<size_t>(rounded)));
-  XS_CHECK(data_ != nullptr, "out of host memory allocating ", rounded, " bytes of scratch");
+  if (data_ == nullptr) throw AllocationFailure(rounded, "scratch");
   capacity_ = rounded;
 }
 

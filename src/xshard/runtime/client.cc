@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 
 #include <malloc.h>
 
@@ -122,7 +123,12 @@ StatusOr<Client::RunResult> Client::RunPerRank(std::span<const int64_t> device_i
   XS_ASSIGN_OR_RETURN(InProcessCommunicator * comm, CommunicatorFor(device_ids));
   comm->Reset();
   const std::function<void(int64_t)> task = [&](int64_t rank) {
-    Status st = fn(rank, *comm);
+    Status st;
+    try {
+      st = fn(rank, *comm);
+    } catch (const std::bad_alloc& e) {  // AllocationFailure from an Array the estimate missed
+      st = ResourceExhausted(e.what());
+    }
     if (!st.ok()) {
       // A no-op when the failure came from the communicator itself (it is aborted already).
       comm->Abort(Annotate(st, StrCat("device ", device_ids[rank], " failed: ")));

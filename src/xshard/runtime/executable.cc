@@ -1,6 +1,7 @@
 // The executor core: planning (post order, slots, last uses, handler lookup) and the run loop,
 // plus the helpers every handler uses (buffers, slots, donation, scalar computations).
 #include "xshard/runtime/executable.h"
+#include "xshard/runtime/run_monitor.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -178,6 +179,7 @@ StatusOr<std::unique_ptr<ComputationPlan>> PlanComputation(const Computation& c,
   plan->root_slot = slot.at(c.root());
   for (const Instruction* inst : order) {
     if (inst->opcode() == Opcode::kParameter) {
+      XS_RETURN_IF_ERROR(CheckStaticShape(*inst, inst->shape()));  // no argument has a dynamic size
       const int64_t n = inst->parameter_number();
       if (n >= 0 && n < c.num_parameters()) plan->param_slots[n] = slot[inst];
       continue;
@@ -297,7 +299,14 @@ StatusOr<Slot> RunPlan(const ComputationPlan& plan, std::vector<Slot> args, RunC
   for (size_t i = 0; i < args.size() && i < plan.param_slots.size(); ++i) {
     frame.slots[plan.param_slots[i]] = std::move(args[i]);
   }
+  DeviceProgress* progress = ctx.options.monitor == nullptr
+                                 ? nullptr
+                                 : &ctx.options.monitor->progress(ctx.options.monitor_rank);
   for (const Step& step : plan.steps) {
+    if (progress != nullptr) {
+      if (ctx.options.monitor->stopped()) return ctx.options.monitor->stop_reason();
+      progress->instruction.store(step.inst, std::memory_order_relaxed);
+    }
     ctx.step = &step;
     ctx.frame_arena = frame.arena;
     ctx.result_given = false;
@@ -345,6 +354,7 @@ StatusOr<std::unique_ptr<Executable>> Executable::Create(const Module& module) {
   const HandlerTable& table = Handlers();
   std::unordered_set<const Computation*> reachable;
   CollectReachable(module.entry(), reachable);
+
   std::unique_ptr<Program> programs[2];
   for (bool fuse : {false, true}) {
     auto program = std::make_unique<Program>();

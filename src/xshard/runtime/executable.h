@@ -31,6 +31,7 @@
 namespace xs {
 
 class ComputeGate;
+class RunMonitor;
 
 // Runs one collective instruction (all-reduce, all-gather, reduce-scatter, all-to-all,
 // collective-permute, collective-broadcast, and their -start forms) for this device. The
@@ -64,6 +65,10 @@ struct ExecuteOptions {
   // Threads a big fused loop or reduce of this device may use (kernels/parallel.h); 0: every core
   // of the process. The SPMD executor passes max(1, cores / devices running at once).
   int intra_op_threads = 0;
+  // Not owned; when set, the run publishes its progress to monitor->progress(monitor_rank) and
+  // returns the monitor's stop reason at the first step after RunMonitor::Stop (run_monitor.h).
+  RunMonitor* monitor = nullptr;
+  int64_t monitor_rank = 0;
 };
 
 // Figures of one run.

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "xshard/runtime/executable_plan.h"
+#include "xshard/runtime/run_monitor.h"
 
 namespace xs {
 
@@ -49,7 +50,22 @@ bool PredValue(const Slot& s) {
 Status RunWhile(const Step& step, Frame& frame, RunContext& ctx) {
   Slot state = TakeOperand(step, frame, 0);
   int64_t iterations = 0;
+  // The innermost loop and its iteration for RunMonitor::Where; the outer one is restored after.
+  struct LoopProgress {
+    DeviceProgress* p;
+    const Instruction* outer_loop = p ? p->loop.load(std::memory_order_relaxed) : nullptr;
+    int64_t outer_iteration = p ? p->iteration.load(std::memory_order_relaxed) : 0;
+    ~LoopProgress() {
+      if (p == nullptr) return;
+      p->loop.store(outer_loop, std::memory_order_relaxed);
+      p->iteration.store(outer_iteration, std::memory_order_relaxed);
+    }
+  } loop{ctx.options.monitor ? &ctx.options.monitor->progress(ctx.options.monitor_rank) : nullptr};
   while (true) {
+    if (loop.p != nullptr) {
+      loop.p->loop.store(step.inst, std::memory_order_relaxed);
+      loop.p->iteration.store(iterations, std::memory_order_relaxed);
+    }
     XS_ASSIGN_OR_RETURN(Slot cond, RunPlan(*step.callees[0], {state}, ctx));
     if (!PredValue(cond)) break;
     if (ctx.options.max_while_iterations >= 0 && iterations >= ctx.options.max_while_iterations) {

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "xshard/runtime/buffer_assignment.h"
+#include "xshard/core/allocation_failure.h"
 #include "xshard/runtime/executable_plan.h"
 
 namespace xs {
@@ -242,7 +243,7 @@ Executable::ArenaLease::ArenaLease(const Executable& e, bool fused) : owner_(e),
     }
   }
   data_ = static_cast<std::byte*>(std::aligned_alloc(kBufferAlignment, static_cast<size_t>(bytes)));
-  XS_CHECK(data_ != nullptr, "out of memory allocating the executor's ", bytes, "-byte arena");
+  if (data_ == nullptr) throw AllocationFailure(bytes, "the executor's arena");
 }
 
 Executable::ArenaLease::~ArenaLease() {

@@ -10,6 +10,7 @@
 #include "xshard/runtime/communicator.h"
 #include "xshard/runtime/compute_gate.h"
 #include "xshard/runtime/replica_groups.h"
+#include "xshard/runtime/run_monitor.h"
 
 #include "xshard/runtime/spmd_executor.h"
 
@@ -135,10 +136,23 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
     o.max_while_iterations = options.max_while_iterations;
     o.compute_gate = gate;
     o.intra_op_threads = static_cast<int>(client.IntraOpThreads(n));
-    XS_ASSIGN_OR_RETURN(result.outputs[rank], executable_->Run(args[rank], o, &stats[rank]));
+    RunMonitor* monitor = options.monitor != nullptr && rank < options.monitor->num_devices() ? options.monitor : nullptr;
+    if (monitor != nullptr) {
+      o.monitor = monitor;
+      o.monitor_rank = rank;
+      // A stop must also reach devices parked in a collective (their wait restarts while a peer
+      // is busy, so without this they would wait for a peer that never comes).
+      if (rank == 0) monitor->SetWaker([&comm](const Status& reason) { comm.Abort(reason); });
+    }
+    StatusOr<std::vector<Array>> outs = executable_->Run(args[rank], o, &stats[rank]);
+    if (monitor != nullptr) monitor->progress(rank).finished.store(true, std::memory_order_relaxed);
+    XS_ASSIGN_OR_RETURN(result.outputs[rank], std::move(outs));
     return OkStatus();
   };
-  XS_ASSIGN_OR_RETURN(Client::RunResult run, client.RunPerRank(devices, run_device));
+  if (options.monitor != nullptr) options.monitor->Reset();
+  StatusOr<Client::RunResult> ran = client.RunPerRank(devices, run_device);
+  if (options.monitor != nullptr) options.monitor->ClearWaker();
+  XS_ASSIGN_OR_RETURN(Client::RunResult run, std::move(ran));
   if (device_status != nullptr) {
     device_status->assign(n, OkStatus());
     for (int64_t r = 0; r < n; ++r) {

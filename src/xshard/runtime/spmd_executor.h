@@ -28,6 +28,8 @@
 
 namespace xs {
 
+class RunMonitor;
+
 // Declared elsewhere; this header stays free of the IR and communicator headers so that any file
 // can include it.
 class Client;
@@ -44,6 +46,9 @@ struct SpmdRunOptions {
   int blas_threads = 0;
   // A while loop running more iterations than this fails on its device (and so the run); -1: none.
   int64_t max_while_iterations = -1;
+  // Not owned; when set (with a slot per rank), every device publishes its progress to it and
+  // stops when it is stopped, devices blocked in a collective included (run_monitor.h).
+  RunMonitor* monitor = nullptr;
 };
 
 // One device's memory over a run, in bytes.

@@ -369,7 +369,12 @@ StatusOr<HloSharding> ShardingParser::Single(bool lbrace_done) {
     if (Eat('=')) {
       if (word == "device") {
         devices.assign(1, 0);
+        const size_t device_at = pos_;
         XS_RETURN_IF_ERROR(Int(&devices[0]));
+        if (devices[0] < 0) {
+          return Error(device_at, StrCat("device=", devices[0],
+                                         " is not a device id: give a whole number >= 0, like {maximal device=0}"));
+        }
       } else if (word == "devices") {
         dims.clear();
         devices.clear();

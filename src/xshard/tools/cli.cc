@@ -11,9 +11,12 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <sstream>
 
+#include "xshard/core/allocation_failure.h"
 #include "xshard/ir/verifier.h"
+#include "xshard/jit/host_memory.h"
 #include "xshard/text/parser.h"
 
 namespace xs::tools {
@@ -153,6 +156,36 @@ CLI::Validator FiniteNonNegativeCheck() {
       ">=0");
 }
 
+CLI::Validator IntegerRangeCheck(int64_t lo, int64_t hi, std::string meaning) {
+  if (meaning.empty()) meaning = StrCat("a whole number from ", lo, " to ", hi);
+  return CLI::Validator(
+      [lo, hi, meaning](std::string& text) -> std::string {
+        int64_t v = 0;
+        if (!ParseInt64(text, &v) || v < lo || v > hi) return "'" + text + "' is not " + meaning;
+        return "";
+      },
+      StrCat(lo, "..", hi));
+}
+
+CLI::Validator PositiveSecondsCheck() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        if (!ParseDouble(text, &v) || !std::isfinite(v) || v <= 0) {
+          return "'" + text + "' is not a number of seconds > 0";
+        }
+        return "";
+      },
+      ">0");
+}
+
+void AddTimeoutFlag(CLI::App* cmd, std::optional<double>& seconds) {
+  cmd->add_option("--timeout", seconds,
+                  "Stop every device after this many seconds and fail, printing where each one was\n"
+                  "(Ctrl-C does the same with exit 130; default: no limit)")
+      ->check(PositiveSecondsCheck());
+}
+
 CLI::Validator PositiveFiniteCheck() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
@@ -175,8 +208,16 @@ StatusOr<std::string> ReadFile(const std::string& path) {
     return NotFound("cannot open '", path, "': ", std::strerror(errno),
                     "; check the path (relative paths start at the current directory)");
   }
+  // Bounded: a file larger than the memory this process may use fails here, not in the parser.
+  if (const auto size = std::filesystem::file_size(path, ec); !ec) {
+    XS_RETURN_IF_ERROR(CheckHostBytes(static_cast<int64_t>(size), StrCat("reading '", path, "'")));
+  }
   std::ostringstream ss;
-  ss << in.rdbuf();
+  try {
+    ss << in.rdbuf();
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("reading '", path, "' needs more host memory than is available");
+  }
   if (in.bad()) return Unavailable("error reading '", path, "'");
   return ss.str();
 }
@@ -266,11 +307,20 @@ int RunCli(int argc, char** argv) {
   }
   for (const Command& c : commands) {
     if (!c.app->parsed()) continue;
-    Status status = c.run();
+    Status status;
+    try {
+      status = c.run();
+    } catch (const AllocationFailure& e) {  // an Array the up-front checks missed
+      status = ResourceExhausted(e.what());
+    } catch (const std::bad_alloc&) {  // any other allocation (parsing, planning) under a memory limit
+      status = ResourceExhausted("ran out of host memory (std::bad_alloc): the input needs more than this process "
+                                 "may use (ulimit -v, cgroup limits); give a smaller input");
+    }
     std::cout.flush();
     if (!status.ok()) {
       std::cerr << "xshard " << c.app->get_name() << ": error: " << status.message() << "\n";
-      return 1;
+      // A run stopped by Ctrl-C / SIGTERM exits as a shell reports a SIGINT kill.
+      return status.code() == StatusCode::kCancelled ? 130 : 1;
     }
     return 0;
   }

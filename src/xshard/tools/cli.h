@@ -4,6 +4,7 @@
 #define XSHARD_TOOLS_CLI_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +78,15 @@ CLI::Validator NonNegativeIntegerCheck();
 CLI::Validator FiniteNonNegativeCheck();
 // A finite number > 0.
 CLI::Validator PositiveFiniteCheck();
+// Whole numbers from `lo` to `hi`; the message names the range, or says `meaning` (e.g. "-1 (no
+// limit) or a whole number >= 0") when given.
+CLI::Validator IntegerRangeCheck(int64_t lo, int64_t hi, std::string meaning = "");
+// Durations in seconds: finite numbers > 0.
+CLI::Validator PositiveSecondsCheck();
+
+// --timeout SECONDS on `run` and `bench run`: stop every device once that many seconds passed
+// and fail naming where each was.
+void AddTimeoutFlag(CLI::App* cmd, std::optional<double>& seconds);
 
 // "4,16" -> {4, 16}; error names `flag` and the bad piece.
 StatusOr<std::vector<int64_t>> ParseIntList(std::string_view text, std::string_view flag);

@@ -6,6 +6,7 @@
 
 #include "xshard/runtime/collective_bench.h"
 #include "xshard/runtime/device.h"
+#include "xshard/jit/host_memory.h"
 #include "xshard/tools/cli.h"
 
 namespace xs::tools {
@@ -106,6 +107,11 @@ Status RunBenchCollectives(const BenchFlags& f) {
   for (std::string_view piece : StrSplit(f.bytes, ',')) {
     XS_ASSIGN_OR_RETURN(int64_t b, ParseBytes(piece));
     options.bytes.push_back(b);
+    // Each device holds its operand and a result of up to `devices` operands (all-gather), and
+    // the memcpy reference two more buffers.
+    const __int128 need = static_cast<__int128>(b) * (options.devices * (options.devices + 1) + 2);
+    XS_RETURN_IF_ERROR(CheckHostBytes(need > INT64_MAX ? INT64_MAX : static_cast<int64_t>(need),
+                                      StrCat("bench collectives --bytes ", piece, " on ", options.devices, " devices")));
   }
   XS_ASSIGN_OR_RETURN(options.algorithms, ParseAlgorithms(f.algorithm));
   XS_ASSIGN_OR_RETURN(options.ops, ParseOps(f.ops));

@@ -23,6 +23,7 @@
 #include "xshard/runtime/spmd_executor_io.h"
 #include "xshard/tools/cli.h"
 #include "xshard/tools/run_flags.h"
+#include "xshard/tools/run_watch.h"
 
 namespace xs::tools {
 namespace {
@@ -79,6 +80,14 @@ StatusOr<Timings> Time(const BenchRunFlags& f, const Call& call) {
   }
   out.cpu_ms = (ProcessCpuSeconds() - cpu_start) * 1e3;
   return out;
+}
+
+// Time under a RunWatch: Ctrl-C and --timeout stop the calls and say where the devices were.
+StatusOr<Timings> Watched(const BenchRunFlags& f, RunMonitor& monitor, const Call& call) {
+  RunWatch watch(monitor, "bench run", f.run.timeout, std::chrono::milliseconds(0));
+  StatusOr<Timings> timings = Time(f, call);
+  if (monitor.stopped()) return Annotate(watch.Finish(timings.status()), StrCat(f.run.file, ": "));
+  return timings;
 }
 
 // numpy.percentile's default (linear interpolation between the closest ranks) on sorted values.
@@ -167,8 +176,10 @@ Status BenchGlobal(const BenchRunFlags& f, const Module& module) {
   XS_ASSIGN_OR_RETURN(std::vector<std::vector<Array>> shards, (*program)->ShardArguments(args));
   args.clear();
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, MakeClient(n));
-  const SpmdRunOptions options = SpmdOptions(f.run);
-  XS_ASSIGN_OR_RETURN(Timings ms, Time(f, [&]() -> Status {
+  SpmdRunOptions options = SpmdOptions(f.run);
+  RunMonitor monitor(n);
+  options.monitor = &monitor;
+  XS_ASSIGN_OR_RETURN(Timings ms, Watched(f, monitor, [&]() -> Status {
                         StatusOr<SpmdResult> r = (*program)->RunPlaced(*client, shards, options);
                         return r.ok() ? OkStatus() : Annotate(r.status(), StrCat(f.run.file, ": "));
                       }));
@@ -187,6 +198,7 @@ Status BenchSpmd(const BenchRunFlags& f, const Module& module) {
     return InvalidArgument("--args gives global inputs; ", f.run.file, " is an SPMD module (one program per device): "
                            "use --args-dir DIR (DIR/dev<d>/arg<i>.npy) or --random-args SEED");
   }
+  XS_RETURN_IF_ERROR(Annotate(CheckModuleHostMemory(module, n), StrCat(f.run.file, ": ")));
   StatusOr<std::unique_ptr<SpmdExecutable>> spmd = SpmdExecutable::Create(module);
   if (!spmd.ok()) return Annotate(spmd.status(), StrCat(f.run.file, ": "));
   XS_ASSIGN_OR_RETURN(DeviceAssignment assignment,
@@ -202,8 +214,10 @@ Status BenchSpmd(const BenchRunFlags& f, const Module& module) {
                            "pass --args-dir DIR (DIR/dev<d>/arg<i>.npy) or --random-args SEED");
   }
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, MakeClient(n));
-  const SpmdRunOptions options = SpmdOptions(f.run);
-  XS_ASSIGN_OR_RETURN(Timings ms, Time(f, [&]() -> Status {
+  SpmdRunOptions options = SpmdOptions(f.run);
+  RunMonitor monitor(n);
+  options.monitor = &monitor;
+  XS_ASSIGN_OR_RETURN(Timings ms, Watched(f, monitor, [&]() -> Status {
                         StatusOr<SpmdResult> r = (*spmd)->Run(*client, args, options);
                         return r.ok() ? OkStatus() : Annotate(r.status(), StrCat(f.run.file, ": "));
                       }));
@@ -220,12 +234,14 @@ Status BenchOneDevice(const BenchRunFlags& f, const Module& module) {
   if (!f.run.args_dir.empty()) {
     return InvalidArgument("--args-dir applies to SPMD modules; ", f.run.file, " runs on one device: use --args");
   }
+  XS_RETURN_IF_ERROR(Annotate(CheckModuleHostMemory(module, 1), StrCat(f.run.file, ": ")));
   StatusOr<std::unique_ptr<Executable>> exe = Executable::Create(module);
   if (!exe.ok()) return Annotate(exe.status(), StrCat(f.run.file, ": "));
   XS_ASSIGN_OR_RETURN(std::vector<Array> args,
                       LoadArguments(f.run, (*exe)->argument_shapes(), module.entry()->name()));
-  const ExecuteOptions options = OneDeviceOptions(f.run);
-  XS_ASSIGN_OR_RETURN(Timings ms, Time(f, [&]() -> Status {
+  RunMonitor monitor(1);
+  const ExecuteOptions options = OneDeviceOptions(f.run, &monitor);
+  XS_ASSIGN_OR_RETURN(Timings ms, Watched(f, monitor, [&]() -> Status {
                         StatusOr<std::vector<Array>> r = (*exe)->Run(args, options);
                         return r.ok() ? OkStatus() : Annotate(r.status(), StrCat(f.run.file, ": "));
                       }));
@@ -272,8 +288,10 @@ Command AddBenchRunCommand(CLI::App& bench) {
   r->add_option("--iters", flags->iters,
                 "Timed calls (default: adaptive, at least 10 calls and 1 s; a slow module stops at\n"
                 "3 calls once 10 s have passed)");
-  r->add_option("--blas-threads", flags->run.blas_threads, "OpenBLAS threads (default: cores / devices)");
+  r->add_option("--blas-threads", flags->run.blas_threads, "OpenBLAS threads (default: cores / devices)")
+      ->check(IntegerRangeCheck(0, 1024));
   AddRunPropagationFlags(r, flags->run);
+  AddTimeoutFlag(r, flags->run.timeout);
   r->add_flag("--samples", flags->samples,
               "Also print every timed call (samples_ms=t1,t2,...) and the process's CPU time per\n"
               "timed call, all threads (cpu_ms_per_call=)");

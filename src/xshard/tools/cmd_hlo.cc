@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "xshard/core/npy.h"
+#include "xshard/jit/host_memory.h"
 #include "xshard/jit/sharded_program.h"
 #include "xshard/runtime/client.h"
 #include "xshard/runtime/executable.h"
@@ -16,12 +17,21 @@
 #include "xshard/text/printer.h"
 #include "xshard/tools/cli.h"
 #include "xshard/tools/run_flags.h"
+#include "xshard/tools/run_watch.h"
 
 namespace xs::tools {
 
 StatusOr<std::vector<Array>> LoadArguments(const RunFlags& f, const std::vector<Shape>& want,
                                            std::string_view entry_name) {
   std::vector<Array> args;
+  for (size_t i = 0; i < want.size(); ++i) {
+    for (int64_t d : want[i].dims()) {
+      if (d < 0) {
+        return Unimplemented("unsupported: argument ", i, " of '", entry_name, "' has the dynamic shape ",
+                             want[i].ToString(false), "; xshard runs static shapes only");
+      }
+    }
+  }
   if (f.random_seed) {
     if (!f.args.empty()) return InvalidArgument("give either --args or --random-args, not both");
     std::mt19937_64 rng(*f.random_seed);
@@ -52,8 +62,9 @@ Status SaveNpy(const std::filesystem::path& dir, const std::string& name, const 
   return WriteNpy((dir / name).string(), array);
 }
 
-ExecuteOptions OneDeviceOptions(const RunFlags& f) {
+ExecuteOptions OneDeviceOptions(const RunFlags& f, RunMonitor* monitor) {
   ExecuteOptions options;
+  options.monitor = monitor;
   options.blas_threads = f.blas_threads > 0 ? f.blas_threads
                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   options.max_while_iterations = f.max_while_iterations;
@@ -134,6 +145,7 @@ Status RunOnDevices(const RunFlags& f, const Module& module) {
   if (!f.args_dir.empty() && f.random_seed) {
     return InvalidArgument("give either --args-dir or --random-args, not both");
   }
+  XS_RETURN_IF_ERROR(Annotate(CheckModuleHostMemory(module, n), StrCat(f.file, ": ")));
   StatusOr<std::unique_ptr<SpmdExecutable>> spmd = SpmdExecutable::Create(module);
   if (!spmd.ok()) return Annotate(spmd.status(), StrCat(f.file, ": "));
   ClientOptions client_options;
@@ -157,7 +169,15 @@ Status RunOnDevices(const RunFlags& f, const Module& module) {
   SpmdRunOptions options;
   options.blas_threads = f.blas_threads;
   options.max_while_iterations = f.max_while_iterations;
-  StatusOr<SpmdResult> result = (*spmd)->Run(*client, args, options);
+  RunMonitor monitor(n);
+  options.monitor = &monitor;
+  StatusOr<SpmdResult> result = [&]() -> StatusOr<SpmdResult> {
+    RunWatch watch(monitor, "run", f.timeout);
+    watch.set_device_ids(devices);
+    StatusOr<SpmdResult> r = (*spmd)->Run(*client, args, options);
+    XS_RETURN_IF_ERROR(watch.Finish(r.status()));
+    return r;
+  }();
   if (!result.ok()) return Annotate(result.status(), StrCat(f.file, ": "));
   if (!f.save_dir.empty()) XS_RETURN_IF_ERROR(WriteDeviceOutputs(f.save_dir, devices, result->outputs));
   // In device order (logical ids differ from device ids when replica_count > 1).
@@ -179,11 +199,9 @@ Status RunRun(const RunFlags& f) {
   if (f.blas_threads < 0) return InvalidArgument("--blas-threads must be >= 0, got ", f.blas_threads);
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, LoadModule(f.file));
   const ModuleConfig& config = module->config();
-  const bool global = NeedsPartitioning(*module) && !f.spmd;
-  if (global && (f.devices || config.num_partitions > 1 || f.check || f.report ||
-                 f.windowed_einsum_threshold != -1 || f.async_collectives)) {
-    return RunSharded(f, *module);
-  }
+  // A global module with shardings is partitioned for --devices, else num_partitions, else the
+  // device count its annotations name (RunSharded), as the README says.
+  if (NeedsPartitioning(*module) && !f.spmd) return RunSharded(f, *module);
   if (f.check) {
     return InvalidArgument(
         "--check compares a partitioned run of a global module with a one-device run, but ", f.file,
@@ -204,11 +222,18 @@ Status RunRun(const RunFlags& f) {
       f.memory) {
     return RunOnDevices(f, *module);
   }
+  XS_RETURN_IF_ERROR(Annotate(CheckModuleHostMemory(*module, 1), StrCat(f.file, ": ")));
   StatusOr<std::unique_ptr<Executable>> exe = Executable::Create(*module);
   if (!exe.ok()) return Annotate(exe.status(), StrCat(f.file, ": "));
   XS_ASSIGN_OR_RETURN(std::vector<Array> args,
                       LoadArguments(f, (*exe)->argument_shapes(), module->entry()->name()));
-  StatusOr<std::vector<Array>> outs = (*exe)->Run(args, OneDeviceOptions(f));
+  RunMonitor monitor(1);
+  StatusOr<std::vector<Array>> outs = [&]() -> StatusOr<std::vector<Array>> {
+    RunWatch watch(monitor, "run", f.timeout);
+    StatusOr<std::vector<Array>> r = (*exe)->Run(args, OneDeviceOptions(f, &monitor));
+    XS_RETURN_IF_ERROR(watch.Finish(r.status()));
+    return r;
+  }();
   if (!outs.ok()) return Annotate(outs.status(), StrCat(f.file, ": "));
   return WriteOutputs(f, *outs);
 }
@@ -242,9 +267,11 @@ void AddHloCommands(CLI::App& root, CommandList& commands) {
   r->add_option("--random-args", run->random_seed, "Random inputs from this seed instead of --args")->check(NonNegativeIntegerCheck());
   r->add_option("--save", run->save_dir, "Write output leaf i to DIR/out<i>.npy (DIR is created)");
   r->add_flag("--print", run->print, "Print every output's values");
-  r->add_option("--blas-threads", run->blas_threads, "OpenBLAS threads for dot / convolution (default: all cores)");
+  r->add_option("--blas-threads", run->blas_threads, "OpenBLAS threads for dot / convolution (default: all cores)")
+      ->check(IntegerRangeCheck(0, 1024));
   r->add_option("--max-while-iterations", run->max_while_iterations,
-                "Fail a while loop that runs longer than this (default: no limit)");
+                "Fail a while loop that runs longer than this (default: no limit)")
+      ->check(IntegerRangeCheck(-1, INT64_MAX, "-1 (no limit) or a whole number >= 0"));
   r->add_option("--devices", run->devices,
                 "Run on N devices. A global module with shardings is partitioned for N (when its\n"
                 "HloModule line has num_partitions, N must equal it); an SPMD module needs\n"
@@ -266,11 +293,13 @@ void AddHloCommands(CLI::App& root, CommandList& commands) {
                                    "marked is_scheduled=true; its shardings are not acted on");
   r->add_option("--windowed-einsum-threshold", run->windowed_einsum_threshold,
                 "Global modules: use windowed einsum loops for dots whose all-gathered operand or\n"
-                "reduce-scattered result has at least this many bytes (default -1: off)");
+                "reduce-scattered result has at least this many bytes (default -1: off)")
+      ->check(IntegerRangeCheck(-1, INT64_MAX, "-1 (off) or a byte count >= 0"));
   r->add_flag("--async-collectives", run->async_collectives,
               "Global modules: run all-gathers, all-reduces and collective-permutes as start / done\n"
               "pairs that overlap the compute that does not depend on them (default: off)");
   AddRunPropagationFlags(r, *run);
+  AddTimeoutFlag(r, run->timeout);
   commands.push_back({r, [run] { return RunRun(*run); }});
 }
 

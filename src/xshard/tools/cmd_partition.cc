@@ -71,7 +71,8 @@ void AddPartitionCommand(CLI::App& root, CommandList& commands) {
   cmd->add_option("--windowed-einsum-threshold", flags->windowed_einsum_threshold,
                   "Dots whose all-gathered operand or reduce-scattered result has at least this many\n"
                   "bytes (global) become a loop of collective-permutes overlapped with partial dots\n"
-                  "(windowed einsum / collective matmul); default -1: off");
+                  "(windowed einsum / collective matmul); default -1: off")
+      ->check(IntegerRangeCheck(-1, INT64_MAX, "-1 (off) or a byte count >= 0"));
   commands.push_back({cmd, [flags] { return RunPartition(*flags); }});
 }
 

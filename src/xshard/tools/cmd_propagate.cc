@@ -23,7 +23,8 @@ Status RunPropagate(const PropagateFlags& f) {
   if (f.devices < 0) return InvalidArgument("--devices must be >= 1, got ", f.devices);
   XS_ASSIGN_OR_RETURN(PropagationOptions options, ToPropagationOptions(f.propagation));
   options.num_devices = f.devices;
-  XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, LoadModule(f.file, /*verify=*/false));
+  // Verified as `fmt` and `partition` verify: propagation's rules assume a well-formed module.
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, LoadModule(f.file));
   // JAX's default shard_map form (xla.sdy custom-calls) as run / partition read it.
   if (Status s = ImportShardyManualComputations(*module); !s.ok()) return Annotate(s, StrCat(f.file, ": "));
   StatusOr<PropagationResult> result = PropagateShardings(*module, options);

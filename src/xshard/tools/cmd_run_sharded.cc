@@ -11,6 +11,7 @@
 #include "xshard/runtime/executable.h"
 #include "xshard/tools/cli.h"
 #include "xshard/tools/run_flags.h"
+#include "xshard/tools/run_watch.h"
 
 namespace xs::tools {
 namespace {
@@ -67,7 +68,7 @@ StatusOr<Reference> ReferenceRun(const RunFlags& f, const ShardedProgram& progra
   Reference ref;
   std::optional<std::string> per_device = PerDeviceSemantics(program.global_module());
   if (!per_device) {
-    StatusOr<std::vector<Array>> want = Execute(program.global_module(), args, OneDeviceOptions(f));
+    StatusOr<std::vector<Array>> want = Execute(program.global_module(), args, OneDeviceOptions(f, run_options.monitor));
     if (!want.ok()) return Annotate(want.status(), StrCat(f.file, ": --check: the one-device run: "));
     ref.what = "the one-device run";
     ref.outputs = std::move(*want);
@@ -161,9 +162,13 @@ Status RunSharded(const RunFlags& f, const Module& module) {
   SpmdRunOptions run_options;
   run_options.blas_threads = f.blas_threads;
   run_options.max_while_iterations = f.max_while_iterations;
+  RunMonitor monitor(n);
+  run_options.monitor = &monitor;
+  RunWatch watch(monitor, "run", f.timeout);
   StatusOr<ShardedResult> result = (*program)->Run(*client, args, run_options);
+  if (monitor.stopped()) return Annotate(watch.Finish(result.status()), StrCat(f.file, ": "));
   if (!result.ok() && f.check && ExceededWhileIterations(result.status())) {
-    return LoopsDidNotFinish(f, **program, args, *client, run_options, result.status());
+    return watch.Finish(LoopsDidNotFinish(f, **program, args, *client, run_options, result.status()));
   }
   if (!result.ok()) return Annotate(result.status(), StrCat(f.file, ": "));
   bool all_global = true;
@@ -182,7 +187,7 @@ Status RunSharded(const RunFlags& f, const Module& module) {
     }
   }
   if (f.memory) std::cout << FormatSpmdMemory(result->memory);
-  if (f.check) return Check(f, **program, args, *result, *client, run_options);
+  if (f.check) return watch.Finish(Check(f, **program, args, *result, *client, run_options));
   return OkStatus();
 }
 

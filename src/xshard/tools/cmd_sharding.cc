@@ -168,7 +168,8 @@ void AddShardingCommands(CLI::App& root, CommandList& commands) {
       "Print the XLA HloSharding of a mesh + PartitionSpec (explicit device list on the first line,\n"
       "iota form on the second when one exists), or the canonical form of a sharding text.");
   flags->AddMeshFlags(cmd);
-  cmd->add_option("--rank", flags->rank, "Rank of the array (default: the spec's length)");
+  cmd->add_option("--rank", flags->rank, "Rank of the array (default: the spec's length)")
+      ->check(IntegerRangeCheck(0, 64, "a rank: give a whole number from 0 to 64"));
   cmd->add_option("--parse", flags->parse, "An HloSharding text to parse, e.g. \"{devices=[2,4]<=[4,2]T(1,0)}\"");
   cmd->add_option("--shape", flags->shape, "Array dims, e.g. 4,16: also list what each device holds");
   cmd->add_option("--devices", flags->devices, "Device count for --parse --shape (default: from the sharding)")->check(DeviceCountCheck());

@@ -15,6 +15,7 @@
 #include "xshard/ir/module.h"
 #include "xshard/runtime/executable.h"
 #include "xshard/spmd/cost_model.h"
+#include "xshard/runtime/run_monitor.h"
 
 namespace xs::tools {
 
@@ -44,6 +45,8 @@ struct RunFlags {
   std::string to_parameters, to_output;
   // --link-gbps, --collective-latency-us, --device-gflops: the partitioner's cost model.
   spmd::MachineModel machine;
+  // --timeout SECONDS: stop every device and fail (exit 1) naming where each was; nullopt: none.
+  std::optional<double> timeout;
 };
 
 // Global arguments: --random-args SEED, or --args with one .npy per entry parameter leaf of the
@@ -53,7 +56,8 @@ StatusOr<std::vector<Array>> LoadArguments(const RunFlags& flags, const std::vec
 // Writes DIR/NAME as .npy, creating DIR first (errors name the directory or file).
 Status SaveNpy(const std::filesystem::path& dir, const std::string& name, const Array& array);
 // The options of a one-device run: --blas-threads (default: every core), --max-while-iterations.
-ExecuteOptions OneDeviceOptions(const RunFlags& flags);
+// With `monitor`, the run reports to it and stops when it is stopped (run_monitor.h).
+ExecuteOptions OneDeviceOptions(const RunFlags& flags, RunMonitor* monitor = nullptr);
 // Saves outputs as --save DIR/out<i>.npy and prints their shapes, or their values with --print.
 Status WriteOutputs(const RunFlags& flags, const std::vector<Array>& outputs);
 

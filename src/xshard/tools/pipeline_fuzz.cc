@@ -1,0 +1,141 @@
+// libFuzzer target for the whole pipeline as the CLI drives it: parse, verify, print, propagate,
+// partition (with cleanup), and for small modules run on their devices. Any input must end in a
+// result or a Status; a crash, an abort (XS_CHECK), a hang or a runaway allocation is a finding.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <memory>
+#include <random>
+#include <string_view>
+
+#include "xshard/ir/verifier.h"
+#include "xshard/jit/sharded_program.h"
+#include "xshard/propagation/propagation.h"
+#include "xshard/runtime/client.h"
+#include "xshard/runtime/executable.h"
+#include "xshard/runtime/spmd_executor_io.h"
+#include "xshard/spmd/shardy_import.h"
+#include "xshard/text/parser.h"
+#include "xshard/text/printer.h"
+#include "xshard/tools/cli.h"
+
+namespace {
+
+constexpr size_t kMaxInputBytes = 64 << 10;
+constexpr int64_t kMaxDevices = 8;
+// Runs only modules whose values are small, so one input stays well inside -rss_limit_mb and
+// -timeout (the naive kernels of a 128x512x1024 block-scaled dot on 8 devices alone take seconds
+// on a loaded machine).
+constexpr int64_t kMaxRunValueBytes = 64 << 10;
+constexpr int64_t kMaxRunTotalBytes = 1 << 20;
+constexpr int64_t kMaxWhileIterations = 200;
+
+bool SmallEnoughToRun(const xs::Module& m) {
+  int64_t total = 0;
+  for (const xs::Computation* c : m.computations()) {
+    for (const xs::Instruction* inst : c->instructions()) {
+      const int64_t b = inst->shape().byte_size();
+      if (b > kMaxRunValueBytes) return false;
+      total += b;
+      if (total > kMaxRunTotalBytes) return false;
+    }
+  }
+  return true;
+}
+
+xs::Client* ClientFor(int64_t n) {
+  static std::map<int64_t, std::unique_ptr<xs::Client>> clients;
+  auto& c = clients[n];
+  if (!c) {
+    xs::ClientOptions options;
+    options.num_devices = n;
+    // Mismatched collectives fail fast (a peer that left is seen at once); a wait this long is a
+    // hang worth reporting below libFuzzer's -timeout.
+    options.collective_timeout = std::chrono::milliseconds(3000);
+    auto made = xs::Client::Create(options);
+    if (!made.ok()) return nullptr;
+    c = std::move(*made);
+  }
+  return c.get();
+}
+
+// Random arguments as the CLI makes them; nullopt for unbounded dynamic dims, which the CLI
+// refuses before making any (LoadArguments).
+std::optional<std::vector<xs::Array>> RandomArguments(const std::vector<xs::Shape>& shapes) {
+  for (const xs::Shape& s : shapes) {
+    for (int64_t d : s.dims()) {
+      if (d < 0) return std::nullopt;
+    }
+  }
+  std::mt19937_64 rng(1);
+  std::vector<xs::Array> args;
+  for (const xs::Shape& s : shapes) args.push_back(xs::RandomArray(s, rng));
+  return args;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > kMaxInputBytes) return 0;
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  auto parsed = xs::ParseHloModule(text, "fuzz.hlo");
+  if (!parsed.ok()) return 0;
+  const xs::Module& module = **parsed;
+  if (!xs::Verify(module).ok()) return 0;
+  (void)xs::PrintHloModule(module, xs::PrintOptions());
+
+  const int64_t partitions = module.config().num_partitions;
+  const int64_t n = partitions > 1 ? partitions : xs::tools::AnnotatedDevices(module);
+  const bool small = SmallEnoughToRun(module);
+
+  // `xshard propagate`: in place on a clone.
+  if (n <= kMaxDevices) {
+    std::unique_ptr<xs::Module> copy = module.Clone();
+    if (xs::ImportShardyManualComputations(*copy).ok()) {
+      xs::PropagationOptions options;
+      options.num_devices = n;
+      (void)xs::PropagateShardings(*copy, options);
+    }
+  }
+
+  if (xs::NeedsPartitioning(module)) {
+    // `xshard partition` / `run` on a global module.
+    if (n > kMaxDevices || module.config().replica_count > 1) return 0;
+    auto program = xs::ShardedProgram::Compile(module, n);
+    if (!program.ok()) return 0;
+    (void)xs::PrintHloModule((*program)->spmd_module(), xs::PrintOptions());
+    if (!small || !SmallEnoughToRun((*program)->spmd_module())) return 0;
+    xs::Client* client = ClientFor(n);
+    if (client == nullptr) return 0;
+    xs::SpmdRunOptions options;
+    options.max_while_iterations = kMaxWhileIterations;
+    options.blas_threads = 1;
+    if (auto args = RandomArguments((*program)->argument_shapes())) (void)(*program)->Run(*client, *args, options);
+    return 0;
+  }
+  if (!small) return 0;
+  const int64_t devices = partitions * module.config().replica_count;
+  if (devices == 1) {
+    // `xshard run` on a one-device module.
+    xs::ExecuteOptions options;
+    options.max_while_iterations = kMaxWhileIterations;
+    options.blas_threads = 1;
+    auto exe = xs::Executable::Create(module);
+    if (!exe.ok()) return 0;
+    if (auto args = RandomArguments((*exe)->argument_shapes())) (void)(*exe)->Run(*args, options);
+    return 0;
+  }
+  // `xshard run` on an SPMD module.
+  if (devices > kMaxDevices) return 0;
+  auto spmd = xs::SpmdExecutable::Create(module);
+  if (!spmd.ok()) return 0;
+  xs::Client* client = ClientFor(devices);
+  if (client == nullptr) return 0;
+  xs::SpmdRunOptions options;
+  options.max_while_iterations = kMaxWhileIterations;
+  options.blas_threads = 1;
+  (void)(*spmd)->Run(*client, xs::RandomDeviceArguments(1, devices, (*spmd)->executable().argument_shapes()), options);
+  return 0;
+}

@@ -1,0 +1,117 @@
+// RunWatch: signal handlers that only set a flag, and a thread that turns the flag, the
+// deadline and the progress period into RunMonitor calls and stderr lines.
+#include "xshard/tools/run_watch.h"
+
+#include <csignal>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "xshard/base/strings.h"
+
+namespace xs::tools {
+namespace {
+
+std::atomic<int> g_signal{0};
+
+extern "C" void OnStopSignal(int sig) {
+  g_signal.store(sig, std::memory_order_relaxed);
+  std::signal(sig, SIG_DFL);  // a second Ctrl-C kills the process as usual
+}
+
+struct sigaction g_old_int, g_old_term;
+
+std::string Seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), s < 10 ? "%.1f" : "%.0f", s);
+  return buf;
+}
+
+// $XSHARD_PROGRESS_SECONDS (a number > 0) replaces the default period, so tests need not wait
+// 10 s; commands without progress lines (period 0) keep none.
+std::chrono::milliseconds ProgressPeriod(std::chrono::milliseconds period) {
+  const char* env = std::getenv("XSHARD_PROGRESS_SECONDS");
+  double seconds = 0;
+  if (period.count() == 0 || env == nullptr || !ParseDouble(env, &seconds) || !(seconds > 0) || seconds > 1e6) {
+    return period;
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+}  // namespace
+
+RunWatch::RunWatch(RunMonitor& monitor, std::string command, std::optional<double> timeout_seconds,
+                   std::chrono::milliseconds progress_every)
+    : monitor_(monitor),
+      command_(std::move(command)),
+      timeout_seconds_(timeout_seconds),
+      progress_every_(ProgressPeriod(progress_every)),
+      start_(std::chrono::steady_clock::now()) {
+  g_signal.store(0);
+  struct sigaction sa {};
+  sa.sa_handler = &OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &g_old_int);
+  sigaction(SIGTERM, &sa, &g_old_term);
+  thread_ = std::thread([this] { Loop(); });
+}
+
+RunWatch::~RunWatch() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  sigaction(SIGINT, &g_old_int, nullptr);
+  sigaction(SIGTERM, &g_old_term, nullptr);
+}
+
+void RunWatch::set_device_ids(std::vector<int64_t> ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  device_ids_ = std::move(ids);
+}
+
+void RunWatch::Loop() {
+  using namespace std::chrono;
+  auto next_progress = start_ + progress_every_;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!done_) {
+    cv_.wait_for(lock, milliseconds(50));
+    if (done_) break;
+    const auto now = steady_clock::now();
+    const double elapsed = duration<double>(now - start_).count();
+    if (monitor_.stopped()) continue;
+    Status stop;
+    if (const int sig = g_signal.load(std::memory_order_relaxed); sig != 0) {
+      stop = Cancelled("interrupted by ", sig == SIGINT ? "SIGINT (Ctrl-C)" : "SIGTERM", " after ",
+                       Seconds(elapsed), " s");
+    } else if (timeout_seconds_ && elapsed >= *timeout_seconds_) {
+      stop = DeadlineExceeded("--timeout ", Seconds(*timeout_seconds_), " s passed before the run finished");
+    }
+    if (!stop.ok()) {
+      where_at_stop_ = monitor_.Where(device_ids_);
+      monitor_.Stop(stop);
+      continue;
+    }
+    if (progress_every_.count() > 0 && now >= next_progress) {
+      next_progress += progress_every_;
+      std::cerr << "xshard " << command_ << ": still running after " << Seconds(elapsed)
+                << " s: " << monitor_.Where(device_ids_) << std::endl;
+    }
+  }
+}
+
+Status RunWatch::Finish(const Status& result) {
+  if (!monitor_.stopped()) return result;
+  const Status reason = monitor_.stop_reason();
+  std::string where;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    where = where_at_stop_.empty() ? monitor_.Where(device_ids_) : where_at_stop_;
+  }
+  return Status(reason.code(), StrCat(reason.message(), "; stopped: ", where));
+}
+
+}  // namespace xs::tools
