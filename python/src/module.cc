@@ -5,10 +5,12 @@
 namespace xs::python {
 void BindSharding(nb::module_& m);
 void BindProgram(nb::module_& m);
+void BindShardMap(nb::module_& m);
 }  // namespace xs::python
 
 NB_MODULE(_xshard, m) {
   m.doc() = "xshard's C++ sharding compiler and runtime (use the xshard package, not this module)";
   xs::python::BindSharding(m);
   xs::python::BindProgram(m);
+  xs::python::BindShardMap(m);
 }

@@ -31,8 +31,10 @@ namespace {
 
 using namespace nb::literals;
 
+}  // namespace
+
 // One Client per device count, created on first use and kept for the process (each owns one
-// thread per device).
+// thread per device). Shared with shard_map.cc.
 Client& ClientFor(int64_t devices) {
   static std::mutex mu;
   static std::map<int64_t, std::unique_ptr<Client>> clients;
@@ -45,6 +47,8 @@ Client& ClientFor(int64_t devices) {
   }
   return *c;
 }
+
+namespace {
 
 // A compiled program plus the client it runs on.
 class Program {
