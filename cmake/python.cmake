@@ -1,5 +1,5 @@
-# Finds Python and nanobind for the xshard Python module (python/). Sets XSHARD_PYTHON_FOUND and,
-# when found, turns on position-independent code for every library (they link into the module).
+# Finds Python and nanobind for the xshard Python module (python/). Sets XSHARD_PYTHON_FOUND
+# (python/CMakeLists.txt then builds the layer libraries as position-independent code).
 find_package(Python 3.9 COMPONENTS Interpreter Development.Module QUIET)
 set(XSHARD_PYTHON_FOUND OFF)
 if(Python_FOUND)
@@ -15,7 +15,6 @@ if(Python_FOUND)
 endif()
 if(XSHARD_PYTHON_FOUND)
   message(STATUS "xshard Python module: on (${Python_EXECUTABLE}, nanobind ${nanobind_VERSION})")
-  set(CMAKE_POSITION_INDEPENDENT_CODE ON)
 elseif(XSHARD_BUILD_PYTHON STREQUAL "ON")
   message(FATAL_ERROR "XSHARD_BUILD_PYTHON=ON but nanobind is not importable by "
           "'${Python_EXECUTABLE}': run scripts/setup.sh (it creates .venv/ with nanobind) or "
