@@ -11,7 +11,7 @@ already placed array with block_until_ready (and with a numpy argument, transfer
 import os
 import statistics
 import sys
-import timeit
+import time
 
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                            " --xla_force_host_platform_device_count=8").strip()
@@ -20,9 +20,18 @@ import numpy as np  # noqa: E402
 import xshard  # noqa: E402
 
 
-def per_call_us(fn, number=2000, repeat=7):
-    fn()
-    return statistics.median(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
+def per_call_us(fn, calls=5000, warmup=100):
+    """Median of individually timed calls, in microseconds (a median, like prog.time's: on a
+    loaded machine the mean is dominated by a few descheduled calls)."""
+    for _ in range(warmup):
+        fn()
+    clock = time.perf_counter_ns
+    samples = []
+    for _ in range(calls):
+        start = clock()
+        fn()
+        samples.append(clock() - start)
+    return statistics.median(samples) / 1e3
 
 
 def main():
@@ -61,6 +70,8 @@ ENTRY e {
 }""", in_shardings=[s], out_shardings=[s])
         np.testing.assert_array_equal(prog(x), x * 2 + 1)
         rows.append((devices, "xshard prog(x) from Python", per_call_us(lambda: prog(x))))
+        rows.append((devices, "xshard binding alone (prog._run([x]))",
+                     per_call_us(lambda: prog._run([x]))))
         t = prog.time(x, warmup=100, iters=5000, whole_call=True)
         rows.append((devices, "xshard Run in a C++ loop (same work)", t.median * 1e3))
         t = prog.time(x, warmup=100, iters=5000)
