@@ -11,6 +11,7 @@ packages=(
   libhwy-dev                                # SIMD elementwise kernels (runtime dispatch)
   libdnnl-dev                               # bf16 GEMM (oneDNN matmul)
   clang libclang-rt-14-dev                  # libFuzzer targets
+  python3-dev python3-venv                  # the Python package (scripts/python-env.sh makes .venv/)
 )
 
 missing=()

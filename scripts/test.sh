@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The newcomer's second command (and what CI runs): builds everything, builds the libFuzzer
 # targets with clang, then runs the whole test suite with ctest (unit, golden, corpus, CLI
-# end-to-end, examples and short fuzz runs). ctest's summary is the last thing printed.
+# end-to-end, examples, the Python package's pytest suite and short fuzz runs). ctest's summary is
+# the last thing printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
+scripts/python-env.sh
 jobs=$(nproc)
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DXSHARD_BUILD_PYTHON=ON \
+  -DPython_EXECUTABLE="$PWD/.venv/bin/python" >/dev/null
 cmake --build build -j "$jobs"
 
 # Fuzz targets: a separate clang build, instrumented for libFuzzer; ctest runs each briefly.

@@ -1,0 +1,16 @@
+// The extension module xshard._xshard: the sharding model and compiled programs over the C++
+// libraries. The public Python API (xshard/__init__.py) wraps these.
+#include "python/src/convert.h"
+
+namespace xs::python {
+void BindSharding(nb::module_& m);
+void BindProgram(nb::module_& m);
+void BindShardMap(nb::module_& m);
+}  // namespace xs::python
+
+NB_MODULE(_xshard, m) {
+  m.doc() = "xshard's C++ sharding compiler and runtime (use the xshard package, not this module)";
+  xs::python::BindSharding(m);
+  xs::python::BindProgram(m);
+  xs::python::BindShardMap(m);
+}

@@ -1,0 +1,231 @@
+"""Compiled programs: xshard.compile (HLO text -> a program partitioned for N devices that runs on
+numpy arrays), its report and timing, and xshard.from_jax (the same from a JAX function)."""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from . import _xshard
+from ._sharding import ShardedArray, ShardingLike, _from_jax_sharding, check_dtype
+
+try:  # numpy has no bfloat16: bf16 results come back as its bits, viewed as ml_dtypes' type
+    from ml_dtypes import bfloat16 as _bfloat16
+except ImportError:  # pragma: no cover - depends on the environment
+    _bfloat16 = None
+
+
+@dataclass
+class Collective:
+    """One collective the partitioner inserted."""
+    kind: str       # "all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute"
+    name: str       # its name in the SPMD program
+    shape: str      # per-device result shape, e.g. "f16[4,4]"
+    bytes: int      # bytes each device receives (ring model)
+    groups: str     # replica groups as explicit lists ("{{0,2,4,6},{1,3,5,7}}"), pairs for permutes
+    dimension: int  # gathered / scattered dim, -1 for none
+    cause: str      # the global instruction being partitioned
+    reason: str     # why
+
+
+@dataclass
+class Report:
+    """What partitioning did: str(report) is `xshard partition --report`'s text."""
+    text: str
+    collectives: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    memory: dict = field(default_factory=dict)  # before/after_peak_bytes, after_parameter_bytes
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes every device receives over all collectives."""
+        return sum(c.bytes for c in self.collectives)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _percentile(sorted_ms: list, q: float) -> float:
+    """numpy.percentile's default (linear between closest ranks), as `xshard bench run`."""
+    rank = q / 100.0 * (len(sorted_ms) - 1)
+    lo = math.floor(rank)
+    hi = min(lo + 1, len(sorted_ms) - 1)
+    return sorted_ms[lo] + (rank - lo) * (sorted_ms[hi] - sorted_ms[lo])
+
+
+@dataclass
+class Timing:
+    """The latency report of `xshard bench run` (milliseconds per execution on arguments already
+    placed on the devices): str(timing) prints it."""
+    samples_ms: list
+    warmup: int
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.samples_ms)
+
+    @property
+    def median(self) -> float:
+        return _percentile(sorted(self.samples_ms), 50)
+
+    @property
+    def stdev(self) -> float:
+        return statistics.stdev(self.samples_ms) if len(self.samples_ms) > 1 else 0.0
+
+    @property
+    def min(self) -> float:
+        return min(self.samples_ms)
+
+    @property
+    def max(self) -> float:
+        return max(self.samples_ms)
+
+    @property
+    def p95(self) -> float:
+        return _percentile(sorted(self.samples_ms), 95)
+
+    @property
+    def p99(self) -> float:
+        return _percentile(sorted(self.samples_ms), 99)
+
+    def __str__(self) -> str:
+        rows = [("Mean:", self.mean), ("Median:", self.median), ("Stdev:", self.stdev),
+                ("Min:", self.min), ("Max:", self.max), ("P95:", self.p95), ("P99:", self.p99)]
+        head = f"{self.warmup} warmup, {len(self.samples_ms)} timed iterations\n\nResults:\n"
+        return head + "".join(f"  {label:<8}{v:10.3f} ms\n" for label, v in rows)
+
+
+def _arg(a: Any) -> np.ndarray:
+    if type(a) is np.ndarray:
+        return a
+    if isinstance(a, ShardedArray):
+        return np.asarray(a)
+    a = np.asarray(a)
+    if _bfloat16 is not None and a.dtype == _bfloat16:
+        raise NotImplementedError("bfloat16 arguments are not supported from Python yet; "
+                                  "convert them with .astype(numpy.float32)")
+    return a
+
+
+class Compiled:
+    """A program partitioned for `num_devices` devices: call it with numpy arrays (the global
+    arrays) to run it on xshard's virtual CPU devices."""
+
+    def __init__(self, program: Any, source: str = "hlo"):
+        self._program = program
+        self._run = program.run
+        self.source = source
+        self._bf16_outputs = [i for i, s in enumerate(program.output_shapes())
+                              if s.startswith("bf16")]
+
+    @property
+    def num_devices(self) -> int:
+        return self._program.num_devices
+
+    @property
+    def in_shardings(self) -> list:
+        """The HloSharding of every argument after propagation."""
+        return self._program.argument_shardings
+
+    @property
+    def out_shardings(self) -> list:
+        return self._program.output_shardings
+
+    @property
+    def in_shapes(self) -> list:
+        return self._program.argument_shapes()
+
+    @property
+    def out_shapes(self) -> list:
+        return self._program.output_shapes()
+
+    def __call__(self, *args: Any):
+        """Runs on the global arrays; returns the output, or a tuple when there are several.
+        Arguments that are 64-byte aligned C-contiguous numpy arrays are read in place (every
+        output of a previous call is); outputs take over the runtime's buffers (no copy)."""
+        try:
+            outs = self._run([_arg(a) for a in args])
+        except TypeError:
+            for i, a in enumerate(args):  # name the argument nanobind could not convert
+                check_dtype(np.asarray(a), f"argument {i}")
+            raise
+        for i in self._bf16_outputs:
+            if _bfloat16 is not None and isinstance(outs[i], np.ndarray):
+                outs[i] = outs[i].view(_bfloat16)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def as_text(self, spmd: bool = False) -> str:
+        """The global program after sharding propagation, or (spmd=True) the partitioned program
+        every device runs."""
+        return self._program.as_text(spmd)
+
+    def report(self) -> Report:
+        """The collectives partitioning inserted (kind, shape, bytes, groups, cause), warnings
+        and the per-device memory estimate before and after."""
+        return Report(self._program.report_text(),
+                      [Collective(**c) for c in self._program.collectives()],
+                      list(self._program.warnings()), dict(self._program.memory()))
+
+    def time(self, *args: Any, warmup: int = 3, iters: Optional[int] = None,
+             whole_call: bool = False) -> Timing:
+        """Times the per-device execution like `xshard bench run`: arguments are sharded once,
+        `warmup` untimed runs, then `iters` timed ones (default adaptive: >= 10 runs and >= 1 s).
+        whole_call=True times what a call does instead (shard the global arrays, run, assemble
+        the outputs), in C++: a call from Python costs that plus the binding."""
+        if warmup < 0 or (iters is not None and iters < 1):
+            raise ValueError(f"warmup={warmup}, iters={iters}: need warmup >= 0 and iters >= 1")
+        samples = self._program.time([_arg(a) for a in args], warmup,
+                                     -1 if iters is None else iters, whole_call)
+        return Timing(samples, warmup)
+
+    def __repr__(self) -> str:
+        return (f"Compiled({self.source}, devices={self.num_devices}, "
+                f"in={self.in_shapes}, out={self.out_shapes})")
+
+
+def _shardings(shardings: Optional[Sequence[Optional[ShardingLike]]], what: str) -> tuple:
+    """Each entry as a NamedSharding or HloSharding (None kept; the native side takes each
+    parameter's rank from the program), and the device count the named ones imply."""
+    if shardings is None:
+        return [], None
+    if not isinstance(shardings, (list, tuple)):
+        raise ValueError(f"{what} must be a list or tuple (one sharding or None per "
+                         f"{'parameter' if what == 'in_shardings' else 'output'})")
+    out, devices = [], None
+    for s in shardings:
+        if s is None or isinstance(s, (_xshard.HloSharding, _xshard.NamedSharding)):
+            out.append(s)
+        elif isinstance(s, str):
+            out.append(_xshard.HloSharding.parse(s))
+        else:
+            named = _from_jax_sharding(s)
+            if named is None:
+                raise TypeError(f"{what}: expected NamedSharding, HloSharding, sharding text or "
+                                f"None, got {type(s).__name__}")
+            out.append(named)
+        if isinstance(out[-1], _xshard.NamedSharding):
+            devices = out[-1].num_devices
+    return out, devices
+
+
+def compile(hlo_text: str, devices: Optional[int] = None, *,
+            in_shardings: Optional[Sequence[Optional[ShardingLike]]] = None,
+            out_shardings: Optional[Sequence[Optional[ShardingLike]]] = None,
+            propagate_to_parameters: Optional[bool] = None,
+            propagate_to_output: Optional[bool] = None,
+            async_collectives: bool = False) -> Compiled:
+    """Compiles a global HLO module (XLA's text) for `devices` devices: sharding propagation, the
+    SPMD partitioner and cleanup, as `xshard run` does. `in_shardings` / `out_shardings` (one per
+    parameter / output, None to leave one as the text has it) override the text's annotations.
+    devices defaults to the shardings' mesh, else the module's num_partitions, else the devices
+    its annotations name. Errors raise ValueError with xshard's message."""
+    in_h, in_dev = _shardings(in_shardings, "in_shardings")
+    out_h, out_dev = _shardings(out_shardings, "out_shardings")
+    if devices is None:
+        devices = in_dev or out_dev or 0
+    program = _xshard._compile(hlo_text, devices, in_h, out_h, propagate_to_parameters,
+                               propagate_to_output, async_collectives)
+    return Compiled(program)

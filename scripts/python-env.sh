@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Makes .venv/ in the checkout (once) with the Python package's build and test dependencies
+# (python/requirements-dev.txt: nanobind, scikit-build-core, numpy, pytest), and points it at the
+# module that CMake builds into build/python (a .pth file), so that `.venv/bin/python -c 'import
+# xshard'` works once build/ is built. Safe to run again: it installs only what is missing.
+# $PYTHON picks the interpreter (default python3; Debian's needs python3-venv).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "xshard: creating .venv/ with $("$python" --version 2>&1)"
+  "$python" -m venv .venv
+fi
+if ! .venv/bin/python -c 'import nanobind, scikit_build_core, numpy, pytest' 2>/dev/null; then
+  echo "xshard: installing the Python build and test dependencies into .venv/"
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r python/requirements-dev.txt
+fi
+site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$PWD/build/python" > "$site/xshard-build.pth"
