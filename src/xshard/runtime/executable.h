@@ -37,11 +37,15 @@ class ComputeGate;
 // multi-device runtime implements it over its Communicator; without one the executor uses the
 // one-participant semantics. `operands` are the instruction's operand arrays (tuple operands
 // flattened); the result is the flattened leaves of the instruction's (non -start) result.
+// `into` is empty or holds one buffer per result leaf (null: none), contents unspecified (the
+// executor's planned arena buffers): a leaf of the same dtype and dims is written there and
+// returned as a view of it.
 class CollectiveRunner {
  public:
   virtual ~CollectiveRunner() = default;
   virtual StatusOr<std::vector<Array>> RunCollective(const Instruction& inst,
-                                                     std::span<const Array* const> operands) = 0;
+                                                     std::span<const Array* const> operands,
+                                                     std::span<Array* const> into) = 0;
 };
 
 struct ExecuteOptions {
