@@ -1,8 +1,9 @@
 // The executor's memory plan: which buffers each value may reference (aliases through tuple,
 // get-tuple-element, reshape, copy, calls, loops), their live ranges in steps, and their offsets
-// in the computation's arena region (buffer_assignment.h). Values that reach the root get owned
-// buffers instead, so a result never points into an arena the next run reuses. Also the run-time
-// side: the arena free list and the buffer helpers (NewArray, AdoptArray, OwnedSlot).
+// in the computation's arena region (buffer_assignment.h). The entry's results are planned in the
+// arena too, alive to the end (the caller's views keep that arena from the next run); a callee's
+// results get owned buffers, as its region is reused. Also the run-time side: the arena pool and
+// the buffer helpers (NewArray, AdoptArray, OwnedSlot).
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
@@ -42,7 +43,7 @@ void SortUnique(std::vector<int>& v) {
 
 }  // namespace
 
-void PlanMemory(ComputationPlan& plan) {
+void PlanMemory(ComputationPlan& plan, bool root_in_arena) {
   const int n = static_cast<int>(plan.steps.size());
   // bufs[slot]: the steps whose result buffers the slot's value may reference; for tuple steps,
   // elems[slot] holds the same per element (so get-tuple-element of a tuple op stays precise).
@@ -103,11 +104,15 @@ void PlanMemory(ComputationPlan& plan) {
     }
     return b;
   };
-  // Buffers that may reach the root are the caller's: owned, never in the arena. So is a chain
-  // of in-place operands leading to them (x1 = f(x0), ..., root = g(xn) then runs in one owned
-  // buffer, as ResultBuffer overwrites dying owned operands).
+  // Buffers that may reach the root are the caller's. In the entry (root_in_arena) they stay in
+  // the arena, alive past the last step. Otherwise they are owned, never in the arena, and so is
+  // a chain of in-place operands leading to them (x1 = f(x0), ..., root = g(xn) then runs in one
+  // owned buffer, as ResultBuffer overwrites dying owned operands).
+  if (root_in_arena && plan.root_slot >= 0) {
+    for (int b : bufs[plan.root_slot]) last[b] = n;
+  }
   std::vector<char> owned(n, 0);
-  if (plan.root_slot >= 0) {
+  if (!root_in_arena && plan.root_slot >= 0) {
     for (int b : bufs[plan.root_slot]) owned[b] = 1;
   }
   for (int k = n - 1; k >= 0; --k) {
@@ -229,26 +234,28 @@ int64_t Executable::arena_bytes(bool fused) const {
   return p.entry->arena_bytes;
 }
 
-Executable::ArenaLease::ArenaLease(const Executable& e, bool fused) : owner_(e), fused_(fused) {
-  const int64_t bytes = e.arena_bytes(fused);
-  if (bytes == 0) return;
+std::shared_ptr<std::byte> Executable::LeaseArena(bool fused) const {
+  const int64_t bytes = arena_bytes(fused);
+  if (bytes == 0) return nullptr;
+  std::byte* data = nullptr;
   {
-    std::lock_guard<std::mutex> lock(e.arena_mu_);
-    std::vector<std::byte*>& free = e.free_arenas_[fused];
+    std::lock_guard<std::mutex> lock(arenas_->mu);
+    std::vector<std::byte*>& free = arenas_->free[fused];
     if (!free.empty()) {
-      data_ = free.back();
+      data = free.back();
       free.pop_back();
-      return;
     }
   }
-  data_ = static_cast<std::byte*>(std::aligned_alloc(kBufferAlignment, static_cast<size_t>(bytes)));
-  XS_CHECK(data_ != nullptr, "out of memory allocating the executor's ", bytes, "-byte arena");
-}
-
-Executable::ArenaLease::~ArenaLease() {
-  if (data_ == nullptr) return;
-  std::lock_guard<std::mutex> lock(owner_.arena_mu_);
-  owner_.free_arenas_[fused_].push_back(data_);
+  if (data == nullptr) {
+    data = static_cast<std::byte*>(std::aligned_alloc(kBufferAlignment, static_cast<size_t>(bytes)));
+    XS_CHECK(data != nullptr, "out of memory allocating the executor's ", bytes, "-byte arena");
+  }
+  // The pool outlives the Executable while a result still views one of its arenas.
+  std::shared_ptr<ArenaPool> pool = arenas_;
+  return std::shared_ptr<std::byte>(data, [pool, fused](std::byte* p) {
+    std::lock_guard<std::mutex> lock(pool->mu);
+    pool->free[fused].push_back(p);
+  });
 }
 
 }  // namespace xs

@@ -402,8 +402,8 @@ TEST(SpmdExecutor, ReportsPerDeviceArgumentPeakAndLiveBytes) {
 }
 
 TEST(SpmdExecutor, ReportsTheArenaPlannedBeforeTheRun) {
-  // e and f fuse into one loop; its output f, which the all-reduce reads, is the arena's one
-  // slot; the all-reduce writes the result, an owned buffer.
+  // e and f fuse into one loop; its output f, which the all-reduce reads, and the all-reduce's
+  // result, alive together at the all-reduce, are the arena's two slots.
   const std::string text = Hlo("num_partitions=2", R"(
   p = s32[4,4] parameter(0)
   e = s32[4,4] negate(p)
@@ -414,8 +414,8 @@ TEST(SpmdExecutor, ReportsTheArenaPlannedBeforeTheRun) {
   StatusOr<SpmdResult> r = RunSpmd(text, args);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->outputs[1][0].GetDouble(2), -18.0);  // 3 * -3 on each of 2 devices
-  EXPECT_EQ(r->memory[0].arena_bytes, 64);
-  EXPECT_EQ(r->memory[0].peak_bytes, 64 + 64 + 64);  // arguments, the arena (f) and the result
+  EXPECT_EQ(r->memory[0].arena_bytes, 128);
+  EXPECT_EQ(r->memory[0].peak_bytes, 64 + 128);  // arguments and the arena (f and the result)
 }
 
 // ---- errors found while planning or before running ----
