@@ -170,6 +170,9 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
       out_arrays[o] = ResultBuffer(step, frame, ctx, f.donor);
     } else if (primary) {
       out_arrays[o] = NewArray(f.outputs[o].inst->shape(), ctx);  // the planned buffer
+    } else if (o < step.output_offsets.size() && step.output_offsets[o] >= 0 && ctx.frame_arena != nullptr) {
+      out_arrays[o] = std::make_shared<Array>(Array::View(f.outputs[o].inst->shape().WithoutLayout(),
+                                                          ctx.frame_arena + step.output_offsets[o]));
     } else {
       // The loop writes every element: no zero-fill pass over the output.
       out_arrays[o] = AdoptArray(Array::Uninitialized(f.outputs[o].inst->shape().WithoutLayout()), ctx);

@@ -58,6 +58,33 @@ TEST(ExecutableMemory, PeakIsTheArenaWhichHoldsTheResult) {
   ExpectReverseDotReverse(x, out[0]);
 }
 
+TEST(ExecutableMemory, ExtraOutputsOfAFusedLoopAreArenaBuffers) {
+  // a = -x and b = a * a fuse into one loop with two outputs (the dot reads both): a, b and the
+  // result d = a @ b are alive at the dot, 3 x 4 KiB, all in the arena; nothing else.
+  std::unique_ptr<Module> m = Parse(R"(
+HloModule multi
+ENTRY main {
+  x = f32[32,32] parameter(0)
+  a = f32[32,32] negate(x)
+  b = f32[32,32] multiply(a, a)
+  ROOT d = f32[32,32] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  EXPECT_EQ(e->arena_bytes(), 3 * 4096);
+  const Array x = Input(0.25f);
+  ExecuteStats stats;
+  std::vector<Array> out = *e->Run(std::span<const Array>(&x, 1), {}, &stats);
+  EXPECT_EQ(stats.peak_bytes, 3 * 4096);
+  // d[i][j] = sum_k -x[i][k] * x[k][j]^2
+  for (int64_t i = 0; i < 32; ++i) {
+    for (int64_t j = 0; j < 32; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < 32; ++k) want -= x.GetDouble(i * 32 + k) * x.GetDouble(k * 32 + j) * x.GetDouble(k * 32 + j);
+      ASSERT_NEAR(out[0].GetDouble(i * 32 + j), want, 1e-4 * (1 + std::abs(want))) << i << "," << j;
+    }
+  }
+}
+
 TEST(ExecutableMemory, ResultsOutliveLaterRunsAndTheExecutable) {
   std::unique_ptr<Module> m = Parse(kReverseDotReverse);
   std::unique_ptr<Executable> e = *Executable::Create(*m);

@@ -106,6 +106,9 @@ struct Step {
   // Filled by the planner (executable_memory.cc).
   int64_t arena_offset = -1;   // the result's buffer in the frame's arena; -1: not in the arena
   int64_t callee_offset = 0;   // where callees' regions start in the frame's arena
+  // Fused loops: per FusedLoop::outputs entry other than the step's result, its buffer in the
+  // frame's arena; -1: an owned buffer (or the step's own result).
+  std::vector<int64_t> output_offsets;
 };
 
 struct ComputationPlan {
