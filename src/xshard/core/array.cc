@@ -274,12 +274,14 @@ Array::Array(Shape shape) : Array(std::move(shape), NoInit{}) {
 
 Array Array::Uninitialized(Shape shape) { return Array(std::move(shape), NoInit{}); }
 
-Array Array::View(Shape shape, std::byte* data) {
+Array Array::View(Shape shape, std::byte* data) { return View(std::move(shape), data, nullptr); }
+
+Array Array::View(Shape shape, std::byte* data, std::shared_ptr<const void> keep_alive) {
   XS_CHECK(shape.IsArray(), "Array needs an array shape, got ", shape.ToString());
   XS_CHECK(data != nullptr, "Array::View of null memory for ", shape.ToString());
   Array a(Shape(shape.dtype(), {}), NoInit{});  // a 64-byte placeholder, replaced below
   a.shape_ = Shape(shape.dtype(), shape.dims());
-  a.data_ = std::unique_ptr<std::byte[], FreeDeleter>(data, FreeDeleter{true, 0});
+  a.data_ = std::unique_ptr<std::byte[], FreeDeleter>(data, FreeDeleter{true, 0, std::move(keep_alive)});
   return a;
 }
 
@@ -294,7 +296,7 @@ Array::Array(Shape shape, NoInit) : shape_(shape.dtype(), shape.dims()) {
   if (p == nullptr) p = static_cast<std::byte*>(std::aligned_alloc(kAlignment, padded));
   if (p == nullptr) throw AllocationFailure(static_cast<int64_t>(padded), shape_.ToString());
   if (padded > bytes) std::memset(p + bytes, 0, padded - bytes);  // the tail padding only
-  data_ = std::unique_ptr<std::byte[], FreeDeleter>(p, FreeDeleter{false, padded});
+  data_ = std::unique_ptr<std::byte[], FreeDeleter>(p, FreeDeleter{false, padded, nullptr});
 }
 
 Array::Array(const Array& other) : Array(other.shape_, NoInit{}) {

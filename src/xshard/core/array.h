@@ -75,6 +75,9 @@ class Array {
   // shape.byte_size() bytes, 64-byte aligned, and outlive the array and every move of it. Copies
   // of a view own their data. The executor's arena buffers are views.
   static Array View(Shape shape, std::byte* data);
+  // Same, holding `keep_alive` (the owner of `data`, e.g. a pooled buffer the view lies in) until
+  // the view and every move of it are destroyed: `data` then needs to outlive only `keep_alive`.
+  static Array View(Shape shape, std::byte* data, std::shared_ptr<const void> keep_alive);
   // Copies raw row-major bytes; error when the byte count does not match the shape.
   static StatusOr<Array> FromBytes(Shape shape, std::span<const std::byte> bytes);
 
@@ -138,6 +141,7 @@ class Array {
   struct FreeDeleter {
     bool borrowed;      // a View's memory: not freed (value-initialized to false)
     size_t bytes;       // the allocation's padded size (large ones go back to the buffer cache)
+    std::shared_ptr<const void> keep_alive;  // a View's owner (may be null)
     void operator()(std::byte* p) const;
   };
   struct NoInit {};

@@ -27,6 +27,42 @@ void OverwriteCombine(std::byte* acc, const std::byte* x) {
   std::memcpy(acc, x, N);
 }
 
+// max / min of a contiguous run of f32 / f64 into `acc`. The combiner is associative and
+// commutative on numbers, so 16 independent lanes (which the compiler vectorizes) give the
+// sequential loop's value; a run holding a NaN, or whose extreme is a zero (the sign rule of
+// Maximum / Minimum), takes the sequential loop so NaN payloads and -0 / +0 come out as before.
+template <class Op, class S>
+constexpr bool kLaneReducible = (std::is_same_v<Op, ops::Maximum> || std::is_same_v<Op, ops::Minimum>) &&
+                                (std::is_same_v<S, float> || std::is_same_v<S, double>);
+
+template <class Op, class S>
+bool LaneReduce(const S* x, int64_t n, S* acc) {
+  constexpr int kLanes = 16;
+  if (n < 2 * kLanes) return false;
+  constexpr bool kMax = std::is_same_v<Op, ops::Maximum>;
+  S lane[kLanes];
+  int nan[kLanes] = {};
+  for (int l = 0; l < kLanes; ++l) lane[l] = x[l];
+  int64_t j = kLanes;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      const S v = x[j + l];
+      nan[l] |= v != v;
+      lane[l] = kMax ? (v > lane[l] ? v : lane[l]) : (v < lane[l] ? v : lane[l]);
+    }
+  }
+  int any_nan = 0;
+  for (int l = 0; l < kLanes; ++l) any_nan |= nan[l] | (lane[l] != lane[l]);
+  for (int64_t t = j; t < n; ++t) any_nan |= x[t] != x[t];
+  if (any_nan) return false;
+  S m = lane[0];
+  for (int l = 1; l < kLanes; ++l) m = Op::Apply(m, lane[l]);
+  for (; j < n; ++j) m = Op::Apply(m, x[j]);
+  if (m == 0) return false;
+  *acc = Op::Apply(*acc, m);
+  return true;
+}
+
 // Typed reduce over the whole input: `ostride[d]` is the output stride of input dim d (0 for a
 // reduced dim). Visits the input in row-major order.
 template <class Op, class S>
@@ -43,7 +79,10 @@ void ReduceLoop(const std::byte* in_bytes, std::byte* out_bytes, const std::vect
   std::vector<int64_t> idx(r - 1, 0);
   int64_t in_off = 0, out_off = 0;
   while (true) {
-    if (inner_ostride == 0) {
+    bool done = false;
+    if constexpr (kLaneReducible<Op, S>) done = inner_ostride == 0 && LaneReduce<Op, S>(in + in_off, n, out + out_off);
+    if (done) {
+    } else if (inner_ostride == 0) {
       auto acc = ToCompute(out[out_off]);
       for (int64_t j = 0; j < n; ++j) {
         acc = ToCompute(internal::StoreAs<S>(Op::Apply(acc, ToCompute(in[in_off + j]))));
@@ -90,7 +129,10 @@ void ReduceRangeLoop(const std::byte* in_bytes, std::byte* out_bytes, const std:
   while (i < n) {
     const int64_t run = std::min(n - i, last - idx[r - 1]);
     const S* x = in + i;
-    if (os == 0) {
+    bool done = false;
+    if constexpr (kLaneReducible<Op, S>) done = os == 0 && LaneReduce<Op, S>(x, run, out + out_off);
+    if (done) {
+    } else if (os == 0) {
       auto acc = ToCompute(out[out_off]);
       for (int64_t j = 0; j < run; ++j) acc = ToCompute(internal::StoreAs<S>(Op::Apply(acc, ToCompute(x[j]))));
       out[out_off] = internal::StoreAs<S>(acc);

@@ -1,5 +1,6 @@
 // FindReduceRange: feeding an array's ranges in order (any cut points) gives Reduce's result bit
 // for bit, for kept and reduced inner dims and bf16 per-step rounding.
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -53,6 +54,47 @@ TEST(ReduceRange, RangesInOrderEqualReduce) {
     EXPECT_EQ(0, std::memcmp(got.data(), want[0].data(), got.byte_size())) << DTypeName(c.t);
   }
   EXPECT_FALSE(FindReduceRange(CombineKind::kAnd, DType::kF32).ok());
+}
+
+// Long rows take the 16-lane max / min loop: values known by construction, a NaN anywhere gives
+// NaN, an all-zero row's max is +0 when any +0 is in it (Maximum's sign rule), min is -0.
+TEST(ReduceRange, LongRowMaxMinKnownValues) {
+  const int64_t n = 100;
+  Array in(DType::kF32, {4, n});
+  for (int64_t i = 0; i < n; ++i) {
+    in.SetDouble(0 * n + i, -1000.0 + i);         // row 0: max 99 - 1000 = -901 (last), min -1000
+    in.SetDouble(1 * n + i, i == 37 ? 5.5 : -i);  // row 1: max 5.5, min -99
+    in.SetDouble(2 * n + i, i == 70 ? std::nan("") : i);
+    in.SetDouble(3 * n + i, i % 2 ? -0.0 : 0.0);
+  }
+  Array init(DType::kF32, {});
+  const Array* ins[] = {&in};
+  const Array* inits[] = {&init};
+  for (CombineKind kind : {CombineKind::kMaximum, CombineKind::kMinimum}) {
+    const bool max = kind == CombineKind::kMaximum;
+    init.SetDouble(0, max ? -INFINITY : INFINITY);
+    Combiner comb;
+    comb.kind = kind;
+    std::vector<Array> out = *Reduce(ins, inits, std::vector<int64_t>{1}, comb);
+    ASSERT_EQ(out[0].num_elements(), 4);
+    EXPECT_EQ(out[0].GetDouble(0), max ? -901.0 : -1000.0);
+    EXPECT_EQ(out[0].GetDouble(1), max ? 5.5 : -99.0);
+    EXPECT_TRUE(std::isnan(out[0].GetDouble(2)));
+    EXPECT_EQ(out[0].GetDouble(3), 0.0);
+    EXPECT_EQ(std::signbit(out[0].GetDouble(3)), !max);
+    // The range form (as fused loops call it) agrees, fed in uneven pieces.
+    ReduceRangeFn fn = *FindReduceRange(kind, DType::kF32);
+    Array got(DType::kF32, {4});
+    for (int64_t i = 0; i < 4; ++i) got.SetDouble(i, init.GetDouble(0));
+    for (int64_t begin = 0, step = 7; begin < in.num_elements(); begin += step, step = step * 5 % 97 + 3) {
+      const int64_t len = std::min(step, in.num_elements() - begin);
+      fn(in.data() + begin * 4, got.data(), {4, n}, {1, 0}, begin, len);
+    }
+    for (int64_t i = 0; i < 4; ++i) {
+      const double g = got.GetDouble(i), w = out[0].GetDouble(i);
+      EXPECT_TRUE((std::isnan(g) && std::isnan(w)) || (g == w && std::signbit(g) == std::signbit(w))) << i;
+    }
+  }
 }
 
 }  // namespace

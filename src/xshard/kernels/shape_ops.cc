@@ -180,6 +180,14 @@ void StridedCopy(const std::byte* src, std::byte* dst, int64_t elem_size,
   }
 }
 
+// The result array: a view of `into` when it has the result's dtype and dims, else a new one.
+static Array ResultArray(Shape shape, Array* into) {
+  if (into != nullptr && into->dtype() == shape.dtype() && into->dims() == shape.dims()) {
+    return Array::View(std::move(shape), into->data());
+  }
+  return Array(std::move(shape));
+}
+
 void TransposeInto(const std::byte* src, std::byte* dst, int64_t elem_size,
                    const std::vector<int64_t>& dims, const std::vector<int64_t>& permutation) {
   const std::vector<int64_t> in_strides = Strides(dims);
@@ -191,24 +199,24 @@ void TransposeInto(const std::byte* src, std::byte* dst, int64_t elem_size,
   StridedCopy(src, dst, elem_size, out_dims, src_strides, Strides(out_dims));
 }
 
-Array Transpose(const Array& in, const std::vector<int64_t>& permutation) {
+Array Transpose(const Array& in, const std::vector<int64_t>& permutation, Array* into) {
   const std::vector<int64_t> in_strides = Strides(in.dims());
   std::vector<int64_t> out_dims, src_strides;
   for (int64_t p : permutation) {
     out_dims.push_back(in.dims()[p]);
     src_strides.push_back(in_strides[p]);
   }
-  Array out(Shape(in.dtype(), out_dims));
+  Array out = ResultArray(Shape(in.dtype(), out_dims), into);
   StridedCopy(in.data(), out.data(), DTypeSize(in.dtype()), out_dims, src_strides, Strides(out_dims));
   return out;
 }
 
 Array Broadcast(const Array& in, const std::vector<int64_t>& result_dims,
-                const std::vector<int64_t>& dimensions) {
+                const std::vector<int64_t>& dimensions, Array* into) {
   const std::vector<int64_t> in_strides = Strides(in.dims());
   std::vector<int64_t> src_strides(result_dims.size(), 0);
   for (size_t i = 0; i < dimensions.size(); ++i) src_strides[dimensions[i]] = in_strides[i];
-  Array out(Shape(in.dtype(), result_dims));
+  Array out = ResultArray(Shape(in.dtype(), result_dims), into);
   if (in.num_elements() == 1) {
     FillElements(out.data(), in.data(), DTypeSize(in.dtype()), out.num_elements());
     return out;
@@ -218,7 +226,7 @@ Array Broadcast(const Array& in, const std::vector<int64_t>& result_dims,
   return out;
 }
 
-Array Slice(const Array& in, const std::vector<SliceDim>& slice) {
+Array Slice(const Array& in, const std::vector<SliceDim>& slice, Array* into) {
   const std::vector<int64_t> in_strides = Strides(in.dims());
   std::vector<int64_t> out_dims, src_strides;
   int64_t offset = 0;
@@ -228,7 +236,7 @@ Array Slice(const Array& in, const std::vector<SliceDim>& slice) {
     src_strides.push_back(in_strides[i] * s.stride);
     offset += s.start * in_strides[i];
   }
-  Array out(Shape(in.dtype(), out_dims));
+  Array out = ResultArray(Shape(in.dtype(), out_dims), into);
   const int64_t es = DTypeSize(in.dtype());
   if (out.num_elements() > 0) {
     StridedCopy(in.data() + offset * es, out.data(), es, out_dims, src_strides, Strides(out_dims));
@@ -236,7 +244,7 @@ Array Slice(const Array& in, const std::vector<SliceDim>& slice) {
   return out;
 }
 
-Array Reverse(const Array& in, const std::vector<int64_t>& dimensions) {
+Array Reverse(const Array& in, const std::vector<int64_t>& dimensions, Array* into) {
   std::vector<int64_t> src_strides = Strides(in.dims());
   int64_t offset = 0;
   for (int64_t d : dimensions) {
@@ -244,7 +252,7 @@ Array Reverse(const Array& in, const std::vector<int64_t>& dimensions) {
     offset += (in.dims()[d] - 1) * src_strides[d];
     src_strides[d] = -src_strides[d];
   }
-  Array out(Shape(in.dtype(), in.dims()));
+  Array out = ResultArray(Shape(in.dtype(), in.dims()), into);
   const int64_t es = DTypeSize(in.dtype());
   if (out.num_elements() > 0) {
     StridedCopy(in.data() + offset * es, out.data(), es, in.dims(), src_strides, Strides(in.dims()));
@@ -252,11 +260,11 @@ Array Reverse(const Array& in, const std::vector<int64_t>& dimensions) {
   return out;
 }
 
-Array Concatenate(std::span<const Array* const> inputs, int64_t dimension) {
+Array Concatenate(std::span<const Array* const> inputs, int64_t dimension, Array* into) {
   std::vector<int64_t> out_dims = inputs[0]->dims();
   out_dims[dimension] = 0;
   for (const Array* a : inputs) out_dims[dimension] += a->dims()[dimension];
-  Array out(Shape(inputs[0]->dtype(), out_dims));
+  Array out = ResultArray(Shape(inputs[0]->dtype(), out_dims), into);
   const std::vector<int64_t> out_strides = Strides(out_dims);
   const int64_t es = DTypeSize(out.dtype());
   int64_t at = 0;
@@ -270,7 +278,7 @@ Array Concatenate(std::span<const Array* const> inputs, int64_t dimension) {
   return out;
 }
 
-Array Pad(const Array& in, const Array& value, const std::vector<PaddingDim>& padding) {
+Array Pad(const Array& in, const Array& value, const std::vector<PaddingDim>& padding, Array* into) {
   const int rank = in.rank();
   std::vector<int64_t> out_dims(rank);
   for (int i = 0; i < rank; ++i) {
@@ -278,7 +286,7 @@ Array Pad(const Array& in, const Array& value, const std::vector<PaddingDim>& pa
     const int64_t n = in.dims()[i];
     out_dims[i] = std::max<int64_t>(0, p.low + p.high + n + std::max<int64_t>(0, n - 1) * p.interior);
   }
-  Array out(Shape(in.dtype(), out_dims));
+  Array out = ResultArray(Shape(in.dtype(), out_dims), into);
   const int64_t es = DTypeSize(in.dtype());
   FillElements(out.data(), value.data(), es, out.num_elements());
   const std::vector<int64_t> in_strides = Strides(in.dims()), out_strides = Strides(out_dims);
@@ -308,8 +316,8 @@ Array Pad(const Array& in, const Array& value, const std::vector<PaddingDim>& pa
   return out;
 }
 
-StatusOr<Array> Iota(DType dtype, const std::vector<int64_t>& dims, int64_t dimension) {
-  Array out(Shape(dtype, dims));
+StatusOr<Array> Iota(DType dtype, const std::vector<int64_t>& dims, int64_t dimension, Array* into) {
+  Array out = ResultArray(Shape(dtype, dims), into);
   const int64_t n = out.num_elements();
   if (n == 0) return out;
   const int64_t inner = Product(std::vector<int64_t>(dims.begin() + dimension + 1, dims.end()));
@@ -364,10 +372,10 @@ std::vector<int64_t> ClampedStarts(std::span<const Array* const> starts,
 }
 
 Array DynamicSlice(const Array& in, std::span<const Array* const> starts,
-                   const std::vector<int64_t>& sizes) {
+                   const std::vector<int64_t>& sizes, Array* into) {
   const std::vector<int64_t> begin = ClampedStarts(starts, in.dims(), sizes);
   const std::vector<int64_t> in_strides = Strides(in.dims());
-  Array out(Shape(in.dtype(), sizes));
+  Array out = ResultArray(Shape(in.dtype(), sizes), into);
   const int64_t es = DTypeSize(in.dtype());
   if (out.num_elements() > 0) {
     StridedCopy(in.data() + LinearIndex(begin.data(), in_strides) * es, out.data(), es, sizes,

@@ -29,19 +29,24 @@ void StridedCopy(const std::byte* src, std::byte* dst, int64_t elem_size,
 // transpose the two inner-most moving dims run in cache tiles.
 void TransposeInto(const std::byte* src, std::byte* dst, int64_t elem_size,
                    const std::vector<int64_t>& dims, const std::vector<int64_t>& permutation);
+// The kernels below return their result in a new array, or, when `into` is given with the
+// result's dtype and dims (contents unspecified, e.g. an executor's arena buffer), write every
+// element of it and return a view of it (a different `into` is ignored).
 // out[i_0, ..., i_{r-1}] = in[index with in dim permutation[k] = i_k]  (XLA transpose:
 // result dim k is operand dim permutation[k]).
-Array Transpose(const Array& in, const std::vector<int64_t>& permutation);
+Array Transpose(const Array& in, const std::vector<int64_t>& permutation, Array* into = nullptr);
 // XLA broadcast: operand dim i becomes result dim `dimensions[i]`; other result dims repeat.
 Array Broadcast(const Array& in, const std::vector<int64_t>& result_dims,
-                const std::vector<int64_t>& dimensions);
-Array Slice(const Array& in, const std::vector<SliceDim>& slice);
-Array Reverse(const Array& in, const std::vector<int64_t>& dimensions);
-Array Concatenate(std::span<const Array* const> inputs, int64_t dimension);
+                const std::vector<int64_t>& dimensions, Array* into = nullptr);
+Array Slice(const Array& in, const std::vector<SliceDim>& slice, Array* into = nullptr);
+Array Reverse(const Array& in, const std::vector<int64_t>& dimensions, Array* into = nullptr);
+Array Concatenate(std::span<const Array* const> inputs, int64_t dimension, Array* into = nullptr);
 // pad with a scalar `value` (same dtype).
-Array Pad(const Array& in, const Array& value, const std::vector<PaddingDim>& padding);
+Array Pad(const Array& in, const Array& value, const std::vector<PaddingDim>& padding,
+          Array* into = nullptr);
 // iota along `dimension` of `dims` in `dtype` (0, 1, 2, ... converted to the dtype).
-StatusOr<Array> Iota(DType dtype, const std::vector<int64_t>& dims, int64_t dimension);
+StatusOr<Array> Iota(DType dtype, const std::vector<int64_t>& dims, int64_t dimension,
+                     Array* into = nullptr);
 
 // Start indices (one scalar integer array per dim, or XLA's legacy single rank-1 array of all
 // starts) read as int64 and clamped to [0, operand_dim - size] per dim.
@@ -49,7 +54,7 @@ std::vector<int64_t> ClampedStarts(std::span<const Array* const> starts,
                                    const std::vector<int64_t>& operand_dims,
                                    const std::vector<int64_t>& sizes);
 Array DynamicSlice(const Array& in, std::span<const Array* const> starts,
-                   const std::vector<int64_t>& sizes);
+                   const std::vector<int64_t>& sizes, Array* into = nullptr);
 // Writes `update` into `operand` in place at the clamped starts.
 void DynamicUpdateSliceInPlace(Array& operand, const Array& update,
                                std::span<const Array* const> starts);

@@ -98,5 +98,26 @@ TEST(ShapeOps, StridedCopyHandlesBroadcastNegativeAndZeroSizeBoxes) {
   EXPECT_EQ(Values<int32_t>(out)[0], 7);
 }
 
+// `into` of the result's dtype and dims receives the result (garbage in it is overwritten) and the
+// returned array views it; an `into` of other dims is ignored.
+TEST(ShapeOps, IntoBufferReceivesTheResult) {
+  const Array in = Array::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  Array into = Array::Full(DType::kF32, {3, 2}, -7.0);
+  Array t = Transpose(in, {1, 0}, &into);
+  EXPECT_EQ(t.data(), into.data());
+  const std::vector<double> want = {1, 4, 2, 5, 3, 6};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(into.GetDouble(i), want[i]) << i;
+  Array wrong = Array::Full(DType::kF32, {2, 3}, -7.0);
+  Array t2 = Transpose(in, {1, 0}, &wrong);
+  EXPECT_NE(t2.data(), wrong.data());
+  EXPECT_EQ(t2.GetDouble(1), 4.0);
+  EXPECT_EQ(wrong.GetDouble(1), -7.0);
+  const Array zero = Array::FromVector<float>({}, {0});
+  Array padded = Array::Full(DType::kF32, {4}, -7.0);
+  Array p = Pad(Array::FromVector<float>({2}, {1, 2}), zero, {PaddingDim{1, 1, 0}}, &padded);
+  EXPECT_EQ(p.data(), padded.data());
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(padded.GetDouble(i), (std::vector<double>{0, 1, 2, 0})[i]) << i;
+}
+
 }  // namespace
 }  // namespace xs::kernels

@@ -3,6 +3,7 @@
 // while bodies, tuple outputs, donated arguments, results independent of later runs).
 #include "xshard/runtime/buffer_assignment.h"
 
+#include <cmath>
 #include <random>
 
 #include "gtest/gtest.h"
@@ -102,7 +103,10 @@ ENTRY main {
   std::unique_ptr<Executable> e = *Executable::Create(*m);
   // a (then d over it in place) and b (then c over it): two 64-byte slots.
   EXPECT_EQ(e->arena_bytes(/*fused=*/false), 128);
-  EXPECT_EQ(e->arena_bytes(), 0);  // fused: a, b, c, d are tile temporaries
+  // Fused: b and c are tile temporaries; a (a loop output, read through the reshapes by the
+  // second loop) gets a slot, and d (that loop's output, read by the transpose) runs over it;
+  // the result r, written while d is read, gets the second.
+  EXPECT_EQ(e->arena_bytes(), 128);
   std::vector<float> xs(16);
   for (int i = 0; i < 16; ++i) xs[i] = static_cast<float>(i);
   Array x = Array::FromVector<float>({4, 4}, xs);
@@ -116,8 +120,8 @@ ENTRY main {
 }
 
 TEST(ExecutorArena, ResultFedInPlaceChainsUseTheOutputBuffer) {
-  // r = subtract(r3, c) reaches the root and overwrites a in place: a is owned, only b / c are
-  // in the arena.
+  // r = subtract(r3, c) reaches the root and overwrites a in place: a (then r) and b (then c)
+  // are the arena's two slots, r's alive to the end.
   std::unique_ptr<Module> m = Parse(R"(
 HloModule alias
 ENTRY main {
@@ -130,7 +134,7 @@ ENTRY main {
   ROOT r = f32[4,4] subtract(r3, c)
 })");
   std::unique_ptr<Executable> e = *Executable::Create(*m);
-  EXPECT_EQ(e->arena_bytes(/*fused=*/false), 64);
+  EXPECT_EQ(e->arena_bytes(/*fused=*/false), 128);
   std::vector<float> xs(16);
   for (int i = 0; i < 16; ++i) xs[i] = static_cast<float>(i);
   Array x = Array::FromVector<float>({4, 4}, xs);
@@ -139,7 +143,8 @@ ENTRY main {
 }
 
 TEST(ExecutorArena, ResultsDoNotChangeWhenTheArenaIsReused) {
-  // Tuple outputs, one of them a reshape alias: each run's results are owned by the caller.
+  // Tuple outputs, one of them a reshape alias: each run's results stay the caller's (views that
+  // keep their arena from the next run).
   std::unique_ptr<Module> m = Parse(R"(
 HloModule t
 ENTRY main {
@@ -228,8 +233,56 @@ ENTRY main {
   std::vector<Array> out = *e->RunDonated(std::move(args), {}, &stats);
   EXPECT_EQ(out[0].GetDouble(5), -8.0);  // -(3 * 2 + 2)
   EXPECT_EQ(out[0].data(), a_buffer);
-  EXPECT_EQ(e->arena_bytes(), 0);  // the whole chain runs in a's buffer (or the output's own)
-  EXPECT_EQ(stats.peak_bytes, 2 * 4096);  // the two donated arguments, nothing else
+  // The whole chain runs in a's buffer; the arena still reserves the result's planned buffer
+  // (the plan does not know whether a run donates).
+  EXPECT_EQ(e->arena_bytes(), 4096);
+  EXPECT_EQ(stats.peak_bytes, 2 * 4096 + 4096);  // the two donated arguments and the arena
+}
+
+// Results of kernels (dot, transpose, slice, iota, concatenate, a fused loop and its reduce)
+// live in the arena, and so does the result: a fused run allocates nothing, so peak = arena.
+TEST(ExecutorArena, KernelResultsAreArenaBuffers) {
+  std::unique_ptr<Module> m = Parse(R"(
+HloModule k
+add {
+  p = f32[] parameter(0)
+  q = f32[] parameter(1)
+  ROOT s = f32[] add(p, q)
+}
+ENTRY main {
+  x = f32[16,16] parameter(0)
+  d = f32[16,16] dot(x, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  t = f32[16,16] transpose(d), dimensions={1,0}
+  s = f32[8,16] slice(t), slice={[0:8], [0:16]}
+  i = f32[8,16] iota(), iota_dimension=1
+  c = f32[16,16] concatenate(s, i), dimensions={0}
+  e = f32[16,16] exponential(c)
+  z = f32[] constant(0)
+  r = f32[16] reduce(e, z), dimensions={1}, to_apply=add
+  ROOT o = f32[16] negate(r)
+})");
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  // x[i][j] = 1 when i == j + 1 (a shift): d = x @ x has d[i][j] = 1 when i == j + 2.
+  Array x(DType::kF32, {16, 16});
+  for (int i = 1; i < 16; ++i) x.SetDouble(i * 16 + i - 1, 1.0);
+  for (bool fused : {true, false}) {
+    ExecuteOptions options;
+    options.fusion = fused;
+    ExecuteStats stats;
+    std::vector<Array> out = *e->Run(std::span<const Array>(&x, 1), options, &stats);
+    EXPECT_GT(e->arena_bytes(fused), 0);
+    // Fused, the f32[16] result is in the arena; op by op, the reduce makes its own 64-byte
+    // buffer and the negate result is written over it.
+    EXPECT_EQ(stats.peak_bytes, e->arena_bytes(fused) + (fused ? 0 : 64)) << "fused=" << fused;
+    // Rows 0..7 of c are rows of t = d^T: t[i][j] = 1 when j == i + 2, so each row holds one 1
+    // (sum of exp = 15 + e) for i + 2 < 16, all rows here; rows 8..15 are iota 0..15.
+    double iota_row = 0;
+    for (int j = 0; j < 16; ++j) iota_row += std::exp(static_cast<double>(j));
+    for (int i = 0; i < 16; ++i) {
+      const double want = -(i < 8 ? 15.0 + std::exp(1.0) : iota_row);
+      EXPECT_NEAR(out[0].GetDouble(i), want, 1e-5 * std::abs(want)) << i << " fused=" << fused;
+    }
+  }
 }
 
 TEST(ExecutorArena, ConvertToAWiderTypeIsNeverWrittenInPlace) {

@@ -253,10 +253,21 @@ Slot ArgumentSlot(const Shape& shape, std::span<const Array* const> args, size_t
 
 // Moves a buffer out when nothing else holds it (`owner_unique`: the enclosing tuple is ours
 // alone, so an element held once is held only by it); copies otherwise.
-Value SlotToValue(const Slot& slot, bool owner_unique) {
+// The run's arena: results lying in it become views that keep it alive.
+struct ArenaRef {
+  std::shared_ptr<std::byte> lease;
+  int64_t bytes = 0;
+  bool Holds(const std::byte* p) const {
+    return lease != nullptr && p >= lease.get() && p < lease.get() + bytes;
+  }
+};
+
+Value SlotToValue(const Slot& slot, bool owner_unique, const ArenaRef& arena) {
   Value v;
   if (slot.array) {
-    if (owner_unique && slot.donatable && slot.array.use_count() == 1 && slot.array->owns_data()) {
+    if (arena.Holds(slot.array->data())) {
+      v.array = Array::View(slot.array->shape(), const_cast<std::byte*>(slot.array->data()), arena.lease);
+    } else if (owner_unique && slot.donatable && slot.array.use_count() == 1 && slot.array->owns_data()) {
       v.array = std::move(*slot.array);
     } else {
       v.array = *slot.array;
@@ -265,7 +276,7 @@ Value SlotToValue(const Slot& slot, bool owner_unique) {
   }
   if (slot.tuple) {
     const bool unique = owner_unique && slot.tuple.use_count() == 1;
-    for (const Slot& e : *slot.tuple) v.elements.push_back(SlotToValue(e, unique));
+    for (const Slot& e : *slot.tuple) v.elements.push_back(SlotToValue(e, unique, arena));
   }
   return v;
 }
@@ -320,17 +331,13 @@ StatusOr<Slot> RunPlan(const ComputationPlan& plan, std::vector<Slot> args, RunC
 }
 
 Executable::Executable(const Module& module, std::unique_ptr<Program> program)
-    : module_(module), program_(std::move(program)) {
+    : module_(module), program_(std::move(program)), arenas_(std::make_shared<ArenaPool>()) {
   for (int i = 0; i < module.entry()->num_parameters(); ++i) {
     FlattenShapes(module.entry()->parameter(i)->shape(), argument_shapes_);
   }
 }
 
-Executable::~Executable() {
-  for (const std::vector<std::byte*>& free : free_arenas_) {
-    for (std::byte* a : free) std::free(a);
-  }
-}
+Executable::~Executable() = default;
 
 // The handler table, built once. Control goes last: its collective registration wraps the
 // complete table for XSHARD_TRACE (executable_trace.cc).
@@ -363,7 +370,7 @@ StatusOr<std::unique_ptr<Executable>> Executable::Create(const Module& module) {
       XS_ASSIGN_OR_RETURN(std::unique_ptr<ComputationPlan> plan,
                           PlanComputation(*c, table, *program, fuse));
       // After fusion (which reorders steps): buffer assignment sees the final step order.
-      PlanMemory(*plan);
+      PlanMemory(*plan, /*root_in_arena=*/c == module.entry());
       program->Add(std::move(plan));
     }
     program->entry = program->Get(module.entry());
@@ -411,8 +418,10 @@ StatusOr<Value> Executable::RunImpl(std::span<const Array* const> borrowed, std:
   const bool fused = options.fusion && !fusion_env_off;
   const Program& program = fused || program_->unfused == nullptr ? *program_ : *program_->unfused;
   RunContext ctx{options, program, {}, 0};
-  ArenaLease arena(*this, &program == program_.get());
-  ctx.frame_arena = arena.data();
+  const bool default_plan = &program == program_.get();
+  const std::shared_ptr<std::byte> arena = LeaseArena(default_plan);
+  ctx.frame_arena = arena.get();
+  const ArenaRef arena_ref{arena, arena_bytes(default_plan)};
   Value result;
   {
     std::vector<Slot> params;
@@ -432,7 +441,7 @@ StatusOr<Value> Executable::RunImpl(std::span<const Array* const> borrowed, std:
       }
     }
     XS_ASSIGN_OR_RETURN(Slot root, RunPlan(*program.entry, std::move(params), ctx));
-    result = SlotToValue(root, /*owner_unique=*/true);
+    result = SlotToValue(root, /*owner_unique=*/true, arena_ref);
   }
   if (stats != nullptr) {
     stats->instructions_run = ctx.instructions_run;

@@ -5,7 +5,8 @@
 // temporaries the executor writes get offsets in one arena by liveness (a dying operand's buffer
 // is reused in place for an elementwise result of the same size), so arena_bytes() is known
 // before any run and a run allocates and zero-fills none of it; reshape, bitcast, copy, tuple and
-// get-tuple-element alias their operand. Values that reach the root get their own buffers.
+// get-tuple-element alias their operand. The root's results are planned in the arena too and
+// returned as views that keep that arena alive (the next run takes another one meanwhile).
 //
 //   XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> m, ParseHloModule(text));
 //   XS_ASSIGN_OR_RETURN(std::vector<Array> out, Execute(*m, {x, y}));
@@ -38,11 +39,15 @@ class RunMonitor;
 // multi-device runtime implements it over its Communicator; without one the executor uses the
 // one-participant semantics. `operands` are the instruction's operand arrays (tuple operands
 // flattened); the result is the flattened leaves of the instruction's (non -start) result.
+// `into` is empty or holds one buffer per result leaf (null: none), contents unspecified (the
+// executor's planned arena buffers): a leaf of the same dtype and dims is written there and
+// returned as a view of it.
 class CollectiveRunner {
  public:
   virtual ~CollectiveRunner() = default;
   virtual StatusOr<std::vector<Array>> RunCollective(const Instruction& inst,
-                                                     std::span<const Array* const> operands) = 0;
+                                                     std::span<const Array* const> operands,
+                                                     std::span<Array* const> into) = 0;
 };
 
 struct ExecuteOptions {
@@ -117,9 +122,12 @@ class Executable {
   StatusOr<std::vector<Array>> RunDonated(std::vector<Array> args, const ExecuteOptions& options = {},
                                           ExecuteStats* stats = nullptr) const;
 
-  // Bytes of the arena a run uses for its temporaries, fixed at Create (each concurrent run
-  // gets its own; a finished run's arena is reused by the next, so steady-state runs allocate
-  // and zero-fill none of it). Results, kernel-made buffers and donated arguments are extra.
+  // Bytes of the arena a run uses for its temporaries and results, fixed at Create (each
+  // concurrent run gets its own; a finished run's arena is reused by the next once the results
+  // viewing it are dropped, so steady-state runs allocate and zero-fill none of it). The root's
+  // array results of at least 64 bytes that the executor computes are views into the arena that
+  // keep it alive; results passing an argument or constant through, results under 64 bytes and
+  // buffers a kernel makes itself (sort, gather, ...) and donated arguments are extra.
   // `fused`: the default plan's arena; false: the op-by-op plan's (ExecuteOptions::fusion
   // false), whose unfused temporaries usually need more.
   int64_t arena_bytes(bool fused = true) const;
@@ -133,23 +141,14 @@ class Executable {
   Status CheckArguments(std::span<const Array* const> args) const;
   StatusOr<Value> RunImpl(std::span<const Array* const> borrowed, std::vector<Array>* donated,
                           const ExecuteOptions& options, ExecuteStats* stats) const;
-  // One run's arena, taken from the free list (or allocated) and given back when the run ends.
-  class ArenaLease {
-   public:
-    ArenaLease(const Executable& e, bool fused);
-    ~ArenaLease();
-    std::byte* data() const { return data_; }
-
-   private:
-    const Executable& owner_;
-    const bool fused_;
-    std::byte* data_ = nullptr;
-  };
+  // One run's arena, taken from the pool's free list (or allocated); it returns to the list when
+  // the run and every result viewing it are gone (null when the plan needs no arena).
+  std::shared_ptr<std::byte> LeaseArena(bool fused) const;
   const Module& module_;
   std::unique_ptr<Program> program_;
   std::vector<Shape> argument_shapes_;
-  mutable std::mutex arena_mu_;
-  mutable std::vector<std::byte*> free_arenas_[2];  // arenas of finished runs, [fused]
+  struct ArenaPool;  // arenas of finished runs (executable_memory.cc); outlives its leases
+  std::shared_ptr<ArenaPool> arenas_;
 };
 
 // Create + Run in one call.

@@ -6,6 +6,7 @@
 // computation is one collective of its parameters (XLA's form of an asynchronous reduce-scatter
 // or all-to-all) does the same. Other wrapped computations run at the async-start.
 #include <algorithm>
+#include <cstring>
 #include <functional>
 
 #include "xshard/runtime/async_collectives.h"
@@ -73,21 +74,56 @@ const Instruction* WrappedCollective(const Instruction& start) {
 }
 
 // Starts `inst` through the async runner, or runs it at once through the plain one.
+// `into`: the step's planned result buffer (a run at once of an array-shaped op), or null.
 StatusOr<std::vector<std::shared_ptr<Array>>> RunOrStart(const Instruction& inst, const void* key,
                                                          const std::vector<const Array*>& inputs,
                                                          std::vector<std::shared_ptr<Array>> keep,
-                                                         bool start, RunContext& ctx) {
+                                                         bool start, std::shared_ptr<Array> into,
+                                                         RunContext& ctx) {
   std::vector<Array> outs;
   AsyncCollectiveRunner* async = start ? AsyncRunner(ctx) : nullptr;
   if (async != nullptr) {
     std::vector<std::shared_ptr<const void>> hold(keep.begin(), keep.end());
     XS_ASSIGN_OR_RETURN(outs, async->Start(inst, key, inputs, std::move(hold)));
   } else {
-    XS_ASSIGN_OR_RETURN(outs, ctx.options.collectives->RunCollective(inst, inputs));
+    Array* given[] = {into.get()};
+    XS_ASSIGN_OR_RETURN(outs, ctx.options.collectives->RunCollective(
+                                  inst, inputs, std::span<Array* const>(given, into ? 1 : 0)));
   }
   std::vector<std::shared_ptr<Array>> leaves;
-  for (Array& a : outs) leaves.push_back(AdoptArray(std::move(a), ctx));
+  for (Array& a : outs) {
+    const bool in_place = into != nullptr && outs.size() == 1 && a.data() == into->data() && a.dims() == into->dims();
+    leaves.push_back(in_place ? into : AdoptArray(std::move(a), ctx));
+  }
   return leaves;
+}
+
+// The one-participant result of an array collective in its planned buffer: the operand's
+// values, or zeros on a collective-permute device nobody sends to.
+StatusOr<std::vector<std::shared_ptr<Array>>> OneDeviceCopy(const Step& step, const Instruction& inst,
+                                                            const Array& operand, std::shared_ptr<Array> out,
+                                                            RunContext& ctx) {
+  bool receives = true;
+  if (inst.opcode() == Opcode::kCollectivePermute) {
+    receives = false;
+    const int64_t me = ctx.options.partition_id;
+    for (const auto& [src, dst] : inst.attrs().source_target_pairs.value_or(
+             std::vector<std::pair<int64_t, int64_t>>{})) {
+      if (dst != me) continue;
+      if (src != me) {
+        return UnsupportedInstruction(inst, StrCat("device ", me, " receives from device ", src,
+                                                   " and this run has one device"));
+      }
+      receives = true;
+    }
+  }
+  if (!receives) {
+    std::memset(out->data(), 0, static_cast<size_t>(out->byte_size()));
+  } else {
+    XS_CHECK(operand.byte_size() == out->byte_size(), "one-device collective ", step.inst->name());
+    std::memcpy(out->data(), operand.data(), static_cast<size_t>(out->byte_size()));
+  }
+  return std::vector<std::shared_ptr<Array>>{std::move(out)};
 }
 
 Status RunCollective(const Step& step, Frame& frame, RunContext& ctx) {
@@ -100,9 +136,14 @@ Status RunCollective(const Step& step, Frame& frame, RunContext& ctx) {
   }
   const Shape& core = CoreShape(inst);
   std::vector<std::shared_ptr<Array>> leaves;
+  // A collective run at once into an array result writes its planned buffer (Prepare sets
+  // writes_result_buffer); the one-device path then copies rather than aliasing the operand.
+  std::shared_ptr<Array> planned = step.writes_result_buffer ? NewArray(core, ctx) : nullptr;
   if (ctx.options.collectives != nullptr) {
     XS_ASSIGN_OR_RETURN(leaves, RunOrStart(inst, &inst, inputs, operand_leaves,
-                                           IsStart(inst.opcode()), ctx));
+                                           IsStart(inst.opcode()), planned, ctx));
+  } else if (planned != nullptr) {
+    XS_ASSIGN_OR_RETURN(leaves, OneDeviceCopy(step, inst, *inputs[0], std::move(planned), ctx));
   } else {
     const bool permute = inst.opcode() == Opcode::kCollectivePermute ||
                          inst.opcode() == Opcode::kCollectivePermuteStart;
@@ -166,6 +207,9 @@ Status PrepareCollective(const Instruction& inst, Step& step, const Program&) {
     }
   }
   step.run = &RunCollective;
+  // Run at once with one array operand and an array result: the result gets a planned buffer.
+  step.writes_result_buffer = !IsStart(inst.opcode()) && inst.operand_count() == 1 &&
+                              inst.operand(0)->shape().IsArray() && CoreShape(inst).IsArray();
   return OkStatus();
 }
 
@@ -240,7 +284,7 @@ Status RunAsyncStart(const Step& step, Frame& frame, RunContext& ctx) {
       CollectLeafPointers(s, keep);
     }
     XS_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Array>> leaves,
-                        RunOrStart(*collective, step.inst, inputs, std::move(keep), true, ctx));
+                        RunOrStart(*collective, step.inst, inputs, std::move(keep), true, nullptr, ctx));
     size_t pos = 0;
     result = UnflattenSlot(collective->shape(), leaves, &pos);
   } else {

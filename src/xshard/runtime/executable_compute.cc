@@ -61,8 +61,8 @@ kernels::Combiner MakeCombiner(const Step& step, std::optional<ScalarRunner>& ru
 Status RunDot(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& lhs = OperandArray(step, frame, 0);
   const Array& rhs = OperandArray(step, frame, 1);
-  // The plan writes every element (DotPlan::Run: `out` need not be zeroed): no zero-fill pass.
-  std::shared_ptr<Array> out = AdoptArray(Array::Uninitialized(step.dot_plan->result_shape()), ctx);
+  // The plan writes every element (DotPlan::Run: `out` need not be zeroed): the planned buffer.
+  std::shared_ptr<Array> out = NewArray(step.dot_plan->result_shape(), ctx);
   XS_RETURN_IF_ERROR(step.dot_plan->Run(lhs.data(), rhs.data(), out->data()));
   frame.slots[step.out] = OwnedSlot(std::move(out));
   return OkStatus();
@@ -88,6 +88,7 @@ Status PrepareDot(const Instruction& inst, Step& step, const Program&) {
   XS_ASSIGN_OR_RETURN(step.dot_plan, kernels::DotPlan::Create(inst.operand(0)->shape(), inst.operand(1)->shape(),
                                                               *inst.attrs().dot, inst.shape().dtype()));
   step.run = &RunDot;
+  step.writes_result_buffer = true;
   return OkStatus();
 }
 

@@ -168,6 +168,11 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
     const bool primary = !f.has_reduce && o + 1 == f.outputs.size();
     if (primary && f.donor >= 0 && CanTakeOverOperand(step, frame, f.donor)) {
       out_arrays[o] = ResultBuffer(step, frame, ctx, f.donor);
+    } else if (primary) {
+      out_arrays[o] = NewArray(f.outputs[o].inst->shape(), ctx);  // the planned buffer
+    } else if (o < step.output_offsets.size() && step.output_offsets[o] >= 0 && ctx.frame_arena != nullptr) {
+      out_arrays[o] = std::make_shared<Array>(Array::View(f.outputs[o].inst->shape().WithoutLayout(),
+                                                          ctx.frame_arena + step.output_offsets[o]));
     } else {
       // The loop writes every element: no zero-fill pass over the output.
       out_arrays[o] = AdoptArray(Array::Uninitialized(f.outputs[o].inst->shape().WithoutLayout()), ctx);
@@ -176,7 +181,7 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
   }
   std::shared_ptr<Array> reduced;
   if (f.has_reduce) {
-    reduced = AdoptArray(Array::Uninitialized(f.reduce.inst->shape().WithoutLayout()), ctx);  // filled below
+    reduced = NewArray(f.reduce.inst->shape(), ctx);  // the planned buffer, filled below
     FillElements(reduced->data(), inputs[f.reduce.init], reduced->num_elements(),
                  static_cast<int>(DTypeSize(reduced->dtype())));
   }

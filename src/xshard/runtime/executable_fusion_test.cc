@@ -204,7 +204,8 @@ ENTRY main {
   // The fused step counts its five members; the constant is a step; the broadcast, recomputed
   // inside the loop, is not run.
   EXPECT_EQ(stats.instructions_run, 6);
-  EXPECT_EQ(stats.peak_bytes, 513 * 67 * 4);  // only the result: no temporaries, no broadcast
+  // Only the result (in the arena, rounded up to 64 bytes): no temporaries, no broadcast.
+  EXPECT_EQ(stats.peak_bytes, (513 * 67 * 4 + 63) / 64 * 64);
   for (int64_t i = 0; i < out[0].num_elements(); ++i) {
     const double x = args[0].GetDouble(i), y = args[1].GetDouble(i);
     const double want = std::tanh(x) / (1 + std::exp(-y)) + x * 0.5;
@@ -293,7 +294,9 @@ ENTRY main {
   ExecuteStats stats;
   std::vector<Array> out = *e->RunDonated(args, {}, &stats);
   EXPECT_EQ(out[0].GetDouble(99999), 10.0);
-  EXPECT_EQ(stats.peak_bytes, 2 * 100000 * 4);  // the two donated arguments, nothing more
+  // The two donated arguments; the result is written over x, but the arena still reserves the
+  // result's planned buffer (the plan does not know whether a run donates).
+  EXPECT_EQ(stats.peak_bytes, 2 * 100000 * 4 + 100000 * 4);
 }
 
 std::string ReduceModule(const std::string& t, const std::string& dims, const std::string& out_dims,
@@ -351,7 +354,7 @@ TEST(Fusion, ReduceMatchesHandComputation) {
   for (int64_t i = 0; i < 100; ++i) {
     ASSERT_EQ(out[0].GetDouble(i), 2.0 * (499500.0 + 1000.0 * (i % 4))) << i;
   }
-  EXPECT_EQ(stats.peak_bytes, 100 * 4);  // the product is never materialized
+  EXPECT_EQ(stats.peak_bytes, 448);  // the result (400 bytes in a 64-byte unit); no product
 }
 
 TEST(Fusion, ReduceOfAnInputOrOfAValueUsedElsewhere) {

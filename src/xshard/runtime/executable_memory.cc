@@ -1,8 +1,9 @@
 // The executor's memory plan: which buffers each value may reference (aliases through tuple,
 // get-tuple-element, reshape, copy, calls, loops), their live ranges in steps, and their offsets
-// in the computation's arena region (buffer_assignment.h). Values that reach the root get owned
-// buffers instead, so a result never points into an arena the next run reuses. Also the run-time
-// side: the arena free list and the buffer helpers (NewArray, AdoptArray, OwnedSlot).
+// in the computation's arena region (buffer_assignment.h). The entry's results are planned in the
+// arena too, alive to the end (the caller's views keep that arena from the next run); a callee's
+// results get owned buffers, as its region is reused. Also the run-time side: the arena pool and
+// the buffer helpers (NewArray, AdoptArray, OwnedSlot).
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
@@ -10,6 +11,7 @@
 #include "xshard/runtime/buffer_assignment.h"
 #include "xshard/core/allocation_failure.h"
 #include "xshard/runtime/executable_plan.h"
+#include "xshard/runtime/fusion_plan.h"
 
 namespace xs {
 namespace {
@@ -43,13 +45,39 @@ void SortUnique(std::vector<int>& v) {
 
 }  // namespace
 
-void PlanMemory(ComputationPlan& plan) {
+void PlanMemory(ComputationPlan& plan, bool root_in_arena) {
   const int n = static_cast<int>(plan.steps.size());
-  // bufs[slot]: the steps whose result buffers the slot's value may reference; for tuple steps,
-  // elems[slot] holds the same per element (so get-tuple-element of a tuple op stays precise).
+  // Buffer ids: 0..n-1 the steps' results, n.. the extra outputs of multi-output fused loops.
+  struct Extra {
+    int step, output;
+  };
+  std::vector<Extra> extras;
+  for (int k = 0; k < n; ++k) {
+    Step& st = plan.steps[k];
+    if (st.fused == nullptr) continue;
+    st.output_offsets.assign(st.fused->outputs.size(), -1);
+    for (size_t i = 0; i < st.fused->outputs.size(); ++i) {
+      const FusedOutput& o = st.fused->outputs[i];
+      if (o.slot != st.out && o.slot >= 0 && o.inst->shape().IsArray()) extras.push_back({k, static_cast<int>(i)});
+    }
+  }
+  const int total = n + static_cast<int>(extras.size());
+  auto shape_of = [&](int id) -> const Shape& {
+    if (id < n) return plan.steps[id].inst->shape();
+    const Extra& e = extras[id - n];
+    return plan.steps[e.step].fused->outputs[e.output].inst->shape();
+  };
+  auto first_of = [&](int id) { return id < n ? id : extras[id - n].step; };
+  // bufs[slot]: the buffer ids the slot's value may reference; for tuple steps, elems[slot]
+  // holds the same per element (so get-tuple-element of a tuple op stays precise).
   std::vector<std::vector<int>> bufs(plan.num_slots);
   std::vector<std::vector<std::vector<int>>> elems(plan.num_slots);
-  std::vector<char> candidate(n, 0);
+  std::vector<char> candidate(total, 0);
+  for (int id = n; id < total; ++id) {
+    const Extra& e = extras[id - n];
+    bufs[plan.steps[e.step].fused->outputs[e.output].slot] = {id};
+    candidate[id] = 1;
+  }
   for (int k = 0; k < n; ++k) {
     const Step& st = plan.steps[k];
     const Instruction& inst = *st.inst;
@@ -74,8 +102,8 @@ void PlanMemory(ComputationPlan& plan) {
     SortUnique(b);
   }
   // Live ranges: a buffer lives from its step to the last step reading any value holding it.
-  std::vector<int> last(n);
-  for (int k = 0; k < n; ++k) last[k] = k;
+  std::vector<int> last(total);
+  for (int k = 0; k < total; ++k) last[k] = first_of(k);
   for (int t = 0; t < n; ++t) {
     for (int o : plan.steps[t].operands) {
       for (int b : bufs[o]) last[b] = std::max(last[b], t);
@@ -94,7 +122,7 @@ void PlanMemory(ComputationPlan& plan) {
     const int b = bufs[o][0];
     // Same bytes and (elementwise) the same count, so the same element size: each element is
     // read before it is overwritten. Sizes that only match after alignment do not qualify.
-    const Shape& from = plan.steps[b].inst->shape();
+    const Shape& from = shape_of(b);
     if (last[b] != k || !from.IsArray() || from.byte_size() != st.inst->shape().byte_size() ||
         from.num_elements() != st.inst->shape().num_elements()) {
       return -1;
@@ -104,23 +132,27 @@ void PlanMemory(ComputationPlan& plan) {
     }
     return b;
   };
-  // Buffers that may reach the root are the caller's: owned, never in the arena. So is a chain
-  // of in-place operands leading to them (x1 = f(x0), ..., root = g(xn) then runs in one owned
-  // buffer, as ResultBuffer overwrites dying owned operands).
-  std::vector<char> owned(n, 0);
-  if (plan.root_slot >= 0) {
+  // Buffers that may reach the root are the caller's. In the entry (root_in_arena) they stay in
+  // the arena, alive past the last step. Otherwise they are owned, never in the arena, and so is
+  // a chain of in-place operands leading to them (x1 = f(x0), ..., root = g(xn) then runs in one
+  // owned buffer, as ResultBuffer overwrites dying owned operands).
+  if (root_in_arena && plan.root_slot >= 0) {
+    for (int b : bufs[plan.root_slot]) last[b] = n;
+  }
+  std::vector<char> owned(total, 0);
+  if (!root_in_arena && plan.root_slot >= 0) {
     for (int b : bufs[plan.root_slot]) owned[b] = 1;
   }
-  for (int k = n - 1; k >= 0; --k) {
+  for (int k = total - 1; k >= 0; --k) {
     if (!owned[k]) continue;
     candidate[k] = 0;
-    const int b = inplace_source(k);
+    const int b = k < n ? inplace_source(k) : -1;
     if (b >= 0 && candidate[b]) owned[b] = 1;
   }
   // Values under one alignment unit (scalars, tiny vectors) stay owned: malloc serves them from
   // its heap without page faults, and a 64-byte slot each would only inflate the arena.
-  for (int k = 0; k < n; ++k) {
-    if (candidate[k] && plan.steps[k].inst->shape().byte_size() < kBufferAlignment) candidate[k] = 0;
+  for (int k = 0; k < total; ++k) {
+    if (candidate[k] && shape_of(k).byte_size() < kBufferAlignment) candidate[k] = 0;
   }
   // A result written over a dying owned operand (a kernel's fresh buffer, or a result already
   // kept out of the arena) needs no arena memory: ResultBuffer takes the operand's buffer.
@@ -150,11 +182,11 @@ void PlanMemory(ComputationPlan& plan) {
     }
   }
   std::vector<BufferInterval> intervals;
-  std::vector<int> interval_of(n, -1), scratch_of(n, -1);
-  for (int k = 0; k < n; ++k) {
+  std::vector<int> interval_of(total, -1), scratch_of(n, -1);
+  for (int k = 0; k < total; ++k) {
     if (!candidate[k]) continue;
     interval_of[k] = static_cast<int>(intervals.size());
-    intervals.push_back({plan.steps[k].inst->shape().byte_size(), k, last[k], -1});
+    intervals.push_back({shape_of(k).byte_size(), first_of(k), last[k], -1});
   }
   for (int k = 0; k < n; ++k) {
     Step& st = plan.steps[k];
@@ -174,6 +206,10 @@ void PlanMemory(ComputationPlan& plan) {
     Step& st = plan.steps[k];
     st.arena_offset = interval_of[k] >= 0 ? a.offsets[interval_of[k]] : -1;
     st.callee_offset = scratch_of[k] >= 0 ? a.offsets[scratch_of[k]] : 0;
+  }
+  for (int id = n; id < total; ++id) {
+    const Extra& e = extras[id - n];
+    plan.steps[e.step].output_offsets[e.output] = interval_of[id] >= 0 ? a.offsets[interval_of[id]] : -1;
   }
   plan.arena_bytes = a.arena_bytes;
 }
@@ -230,26 +266,28 @@ int64_t Executable::arena_bytes(bool fused) const {
   return p.entry->arena_bytes;
 }
 
-Executable::ArenaLease::ArenaLease(const Executable& e, bool fused) : owner_(e), fused_(fused) {
-  const int64_t bytes = e.arena_bytes(fused);
-  if (bytes == 0) return;
+std::shared_ptr<std::byte> Executable::LeaseArena(bool fused) const {
+  const int64_t bytes = arena_bytes(fused);
+  if (bytes == 0) return nullptr;
+  std::byte* data = nullptr;
   {
-    std::lock_guard<std::mutex> lock(e.arena_mu_);
-    std::vector<std::byte*>& free = e.free_arenas_[fused];
+    std::lock_guard<std::mutex> lock(arenas_->mu);
+    std::vector<std::byte*>& free = arenas_->free[fused];
     if (!free.empty()) {
-      data_ = free.back();
+      data = free.back();
       free.pop_back();
-      return;
     }
   }
-  data_ = static_cast<std::byte*>(std::aligned_alloc(kBufferAlignment, static_cast<size_t>(bytes)));
-  if (data_ == nullptr) throw AllocationFailure(bytes, "the executor's arena");
-}
-
-Executable::ArenaLease::~ArenaLease() {
-  if (data_ == nullptr) return;
-  std::lock_guard<std::mutex> lock(owner_.arena_mu_);
-  owner_.free_arenas_[fused_].push_back(data_);
+  if (data == nullptr) {
+    data = static_cast<std::byte*>(std::aligned_alloc(kBufferAlignment, static_cast<size_t>(bytes)));
+    if (data == nullptr) throw AllocationFailure(bytes, "the executor's arena");
+  }
+  // The pool outlives the Executable while a result still views one of its arenas.
+  std::shared_ptr<ArenaPool> pool = arenas_;
+  return std::shared_ptr<std::byte>(data, [pool, fused](std::byte* p) {
+    std::lock_guard<std::mutex> lock(pool->mu);
+    pool->free[fused].push_back(p);
+  });
 }
 
 }  // namespace xs

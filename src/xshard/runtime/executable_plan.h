@@ -6,6 +6,7 @@
 
 #include <array>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -97,7 +98,7 @@ struct Step {
   // Set by Prepare when Run gets its array result from NewArray / ResultBuffer (the first
   // NewArray call of the result's dtype and dims) and writes every element of it, never
   // passing an operand through: the planner then gives the result a buffer in the arena (not
-  // zero-filled), or an owned uninitialized buffer when the value reaches the root.
+  // zero-filled), or an owned uninitialized buffer when a callee's value reaches its root.
   bool writes_result_buffer = false;
   // The operand ResultBuffer may overwrite (same index as passed to ResultBuffer): the planner
   // places the result over that operand's arena buffer when it dies here. -1: none.
@@ -105,6 +106,9 @@ struct Step {
   // Filled by the planner (executable_memory.cc).
   int64_t arena_offset = -1;   // the result's buffer in the frame's arena; -1: not in the arena
   int64_t callee_offset = 0;   // where callees' regions start in the frame's arena
+  // Fused loops: per FusedLoop::outputs entry other than the step's result, its buffer in the
+  // frame's arena; -1: an owned buffer (or the step's own result).
+  std::vector<int64_t> output_offsets;
 };
 
 struct ComputationPlan {
@@ -120,7 +124,20 @@ struct ComputationPlan {
 
 // Assigns arena buffers to `plan`'s steps by liveness (its callees are already planned): sets
 // Step::arena_offset / callee_offset and plan.arena_bytes (executable_memory.cc).
-void PlanMemory(ComputationPlan& plan);
+// `root_in_arena` (the entry): buffers reaching the root are planned in the arena, alive past
+// the last step; otherwise they are owned (a callee's region is reused after it returns).
+void PlanMemory(ComputationPlan& plan, bool root_in_arena);
+
+// Finished runs' arenas of an Executable, shared with the leases (executable_memory.cc).
+struct Executable::ArenaPool {
+  std::mutex mu;
+  std::vector<std::byte*> free[2];  // [fused]
+  ~ArenaPool() {
+    for (const std::vector<std::byte*>& f : free) {
+      for (std::byte* a : f) std::free(a);
+    }
+  }
+};
 
 class Program {
  public:

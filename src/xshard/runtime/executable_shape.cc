@@ -11,9 +11,23 @@
 namespace xs {
 namespace {
 
+// Runs a kernel that writes its whole result into `into` (the step's planned buffer, see
+// NewArray) and returns a view of it; a kernel result of other dims (a declared shape that
+// differs from the computed one) is kept as the kernel made it.
 template <typename F>
 Status Emit(const Step& step, Frame& frame, RunContext& ctx, F&& make) {
-  frame.slots[step.out] = OwnedSlot(AdoptArray(make(), ctx));
+  std::shared_ptr<Array> out = NewArray(step.inst->shape(), ctx);
+  Array made = make(out.get());
+  const bool in_place = made.dims() == out->dims() && made.dtype() == out->dtype() && made.data() == out->data();
+  frame.slots[step.out] = OwnedSlot(in_place ? std::move(out) : AdoptArray(std::move(made), ctx));
+  return OkStatus();
+}
+
+// Prepare of a step whose Run goes through Emit: its result gets a planned buffer.
+template <PrepareFn kPrepare>
+Status PrepareEmitting(const Instruction& inst, Step& step, const Program& program) {
+  XS_RETURN_IF_ERROR(kPrepare(inst, step, program));
+  step.writes_result_buffer = true;
   return OkStatus();
 }
 
@@ -148,8 +162,8 @@ Status RunBroadcastScalar(const Step& step, Frame& frame, RunContext& ctx) {
 
 Status RunBroadcast(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& in = OperandArray(step, frame, 0);
-  return Emit(step, frame, ctx, [&] {
-    return kernels::Broadcast(in, step.inst->shape().dims(), step.inst->dimensions());
+  return Emit(step, frame, ctx, [&](Array* into) {
+    return kernels::Broadcast(in, step.inst->shape().dims(), step.inst->dimensions(), into);
   });
 }
 
@@ -175,12 +189,12 @@ Status PrepareBroadcast(const Instruction& inst, Step& step, const Program&) {
 
 Status RunTranspose(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& in = OperandArray(step, frame, 0);
-  return Emit(step, frame, ctx, [&] { return kernels::Transpose(in, step.inst->dimensions()); });
+  return Emit(step, frame, ctx, [&](Array* into) { return kernels::Transpose(in, step.inst->dimensions(), into); });
 }
 
 Status RunSlice(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& in = OperandArray(step, frame, 0);
-  return Emit(step, frame, ctx, [&] { return kernels::Slice(in, *step.inst->attrs().slice); });
+  return Emit(step, frame, ctx, [&](Array* into) { return kernels::Slice(in, *step.inst->attrs().slice, into); });
 }
 
 Status PrepareSlice(const Instruction& inst, Step& step, const Program&) {
@@ -215,8 +229,8 @@ bool LegacyStarts(const Instruction& inst, int first) {
 Status RunDynamicSlice(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& in = OperandArray(step, frame, 0);
   const std::vector<const Array*> starts = StartArrays(step, frame, 1);
-  return Emit(step, frame, ctx, [&] {
-    return kernels::DynamicSlice(in, starts, step.inst->shape().dims());
+  return Emit(step, frame, ctx, [&](Array* into) {
+    return kernels::DynamicSlice(in, starts, step.inst->shape().dims(), into);
   });
 }
 
@@ -261,7 +275,9 @@ Status PrepareDynamicUpdateSlice(const Instruction& inst, Step& step, const Prog
 
 Status RunConcatenate(const Step& step, Frame& frame, RunContext& ctx) {
   const std::vector<const Array*> inputs = StartArrays(step, frame, 0);
-  return Emit(step, frame, ctx, [&] { return kernels::Concatenate(inputs, step.inst->dimensions()[0]); });
+  return Emit(step, frame, ctx, [&](Array* into) {
+    return kernels::Concatenate(inputs, step.inst->dimensions()[0], into);
+  });
 }
 
 Status PrepareConcatenate(const Instruction& inst, Step& step, const Program&) {
@@ -276,7 +292,9 @@ Status PrepareConcatenate(const Instruction& inst, Step& step, const Program&) {
 Status RunPad(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& in = OperandArray(step, frame, 0);
   const Array& value = OperandArray(step, frame, 1);
-  return Emit(step, frame, ctx, [&] { return kernels::Pad(in, value, *step.inst->attrs().padding); });
+  return Emit(step, frame, ctx, [&](Array* into) {
+    return kernels::Pad(in, value, *step.inst->attrs().padding, into);
+  });
 }
 
 Status PreparePad(const Instruction& inst, Step& step, const Program&) {
@@ -294,7 +312,7 @@ Status PreparePad(const Instruction& inst, Step& step, const Program&) {
 
 Status RunReverse(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& in = OperandArray(step, frame, 0);
-  return Emit(step, frame, ctx, [&] { return kernels::Reverse(in, step.inst->dimensions()); });
+  return Emit(step, frame, ctx, [&](Array* into) { return kernels::Reverse(in, step.inst->dimensions(), into); });
 }
 
 Status PrepareDimsOp(const Instruction& inst, Step& step, RunFn run) {
@@ -309,8 +327,9 @@ Status PrepareDimsOp(const Instruction& inst, Step& step, RunFn run) {
 
 Status RunIota(const Step& step, Frame& frame, RunContext& ctx) {
   const Shape& s = step.inst->shape();
-  XS_ASSIGN_OR_RETURN(Array a, kernels::Iota(s.dtype(), s.dims(), *step.inst->attrs().iota_dimension));
-  frame.slots[step.out] = OwnedSlot(AdoptArray(std::move(a), ctx));
+  std::shared_ptr<Array> out = NewArray(s, ctx);
+  XS_ASSIGN_OR_RETURN(Array a, kernels::Iota(s.dtype(), s.dims(), *step.inst->attrs().iota_dimension, out.get()));
+  frame.slots[step.out] = OwnedSlot(a.data() == out->data() ? std::move(out) : AdoptArray(std::move(a), ctx));
   return OkStatus();
 }
 
@@ -367,15 +386,15 @@ void RegisterShapeHandlers(HandlerTable& t) {
   set(Opcode::kGetTupleElement, &PrepareGetTupleElement);
   set(Opcode::kReshape, &PrepareReshape);
   set(Opcode::kBitcast, &PrepareReshape);  // row-major: a bitcast with equal element counts is a reshape
-  set(Opcode::kBroadcast, &PrepareBroadcast);
-  set(Opcode::kTranspose, &PrepareTranspose);
-  set(Opcode::kSlice, &PrepareSlice);
-  set(Opcode::kDynamicSlice, &PrepareDynamicSlice);
+  set(Opcode::kBroadcast, &PrepareEmitting<&PrepareBroadcast>);
+  set(Opcode::kTranspose, &PrepareEmitting<&PrepareTranspose>);
+  set(Opcode::kSlice, &PrepareEmitting<&PrepareSlice>);
+  set(Opcode::kDynamicSlice, &PrepareEmitting<&PrepareDynamicSlice>);
   set(Opcode::kDynamicUpdateSlice, &PrepareDynamicUpdateSlice);
-  set(Opcode::kConcatenate, &PrepareConcatenate);
-  set(Opcode::kPad, &PreparePad);
-  set(Opcode::kReverse, &PrepareReverse);
-  set(Opcode::kIota, &PrepareIota);
+  set(Opcode::kConcatenate, &PrepareEmitting<&PrepareConcatenate>);
+  set(Opcode::kPad, &PrepareEmitting<&PreparePad>);
+  set(Opcode::kReverse, &PrepareEmitting<&PrepareReverse>);
+  set(Opcode::kIota, &PrepareEmitting<&PrepareIota>);
   set(Opcode::kAfterAll, &PrepareSimple<&RunToken>);
   set(Opcode::kAddDependency, &PrepareSimple<&RunPassThrough>);
   set(Opcode::kOptimizationBarrier, &PrepareSimple<&RunPassThrough>);

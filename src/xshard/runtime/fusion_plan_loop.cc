@@ -36,19 +36,28 @@ class LoopBuilder {
       step_.inst = primary;
       step_.out = slot_.at(primary);
       step_.count = loop_->count;
+      // Prefer an input some step made over a parameter (only a donated one can be taken over)
+      // or a constant: `w - 0.01 * g` then runs in g's dying buffer.
+      int donor = -1;
       for (size_t i = 0; i < step_.operands.size(); ++i) {
         const Shape& s = input_insts_[i]->shape();
-        if (s.dtype() == primary->shape().dtype() && s.dims() == primary->shape().dims()) {
-          loop_->donor = static_cast<int>(i);
-          break;
-        }
+        if (s.dtype() != primary->shape().dtype() || s.dims() != primary->shape().dims()) continue;
+        const Opcode op = input_insts_[i]->opcode();
+        const bool made = op != Opcode::kParameter && op != Opcode::kConstant;
+        if (donor < 0 || made) donor = static_cast<int>(i);
+        if (made) break;
       }
+      loop_->donor = donor;
+      step_.inplace_operand = donor;
     }
     int64_t bytes = 0;
     for (const Instruction* in : input_insts_) bytes += in->shape().byte_size();
     for (const FusedOutput& o : loop_->outputs) bytes += o.inst->shape().byte_size();
     bytes += step_.inst->shape().byte_size();
     step_.gated = bytes >= (int64_t{1} << 20);
+    // The loop writes every element of its result (the primary output, or the reduce's result,
+    // which starts as the init value): the planner gives it an arena buffer.
+    step_.writes_result_buffer = true;
     step_.run = &RunFusedLoop;
     step_.fused = loop_;
     return std::move(step_);

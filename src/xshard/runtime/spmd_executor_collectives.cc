@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 
 #include "xshard/runtime/spmd_executor_mesh_groups.h"
 
@@ -340,8 +341,8 @@ const PlannedCollective* SpmdCollectivePlan::Find(const Instruction* inst) const
 }
 
 StatusOr<std::vector<Array>> CommunicatorCollectiveRunner::RunCollective(
-    const Instruction& inst, std::span<const Array* const> operands) {
-  return Call(inst, operands, nullptr);
+    const Instruction& inst, std::span<const Array* const> operands, std::span<Array* const> into) {
+  return Call(inst, operands, nullptr, into);
 }
 
 StatusOr<std::vector<Array>> CommunicatorCollectiveRunner::Start(
@@ -379,7 +380,7 @@ Status CommunicatorCollectiveRunner::Finish(const void* key) {
 
 StatusOr<std::vector<Array>> CommunicatorCollectiveRunner::Call(
     const Instruction& inst, std::span<const Array* const> operands,
-    std::vector<uint64_t>* handles) {
+    std::vector<uint64_t>* handles, std::span<Array* const> into) {
   const PlannedCollective* op = plan_.Find(&inst);
   if (op == nullptr) return Internal("collective '", inst.name(), "' was not planned");
   if (!op->tuple_all_to_all && operands.size() != op->results.size()) {
@@ -388,7 +389,17 @@ StatusOr<std::vector<Array>> CommunicatorCollectiveRunner::Call(
   }
   std::vector<Array> out;
   out.reserve(op->results.size());
-  for (const Shape& s : op->results) out.emplace_back(s);
+  for (size_t i = 0; i < op->results.size(); ++i) {
+    const Shape& s = op->results[i];
+    Array* given = i < into.size() ? into[i] : nullptr;
+    if (given != nullptr && given->dtype() == s.dtype() && given->dims() == s.dims()) {
+      // Zeroed like a new Array: a device nobody sends to (collective-permute) keeps zeros.
+      std::memset(given->data(), 0, static_cast<size_t>(given->byte_size()));
+      out.push_back(Array::View(s.WithoutLayout(), given->data()));
+    } else {
+      out.emplace_back(s);
+    }
+  }
   CollectiveCall call(rank_, op->call_name, op->channel_id);
   XS_RETURN_IF_ERROR(kRunners[static_cast<int>(op->kind)](*op, comm_, call, operands, out, handles));
   return out;

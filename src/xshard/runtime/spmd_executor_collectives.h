@@ -63,7 +63,8 @@ class CommunicatorCollectiveRunner final : public AsyncCollectiveRunner {
   CommunicatorCollectiveRunner(const SpmdCollectivePlan& plan, Communicator& comm, int64_t rank)
       : plan_(plan), comm_(comm), rank_(rank) {}
   StatusOr<std::vector<Array>> RunCollective(const Instruction& inst,
-                                             std::span<const Array* const> operands) override;
+                                             std::span<const Array* const> operands,
+                                             std::span<Array* const> into) override;
   StatusOr<std::vector<Array>> Start(const Instruction& inst, const void* key,
                                      std::span<const Array* const> operands,
                                      std::vector<std::shared_ptr<const void>> keep) override;
@@ -78,9 +79,10 @@ class CommunicatorCollectiveRunner final : public AsyncCollectiveRunner {
     std::vector<std::shared_ptr<const void>> keep;
   };
   // Runs the op; with `handles`, only starts each communicator call and appends its handle.
+  // `into`: as in RunCollective.
   StatusOr<std::vector<Array>> Call(const Instruction& inst,
                                     std::span<const Array* const> operands,
-                                    std::vector<uint64_t>* handles);
+                                    std::vector<uint64_t>* handles, std::span<Array* const> into = {});
 
   const SpmdCollectivePlan& plan_;
   Communicator& comm_;

@@ -400,8 +400,8 @@ TEST(SpmdExecutor, ReportsPerDeviceArgumentPeakAndLiveBytes) {
 }
 
 TEST(SpmdExecutor, ReportsTheArenaPlannedBeforeTheRun) {
-  // e and f fuse into one loop (no temporary: no arena); f reaches the output through the
-  // all-reduce, so it and the result are owned buffers.
+  // e and f fuse into one loop; its output f, which the all-reduce reads, and the all-reduce's
+  // result, alive together at the all-reduce, are the arena's two slots.
   const std::string text = Hlo("num_partitions=2", R"(
   p = s32[4,4] parameter(0)
   e = s32[4,4] negate(p)
@@ -412,8 +412,8 @@ TEST(SpmdExecutor, ReportsTheArenaPlannedBeforeTheRun) {
   StatusOr<SpmdResult> r = RunSpmd(text, args);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->outputs[1][0].GetDouble(2), -18.0);  // 3 * -3 on each of 2 devices
-  EXPECT_EQ(r->memory[0].arena_bytes, 0);
-  EXPECT_EQ(r->memory[0].peak_bytes, 64 + 64 + 64);  // arguments, f and the result
+  EXPECT_EQ(r->memory[0].arena_bytes, 128);
+  EXPECT_EQ(r->memory[0].peak_bytes, 64 + 128);  // arguments and the arena (f and the result)
 }
 
 // ---- errors found while planning or before running ----
