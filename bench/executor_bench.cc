@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "xshard/kernels/elementwise.h"
-#include "xshard/runtime/executable.h"
+#include "xshard/exec/executable.h"
 #include "xshard/text/parser.h"
 
 namespace xs {

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <vector>
 
-#include "xshard/runtime/executable.h"
+#include "xshard/exec/executable.h"
 #include "xshard/text/parser.h"
 
 namespace xs {

@@ -12,7 +12,7 @@
 #include <chrono>
 #include <memory>
 
-#include "xshard/runtime/shard_map.h"
+#include "xshard/shard_map/shard_map.h"
 
 namespace xs {
 namespace {

@@ -5,19 +5,19 @@
 // checked against a single-device matmul; exits 1 on a wrong result.
 #include "xshard/ir/module.h"
 #include "xshard/kernels/dot.h"
-#include "xshard/runtime/executable.h"
+#include "xshard/exec/executable.h"
 #include "xshard/text/parser.h"
 #include "xshard/text/printer.h"
 #include "xshard/runtime/client.h"
-#include "xshard/runtime/collectives.h"
-#include "xshard/runtime/communicator.h"
-#include "xshard/runtime/replica_groups.h"
+#include "xshard/comm/collectives.h"
+#include "xshard/comm/communicator.h"
+#include "xshard/comm/replica_groups.h"
 
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 
-#include "xshard/runtime/shard_map.h"
+#include "xshard/shard_map/shard_map.h"
 
 namespace {
 

@@ -14,8 +14,8 @@
 
 #include "python/src/convert.h"
 #include "xshard/runtime/client.h"
-#include "xshard/runtime/shard_map.h"
-#include "xshard/runtime/sharded_array.h"
+#include "xshard/shard_map/shard_map.h"
+#include "xshard/shard_map/sharded_array.h"
 
 namespace xs::python {
 

@@ -3,7 +3,7 @@
 and of the layers below it in docs/architecture.md's graph:
 
     base -> core -> sharding -> ir -> text -> rules -> propagation -> spmd -> passes
-                                      ir -> kernels -> runtime
+                                      ir -> kernels -> exec, comm -> runtime -> shard_map
                                              passes + runtime -> jit
                                                         everything -> tools
     base -> testing (test binaries only)
@@ -32,9 +32,12 @@ EDGES = {
     "spmd": ["propagation"],
     "passes": ["spmd"],
     "kernels": ["ir"],
-    "runtime": ["kernels"],
+    "exec": ["kernels"],
+    "comm": ["kernels"],
+    "runtime": ["exec", "comm"],
+    "shard_map": ["runtime"],
     "jit": ["passes", "runtime"],
-    "tools": ["jit", "passes", "runtime"],
+    "tools": ["jit", "passes", "runtime", "shard_map"],
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"xshard/([a-z_]+)/')
 CMAKE_DEP = re.compile(r"\bxs_([a-z_]+)\b")

@@ -16,7 +16,7 @@
 #include "xshard/ir/shape_inference.h"
 #include "xshard/kernels/elementwise.h"
 #include "xshard/rules/rule_registry.h"
-#include "xshard/runtime/executable.h"
+#include "xshard/exec/executable.h"
 #include "xshard/spmd/partition_forms.h"
 #include "xshard/text/parser.h"
 
@@ -203,7 +203,7 @@ ENTRY e {
 }
 
 // stochastic-convert, the op of the "done when": its table line, shape inference and
-// elementwise rule existed; the executor entry (runtime/executable_elementwise.cc) made it run.
+// elementwise rule existed; the executor entry (exec/executable_elementwise.cc) made it run.
 // Values by hand from XLA's definition: |x| = t + f rounds up when random < f * 2^bits.
 TEST(OpTable, StochasticConvertRoundsUpWhenTheRandomBitsAreBelowTheFraction) {
   EXPECT_EQ(spmd::PartitionFormOf(Opcode::kStochasticConvert), PartitionForm::kLocal);

@@ -8,9 +8,9 @@
 
 #include <malloc.h>
 
-#include "xshard/runtime/compute_gate.h"
+#include "xshard/kernels/compute_gate.h"
 #include "xshard/runtime/device_threads.h"
-#include "xshard/runtime/inprocess_communicator.h"
+#include "xshard/comm/inprocess_communicator.h"
 
 namespace xs {
 namespace {

@@ -24,10 +24,10 @@
 #include <vector>
 
 #include "xshard/base/status.h"
-#include "xshard/runtime/communicator.h"
+#include "xshard/comm/communicator.h"
 #include "xshard/runtime/device.h"
 #include "xshard/runtime/device_assignment.h"
-#include "xshard/runtime/wait.h"
+#include "xshard/comm/wait.h"
 
 namespace xs {
 

@@ -16,7 +16,7 @@
 
 #include "xshard/base/status.h"
 #include "xshard/runtime/client.h"
-#include "xshard/runtime/communicator.h"
+#include "xshard/comm/communicator.h"
 
 namespace xs {
 

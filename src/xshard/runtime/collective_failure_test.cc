@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "xshard/runtime/client.h"
-#include "xshard/runtime/collectives.h"
+#include "xshard/comm/collectives.h"
 
 namespace xs {
 namespace {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "xshard/runtime/client.h"
-#include "xshard/runtime/collectives.h"
-#include "xshard/runtime/wait.h"
+#include "xshard/comm/collectives.h"
+#include "xshard/comm/wait.h"
 
 namespace xs {
 namespace {

@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "xshard/runtime/client.h"
-#include "xshard/runtime/collectives.h"
+#include "xshard/comm/collectives.h"
 
 namespace xs {
 namespace {

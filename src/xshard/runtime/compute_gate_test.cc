@@ -1,6 +1,6 @@
 // ComputeGate: never more than `slots` holders at once; an SPMD run on more devices than cores
 // gates its big kernels but never a loop whose body communicates (which would deadlock).
-#include "xshard/runtime/compute_gate.h"
+#include "xshard/kernels/compute_gate.h"
 
 #include <atomic>
 #include <thread>
@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "xshard/runtime/client.h"
-#include "xshard/runtime/collectives.h"
+#include "xshard/comm/collectives.h"
 #include "xshard/runtime/spmd_executor.h"
 #include "xshard/text/parser.h"
 

@@ -12,7 +12,7 @@
 #include <span>
 #include <thread>
 
-#include "xshard/runtime/wait.h"
+#include "xshard/comm/wait.h"
 
 namespace xs {
 

@@ -4,7 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "xshard/runtime/client.h"
-#include "xshard/runtime/executable.h"
+#include "xshard/exec/executable.h"
 #include "xshard/runtime/spmd_executor.h"
 #include "xshard/text/parser.h"
 

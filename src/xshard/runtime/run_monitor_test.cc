@@ -2,7 +2,7 @@
 // where one device loops forever while its peer waits at an all-reduce (whose wait restarts its
 // timeout while a peer is busy, so only the stop can end it). Where() names the instruction, the
 // loop and its iteration, or the collective.
-#include "xshard/runtime/run_monitor.h"
+#include "xshard/exec/run_monitor.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "xshard/runtime/client.h"
-#include "xshard/runtime/executable.h"
+#include "xshard/exec/executable.h"
 #include "xshard/runtime/spmd_executor.h"
 #include "xshard/text/parser.h"
 

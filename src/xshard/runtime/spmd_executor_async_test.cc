@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "xshard/runtime/client.h"
-#include "xshard/runtime/collectives.h"
+#include "xshard/comm/collectives.h"
 #include "xshard/runtime/spmd_executor.h"
-#include "xshard/runtime/wait.h"
+#include "xshard/comm/wait.h"
 #include "xshard/text/parser.h"
 #include "xshard/testing/value_or_fail.h"
 

@@ -4,7 +4,7 @@
 // cannot run it, or it has per-device meaning (manual regions, unreduced values, collectives),
 // run on that many devices; it must compute what the global module computes on one device.
 // Internal partitioner errors and numeric mismatches fail; the counts are printed.
-#include "xshard/runtime/executable.h"
+#include "xshard/exec/executable.h"
 
 #include <fstream>
 #include <map>

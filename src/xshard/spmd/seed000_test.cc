@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "xshard/base/strings.h"
-#include "xshard/runtime/executable.h"
+#include "xshard/exec/executable.h"
 #include "xshard/spmd/partitioner.h"
 #include "xshard/spmd/run_partitioned.h"
 #include "xshard/text/parser.h"

@@ -18,7 +18,7 @@
 #include "xshard/runtime/client.h"
 #include "xshard/runtime/device.h"
 #include "xshard/runtime/device_assignment.h"
-#include "xshard/runtime/executable.h"
+#include "xshard/exec/executable.h"
 #include "xshard/runtime/spmd_executor.h"
 #include "xshard/runtime/spmd_executor_io.h"
 #include "xshard/tools/cli.h"

@@ -11,7 +11,7 @@
 #include "xshard/jit/host_memory.h"
 #include "xshard/jit/sharded_program.h"
 #include "xshard/runtime/client.h"
-#include "xshard/runtime/executable.h"
+#include "xshard/exec/executable.h"
 #include "xshard/runtime/spmd_executor.h"
 #include "xshard/runtime/spmd_executor_io.h"
 #include "xshard/text/printer.h"

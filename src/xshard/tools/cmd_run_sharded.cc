@@ -8,7 +8,7 @@
 #include "xshard/jit/output_check.h"
 #include "xshard/jit/sharded_program.h"
 #include "xshard/runtime/client.h"
-#include "xshard/runtime/executable.h"
+#include "xshard/exec/executable.h"
 #include "xshard/tools/cli.h"
 #include "xshard/tools/run_flags.h"
 #include "xshard/tools/run_watch.h"

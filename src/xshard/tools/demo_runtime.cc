@@ -5,17 +5,17 @@
 #include "xshard/ir/module.h"
 #include "xshard/ir/verifier.h"
 #include "xshard/kernels/dot.h"
-#include "xshard/runtime/executable.h"
+#include "xshard/exec/executable.h"
 #include "xshard/text/parser.h"
 #include "xshard/text/printer.h"
 #include "xshard/runtime/client.h"
-#include "xshard/runtime/collectives.h"
-#include "xshard/runtime/communicator.h"
-#include "xshard/runtime/replica_groups.h"
+#include "xshard/comm/collectives.h"
+#include "xshard/comm/communicator.h"
+#include "xshard/comm/replica_groups.h"
 
 #include <iostream>
 
-#include "xshard/runtime/shard_map.h"
+#include "xshard/shard_map/shard_map.h"
 #include "xshard/runtime/spmd_executor.h"
 #include "xshard/sharding/geometry.h"
 #include "xshard/tools/demo.h"

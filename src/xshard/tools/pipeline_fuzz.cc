@@ -14,7 +14,7 @@
 #include "xshard/jit/sharded_program.h"
 #include "xshard/propagation/propagation.h"
 #include "xshard/runtime/client.h"
-#include "xshard/runtime/executable.h"
+#include "xshard/exec/executable.h"
 #include "xshard/runtime/spmd_executor_io.h"
 #include "xshard/spmd/shardy_import.h"
 #include "xshard/text/parser.h"

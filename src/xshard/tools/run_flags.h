@@ -13,9 +13,9 @@
 #include "xshard/base/status.h"
 #include "xshard/core/array.h"
 #include "xshard/ir/module.h"
-#include "xshard/runtime/executable.h"
+#include "xshard/exec/executable.h"
 #include "xshard/spmd/cost_model.h"
-#include "xshard/runtime/run_monitor.h"
+#include "xshard/exec/run_monitor.h"
 
 namespace xs::tools {
 

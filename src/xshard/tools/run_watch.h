@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "xshard/base/status.h"
-#include "xshard/runtime/run_monitor.h"
+#include "xshard/exec/run_monitor.h"
 
 namespace xs::tools {
 

@@ -1,0 +1,118 @@
+// Reduction kernels: each dtype family against values worked out by hand.
+#include "xshard/comm/reduction.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <limits>
+
+#include "xshard/core/array.h"
+
+namespace xs {
+namespace {
+
+using ::testing::HasSubstr;
+
+template <typename T>
+std::vector<T> CombineOnce(ReductionKind kind, std::vector<T> a, const std::vector<T>& b) {
+  Array x = Array::FromVector<T>({static_cast<int64_t>(a.size())}, a);
+  const Array y = Array::FromVector<T>({static_cast<int64_t>(b.size())}, b);
+  Combine(kind, DTypeOf<T>, x.data(), x.data(), y.data(), x.num_elements());
+  auto v = x.values<T>();
+  return std::vector<T>(v.begin(), v.end());
+}
+
+TEST(ReductionTest, IntegersWrapAndTakeBitwiseAndOr) {
+  EXPECT_EQ(CombineOnce<int8_t>(ReductionKind::kSum, {127, -128}, {1, -1}),
+            (std::vector<int8_t>{-128, 127}));
+  EXPECT_EQ(CombineOnce<int32_t>(ReductionKind::kProduct, {6, -3}, {7, 5}),
+            (std::vector<int32_t>{42, -15}));
+  EXPECT_EQ(CombineOnce<uint16_t>(ReductionKind::kAnd, {0b1100, 0xffff}, {0b1010, 0x00f0}),
+            (std::vector<uint16_t>{0b1000, 0x00f0}));
+  EXPECT_EQ(CombineOnce<int64_t>(ReductionKind::kOr, {0b1100}, {0b0011}),
+            (std::vector<int64_t>{15}));
+  EXPECT_EQ(CombineOnce<int32_t>(ReductionKind::kMin, {3, -5}, {-2, 4}),
+            (std::vector<int32_t>{-2, -5}));
+  EXPECT_EQ(CombineOnce<uint64_t>(ReductionKind::kMax, {3, 9}, {7, 1}),
+            (std::vector<uint64_t>{7, 9}));
+}
+
+TEST(ReductionTest, FloatMinMaxPropagateNan) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto mx = CombineOnce<float>(ReductionKind::kMax, {1.0f, nan, -0.5f}, {nan, 2.0f, -1.5f});
+  EXPECT_TRUE(std::isnan(mx[0]));
+  EXPECT_TRUE(std::isnan(mx[1]));
+  EXPECT_EQ(mx[2], -0.5f);
+  auto mn = CombineOnce<double>(ReductionKind::kMin, {1.0, 3.0}, {std::nan(""), 2.0});
+  EXPECT_TRUE(std::isnan(mn[0]));
+  EXPECT_EQ(mn[1], 2.0);
+}
+
+TEST(ReductionTest, Bf16AndF16RoundAfterEachCombine) {
+  // bf16 has 8 significant bits: 256 + 1 = 257 is a tie and rounds to even, 256.
+  auto b = CombineOnce<BFloat16>(ReductionKind::kSum, {FloatToBFloat16(256), FloatToBFloat16(1.5f)},
+                         {FloatToBFloat16(1), FloatToBFloat16(2.25f)});
+  EXPECT_EQ(BFloat16ToFloat(b[0]), 256.0f);
+  EXPECT_EQ(BFloat16ToFloat(b[1]), 3.75f);
+  // f16 has 11 significant bits: 2048 + 1 rounds to 2048; 3 * 0.5 is exact.
+  auto h = CombineOnce<Half>(ReductionKind::kSum, {FloatToHalf(2048), FloatToHalf(3)},
+                     {FloatToHalf(1), FloatToHalf(0.5f)});
+  EXPECT_EQ(HalfToFloat(h[0]), 2048.0f);
+  EXPECT_EQ(HalfToFloat(h[1]), 3.5f);
+  auto p = CombineOnce<Half>(ReductionKind::kProduct, {FloatToHalf(3)}, {FloatToHalf(0.5f)});
+  EXPECT_EQ(HalfToFloat(p[0]), 1.5f);
+}
+
+TEST(ReductionTest, ComplexSumsAndMultiplies) {
+  using C = std::complex<double>;
+  EXPECT_EQ(CombineOnce<C>(ReductionKind::kSum, {C(1, 2)}, {C(3, -1)}), (std::vector<C>{C(4, 1)}));
+  EXPECT_EQ(CombineOnce<C>(ReductionKind::kProduct, {C(1, 2)}, {C(3, -1)}),
+            (std::vector<C>{C(5, 5)}));
+}
+
+TEST(ReductionTest, PredSumIsOrAndProductIsAnd) {
+  Array a = Array::FromVector<bool>({4}, {false, false, true, true});
+  const Array b = Array::FromVector<bool>({4}, {false, true, false, true});
+  Array s(DType::kPred, {4}), p(DType::kPred, {4});
+  Combine(ReductionKind::kSum, DType::kPred, s.data(), a.data(), b.data(), 4);
+  Combine(ReductionKind::kProduct, DType::kPred, p.data(), a.data(), b.data(), 4);
+  EXPECT_EQ(s, Array::FromVector<bool>({4}, {false, true, true, true}));
+  EXPECT_EQ(p, Array::FromVector<bool>({4}, {false, false, false, true}));
+}
+
+TEST(ReductionTest, ReduceManyFoldsEverySourceAcrossTiles) {
+  // 10000 floats span several 16 KiB tiles.
+  const int64_t n = 10000;
+  std::vector<Array> srcs;
+  for (int k = 0; k < 5; ++k) {
+    Array a(DType::kF32, {n});
+    for (int64_t i = 0; i < n; ++i) a.values<float>()[i] = static_cast<float>(k * 1000 + i % 7);
+    srcs.push_back(std::move(a));
+  }
+  std::vector<const std::byte*> ptrs;
+  for (const Array& a : srcs) ptrs.push_back(a.data());
+  Array out(DType::kF32, {n});
+  ReduceMany(ReductionKind::kSum, DType::kF32, out.data(), ptrs, n);
+  for (int64_t i = 0; i < n; ++i) {
+    // sum over k of (1000k + i%7) = 10000 + 5 * (i % 7)
+    ASSERT_EQ(out.values<float>()[i], 10000.0f + 5 * (i % 7)) << i;
+  }
+}
+
+TEST(ReductionTest, CheckNamesTheReducerAndType) {
+  EXPECT_EQ(CheckReduction(ReductionKind::kAnd, DType::kF32, "psum"),
+            InvalidArgument("psum: reduction 'and' is not defined for f32; floating-point values "
+                            "take sum, product, min or max"));
+  EXPECT_EQ(CheckReduction(ReductionKind::kMax, DType::kC64, "all-reduce"),
+            InvalidArgument("all-reduce: reduction 'max' is not defined for c64; complex values "
+                            "take sum or product"));
+  EXPECT_EQ(CheckReduction(ReductionKind::kSum, DType::kF8E5M2, "ar").code(),
+            StatusCode::kUnimplemented);
+  EXPECT_TRUE(CheckReduction(ReductionKind::kOr, DType::kU8, "ar").ok());
+  EXPECT_TRUE(CheckReduction(ReductionKind::kMin, DType::kBF16, "ar").ok());
+}
+
+}  // namespace
+}  // namespace xs

@@ -1,0 +1,186 @@
+// Executor handlers for control flow and the ops that only move values: call, fusion (run as a
+// call), while, conditional (pred and indexed), custom-call (Sharding / SPMD shape markers as
+// identities) and copy-start / -done. Collectives and async pairs: executable_collectives.cc.
+#include <algorithm>
+
+#include "xshard/exec/executable_plan.h"
+#include "xshard/exec/run_monitor.h"
+
+namespace xs {
+
+void RegisterCollectiveHandlers(HandlerTable& table);
+
+namespace {
+
+Status AddCallee(const Instruction& inst, const Computation* c, Step& step, const Program& program) {
+  if (c == nullptr) return InvalidArgument("missing called computation");
+  const ComputationPlan* plan = program.Get(c);
+  if (plan == nullptr) return Internal("computation '", c->name(), "' was not planned");
+  step.callees.push_back(plan);
+  (void)inst;
+  return OkStatus();
+}
+
+std::vector<Slot> TakeAll(const Step& step, Frame& frame, int first = 0) {
+  std::vector<Slot> args;
+  for (size_t i = first; i < step.operands.size(); ++i) args.push_back(TakeOperand(step, frame, static_cast<int>(i)));
+  return args;
+}
+
+Status RunCall(const Step& step, Frame& frame, RunContext& ctx) {
+  XS_ASSIGN_OR_RETURN(frame.slots[step.out], RunPlan(*step.callees[0], TakeAll(step, frame), ctx));
+  return OkStatus();
+}
+
+Status PrepareCall(const Instruction& inst, Step& step, const Program& program) {
+  const Computation* c = inst.opcode() == Opcode::kFusion ? inst.called(CallRole::kCalls) : inst.to_apply();
+  XS_RETURN_IF_ERROR(AddCallee(inst, c, step, program));
+  if (c->num_parameters() != inst.operand_count()) {
+    return InvalidArgument("calls '", c->name(), "' (", c->num_parameters(), " parameters) with ",
+                           inst.operand_count(), " operands");
+  }
+  step.run = &RunCall;
+  return OkStatus();
+}
+
+bool PredValue(const Slot& s) {
+  return s.array != nullptr && s.array->num_elements() > 0 && s.array->data()[0] != std::byte{0};
+}
+
+Status RunWhile(const Step& step, Frame& frame, RunContext& ctx) {
+  Slot state = TakeOperand(step, frame, 0);
+  int64_t iterations = 0;
+  // The innermost loop and its iteration for RunMonitor::Where; the outer one is restored after.
+  struct LoopProgress {
+    DeviceProgress* p;
+    const Instruction* outer_loop = p ? p->loop.load(std::memory_order_relaxed) : nullptr;
+    int64_t outer_iteration = p ? p->iteration.load(std::memory_order_relaxed) : 0;
+    ~LoopProgress() {
+      if (p == nullptr) return;
+      p->loop.store(outer_loop, std::memory_order_relaxed);
+      p->iteration.store(outer_iteration, std::memory_order_relaxed);
+    }
+  } loop{ctx.options.monitor ? &ctx.options.monitor->progress(ctx.options.monitor_rank) : nullptr};
+  while (true) {
+    if (loop.p != nullptr) {
+      loop.p->loop.store(step.inst, std::memory_order_relaxed);
+      loop.p->iteration.store(iterations, std::memory_order_relaxed);
+    }
+    XS_ASSIGN_OR_RETURN(Slot cond, RunPlan(*step.callees[0], {state}, ctx));
+    if (!PredValue(cond)) break;
+    if (ctx.options.max_while_iterations >= 0 && iterations >= ctx.options.max_while_iterations) {
+      return InvalidArgument("while loop '", step.inst->name(), "' exceeded ",
+                             ctx.options.max_while_iterations, " iterations ", kWhileLimitNote);
+    }
+    std::vector<Slot> args;
+    args.push_back(std::move(state));
+    XS_ASSIGN_OR_RETURN(state, RunPlan(*step.callees[1], std::move(args), ctx));
+    ++iterations;
+  }
+  frame.slots[step.out] = std::move(state);
+  return OkStatus();
+}
+
+Status PrepareWhile(const Instruction& inst, Step& step, const Program& program) {
+  XS_RETURN_IF_ERROR(AddCallee(inst, inst.while_condition(), step, program));
+  XS_RETURN_IF_ERROR(AddCallee(inst, inst.while_body(), step, program));
+  const Shape& cond = inst.while_condition()->root()->shape();
+  if (!cond.IsArray() || cond.dtype() != DType::kPred || cond.rank() != 0) {
+    return InvalidArgument("while condition must return pred[], got ", cond.ToString(false));
+  }
+  step.run = &RunWhile;
+  return OkStatus();
+}
+
+Status RunConditional(const Step& step, Frame& frame, RunContext& ctx) {
+  const Array& selector = OperandArray(step, frame, 0);
+  const int branches = static_cast<int>(step.callees.size());
+  int b = 0;
+  if (selector.dtype() == DType::kPred) {
+    b = selector.data()[0] != std::byte{0} ? 0 : 1;
+  } else {
+    const int64_t index = static_cast<int64_t>(selector.GetDouble(0));
+    b = (index < 0 || index >= branches) ? branches - 1 : static_cast<int>(index);  // XLA: last branch
+  }
+  std::vector<Slot> args;
+  args.push_back(TakeOperand(step, frame, 1 + b));
+  XS_ASSIGN_OR_RETURN(frame.slots[step.out], RunPlan(*step.callees[b], std::move(args), ctx));
+  return OkStatus();
+}
+
+Status PrepareConditional(const Instruction& inst, Step& step, const Program& program) {
+  const std::vector<Computation*> branches = inst.branch_computations();
+  if (branches.empty() || inst.operand_count() != static_cast<int>(branches.size()) + 1) {
+    return InvalidArgument("conditional needs one operand per branch after the selector");
+  }
+  const Shape& sel = inst.operand(0)->shape();
+  if (!sel.IsArray() || sel.rank() != 0 || (sel.dtype() != DType::kPred && sel.dtype() != DType::kS32)) {
+    return InvalidArgument("conditional selector must be pred[] or s32[], got ", sel.ToString(false));
+  }
+  if (sel.dtype() == DType::kPred && branches.size() != 2) {
+    return InvalidArgument("a pred conditional needs exactly two branches");
+  }
+  for (const Computation* c : branches) XS_RETURN_IF_ERROR(AddCallee(inst, c, step, program));
+  step.run = &RunConditional;
+  return OkStatus();
+}
+
+Status RunIdentity(const Step& step, Frame& frame, RunContext&) {
+  frame.slots[step.out] = TakeOperand(step, frame, 0);
+  return OkStatus();
+}
+
+Status PrepareCustomCall(const Instruction& inst, Step& step, const Program& program) {
+  bool handled = false;
+  XS_RETURN_IF_ERROR(PrepareExtraCustomCall(inst, step, program, &handled));
+  if (handled) return OkStatus();
+  const std::string target = inst.attrs().custom_call_target.value_or("");
+  // xla.sdy.FuncResultSharding: JAX's Shardy lowering marks each result's sharding with it.
+  static constexpr std::string_view kIdentities[] = {"Sharding", "SPMDFullToShardShape",
+                                                      "SPMDShardToFullShape", "xla.sdy.FuncResultSharding"};
+  if (std::find(std::begin(kIdentities), std::end(kIdentities), target) == std::end(kIdentities)) {
+    return UnsupportedInstruction(inst, StrCat("custom_call_target=\"", target,
+                                               "\" (supported: Sharding, SPMDFullToShardShape, "
+                                               "SPMDShardToFullShape, xla.sdy.FuncResultSharding, TopK, __op$block_scaled_dot, "
+                                               "lapack_?potrf_ffi, lapack_?getrf_ffi, lapack_?trsm_ffi)"));
+  }
+  if (inst.operand_count() != 1 || !inst.operand(0)->shape().Compatible(inst.shape())) {
+    return UnsupportedInstruction(inst, StrCat("custom-call ", target, " changes the shape from ",
+                                               inst.operand_count() == 1 ? inst.operand(0)->shape().ToString(false) : "?",
+                                               " to ", inst.shape().ToString(false),
+                                               ", which needs more than one device"));
+  }
+  step.run = &RunIdentity;
+  return OkStatus();
+}
+
+Status RunTupleElement0(const Step& step, Frame& frame, RunContext&) {
+  const Slot& s = frame.slots[step.operands[0]];
+  frame.slots[step.out] = (s.tuple && !s.tuple->empty()) ? (*s.tuple)[0] : s;
+  return OkStatus();
+}
+
+Status RunCopyStart(const Step& step, Frame& frame, RunContext& ctx) {
+  const Slot& v = frame.slots[step.operands[0]];
+  std::vector<Slot> parts = {v, v};
+  const Shape& s = step.inst->shape();
+  for (int i = 2; i < s.tuple_size(); ++i) parts.push_back(ZeroSlot(s.tuple_shape(i), ctx));
+  frame.slots[step.out] = TupleSlot(std::move(parts));
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterControlHandlers(HandlerTable& t) {
+  auto set = [&t](Opcode op, PrepareFn f) { t[static_cast<int>(op)] = f; };
+  set(Opcode::kCall, &PrepareCall);
+  set(Opcode::kFusion, &PrepareCall);
+  set(Opcode::kWhile, &PrepareWhile);
+  set(Opcode::kConditional, &PrepareConditional);
+  set(Opcode::kCustomCall, &PrepareCustomCall);
+  set(Opcode::kCopyStart, &PrepareSimple<&RunCopyStart>);
+  set(Opcode::kCopyDone, &PrepareSimple<&RunTupleElement0>);
+  RegisterCollectiveHandlers(t);  // executable_collectives.cc: collectives and async pairs
+}
+
+}  // namespace xs

@@ -1,0 +1,232 @@
+// Runs a fused elementwise loop (fusion_plan.h): the output shape is cut into tiles of
+// kFusedTile elements; chunks of tiles run on the process pool (kernels/parallel.h), each with
+// its own tile buffers, uniform values computed once per chunk.
+#include <cstring>
+#include <memory>
+
+#include "xshard/kernels/parallel.h"
+#include "xshard/exec/executable_plan.h"
+#include "xshard/exec/fusion_plan.h"
+
+namespace xs {
+namespace {
+
+// Loops smaller than this run on the calling thread alone.
+constexpr int64_t kParallelElements = int64_t{1} << 16;
+
+template <typename T>
+void FillTyped(std::byte* dst, const std::byte* elem, int64_t n) {
+  T v;
+  std::memcpy(&v, elem, sizeof(T));
+  T* d = reinterpret_cast<T*>(dst);
+  for (int64_t i = 0; i < n; ++i) d[i] = v;
+}
+
+void FillElements(std::byte* dst, const std::byte* elem, int64_t n, int esize) {
+  switch (esize) {
+    case 1: std::memset(dst, static_cast<int>(elem[0]), static_cast<size_t>(n)); return;
+    case 2: FillTyped<uint16_t>(dst, elem, n); return;
+    case 4: FillTyped<uint32_t>(dst, elem, n); return;
+    case 8: FillTyped<uint64_t>(dst, elem, n); return;
+    default:
+      for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * esize, elem, static_cast<size_t>(esize));
+  }
+}
+
+// Elements [off, off + n) of broadcast(operand) along the loop dims: runs along the last dim are
+// copied (stride 1), filled (stride 0) or gathered.
+void Gather(const FusedOp& op, const std::vector<int64_t>& dims, const std::byte* base, int esize,
+            int64_t off, int64_t n, std::byte* out) {
+  const int r = static_cast<int>(dims.size());
+  int64_t idx[16];
+  std::vector<int64_t> big;
+  int64_t* index = idx;
+  if (r > 16) {
+    big.resize(r);
+    index = big.data();
+  }
+  int64_t src = 0, rest = off;
+  for (int d = r - 1; d >= 0; --d) {
+    index[d] = rest % dims[d];
+    rest /= dims[d];
+    src += index[d] * op.strides[d];
+  }
+  const int64_t last = dims[r - 1], s = op.strides[r - 1];
+  int64_t i = 0;
+  while (i < n) {
+    const int64_t run = std::min(n - i, last - index[r - 1]);
+    std::byte* o = out + i * esize;
+    if (s == 1) {
+      std::memcpy(o, base + src * esize, static_cast<size_t>(run * esize));
+    } else if (s == 0) {
+      FillElements(o, base + src * esize, run, esize);
+    } else {
+      for (int64_t k = 0; k < run; ++k) {
+        std::memcpy(o + k * esize, base + (src + k * s) * esize, static_cast<size_t>(esize));
+      }
+    }
+    i += run;
+    index[r - 1] += run;
+    src += run * s;
+    for (int d = r - 1; d > 0 && index[d] == dims[d]; --d) {
+      index[d] = 0;
+      src -= dims[d] * op.strides[d];
+      ++index[d - 1];
+      src += op.strides[d - 1];
+    }
+  }
+}
+
+void Iota(const FusedOp& op, int64_t off, int64_t n, int64_t* out) {
+  int64_t r = off % op.inner, v = (off / op.inner) % op.size;
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = v;
+    if (++r == op.inner) {
+      r = 0;
+      if (++v == op.size) v = 0;
+    }
+  }
+}
+
+void RunOp(const FusedLoop& f, const FusedOp& op, std::byte* const* p,
+           const std::vector<const std::byte*>& inputs, int64_t off, int64_t n, int64_t* iota) {
+  std::byte* out = p[op.out];
+  switch (op.kind) {
+    case FusedOpKind::kUnary: op.unary(p[op.in[0]], out, n); return;
+    case FusedOpKind::kBinary: op.binary(p[op.in[0]], p[op.in[1]], out, n); return;
+    case FusedOpKind::kTernary: op.ternary(p[op.in[0]], p[op.in[1]], p[op.in[2]], out, n); return;
+    case FusedOpKind::kCopy:
+      std::memcpy(out, p[op.in[0]], static_cast<size_t>(n * f.values[op.out].esize));
+      return;
+    case FusedOpKind::kFill:
+      FillElements(out, inputs[op.in[0]], n, f.values[op.out].esize);
+      return;
+    case FusedOpKind::kIota:
+      if (op.unary == nullptr) {
+        Iota(op, off, n, reinterpret_cast<int64_t*>(out));
+      } else {
+        Iota(op, off, n, iota);
+        op.unary(reinterpret_cast<const std::byte*>(iota), out, n);
+      }
+      return;
+    case FusedOpKind::kGather:
+      Gather(op, f.dims, inputs[op.in[0]], f.values[op.out].esize, off, n, out);
+      return;
+  }
+}
+
+// A chunk of a loop: `rows` runs of `width` elements, run k starting at element first + k * stride.
+struct Runs {
+  int64_t first = 0, stride = 0, rows = 1, width = 0;
+};
+
+// The elements of `runs` in tiles, in order, with one set of per-thread buffers; `reduced`: the
+// reduce's result (when the loop has one).
+void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
+              const std::vector<std::byte*>& outputs, std::byte* reduced, const Runs& runs) {
+  const int64_t buffer_bytes = kFusedTile * f.max_esize;
+  const size_t total = static_cast<size_t>(buffer_bytes * f.num_buffers + kFusedTile * 8);
+  struct AlignedDelete {
+    void operator()(std::byte* b) const { ::operator delete[](b, std::align_val_t{64}); }
+  };
+  std::unique_ptr<std::byte[], AlignedDelete> scratch(
+      static_cast<std::byte*>(::operator new[](total, std::align_val_t{64})));
+  int64_t* iota = reinterpret_cast<int64_t*>(scratch.get() + buffer_bytes * f.num_buffers);
+  std::vector<std::byte*> p(f.values.size(), nullptr);
+  for (size_t v = 0; v < f.values.size(); ++v) {
+    if (f.values[v].buffer >= 0) p[v] = scratch.get() + f.values[v].buffer * buffer_bytes;
+  }
+  const int64_t prologue_n = std::min(kFusedTile, f.count);
+  for (const FusedOp& op : f.prologue) RunOp(f, op, p.data(), inputs, 0, prologue_n, iota);
+  for (int64_t row = 0; row < runs.rows; ++row) {
+    const int64_t begin = runs.first + row * runs.stride, end = begin + runs.width;
+    for (int64_t off = begin; off < end; off += kFusedTile) {
+      const int64_t n = std::min(kFusedTile, end - off);
+      for (size_t v = 0; v < f.values.size(); ++v) {
+        const FusedValue& fv = f.values[v];
+        if (fv.kind == FusedValueKind::kInput) {
+          p[v] = const_cast<std::byte*>(inputs[fv.input]) + off * fv.esize;
+        } else if (fv.kind == FusedValueKind::kOutput) {
+          p[v] = outputs[fv.output] + off * fv.esize;
+        }
+      }
+      for (const FusedOp& op : f.body) RunOp(f, op, p.data(), inputs, off, n, iota);
+      if (f.has_reduce) f.reduce.fn(p[f.reduce.value], reduced, f.dims, f.reduce.ostride, off, n);
+    }
+  }
+}
+
+}  // namespace
+
+Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
+  const FusedLoop& f = *step.fused;
+  std::vector<const std::byte*> inputs(step.operands.size());
+  for (size_t k = 0; k < inputs.size(); ++k) inputs[k] = OperandArray(step, frame, static_cast<int>(k)).data();
+  std::vector<std::shared_ptr<Array>> out_arrays(f.outputs.size());
+  std::vector<std::byte*> outputs(f.outputs.size());
+  for (size_t o = 0; o < f.outputs.size(); ++o) {
+    const bool primary = !f.has_reduce && o + 1 == f.outputs.size();
+    if (primary && f.donor >= 0 && CanTakeOverOperand(step, frame, f.donor)) {
+      out_arrays[o] = ResultBuffer(step, frame, ctx, f.donor);
+    } else if (primary) {
+      out_arrays[o] = NewArray(f.outputs[o].inst->shape(), ctx);  // the planned buffer
+    } else if (o < step.output_offsets.size() && step.output_offsets[o] >= 0 && ctx.frame_arena != nullptr) {
+      out_arrays[o] = std::make_shared<Array>(Array::View(f.outputs[o].inst->shape().WithoutLayout(),
+                                                          ctx.frame_arena + step.output_offsets[o]));
+    } else {
+      // The loop writes every element: no zero-fill pass over the output.
+      out_arrays[o] = AdoptArray(Array::Uninitialized(f.outputs[o].inst->shape().WithoutLayout()), ctx);
+    }
+    outputs[o] = out_arrays[o]->data();
+  }
+  std::shared_ptr<Array> reduced;
+  if (f.has_reduce) {
+    reduced = NewArray(f.reduce.inst->shape(), ctx);  // the planned buffer, filled below
+    FillElements(reduced->data(), inputs[f.reduce.init], reduced->num_elements(),
+                 static_cast<int>(DTypeSize(reduced->dtype())));
+  }
+  int threads = ctx.options.intra_op_threads > 0 ? ctx.options.intra_op_threads : kernels::CoreCount();
+  if (f.count < kParallelElements) threads = 1;
+  // Chunks of whole tiles. With a reduce, each result element must be combined by one thread in
+  // row-major order: chunks of outer rows when the outer dim is kept, else of columns when the
+  // last dim is kept (every row's slice of those columns, rows in order), else one chunk.
+  const int64_t last = f.dims.back();
+  int64_t units = (f.count + kFusedTile - 1) / kFusedTile, unit = kFusedTile;
+  bool columns = false;
+  if (f.has_reduce) {
+    if (f.reduce.ostride[0] != 0) {
+      units = f.dims[0];
+      unit = f.count / units;
+    } else if (f.reduce.ostride.back() != 0 && f.dims.size() > 1) {
+      columns = true;
+      units = (last + 63) / 64;  // column blocks of 64 elements
+      unit = 64;
+    } else {
+      units = 1;
+      unit = f.count;
+    }
+  }
+  const int64_t chunks = threads <= 1 ? 1 : std::min<int64_t>(units, int64_t{threads} * 4);
+  std::byte* reduced_data = reduced ? reduced->data() : nullptr;
+  kernels::ParallelFor(chunks, threads, [&](int64_t c) {
+    Runs runs;
+    if (columns) {
+      runs.first = units * c / chunks * unit;
+      runs.width = std::min(last, units * (c + 1) / chunks * unit) - runs.first;
+      runs.stride = last;
+      runs.rows = f.count / last;
+    } else {
+      runs.first = units * c / chunks * unit;
+      runs.width = std::min(f.count, units * (c + 1) / chunks * unit) - runs.first;
+    }
+    RunChunk(f, inputs, outputs, reduced_data, runs);
+  });
+  for (size_t o = 0; o < f.outputs.size(); ++o) {
+    frame.slots[f.outputs[o].slot] = OwnedSlot(std::move(out_arrays[o]));
+  }
+  if (reduced) frame.slots[step.out] = OwnedSlot(std::move(reduced));
+  ctx.instructions_run += f.members + (f.has_reduce ? 1 : 0) - 1;
+  return OkStatus();
+}
+
+}  // namespace xs

@@ -1,0 +1,387 @@
+// Tests of fused elementwise loops: fused and op-by-op runs agree bit for bit on random chains
+// (every op family, f32 / bf16 / s32 / pred, broadcasts in any dims, scalar constants, iota,
+// uneven tile tails, results used outside a group, several outputs), kLoop fusion callees, and a
+// hand-computed reference for the tanh * logistic chain.
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "gtest/gtest.h"
+#include "xshard/exec/executable.h"
+#include "xshard/text/parser.h"
+#include "xshard/testing/value_or_fail.h"
+
+namespace xs {
+namespace {
+
+std::unique_ptr<Module> Parse(const std::string& text) {
+  return testing::ValueOrFail(ParseHloModule(text), text);
+}
+
+std::string DimsText(const std::vector<int64_t>& d) {
+  std::string s;
+  for (size_t i = 0; i < d.size(); ++i) StrAppend(&s, i ? "," : "", d[i]);
+  return s;
+}
+
+Array RandomArray(DType t, const std::vector<int64_t>& dims, std::mt19937& rng) {
+  Array a(t, dims);
+  std::uniform_real_distribution<double> real(-3.0, 3.0);
+  std::uniform_int_distribution<int> small(-20, 20);
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    if (t == DType::kPred) a.SetDouble(i, small(rng) > 0 ? 1 : 0);
+    else if (t == DType::kS32) a.SetDouble(i, small(rng));
+    else a.SetDouble(i, real(rng));
+  }
+  return a;
+}
+
+// Runs `text` fused and op by op; every output must be the same bytes.
+void ExpectFusedEqualsUnfused(const std::string& text, const std::vector<Array>& args,
+                              int threads = 0) {
+  std::unique_ptr<Module> m = Parse(text);
+  StatusOr<std::unique_ptr<Executable>> e = Executable::Create(*m);
+  ASSERT_TRUE(e.ok()) << e.status().ToString() << "\n" << text;
+  ExecuteOptions fused, plain;
+  fused.intra_op_threads = threads;
+  plain.fusion = false;
+  StatusOr<std::vector<Array>> a = (*e)->Run(args, fused);
+  StatusOr<std::vector<Array>> b = (*e)->Run(args, plain);
+  ASSERT_TRUE(a.ok()) << a.status().ToString() << "\n" << text;
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_EQ(a->size(), b->size());
+  for (size_t i = 0; i < a->size(); ++i) {
+    ASSERT_EQ((*a)[i].shape(), (*b)[i].shape()) << "output " << i;
+    ASSERT_EQ(0, std::memcmp((*a)[i].data(), (*b)[i].data(), (*a)[i].byte_size()))
+        << "output " << i << " differs\n" << text;
+  }
+}
+
+// A random DAG of elementwise ops over f32 / bf16 / s32 / pred values of `dims`.
+struct ChainGen {
+  std::mt19937 rng;
+  std::vector<int64_t> dims;
+  std::string body;
+  std::vector<std::pair<std::string, DType>> values;
+  std::vector<Array> args;
+  int next = 0;
+  int params = 0;
+
+  std::string Shape(DType t) const { return StrCat(DTypeName(t), "[", DTypeText(), "]"); }
+  std::string DTypeText() const { return DimsText(dims); }
+  std::string Add(DType t, const std::string& rhs) {
+    const std::string name = StrCat("v", next++);
+    body += StrCat("  ", name, " = ", Shape(t), " ", rhs, "\n");
+    values.push_back({name, t});
+    return name;
+  }
+  std::string Param(DType t, const std::vector<int64_t>& d) {
+    const std::string name = StrCat("p", params);
+    body += StrCat("  ", name, " = ", DTypeName(t), "[", DimsText(d), "] parameter(", params++, ")\n");
+    args.push_back(RandomArray(t, d, rng));
+    return name;
+  }
+  int Pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); }
+  std::string PickOf(DType t) {
+    std::vector<std::string> c;
+    for (auto& [n, d] : values) if (d == t) c.push_back(n);
+    if (c.empty()) return Make(t);
+    // Prefer recent values (chains), sometimes reuse old ones (several users).
+    const int k = static_cast<int>(c.size());
+    return c[Pick(3) == 0 ? Pick(k) : k - 1 - Pick(std::min(k, 3))];
+  }
+  std::string Const(DType t) {
+    const std::string name = StrCat("c", next++);
+    const std::string v = t == DType::kPred ? "true" : t == DType::kS32 ? std::to_string(Pick(7) - 3) : "0.75";
+    body += StrCat("  ", name, " = ", DTypeName(t), "[] constant(", v, ")\n");
+    return name;
+  }
+  // A fresh value of type t from a leaf (parameter, broadcast, iota).
+  std::string Make(DType t) {
+    switch (Pick(4)) {
+      case 0: return Add(t, StrCat("broadcast(", Const(t), "), dimensions={}"));
+      case 1: {
+        const int d = Pick(static_cast<int>(dims.size()));
+        return Add(t, StrCat("broadcast(", Param(t, {dims[d]}), "), dimensions={", d, "}"));
+      }
+      case 2: return Add(t, StrCat("iota(), iota_dimension=", Pick(static_cast<int>(dims.size()))));
+      default: {
+        const std::string p = Param(t, dims);
+        values.push_back({p, t});
+        return p;
+      }
+    }
+  }
+  void Step() {
+    static const DType kTypes[] = {DType::kF32, DType::kBF16, DType::kS32, DType::kPred};
+    const DType t = kTypes[Pick(4)];
+    const auto pick = [&] { return PickOf(t); };
+    if (t == DType::kPred) {
+      switch (Pick(4)) {
+        case 0: { const DType s = kTypes[Pick(3)]; Add(t, StrCat("compare(", PickOf(s), ", ", PickOf(s), "), direction=", Pick(2) ? "LT" : "GE")); return; }
+        case 1: Add(t, StrCat("and(", pick(), ", ", pick(), ")")); return;
+        case 2: Add(t, StrCat("not(", pick(), ")")); return;
+        default: Add(t, StrCat("xor(", pick(), ", ", pick(), ")")); return;
+      }
+    }
+    switch (Pick(8)) {
+      case 0: {
+        static const char* kFloat[] = {"tanh", "logistic", "exponential", "sine", "negate", "abs", "floor", "sqrt"};
+        static const char* kInt[] = {"negate", "abs", "not", "popcnt", "sign"};
+        Add(t, t == DType::kS32 ? StrCat(kInt[Pick(5)], "(", pick(), ")")
+                                : StrCat(kFloat[Pick(8)], "(", pick(), ")"));
+        return;
+      }
+      case 1: case 2: {
+        static const char* kBin[] = {"add", "multiply", "subtract", "maximum", "minimum", "divide"};
+        Add(t, StrCat(kBin[Pick(6)], "(", pick(), ", ", pick(), ")"));
+        return;
+      }
+      case 3: Add(t, StrCat("select(", PickOf(DType::kPred), ", ", pick(), ", ", pick(), ")")); return;
+      case 4: Add(t, StrCat("clamp(", Const(t), ", ", pick(), ", ", Const(t), ")")); return;
+      case 5: { const DType s = kTypes[Pick(4)]; Add(t, StrCat("convert(", PickOf(s), ")")); return; }
+      case 6: Add(t, StrCat("multiply(", pick(), ", ", Make(t), ")")); return;
+      default:
+        if (t == DType::kS32) Add(t, StrCat(Pick(2) ? "shift-left(" : "shift-right-arithmetic(", pick(), ", ", pick(), ")"));
+        else Add(t, StrCat("copy(", pick(), ")"));
+        return;
+    }
+  }
+  std::string Module(int steps, int outputs) {
+    for (int i = 0; i < steps; ++i) Step();
+    std::vector<std::string> roots = {values.back().first};
+    for (int i = 1; i < outputs; ++i) roots.push_back(values[Pick(static_cast<int>(values.size()))].first);
+    std::string root_shape, root_list;
+    for (size_t i = 0; i < roots.size(); ++i) {
+      for (auto& [n, d] : values) {
+        if (n == roots[i]) StrAppend(&root_shape, i ? ", " : "", Shape(d));
+      }
+      StrAppend(&root_list, i ? ", " : "", roots[i]);
+    }
+    return StrCat("HloModule chain\nENTRY main {\n", body, "  ROOT r = (", root_shape, ") tuple(",
+                  root_list, ")\n}\n");
+  }
+};
+
+TEST(Fusion, RandomChainsMatchOpByOpBitwise) {
+  const std::vector<std::vector<int64_t>> shapes = {{1}, {5}, {3, 37, 50}, {2048}, {2049}, {7, 4099}, {300, 257}};
+  int cases = 0;
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    for (int seed = 0; seed < 12; ++seed) {
+      ChainGen g;
+      g.rng.seed(static_cast<unsigned>(seed * 101 + s));
+      g.dims = shapes[s];
+      const std::string text = g.Module(4 + seed * 2, 1 + seed % 4);
+      SCOPED_TRACE(text);
+      ExpectFusedEqualsUnfused(text, g.args, 1 + seed % 3);
+      ++cases;
+      if (HasFatalFailure()) return;
+    }
+  }
+  EXPECT_EQ(cases, 84);
+}
+
+TEST(Fusion, TanhLogisticChainMatchesHandComputation) {
+  const std::string text = R"(
+HloModule chain
+ENTRY main {
+  x = f32[513,67] parameter(0)
+  y = f32[513,67] parameter(1)
+  t = f32[513,67] tanh(x)
+  s = f32[513,67] logistic(y)
+  ts = f32[513,67] multiply(t, s)
+  half = f32[] constant(0.5)
+  hb = f32[513,67] broadcast(half), dimensions={}
+  xh = f32[513,67] multiply(x, hb)
+  ROOT r = f32[513,67] add(ts, xh)
+})";
+  std::mt19937 rng(7);
+  std::vector<Array> args = {RandomArray(DType::kF32, {513, 67}, rng), RandomArray(DType::kF32, {513, 67}, rng)};
+  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  ExecuteStats stats;
+  std::vector<Array> out = *e->Run(args, {}, &stats);
+  // The fused step counts its five members; the constant is a step; the broadcast, recomputed
+  // inside the loop, is not run.
+  EXPECT_EQ(stats.instructions_run, 6);
+  // Only the result (in the arena, rounded up to 64 bytes): no temporaries, no broadcast.
+  EXPECT_EQ(stats.peak_bytes, (513 * 67 * 4 + 63) / 64 * 64);
+  for (int64_t i = 0; i < out[0].num_elements(); ++i) {
+    const double x = args[0].GetDouble(i), y = args[1].GetDouble(i);
+    const double want = std::tanh(x) / (1 + std::exp(-y)) + x * 0.5;
+    ASSERT_NEAR(out[0].GetDouble(i), want, 2e-6 * (1 + std::fabs(want))) << i;
+  }
+  ExpectFusedEqualsUnfused(text, args, 2);
+}
+
+TEST(Fusion, ValuesAlsoReadOutsideTheGroupAndAcrossANonFusibleOp) {
+  // `a` feeds a reduce whose broadcast feeds the same chain: fusing `a` into the chain would be a
+  // cycle, so it must stay a separate output; `e` is both a result and an intermediate.
+  const std::string text = R"(
+HloModule mixed
+sum {
+  p = f32[] parameter(0)
+  q = f32[] parameter(1)
+  ROOT s = f32[] add(p, q)
+}
+ENTRY main {
+  x = f32[64,300] parameter(0)
+  a = f32[64,300] exponential(x)
+  z = f32[] constant(0)
+  r = f32[64] reduce(a, z), dimensions={1}, to_apply=sum
+  rb = f32[64,300] broadcast(r), dimensions={0}
+  d = f32[64,300] divide(a, rb)
+  e = f32[64,300] tanh(d)
+  t = f32[300,64] transpose(e), dimensions={1,0}
+  io = s32[64,300] iota(), iota_dimension=1
+  iof = f32[64,300] convert(io)
+  f = f32[64,300] add(e, iof)
+  ROOT out = (f32[64,300], f32[300,64], f32[64,300]) tuple(f, t, e)
+})";
+  std::mt19937 rng(3);
+  ExpectFusedEqualsUnfused(text, {RandomArray(DType::kF32, {64, 300}, rng)}, 2);
+}
+
+TEST(Fusion, ManyThreadsStayExact) {
+  // Fused loops over many threads (more than this machine's cores) stay exact.
+  ChainGen g;
+  g.rng.seed(17);
+  g.dims = {513, 1031};
+  const std::string text = g.Module(30, 3);
+  ExpectFusedEqualsUnfused(text, g.args, 7);
+}
+
+TEST(Fusion, LoopFusionCalleeRunsFused) {
+  const std::string text = R"(
+HloModule f
+fused_computation {
+  p0 = bf16[1000,70] parameter(0)
+  p1 = bf16[70] parameter(1)
+  b = bf16[1000,70] broadcast(p1), dimensions={1}
+  m = bf16[1000,70] multiply(p0, b)
+  c = bf16[] constant(-1.5)
+  cb = bf16[1000,70] broadcast(c), dimensions={}
+  ROOT mx = bf16[1000,70] maximum(m, cb)
+}
+ENTRY main {
+  x = bf16[1000,70] parameter(0)
+  v = bf16[70] parameter(1)
+  ROOT f = bf16[1000,70] fusion(x, v), kind=kLoop, calls=fused_computation
+})";
+  std::mt19937 rng(5);
+  std::vector<Array> args = {RandomArray(DType::kBF16, {1000, 70}, rng), RandomArray(DType::kBF16, {70}, rng)};
+  ExpectFusedEqualsUnfused(text, args, 2);
+  // The callee runs as one loop: no broadcast or product is materialized, only the result.
+  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  ExecuteStats stats;
+  ASSERT_TRUE(e->Run(args, {}, &stats).ok());
+  EXPECT_EQ(stats.peak_bytes, 1000 * 70 * 2);
+}
+
+TEST(Fusion, DonatedInputIsOverwrittenInPlace) {
+  const std::string text = R"(
+HloModule d
+ENTRY main {
+  x = f32[100000] parameter(0)
+  y = f32[100000] parameter(1)
+  a = f32[100000] add(x, y)
+  ROOT m = f32[100000] multiply(a, x)
+})";
+  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  std::vector<Array> args = {Array::Full(DType::kF32, {100000}, 2.0), Array::Full(DType::kF32, {100000}, 3.0)};
+  ExecuteStats stats;
+  std::vector<Array> out = *e->RunDonated(args, {}, &stats);
+  EXPECT_EQ(out[0].GetDouble(99999), 10.0);
+  // The two donated arguments; the result is written over x, but the arena still reserves the
+  // result's planned buffer (the plan does not know whether a run donates).
+  EXPECT_EQ(stats.peak_bytes, 2 * 100000 * 4 + 100000 * 4);
+}
+
+std::string ReduceModule(const std::string& t, const std::string& dims, const std::string& out_dims,
+                         const std::string& reduce_dims, const std::string& combiner,
+                         const std::string& init, const std::string& body) {
+  return StrCat("HloModule r\ncomb {\n  a = ", t, "[] parameter(0)\n  b = ", t,
+                "[] parameter(1)\n  ROOT c = ", t, "[] ", combiner, "(a, b)\n}\nENTRY main {\n  x = ", t,
+                "[", dims, "] parameter(0)\n", body, "  z = ", t, "[] constant(", init, ")\n  ROOT r = ",
+                t, "[", out_dims, "] reduce(v, z), dimensions={", reduce_dims, "}, to_apply=comb\n}\n");
+}
+
+TEST(Fusion, ReduceOfAChainMatchesOpByOpBitwise) {
+  std::mt19937 rng(11);
+  struct Case {
+    std::string t, dims, out_dims, reduce_dims, combiner, init;
+    std::vector<int64_t> shape;
+  };
+  const std::vector<Case> cases = {
+      {"f32", "300,257", "300", "1", "add", "0", {300, 257}},        // rows: threads split rows
+      {"f32", "300,257", "257", "0", "add", "0", {300, 257}},        // columns
+      {"f32", "3,500,50", "500", "0,2", "maximum", "-inf", {3, 500, 50}},
+      {"f32", "3,200,150", "200,150", "0", "add", "0", {3, 200, 150}},  // threads split columns
+      {"bf16", "70,1000", "", "0,1", "add", "0", {70, 1000}},        // bf16 rounds every step
+      {"f32", "2,70000", "2", "1", "multiply", "1", {2, 70000}},
+      {"s32", "400,300", "400", "1", "minimum", "1000", {400, 300}},
+  };
+  for (const Case& c : cases) {
+    const std::string body = StrCat("  e = ", c.t, "[", c.dims, "] ", c.t == "s32" ? "negate" : "tanh",
+                                    "(x)\n  h = ", c.t, "[] constant(3)\n  hb = ", c.t, "[", c.dims,
+                                    "] broadcast(h), dimensions={}\n  v = ", c.t, "[", c.dims,
+                                    "] multiply(e, hb)\n");
+    const std::string text = ReduceModule(c.t, c.dims, c.out_dims, c.reduce_dims, c.combiner, c.init, body);
+    SCOPED_TRACE(text);
+    const DType t = c.t == "f32" ? DType::kF32 : c.t == "bf16" ? DType::kBF16 : DType::kS32;
+    for (int threads : {1, 2}) ExpectFusedEqualsUnfused(text, {RandomArray(t, c.shape, rng)}, threads);
+  }
+}
+
+TEST(Fusion, ReduceMatchesHandComputation) {
+  // Row sums of 2 * x on small integers are exact in f32 (every partial sum < 2^24):
+  // x[i, j] = j + i % 4, so row i sums to 2 * (499500 + 1000 * (i % 4)).
+  const std::string text = ReduceModule(
+      "f32", "100,1000", "100", "1", "add", "0",
+      "  two = f32[] constant(2)\n  tb = f32[100,1000] broadcast(two), dimensions={}\n"
+      "  v = f32[100,1000] multiply(x, tb)\n");
+  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  Array x(DType::kF32, {100, 1000});
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.SetDouble(i, static_cast<double>(i % 1000 + (i / 1000) % 4));
+  ExecuteOptions o;
+  o.intra_op_threads = 2;
+  ExecuteStats stats;
+  std::vector<Array> args = {x};
+  std::vector<Array> out = *e->Run(args, o, &stats);
+  for (int64_t i = 0; i < 100; ++i) {
+    ASSERT_EQ(out[0].GetDouble(i), 2.0 * (499500.0 + 1000.0 * (i % 4))) << i;
+  }
+  EXPECT_EQ(stats.peak_bytes, 448);  // the result (400 bytes in a 64-byte unit); no product
+}
+
+TEST(Fusion, ReduceOfAnInputOrOfAValueUsedElsewhere) {
+  std::mt19937 rng(13);
+  // A reduce of a parameter gets a loop of its own (threads split the kept outer dim).
+  ExpectFusedEqualsUnfused(ReduceModule("f32", "512,256", "512", "1", "add", "0",
+                                        "  v = f32[512,256] copy(x)\n"),
+                           {RandomArray(DType::kF32, {512, 256}, rng)}, 2);
+  // `v` is also a result: it stays an output of the loop, reduced from the same tile.
+  const std::string text = R"(
+HloModule r
+comb {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[64,2000] parameter(0)
+  v = f32[64,2000] exponential(x)
+  z = f32[] constant(0)
+  r = f32[64] reduce(v, z), dimensions={1}, to_apply=comb
+  rb = f32[64,2000] broadcast(r), dimensions={0}
+  d = f32[64,2000] divide(v, rb)
+  ROOT out = (f32[64,2000], f32[64]) tuple(d, r)
+})";
+  ExpectFusedEqualsUnfused(text, {RandomArray(DType::kF32, {64, 2000}, rng)}, 2);
+}
+
+}  // namespace
+}  // namespace xs

@@ -1,0 +1,280 @@
+// Planning of fused elementwise loops: grouping (consumers first, a producer joins its users'
+// group when that cannot create a cycle), reduces joining their operand's loop, the step reorder.
+#include "xshard/exec/fusion_plan.h"
+
+#include <algorithm>
+#include <memory>
+#include <unordered_set>
+
+#include "xshard/exec/executable_plan.h"
+
+namespace xs {
+
+namespace {
+
+bool IsMemberOpcode(Opcode op) {
+  switch (op) {
+    case Opcode::kAbs: case Opcode::kNegate: case Opcode::kExp: case Opcode::kLog:
+    case Opcode::kSqrt: case Opcode::kRsqrt: case Opcode::kTanh: case Opcode::kSin:
+    case Opcode::kCos: case Opcode::kTan: case Opcode::kLogistic: case Opcode::kExpm1:
+    case Opcode::kLog1p: case Opcode::kCbrt: case Opcode::kErf: case Opcode::kCeil:
+    case Opcode::kFloor: case Opcode::kRoundNearestAfz: case Opcode::kRoundNearestEven:
+    case Opcode::kAtan: case Opcode::kAcos: case Opcode::kAsin: case Opcode::kAcosh:
+    case Opcode::kAsinh: case Opcode::kAtanh: case Opcode::kCosh: case Opcode::kSinh:
+    case Opcode::kSign: case Opcode::kIsFinite: case Opcode::kNot:
+    case Opcode::kPopulationCount: case Opcode::kClz: case Opcode::kReal: case Opcode::kImag:
+    case Opcode::kAdd: case Opcode::kSubtract: case Opcode::kMultiply: case Opcode::kDivide:
+    case Opcode::kRemainder: case Opcode::kMaximum: case Opcode::kMinimum: case Opcode::kPower:
+    case Opcode::kAtan2: case Opcode::kAnd: case Opcode::kOr: case Opcode::kXor:
+    case Opcode::kShiftLeft: case Opcode::kShiftRightArithmetic:
+    case Opcode::kShiftRightLogical: case Opcode::kComplex: case Opcode::kCompare:
+    case Opcode::kConvert: case Opcode::kCopy: case Opcode::kSelect: case Opcode::kClamp:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool FusionLoopShaped(const Shape& s) {
+  return s.IsArray() && s.rank() >= 1 && s.num_elements() > 0 && DTypeSize(s.dtype()) > 0;
+}
+
+namespace {
+
+bool IsMember(const Step& step) {
+  const Instruction& inst = *step.inst;
+  if (!IsMemberOpcode(inst.opcode()) || !FusionLoopShaped(inst.shape())) return false;
+  for (const Instruction* o : inst.operands()) {
+    if (!o->shape().IsArray() || DTypeSize(o->shape().dtype()) <= 0) return false;
+    if (o->shape().rank() != 0 && o->shape().dims() != inst.shape().dims()) return false;
+  }
+  switch (step.scalar_kind) {
+    case ScalarKind::kUnary: return step.unary != nullptr;
+    case ScalarKind::kBinary: return step.binary != nullptr;
+    case ScalarKind::kTernary: return step.ternary != nullptr;
+    case ScalarKind::kShare: return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool IsFusionGenerator(const Instruction& inst) {
+  if (!FusionLoopShaped(inst.shape())) return false;
+  if (inst.opcode() == Opcode::kIota) {
+    const DType t = inst.shape().dtype();
+    const auto& d = inst.attrs().iota_dimension;
+    return d.has_value() && *d >= 0 && *d < inst.shape().rank() &&
+           (t == DType::kS64 || kernels::FindConvertKernel(DType::kS64, t).ok());
+  }
+  return inst.opcode() == Opcode::kBroadcast && inst.operand(0)->shape().IsArray() &&
+         inst.operand(0)->shape().dtype() == inst.shape().dtype();
+}
+
+namespace {
+
+using Group = FusionGroup;
+
+// Loops of fewer elements gain nothing from a reduce of their own.
+constexpr int64_t kOwnReduceLoopElements = int64_t{1} << 16;
+
+// A reduce a fused loop can compute: one operand, typed combiner, static init.
+bool FusibleReduce(const Step& s) {
+  const Instruction& r = *s.inst;
+  if (r.opcode() != Opcode::kReduce || r.operand_count() != 2 || !r.shape().IsArray()) return false;
+  if (s.combine == kernels::CombineKind::kGeneric || s.combine == kernels::CombineKind::kOverwrite) return false;
+  const Instruction* in = r.operand(0);
+  const Opcode init = r.operand(1)->opcode();
+  if (!FusionLoopShaped(in->shape()) || (init != Opcode::kConstant && init != Opcode::kParameter)) return false;
+  return kernels::FindReduceRange(s.combine, in->shape().dtype()).ok();
+}
+
+// Whether a path of users from any of `from` reaches a member of group `g` (conservatively
+// true past a visit budget).
+bool Reaches(const std::vector<const Instruction*>& from,
+             const std::unordered_map<const Instruction*, int>& group_of, int g) {
+  std::vector<const Instruction*> stack = from;
+  std::unordered_set<const Instruction*> seen(from.begin(), from.end());
+  int budget = 20000;
+  while (!stack.empty()) {
+    const Instruction* i = stack.back();
+    stack.pop_back();
+    auto it = group_of.find(i);
+    if (it != group_of.end() && it->second == g) return true;
+    if (--budget < 0) return true;
+    for (const Instruction* u : i->users()) {
+      if (seen.insert(u).second) stack.push_back(u);
+    }
+  }
+  return false;
+}
+
+
+}  // namespace
+
+namespace {
+
+// One grouping attempt; false (steps untouched) when the groups would depend on each other in a
+// cycle. `multi_output`: a value read outside its group may still join it (checked by Reaches,
+// which does not see every group-level cycle); without it every group is acyclic by construction.
+bool TryFuse(std::vector<Step>& steps, const std::unordered_map<const Instruction*, int>& slot,
+             const Instruction* root, bool multi_output) {
+  std::unordered_map<const Instruction*, const Step*> step_of;
+  for (const Step& s : steps) step_of[s.inst] = &s;
+  std::unordered_map<const Instruction*, int> group_of;
+  std::vector<Group> groups;
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    const Instruction* inst = it->inst;
+    if (!IsMember(*it)) continue;
+    int g = -1;
+    bool all_in = inst != root;
+    std::vector<const Instruction*> outside;
+    for (const Instruction* u : inst->users()) {
+      auto gi = group_of.find(u);
+      if (gi == group_of.end()) {
+        all_in = false;
+        outside.push_back(u);
+      } else if (g < 0) {
+        g = gi->second;
+      } else if (gi->second != g) {
+        all_in = false;
+        outside.push_back(u);
+      }
+    }
+    if (g >= 0 && (all_in || (multi_output && !Reaches(outside, group_of, g)))) {
+      groups[g].members.push_back(inst);
+    } else {
+      g = static_cast<int>(groups.size());
+      groups.push_back(Group{{inst}, inst->shape().dims()});
+    }
+    group_of[inst] = g;
+  }
+  // Groups of copies alone gain nothing.
+  std::vector<char> keep(groups.size(), 0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (const Instruction* m : groups[g].members) keep[g] |= step_of[m]->scalar_kind != ScalarKind::kShare;
+    if (!keep[g]) {
+      for (const Instruction* m : groups[g].members) group_of.erase(m);
+    }
+  }
+  // Reduces join the group of their operand, or get a loop of their own.
+  for (const Step& s : steps) {
+    if (!FusibleReduce(s)) continue;
+    const Instruction* in = s.inst->operand(0);
+    auto gi = group_of.find(in);
+    if (gi != group_of.end()) {
+      Group& g = groups[gi->second];
+      bool only_user = !in->IsRoot();
+      for (const Instruction* u : in->users()) only_user &= u == s.inst;
+      if (!only_user || g.reduce != nullptr) continue;
+      g.reduce = s.inst;
+      group_of[s.inst] = gi->second;
+    } else if (in->shape().num_elements() >= kOwnReduceLoopElements) {
+      group_of[s.inst] = static_cast<int>(groups.size());
+      groups.push_back(Group{{}, in->shape().dims(), s.inst});
+      keep.push_back(1);
+    }
+  }
+  if (groups.empty()) return true;
+  // Generators whose every user is fused are dropped; the groups recompute them.
+  std::unordered_set<const Instruction*> dropped;
+  for (const Step& s : steps) {
+    if (!IsFusionGenerator(*s.inst) || s.inst == root || s.inst->users().empty()) continue;
+    bool all = true;
+    for (const Instruction* u : s.inst->users()) all &= group_of.count(u) > 0;
+    if (all) dropped.insert(s.inst);
+  }
+  // Fused steps, then a topological order: each node after the nodes of its operands, in the
+  // original order otherwise.
+  std::vector<Step> fused(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (!keep[g]) continue;
+    std::reverse(groups[g].members.begin(), groups[g].members.end());
+    fused[g] = BuildFusedStep(groups[g], slot, step_of);
+  }
+  // Node ids: original steps by index, groups as steps.size() + g.
+  const int n0 = static_cast<int>(steps.size());
+  std::unordered_map<const Instruction*, int> index;
+  for (int i = 0; i < n0; ++i) index[steps[i].inst] = i;
+  auto node_of = [&](const Instruction* inst) -> int {
+    auto gi = group_of.find(inst);
+    if (gi != group_of.end()) return n0 + gi->second;
+    auto ii = index.find(inst);
+    return ii == index.end() ? -1 : ii->second;  // parameters have no step
+  };
+  auto deps = [&](int node, std::vector<int>& out) {
+    out.clear();
+    auto add_operands = [&](const Instruction* inst, bool through_generators) {
+      for (const Instruction* o : inst->operands()) {
+        if (through_generators && dropped.count(o)) {
+          for (const Instruction* oo : o->operands()) out.push_back(node_of(oo));
+        } else {
+          out.push_back(node_of(o));
+        }
+      }
+      for (const Instruction* p : inst->control_predecessors()) out.push_back(node_of(p));
+    };
+    if (node < n0) {
+      add_operands(steps[node].inst, false);
+    } else {
+      for (const Instruction* m : groups[node - n0].members) add_operands(m, true);
+      if (groups[node - n0].reduce != nullptr) add_operands(groups[node - n0].reduce, true);
+    }
+  };
+  std::vector<char> state(n0 + groups.size(), 0);  // 0 new, 1 open, 2 done
+  std::vector<int> order;
+  std::vector<std::pair<int, size_t>> stack;
+  std::vector<std::vector<int>> dep_lists(n0 + groups.size());
+  for (int start = 0; start < n0; ++start) {
+    const int s0 = node_of(steps[start].inst);
+    if (dropped.count(steps[start].inst) || state[s0] != 0) continue;
+    stack.push_back({s0, 0});
+    state[s0] = 1;
+    deps(s0, dep_lists[s0]);
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      const std::vector<int>& d = dep_lists[node];
+      if (next < d.size()) {
+        const int dn = d[next++];
+        if (dn < 0 || dn == node || state[dn] == 2) continue;
+        if (state[dn] == 1) return false;  // a cycle between groups
+        state[dn] = 1;
+        deps(dn, dep_lists[dn]);
+        stack.push_back({dn, 0});
+        continue;
+      }
+      state[node] = 2;
+      order.push_back(node);
+      stack.pop_back();
+    }
+  }
+  std::vector<Step> ordered;
+  for (int node : order) ordered.push_back(node < n0 ? std::move(steps[node]) : std::move(fused[node - n0]));
+  steps = std::move(ordered);
+  return true;
+}
+
+}  // namespace
+
+std::vector<int> StepOutputSlots(const Step& step) {
+  std::vector<int> out = {step.out};
+  if (step.fused != nullptr) {
+    for (const FusedOutput& o : step.fused->outputs) {
+      if (o.slot != step.out) out.push_back(o.slot);
+    }
+  }
+  return out;
+}
+
+void FuseElementwiseSteps(std::vector<Step>& steps,
+                          const std::unordered_map<const Instruction*, int>& slot,
+                          const Instruction* root) {
+  if (!TryFuse(steps, slot, root, /*multi_output=*/true)) {
+    const bool ok = TryFuse(steps, slot, root, /*multi_output=*/false);
+    XS_CHECK(ok, "single-output fusion groups formed a cycle");
+  }
+}
+
+}  // namespace xs

@@ -1,0 +1,123 @@
+// Loop fusion of elementwise chains: at plan time, maximal groups of elementwise ops (unary,
+// binary, compare, convert, copy, select, clamp) with the broadcasts and iotas they read become
+// one step that walks the group's output shape in cache-sized tiles, calling each op's kernel on
+// the tile; intermediates live in per-thread tile buffers and only group inputs and outputs touch
+// memory. Scalars stay scalars (a tile filled once per thread). Results are bitwise those of the
+// op-by-op steps (same kernels, same per-op rounding). Not part of the public API.
+#ifndef XSHARD_EXEC_FUSION_PLAN_H_
+#define XSHARD_EXEC_FUSION_PLAN_H_
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "xshard/kernels/elementwise.h"
+#include "xshard/kernels/reduce.h"
+
+namespace xs {
+
+struct Step;
+class Instruction;
+class Shape;
+
+// A value of the tile program.
+enum class FusedValueKind {
+  kInput,        // a group input with the loop's dims: read in place at the tile's offset
+  kScalarInput,  // a rank-0 group input: a per-thread tile filled with it once
+  kUniform,      // computed once per thread from scalars only (a tile of equal values)
+  kScratch,      // a per-thread tile buffer
+  kOutput,       // a group output: written in place at the tile's offset
+};
+
+struct FusedValue {
+  FusedValueKind kind = FusedValueKind::kScratch;
+  int esize = 0;    // bytes per element
+  int input = -1;   // kInput / kScalarInput: operand index of the step
+  int output = -1;  // kOutput: index into FusedLoop::outputs
+  int buffer = -1;  // kScalarInput / kUniform / kScratch: per-thread buffer index
+};
+
+enum class FusedOpKind { kUnary, kBinary, kTernary, kCopy, kIota, kGather, kFill };
+
+struct FusedOp {
+  FusedOpKind kind = FusedOpKind::kCopy;
+  kernels::UnaryKernel unary = nullptr;  // kUnary; kIota: s64 -> dtype (null for s64)
+  kernels::BinaryKernel binary = nullptr;
+  kernels::TernaryKernel ternary = nullptr;
+  int in[3] = {-1, -1, -1};  // value ids (kGather / kFill: in[0] is the operand index)
+  int out = -1;              // value id
+  int64_t inner = 1, size = 1;          // kIota: (linear / inner) % size
+  std::vector<int64_t> strides;         // kGather: operand element stride per loop dim (0: repeated)
+};
+
+struct FusedOutput {
+  int value = -1;
+  int slot = -1;
+  const Instruction* inst = nullptr;
+};
+
+// A reduce fed by the loop: each tile of `value` is combined into the step's result.
+struct FusedReduce {
+  kernels::ReduceRangeFn fn = nullptr;
+  int value = -1;               // the reduced value (the reduce's operand)
+  int init = -1;                // operand index of the init scalar
+  std::vector<int64_t> ostride;  // per loop dim: output stride, 0 for reduced dims
+  const Instruction* inst = nullptr;
+};
+
+struct FusedLoop {
+  std::vector<int64_t> dims;  // the loop's (every output's) dims
+  int64_t count = 0;          // elements
+  std::vector<FusedValue> values;
+  std::vector<FusedOp> prologue;  // per thread, once, over a full tile (scalar fills, uniform ops)
+  std::vector<FusedOp> body;      // per tile
+  // Arrays written tile by tile, each to its own slot. Without a reduce, outputs.back() is the
+  // step's own result (step.out); with one, the reduce's result is.
+  std::vector<FusedOutput> outputs;
+  bool has_reduce = false;
+  FusedReduce reduce;
+  int num_buffers = 0;
+  int max_esize = 1;
+  // Operand index whose dying buffer outputs.back() may take over (-1: none; never with a reduce).
+  int donor = -1;
+  int64_t members = 0;  // instructions the step stands for (ExecuteStats::instructions_run)
+};
+
+// A reduce with a typed combiner (add, multiply, max, min, and, or) whose operand only it reads
+// joins the operand's group ("evaluate tile, reduce tile"); one of 64K+ elements of any operand
+// becomes a loop of its own, so it can run on several threads when its outer dim is kept.
+// Replaces groups of fusible steps of one computation (in post order, one per non-parameter
+// instruction; `slot` maps each instruction to its slot) with fused steps, reordering steps
+// where a group's outputs feed steps that came before its last member. Last uses must be
+// computed afterwards.
+void FuseElementwiseSteps(std::vector<Step>& steps,
+                          const std::unordered_map<const Instruction*, int>& slot,
+                          const Instruction* root);
+
+// The slots `step` defines: step.out, and for a fused loop with several outputs the others too
+// (for liveness / buffer assignment; a fused loop may also write outputs.back() into operand
+// `donor`'s buffer, like ResultBuffer).
+std::vector<int> StepOutputSlots(const Step& step);
+
+// ---- shared by fusion_plan.cc and fusion_plan_loop.cc ----
+
+// Instructions that become one fused loop.
+struct FusionGroup {
+  std::vector<const Instruction*> members;  // post order (reverse while grouping)
+  std::vector<int64_t> dims;                // every member's dims
+  const Instruction* reduce = nullptr;      // a reduce of a member (or of an input, no members)
+};
+// A rank >= 1 array of a sized dtype with elements.
+bool FusionLoopShaped(const Shape& s);
+// Broadcasts and iotas are recomputed inside every group that reads them.
+bool IsFusionGenerator(const Instruction& inst);
+// The fused step of `g` (`step_of`: the op-by-op step of each instruction).
+Step BuildFusedStep(const FusionGroup& g, const std::unordered_map<const Instruction*, int>& slot,
+                    const std::unordered_map<const Instruction*, const Step*>& step_of);
+
+// Elements per tile of a fused loop (a multiple of 64, so tiles keep kernels' vector alignment).
+inline constexpr int64_t kFusedTile = 2048;
+
+}  // namespace xs
+
+#endif  // XSHARD_EXEC_FUSION_PLAN_H_

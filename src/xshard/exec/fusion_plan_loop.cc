@@ -1,0 +1,242 @@
+// The tile program of one fusion group: values (inputs read in place, scalars filled once,
+// uniform values computed once per thread, scratch tiles, outputs written in place), the ops of
+// the prologue and of every tile, and the fused step that runs it (executable_fusion.cc).
+#include <algorithm>
+#include <memory>
+#include <unordered_set>
+
+#include "xshard/exec/executable_plan.h"
+#include "xshard/exec/fusion_plan.h"
+
+namespace xs {
+
+Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx);  // executable_fusion.cc
+
+namespace {
+
+// Builds the tile program and the fused step of one group (members in post order).
+class LoopBuilder {
+ public:
+  LoopBuilder(const FusionGroup& g, const std::unordered_map<const Instruction*, int>& slot,
+              const std::unordered_map<const Instruction*, const Step*>& step_of)
+      : g_(g), slot_(slot), step_of_(step_of), members_(g.members.begin(), g.members.end()) {}
+
+  Step Build() {
+    loop_ = std::make_shared<FusedLoop>();
+    loop_->dims = g_.dims;
+    loop_->count = 1;
+    for (int64_t d : g_.dims) loop_->count *= d;
+    loop_->members = static_cast<int64_t>(g_.members.size());
+    for (const Instruction* m : g_.members) AddMember(*m);
+    if (g_.reduce != nullptr) {
+      AddReduce(*g_.reduce);
+    } else {
+      // The primary output is the last member; it may take over a dying input of its type.
+      const Instruction* primary = g_.members.back();
+      step_.inst = primary;
+      step_.out = slot_.at(primary);
+      step_.count = loop_->count;
+      // Prefer an input some step made over a parameter (only a donated one can be taken over)
+      // or a constant: `w - 0.01 * g` then runs in g's dying buffer.
+      int donor = -1;
+      for (size_t i = 0; i < step_.operands.size(); ++i) {
+        const Shape& s = input_insts_[i]->shape();
+        if (s.dtype() != primary->shape().dtype() || s.dims() != primary->shape().dims()) continue;
+        const Opcode op = input_insts_[i]->opcode();
+        const bool made = op != Opcode::kParameter && op != Opcode::kConstant;
+        if (donor < 0 || made) donor = static_cast<int>(i);
+        if (made) break;
+      }
+      loop_->donor = donor;
+      step_.inplace_operand = donor;
+    }
+    int64_t bytes = 0;
+    for (const Instruction* in : input_insts_) bytes += in->shape().byte_size();
+    for (const FusedOutput& o : loop_->outputs) bytes += o.inst->shape().byte_size();
+    bytes += step_.inst->shape().byte_size();
+    step_.gated = bytes >= (int64_t{1} << 20);
+    // The loop writes every element of its result (the primary output, or the reduce's result,
+    // which starts as the init value): the planner gives it an arena buffer.
+    step_.writes_result_buffer = true;
+    step_.run = &RunFusedLoop;
+    step_.fused = loop_;
+    return std::move(step_);
+  }
+
+ private:
+  int NewValue(FusedValueKind kind, DType dtype) {
+    FusedValue v;
+    v.kind = kind;
+    v.esize = static_cast<int>(DTypeSize(dtype));
+    loop_->max_esize = std::max(loop_->max_esize, v.esize);
+    if (kind == FusedValueKind::kScratch || kind == FusedValueKind::kUniform ||
+        kind == FusedValueKind::kScalarInput) {
+      v.buffer = loop_->num_buffers++;
+    }
+    loop_->values.push_back(v);
+    return static_cast<int>(loop_->values.size()) - 1;
+  }
+
+  int InputIndex(const Instruction* inst) {
+    auto it = input_index_.find(inst);
+    if (it != input_index_.end()) return it->second;
+    const int k = static_cast<int>(step_.operands.size());
+    step_.operands.push_back(slot_.at(inst));
+    input_insts_.push_back(inst);
+    input_index_[inst] = k;
+    return k;
+  }
+
+  bool Uniform(int v) const {
+    const FusedValueKind k = loop_->values[v].kind;
+    return k == FusedValueKind::kScalarInput || k == FusedValueKind::kUniform;
+  }
+
+  // The value of operand `o` of a member.
+  int ValueOf(const Instruction* o) {
+    auto it = value_of_.find(o);
+    if (it != value_of_.end()) return it->second;
+    int v;
+    if (o->shape().rank() == 0) {
+      v = NewValue(FusedValueKind::kScalarInput, o->shape().dtype());
+      loop_->values[v].input = InputIndex(o);
+      FusedOp fill;
+      fill.kind = FusedOpKind::kFill;
+      fill.in[0] = loop_->values[v].input;
+      fill.out = v;
+      loop_->prologue.push_back(fill);
+    } else if (!members_.count(o) && IsFusionGenerator(*o)) {
+      v = Generate(*o);
+    } else {
+      XS_CHECK(!members_.count(o), "fused member '", o->name(), "' used before it is computed");
+      v = NewValue(FusedValueKind::kInput, o->shape().dtype());
+      loop_->values[v].input = InputIndex(o);
+    }
+    value_of_[o] = v;
+    return v;
+  }
+
+  int Generate(const Instruction& gen) {
+    FusedOp op;
+    if (gen.opcode() == Opcode::kBroadcast && gen.operand(0)->shape().rank() == 0) {
+      return ValueOf(gen.operand(0));  // a scalar broadcast stays a scalar
+    }
+    const int v = NewValue(FusedValueKind::kScratch, gen.shape().dtype());
+    const std::vector<int64_t>& dims = g_.dims;
+    if (gen.opcode() == Opcode::kIota) {
+      const int64_t d = *gen.attrs().iota_dimension;
+      op.kind = FusedOpKind::kIota;
+      op.size = dims[d];
+      for (size_t k = d + 1; k < dims.size(); ++k) op.inner *= dims[k];
+      if (gen.shape().dtype() != DType::kS64) {
+        op.unary = *kernels::FindConvertKernel(DType::kS64, gen.shape().dtype());
+      }
+    } else {
+      const Shape& in = gen.operand(0)->shape();
+      op.kind = FusedOpKind::kGather;
+      op.in[0] = InputIndex(gen.operand(0));
+      op.strides.assign(dims.size(), 0);
+      std::vector<int64_t> in_strides(in.rank(), 1);
+      for (int k = in.rank() - 2; k >= 0; --k) in_strides[k] = in_strides[k + 1] * in.dim(k + 1);
+      for (size_t k = 0; k < gen.dimensions().size(); ++k) {
+        op.strides[gen.dimensions()[k]] = in_strides[k];
+      }
+    }
+    op.out = v;
+    loop_->body.push_back(op);
+    return v;
+  }
+
+  bool IsOutput(const Instruction& m) const {
+    if (m.IsRoot() || (g_.reduce == nullptr && &m == g_.members.back())) return true;
+    for (const Instruction* u : m.users()) {
+      if (!members_.count(u) && u != g_.reduce) return true;
+    }
+    return false;
+  }
+
+  void AddReduce(const Instruction& r) {
+    const Step& s = *step_of_.at(&r);
+    FusedReduce& fr = loop_->reduce;
+    loop_->has_reduce = true;
+    fr.inst = &r;
+    fr.fn = *kernels::FindReduceRange(s.combine, r.operand(0)->shape().dtype());
+    fr.value = ValueOf(r.operand(0));
+    fr.init = InputIndex(r.operand(1));
+    const std::vector<int64_t>& dims = g_.dims;
+    std::vector<char> reduced(dims.size(), 0);
+    for (int64_t d : r.dimensions()) reduced[d] = 1;
+    fr.ostride.assign(dims.size(), 0);
+    int64_t stride = 1;
+    for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+      if (reduced[d]) continue;
+      fr.ostride[d] = stride;
+      stride *= dims[d];
+    }
+    step_.inst = &r;
+    step_.out = slot_.at(&r);
+    step_.count = r.shape().num_elements();
+  }
+
+  void AddMember(const Instruction& m) {
+    const Step& s = *step_of_.at(&m);
+    std::vector<int> ins;
+    for (const Instruction* o : m.operands()) ins.push_back(ValueOf(o));
+    const bool output = IsOutput(m);
+    bool uniform = true;
+    for (int v : ins) uniform &= Uniform(v);
+    FusedOp op;
+    switch (s.scalar_kind) {
+      case ScalarKind::kUnary: op.kind = FusedOpKind::kUnary; op.unary = s.unary; break;
+      case ScalarKind::kBinary: op.kind = FusedOpKind::kBinary; op.binary = s.binary; break;
+      case ScalarKind::kTernary: op.kind = FusedOpKind::kTernary; op.ternary = s.ternary; break;
+      default:  // copy / same-type convert share their operand's value
+        if (!output) {
+          value_of_[&m] = ins[0];
+          return;
+        }
+        op.kind = FusedOpKind::kCopy;
+        break;
+    }
+    for (size_t i = 0; i < ins.size(); ++i) op.in[i] = ins[i];
+    const DType t = m.shape().dtype();
+    if (uniform) {
+      op.out = NewValue(FusedValueKind::kUniform, t);
+      loop_->prologue.push_back(op);
+      value_of_[&m] = op.out;
+      if (!output) return;
+      // A uniform output: copied out of its tile at every tile.
+      op = FusedOp{};
+      op.kind = FusedOpKind::kCopy;
+      op.in[0] = value_of_[&m];
+    }
+    if (output) {
+      op.out = NewValue(FusedValueKind::kOutput, t);
+      loop_->values[op.out].output = static_cast<int>(loop_->outputs.size());
+      loop_->outputs.push_back({op.out, slot_.at(&m), &m});
+    } else {
+      op.out = NewValue(FusedValueKind::kScratch, t);
+    }
+    loop_->body.push_back(op);
+    value_of_[&m] = op.out;
+  }
+
+  const FusionGroup& g_;
+  const std::unordered_map<const Instruction*, int>& slot_;
+  const std::unordered_map<const Instruction*, const Step*>& step_of_;
+  const std::unordered_set<const Instruction*> members_;
+  std::shared_ptr<FusedLoop> loop_;
+  Step step_;
+  std::vector<const Instruction*> input_insts_;
+  std::unordered_map<const Instruction*, int> input_index_;
+  std::unordered_map<const Instruction*, int> value_of_;
+};
+
+}  // namespace
+
+Step BuildFusedStep(const FusionGroup& g, const std::unordered_map<const Instruction*, int>& slot,
+                    const std::unordered_map<const Instruction*, const Step*>& step_of) {
+  return LoopBuilder(g, slot, step_of).Build();
+}
+
+}  // namespace xs

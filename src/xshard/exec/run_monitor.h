@@ -1,0 +1,68 @@
+// RunMonitor: stops a run from another thread (Ctrl-C, a timeout) and tells where each device
+// is. Devices publish their running instruction and innermost while loop iteration with relaxed
+// atomic stores (one per step); a watcher reads them for progress lines and the stop message.
+#ifndef XSHARD_EXEC_RUN_MONITOR_H_
+#define XSHARD_EXEC_RUN_MONITOR_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "xshard/base/status.h"
+#include "xshard/ir/instruction.h"
+
+namespace xs {
+
+// What one device is doing, written only by its own thread.
+struct DeviceProgress {
+  std::atomic<const Instruction*> instruction{nullptr};  // the step running now
+  std::atomic<const Instruction*> loop{nullptr};         // the innermost while loop
+  std::atomic<int64_t> iteration{0};                     // of `loop`, from 0
+  std::atomic<bool> finished{false};
+};
+
+class RunMonitor {
+ public:
+  // Slots for `num_devices` devices (ranks 0..n-1; 1 for a one-device run).
+  explicit RunMonitor(int64_t num_devices);
+  RunMonitor(const RunMonitor&) = delete;
+  RunMonitor& operator=(const RunMonitor&) = delete;
+
+  // Asks every device to stop: each returns `reason` at its next step, and devices waiting at a
+  // collective are woken through the waker. The first reason wins; thread-safe (not
+  // async-signal-safe: call it from a thread, not a signal handler).
+  void Stop(const Status& reason);
+  bool stopped() const { return stopped_.load(std::memory_order_relaxed); }
+  // The first Stop's reason (OK while not stopped).
+  Status stop_reason() const;
+
+  // How a stop reaches devices blocked in a collective (the SPMD executor passes its
+  // communicator's Abort). Called at once when the run is already stopped. Thread-safe.
+  void SetWaker(std::function<void(const Status&)> waker);
+  void ClearWaker();
+
+  int64_t num_devices() const { return static_cast<int64_t>(progress_.size()); }
+  DeviceProgress& progress(int64_t rank) { return *progress_[rank]; }
+  // Clears every device's progress for a new run (not while one runs).
+  void Reset();
+
+  // Where each device is, one clause per device joined by "; " (devices doing the same thing are
+  // grouped): "device 0 at 'add.3' in while loop 'w' iteration 41; devices 1-3 wait at
+  // all-reduce 'ar.1'". Devices in `device_ids` order when given, else ranks.
+  std::string Where(const std::vector<int64_t>& device_ids = {}) const;
+
+ private:
+  std::vector<std::unique_ptr<DeviceProgress>> progress_;
+  std::atomic<bool> stopped_{false};
+  mutable std::mutex mu_;
+  Status reason_;
+  std::function<void(const Status&)> waker_;
+};
+
+}  // namespace xs
+
+#endif  // XSHARD_EXEC_RUN_MONITOR_H_
