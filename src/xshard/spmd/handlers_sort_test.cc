@@ -12,25 +12,10 @@
 namespace xs::spmd {
 namespace {
 
-std::vector<std::string> Kinds(const PartitionResult& r) {
-  std::vector<std::string> out;
-  for (const CollectiveRecord& c : r.report.collectives) out.push_back(c.kind);
-  return out;
-}
+std::vector<std::string> Kinds(const PartitionResult& r) { return testing::CollectiveKinds(r); }
 
 PartitionResult Check(const std::string& body, int64_t n) {
-  const std::string text = StrCat("HloModule m, num_partitions=", n, "\n", body);
-  StatusOr<std::unique_ptr<Module>> global = ParseHloModule(text);
-  EXPECT_TRUE(global.ok()) << global.status().ToString();
-  if (!global.ok()) return PartitionResult{};
-  StatusOr<PartitionResult> r = Partition(**global, n);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  if (!r.ok()) return PartitionResult{};
-  for (uint64_t seed : {1, 2}) {
-    Status s = testing::CompareWithGlobal(**global, *r, testing::TestInputs(**global, seed));
-    EXPECT_TRUE(s.ok()) << s.ToString() << "\n" << PrintHloModule(*r->module);
-  }
-  return *std::move(r);
+  return testing::PartitionAndCompare(body, n, {1, 2});
 }
 
 const char* kLt = "lt { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT c = pred[] compare(a, b), direction=LT }\n";

@@ -5,6 +5,7 @@
 #ifndef XSHARD_SPMD_RUN_PARTITIONED_H_
 #define XSHARD_SPMD_RUN_PARTITIONED_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,14 @@ Status CompareWithGlobal(const Module& global, const PartitionResult& partitione
 // Deterministic pseudo-random test inputs for every entry parameter leaf of `module` (small
 // integers stored in the element type, so sums are exact in every order).
 std::vector<Array> TestInputs(const Module& module, uint64_t seed);
+
+// The handler tests' harness: parses `body` under "HloModule m, num_partitions=n", partitions it
+// and runs CompareWithGlobal on TestInputs(seed) for each seed. Failures are gtest failures (the
+// message names the seed and prints the SPMD module); an empty result when it did not partition.
+PartitionResult PartitionAndCompare(const std::string& body, int64_t n,
+                                    const std::vector<uint64_t>& seeds = {1, 2});
+// The kinds of the report's collectives, in order.
+std::vector<std::string> CollectiveKinds(const PartitionResult& r);
 
 }  // namespace xs::spmd::testing
 

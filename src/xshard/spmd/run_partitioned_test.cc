@@ -217,4 +217,25 @@ TEST(PaddedShardsTest, TransposedDeviceOrderFollowsTheTileAssignment) {
 }
 
 }  // namespace
+PartitionResult PartitionAndCompare(const std::string& body, int64_t n, const std::vector<uint64_t>& seeds) {
+  const std::string text = StrCat("HloModule m, num_partitions=", n, "\n", body);
+  StatusOr<std::unique_ptr<Module>> global = ParseHloModule(text);
+  EXPECT_TRUE(global.ok()) << global.status().ToString();
+  if (!global.ok()) return PartitionResult{};
+  StatusOr<PartitionResult> r = Partition(**global, n);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (!r.ok()) return PartitionResult{};
+  for (uint64_t seed : seeds) {
+    Status s = CompareWithGlobal(**global, *r, TestInputs(**global, seed));
+    EXPECT_TRUE(s.ok()) << "seed " << seed << ": " << s.ToString() << "\n" << PrintHloModule(*r->module);
+  }
+  return *std::move(r);
+}
+
+std::vector<std::string> CollectiveKinds(const PartitionResult& r) {
+  std::vector<std::string> out;
+  for (const CollectiveRecord& c : r.report.collectives) out.push_back(c.kind);
+  return out;
+}
+
 }  // namespace xs::spmd::testing
