@@ -10,7 +10,7 @@ packages=(
   libopenblas-dev                           # GEMM
   libhwy-dev                                # SIMD elementwise kernels (runtime dispatch)
   libdnnl-dev                               # bf16 GEMM (oneDNN matmul)
-  clang libclang-rt-14-dev                  # libFuzzer targets
+  clang libclang-rt-14-dev libomp-dev       # libFuzzer targets (clang; OpenMP for oneDNN)
   python3-dev python3-venv                  # the Python package (scripts/python-env.sh makes .venv/)
 )
 

@@ -43,7 +43,7 @@ struct Io<BFloat16> {
     const auto w = hn::PromoteTo(du32, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
     return hn::BitCast(d, hn::ShiftLeft<16>(w));
   }
-  template <class D> static HWY_INLINE void Store(hn::Vec<D> v, D d, BFloat16* p) {
+  template <class D> static HWY_INLINE void Store(hn::Vec<D> v, D /*d*/, BFloat16* p) {
     const hn::RebindToUnsigned<D> du32;
     const hn::RebindToSigned<D> di32;
     const hn::Rebind<uint16_t, D> du16;
