@@ -43,6 +43,19 @@ def setup_venv():
     subprocess.check_call([pip, "install", "--quiet", JAX_REQUIREMENT, "numpy"])
 
 
+def find_xshard(path=None):
+    """(absolute path of the xshard binary, short checkout hash); (None, None) after printing why
+    when the binary is missing. Default: build/xshard of this checkout."""
+    repo = HERE.parent.parent
+    xshard = path or str(repo / "build" / "xshard")
+    if not Path(xshard).exists():
+        print(f"xshard binary {xshard} not found; build it or pass --xshard PATH", file=sys.stderr)
+        return None, None
+    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    return str(Path(xshard).resolve()), commit
+
+
 def venv_exists():
     return (VENV / "bin" / "python").exists()
 
@@ -150,14 +163,9 @@ def main(argv):
     if not todo:
         print(f"no workload matches {args.only}", file=sys.stderr)
         return 1
-    repo = HERE.parent.parent
-    xshard = args.xshard or str(repo / "build" / "xshard")
-    if not Path(xshard).exists():
-        print(f"xshard binary {xshard} not found; build it or pass --xshard PATH", file=sys.stderr)
+    xshard, commit = find_xshard(args.xshard)
+    if xshard is None:
         return 1
-    xshard = str(Path(xshard).resolve())
-    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
     peak = machine_peak()
     load_before = uptime()
     sgemm = numpy_sgemm_gflops(np)

@@ -72,14 +72,8 @@ def _smap(mesh, body, in_specs, out_specs, **kw):
 MD, MH, MB = 64, 256, 32
 
 
-def _mlp_loss(params, x, y):
-    w1, b1, w2 = params
-    return jnp.mean((jax.nn.gelu(x @ w1 + b1) @ w2 - y) ** 2)
-
-
-def _mlp_step(w1, b1, w2, x, y):
-    loss, g = jax.value_and_grad(_mlp_loss)((w1, b1, w2), x, y)
-    return tuple(p - 0.01 * gp for p, gp in zip((w1, b1, w2), g)) + (loss,)
+# The SGD step of jax_compare's MLP workload (bench/jax_compare/workloads.py), at small shapes.
+from workloads import _mlp_step  # noqa: E402  (bench/jax_compare is on sys.path: xla_compare.py)
 
 
 def _mlp_args():

@@ -151,14 +151,9 @@ def main(argv):
     if not todo:
         print(f"no program matches {args.only}", file=sys.stderr)
         return 1
-    repo = HERE.parent.parent
-    xshard = args.xshard or str(repo / "build" / "xshard")
-    if not Path(xshard).exists():
-        print(f"xshard binary {xshard} not found; build it or pass --xshard PATH", file=sys.stderr)
+    xshard, commit = jax_compare.find_xshard(args.xshard)
+    if xshard is None:
         return 1
-    xshard = str(Path(xshard).resolve())
-    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
     print(f"JAX {jax.__version__}, {jax.device_count()} CPU devices; xshard {xshard} (checkout {commit})",
           flush=True)
     start = time.time()
