@@ -304,6 +304,7 @@ void Emitter::Record(Instruction* inst, std::string kind, int64_t bytes, const R
   CollectiveRecord r;
   r.kind = std::move(kind);
   r.name = inst->name();
+  if (computation_ != nullptr) r.computation = computation_->name();
   r.shape = inst->shape();
   r.bytes = bytes;
   r.groups = groups != nullptr ? GroupsText(*groups) : pairs;

@@ -4,6 +4,7 @@
 // exactly the rows that cross tile boundaries (XLA's rotate handling), instead of a window per
 // concatenated slice.
 #include <algorithm>
+#include <string>
 
 #include "xshard/base/strings.h"
 #include "xshard/spmd/handlers.h"
@@ -77,10 +78,12 @@ StatusOr<bool> TryRotation(const Instruction& inst, Context& ctx) {
     starts[d] = from;
     limits[d] = to;
     Instruction* piece = em.Slice(x.hlo(), starts, limits);
-    if (shift % tiles == 0) return piece;
+    const int64_t ahead = shift % tiles;
+    if (ahead == 0) return piece;
+    const std::string where = ahead * 2 > tiles ? StrCat(tiles - ahead, " before") : StrCat(ahead, " after");
     return em.CollectivePermute(piece, CyclicShiftPairs(ta, d, shift),
                                 StrCat("rotate along dim ", d, ": ", to - from, " of ", len,
-                                       " elements from the tile ", shift, " after (cyclically)"));
+                                       " elements from the tile ", where, " (cyclically)"));
   };
   Instruction* result = rows(r, len, q);
   if (r > 0) result = em.Concatenate({result, rows(0, r, q + 1)}, d);
