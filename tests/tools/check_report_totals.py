@@ -8,10 +8,11 @@ the module's own collectives (shard_map psum / all_gather / ..., which the repor
 because the partitioner did not insert them): same count, and every listed (kind, bytes) appears
 in the program. Prints one line per file and exits 1 on any mismatch.
 
-  tests/tools/check_report_totals.py --xshard build/xshard --devices 8 FILE.hlo...
+  tests/tools/check_report_totals.py --xshard build/xshard --devices 8 FILE.hlo[:DEVICES]...
   tests/tools/check_report_totals.py --xshard build/xshard bench/xla_compare/out/*/*.hlo \\
       tests/data/spmd_partition/seed000_*.hlo
-(The devices default to 8; a module's num_partitions wins.) Python 3 standard library only.
+(The devices default to 8, FILE:N for one file; a module's num_partitions wins.)
+Python 3 standard library only.
 """
 import argparse
 import collections
@@ -78,8 +79,9 @@ def main(argv):
     ap.add_argument("files", nargs="+")
     args = ap.parse_args(argv)
     bad = 0
-    for f in args.files:
-        ok, msg = check(args.xshard, f, args.devices)
+    for spec in args.files:
+        f, _, n = spec.partition(":")
+        ok, msg = check(args.xshard, f, int(n) if n else args.devices)
         tag = {True: "ok", False: "MISMATCH", None: "error"}[ok]
         bad += ok is not True
         print(f"{tag:8s} {f}: {msg}")

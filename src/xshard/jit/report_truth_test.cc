@@ -157,5 +157,21 @@ ENTRY e {
 })", "roll", /*min_dropped=*/1);
 }
 
+TEST(ReportTruthTest, AllReduceBytesRoundOnceAsTheRingModelDoes) {
+  // x.sum() of P('x','y') on 2 x 4: a scalar f32 all-reduce over all 8 devices receives
+  // 2 * 4 * 7 / 8 = 7 B; the report rounded (4 * 7 / 8) first and said 6 B.
+  ExpectReportMatchesProgram(R"(HloModule scalar, num_partitions=8
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[16,32] parameter(0), sharding={devices=[2,4]<=[8]}
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(x, z), dimensions={0,1}, to_apply=sum
+})", "scalar");
+}
+
 }  // namespace
 }  // namespace xs
