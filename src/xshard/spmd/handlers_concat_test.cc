@@ -91,6 +91,20 @@ TEST(ConcatenateHandlerTest, RollMovesOnlyTheRowsThatCrossTiles) {
   const std::vector<CollectiveRecord> c13 = CausedBy(r13, "c");
   ASSERT_EQ(c13.size(), 2u);
   EXPECT_EQ(c13[0].bytes + c13[1].bytes, 512);
+  // Partially replicated (each permute stays inside its replica group), and a result the
+  // propagation put in another sharding (rotated in a's, then resharded).
+  Check(R"(ENTRY e {
+  a = f32[16,4] parameter(0), sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate}
+  s2 = f32[6,4] slice(a), slice={[10:16], [0:4]}
+  s3 = f32[10,4] slice(a), slice={[0:10], [0:4]}
+  ROOT c = f32[16,4] concatenate(s2, s3), dimensions={0}, sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate}
+})", 8);
+  Check(R"(ENTRY e {
+  a = f32[16,4] parameter(0), sharding={devices=[8,1]<=[8]}
+  s2 = f32[1,4] slice(a), slice={[15:16], [0:4]}
+  s3 = f32[15,4] slice(a), slice={[0:15], [0:4]}
+  ROOT c = f32[16,4] concatenate(s2, s3), dimensions={0}, sharding={devices=[1,8]<=[8]}
+})", 8);
   Check(R"(ENTRY e {
   a = f32[16,6] parameter(0), sharding={devices=[4,2]<=[2,4]T(1,0)}
   s2 = f32[11,6] slice(a), slice={[5:16], [0:6]}
