@@ -104,6 +104,7 @@ struct CmmCost {
   int64_t bytes_in = 0;         // bytes received by blocking collectives
   int64_t bytes_async = 0;      // bytes received by asynchronous ones (overlappable)
   int64_t collectives = 0;      // collective calls
+  int64_t dots = 0;             // matmul kernel calls
 };
 
 struct CmmResult {

@@ -60,7 +60,10 @@ StatusOr<Array> Dev::Dot(const Array& lhs, const Array& rhs, int64_t lc, int64_t
   d.lhs_contracting = {lc};
   d.rhs_contracting = {rc};
   XS_ASSIGN_OR_RETURN(Array out, kernels::DotGeneral(lhs, rhs, d, DType::kF32));
-  if (cost_ != nullptr) cost_->flops += 2 * out.num_elements() * lhs.dims()[lc];
+  if (cost_ != nullptr) {
+    cost_->flops += 2 * out.num_elements() * lhs.dims()[lc];
+    ++cost_->dots;
+  }
   if (trace_ != nullptr) {
     Record(StrCat("dot ", lhs.shape().ToString(false), " x ", rhs.shape().ToString(false)), t0);
   }
