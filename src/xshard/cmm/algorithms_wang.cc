@@ -55,8 +55,8 @@ StatusOr<Array> WangOs(Dev& dev, const CmmSpec&, const Array& a, const Array& b)
     Transfer up, dn;
     const bool more = i + 1 < size;
     if (more) XS_RETURN_IF_ERROR(StartBoth(dev, "col", x_lo, x_hi, up, dn));
-    XS_RETURN_IF_ERROR(dev.DotAdd(out, x_lo, Rows(wj, (2 * Mod(idx - i, size)) * half, half)));
-    XS_RETURN_IF_ERROR(dev.DotAdd(out, x_hi, Rows(wj, (2 * Mod(idx + i, size) + 1) * half, half)));
+    XS_RETURN_IF_ERROR(dev.DotAdd(out, x_lo, RowsView(wj, (2 * Mod(idx - i, size)) * half, half)));
+    XS_RETURN_IF_ERROR(dev.DotAdd(out, x_hi, RowsView(wj, (2 * Mod(idx + i, size) + 1) * half, half)));
     if (more) {
       XS_ASSIGN_OR_RETURN(x_lo, dev.Finish(up));
       XS_ASSIGN_OR_RETURN(x_hi, dev.Finish(dn));
@@ -72,7 +72,7 @@ StatusOr<Array> WangIs(Dev& dev, const CmmSpec&, const Array& a, const Array& b)
   XS_ASSIGN_OR_RETURN(int64_t size, dev.Size("col"));
   const int64_t half = wj.dims()[0] / size / 2;
   return ReduceScatterRing(dev, "col", 1, [&](int64_t i, int hi) {
-    return dev.Dot(a, Rows(wj, (2 * i + hi) * half, half), 1, 1);
+    return dev.Dot(a, RowsView(wj, (2 * i + hi) * half, half), 1, 1);
   });
 }
 

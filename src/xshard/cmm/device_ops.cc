@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <utility>
 
 #include "xshard/kernels/dot.h"
@@ -167,42 +168,62 @@ void AddInto(Array& acc, const Array& x) {
 
 namespace {
 
-// a's 2-D dims with dim `dim` split into [P, chunks, block], and the box of chunk k.
-struct ChunkView {
-  std::vector<int64_t> dims4, start, sizes, piece;
-};
-
-ChunkView ViewOf(const std::vector<int64_t>& dims, int dim, int64_t k, int64_t chunks,
-                 int64_t block) {
+// Copies the elements of chunk k of dim `dim` between a 2-D array of `dims` (at `full`) and the
+// packed piece (at `piece`): runs of `block` elements (dim 1) or of `block` whole rows (dim 0).
+void CopyChunk(const std::vector<int64_t>& dims, int64_t elem, int dim, int64_t k, int64_t chunks,
+               int64_t block, std::byte* full, std::byte* piece, bool to_piece) {
   const int64_t p = dims[dim] / (chunks * block);
-  ChunkView v;
+  const int64_t row_bytes = dims[1] * elem;
+  auto copy = [&](std::byte* f, std::byte* q, int64_t bytes) {
+    if (to_piece) {
+      std::memcpy(q, f, bytes);
+    } else {
+      std::memcpy(f, q, bytes);
+    }
+  };
   if (dim == 0) {
-    v.dims4 = {p, chunks, block, dims[1]};
-    v.start = {0, k, 0, 0};
-    v.sizes = {p, 1, block, dims[1]};
-    v.piece = {p * block, dims[1]};
-  } else {
-    v.dims4 = {dims[0], p, chunks, block};
-    v.start = {0, 0, k, 0};
-    v.sizes = {dims[0], p, 1, block};
-    v.piece = {dims[0], p * block};
+    for (int64_t i = 0; i < p; ++i) {
+      copy(full + (i * chunks + k) * block * row_bytes, piece + i * block * row_bytes,
+           block * row_bytes);
+    }
+    return;
   }
-  return v;
+  const int64_t piece_row = p * block * elem;
+  for (int64_t r = 0; r < dims[0]; ++r) {
+    for (int64_t i = 0; i < p; ++i) {
+      copy(full + r * row_bytes + (i * chunks + k) * block * elem,
+           piece + r * piece_row + i * block * elem, block * elem);
+    }
+  }
 }
 
 }  // namespace
 
 Array Chunk(const Array& a, int dim, int64_t k, int64_t chunks, int64_t block) {
-  const ChunkView v = ViewOf(a.dims(), dim, k, chunks, block);
-  return a.Reshape(v.dims4).Slice(v.start, v.sizes).Reshape(v.piece);
+  std::vector<int64_t> dims = a.dims();
+  dims[dim] /= chunks;
+  Array piece = Array::Uninitialized(Shape(a.dtype(), dims));
+  CopyChunk(a.dims(), DTypeSize(a.dtype()), dim, k, chunks, block,
+            const_cast<std::byte*>(a.data()), piece.data(), /*to_piece=*/true);
+  return piece;
 }
 
 void PutChunk(Array& acc, const Array& piece, int dim, int64_t k, int64_t chunks,
               int64_t block) {
-  const ChunkView v = ViewOf(acc.dims(), dim, k, chunks, block);
-  Array acc4 = acc.Reshape(v.dims4);
-  acc4.UpdateSlice(piece.Reshape(v.sizes), v.start);
-  acc = acc4.Reshape(acc.dims());
+  XS_CHECK(piece.dtype() == acc.dtype() && piece.num_elements() * chunks == acc.num_elements(),
+           "PutChunk: ", piece.shape().ToString(), " into ", acc.shape().ToString());
+  CopyChunk(acc.dims(), DTypeSize(acc.dtype()), dim, k, chunks, block, acc.data(),
+            const_cast<std::byte*>(piece.data()), /*to_piece=*/false);
+}
+
+Array RowsView(const Array& a, int64_t start, int64_t size) {
+  XS_CHECK(start >= 0 && start + size <= a.dims()[0], "RowsView: rows ", start, "+", size,
+           " of ", a.shape().ToString());
+  const int64_t offset = start * a.dims()[1] * DTypeSize(a.dtype());
+  // Arrays promise 64-byte aligned data to the kernels; other offsets get a copy.
+  if (offset % 64 != 0) return Rows(a, start, size);
+  return Array::View(Shape(a.dtype(), {size, a.dims()[1]}),
+                     const_cast<std::byte*>(a.data()) + offset);
 }
 
 }  // namespace xs::cmm

@@ -80,6 +80,9 @@ class Dev {
 // Rows [start, start + size) / columns of a 2-D array.
 Array Rows(const Array& a, int64_t start, int64_t size);
 Array Cols(const Array& a, int64_t start, int64_t size);
+// The same rows as a view into a's memory (no copy; a copy when the rows do not start on a
+// 64-byte boundary): valid while a lives and is not moved.
+Array RowsView(const Array& a, int64_t start, int64_t size);
 // Concatenation of two 2-D arrays along dim (0 or 1).
 Array Concat(const Array& a, const Array& b, int dim);
 // acc += x (f32, same dims).
