@@ -110,6 +110,9 @@ struct CmmCost {
 struct CmmResult {
   Array out;               // the global f32 result, [m, n]
   std::vector<double> ms;  // wall time of each timed call (shard_map over placed inputs)
+  // CPU time (user + system, every thread of the process) over all timed calls: less
+  // dependent on the machine's load than wall time.
+  double cpu_ms = 0;
   CmmCost cost;
 };
 

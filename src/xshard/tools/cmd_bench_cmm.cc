@@ -29,7 +29,7 @@ struct BenchCmmFlags {
 // One combination's outcome.
 struct Outcome {
   cmm::CmmSpec spec;
-  double median_ms = 0, err = 0;
+  double median_ms = 0, err = 0, cpu_ms_per_call = 0;
   cmm::CmmCost cost;
 };
 
@@ -159,6 +159,10 @@ Status RunBenchCmm(const BenchCmmFlags& f) {
     std::cout << cmm::SpecString(spec) << ": " << f.warmup << " warmup, " << r.ms.size()
               << " timed iterations\n\n";
     PrintLatencyTable(std::cout, stats);
+    const double cpu = r.cpu_ms / static_cast<double>(r.ms.size());
+    char cpu_line[64];
+    std::snprintf(cpu_line, sizeof cpu_line, "cpu_ms_per_call=%.3f\n", cpu);
+    std::cout << cpu_line;
     if (!run.trace_path.empty()) std::cout << "trace: " << run.trace_path << "\n";
     if (!(err <= kRelTolerance * std::max(1.0, scale))) {
       return Internal(cmm::SpecString(spec), ": max_abs_err=", err, " against the single-device product exceeds ",
@@ -166,7 +170,8 @@ Status RunBenchCmm(const BenchCmmFlags& f) {
     }
     worst = std::max(worst, err);
     if (several) std::cout << "\n";
-    done.push_back({spec, stats.median, err, r.cost});
+    std::cout << std::flush;
+    done.push_back({spec, stats.median, err, cpu, r.cost});
   }
   if (done.empty()) return InvalidArgument("no combination divides these shapes; see the skipped lines");
   std::sort(done.begin(), done.end(), [](const Outcome& x, const Outcome& y) { return x.median_ms < y.median_ms; });
@@ -177,13 +182,14 @@ Status RunBenchCmm(const BenchCmmFlags& f) {
         if (o.spec.variant == v) group.push_back(&o);
       }
       if (group.empty()) continue;
-      std::cout << "Ranking, " << cmm::VariantName(v) << " (median ms; per device: blocking / asynchronous "
-                << "MB received, collective calls, matmul calls):\n";
+      std::cout << "Ranking, " << cmm::VariantName(v) << " (median ms, CPU ms per call; per device: blocking / "
+                << "asynchronous MB received, collective calls, matmul calls):\n";
       for (size_t i = 0; i < group.size(); ++i) {
         const Outcome& o = *group[i];
         char line[200];
-        std::snprintf(line, sizeof line, "  %zu. %-13s %10.3f ms  %11s / %11s  %4lld calls  %4lld dots\n", i + 1,
-                      Name(o.spec).c_str(), o.median_ms, Mb(o.cost.bytes_in).c_str(), Mb(o.cost.bytes_async).c_str(),
+        std::snprintf(line, sizeof line, "  %zu. %-13s %10.3f ms %10.1f cpu  %11s / %11s  %4lld calls  %4lld dots\n",
+                      i + 1, Name(o.spec).c_str(), o.median_ms, o.cpu_ms_per_call, Mb(o.cost.bytes_in).c_str(),
+                      Mb(o.cost.bytes_async).c_str(),
                       static_cast<long long>(o.cost.collectives), static_cast<long long>(o.cost.dots));
         std::cout << line;
       }
