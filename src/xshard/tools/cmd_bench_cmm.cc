@@ -29,7 +29,7 @@ struct BenchCmmFlags {
 // One combination's outcome.
 struct Outcome {
   cmm::CmmSpec spec;
-  double median_ms = 0, err = 0, cpu_ms_per_call = 0;
+  double median_ms = 0, stdev_ms = 0, err = 0, cpu_ms_per_call = 0;
   cmm::CmmCost cost;
 };
 
@@ -87,14 +87,22 @@ std::string Why(const Outcome& win, const Outcome& next) {
     reasons.push_back(StrCat("it runs ", w.dots, " matmul call(s) per device (", Name(next.spec), ": ", n.dots,
                              "), and one large GEMM runs faster than several thin ones"));
   }
-  char gap[200];
-  std::snprintf(gap, sizeof gap, "%s is %.1f%% faster than %s; both do %.3g GFLOP per device",
-                Name(win.spec).c_str(), 100.0 * (next.median_ms - win.median_ms) / std::max(next.median_ms, 1e-9),
-                Name(next.spec).c_str(), static_cast<double>(w.flops) / 1e9);
+  char gap[320];
+  const double gap_ms = next.median_ms - win.median_ms;
+  std::snprintf(gap, sizeof gap, "%s is %.1f%% faster than %s (CPU per call %.0f vs %.0f ms); both do %.3g GFLOP "
+                "per device", Name(win.spec).c_str(), 100.0 * gap_ms / std::max(next.median_ms, 1e-9),
+                Name(next.spec).c_str(), win.cpu_ms_per_call, next.cpu_ms_per_call,
+                static_cast<double>(w.flops) / 1e9);
   std::string out = StrCat("why: ", gap);
+  if (gap_ms < std::max(win.stdev_ms, next.stdev_ms)) {
+    char noise[160];
+    std::snprintf(noise, sizeof noise, "; the gap is below the calls' spread (stdev %.1f ms), so at this load it is "
+                  "not a measured win", std::max(win.stdev_ms, next.stdev_ms));
+    StrAppend(&out, noise);
+  }
   if (reasons.empty()) {
-    return StrCat(out, ", and it moves no fewer bytes in no fewer calls: the gap is within this machine's "
-                  "noise (compare medians of interleaved runs)");
+    return StrCat(out, "; it moves no fewer bytes in no fewer calls: the gap is this machine's noise (compare "
+                  "medians of interleaved runs)");
   }
   return StrCat(out, ": ", StrJoin(reasons, "; "),
                 ". Here the links are memory copies, so bytes cost memory bandwidth of the same cores "
@@ -171,7 +179,7 @@ Status RunBenchCmm(const BenchCmmFlags& f) {
     worst = std::max(worst, err);
     if (several) std::cout << "\n";
     std::cout << std::flush;
-    done.push_back({spec, stats.median, err, cpu, r.cost});
+    done.push_back({spec, stats.median, stats.stdev, err, cpu, r.cost});
   }
   if (done.empty()) return InvalidArgument("no combination divides these shapes; see the skipped lines");
   std::sort(done.begin(), done.end(), [](const Outcome& x, const Outcome& y) { return x.median_ms < y.median_ms; });
