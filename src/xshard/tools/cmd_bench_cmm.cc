@@ -61,7 +61,11 @@ std::string Mb(int64_t bytes) {
   return s;
 }
 
+// "wang os"; seed 004's algorithms have one layout and no variant: "slice_psum".
 std::string Name(const cmm::CmmSpec& spec) {
+  if (spec.algo == cmm::Algorithm::kAgDot || spec.algo == cmm::Algorithm::kSlicePsum) {
+    return std::string(cmm::AlgorithmName(spec.algo));
+  }
   return StrCat(cmm::AlgorithmName(spec.algo), " ", cmm::VariantName(spec.variant));
 }
 
@@ -83,17 +87,28 @@ std::string Why(const Outcome& win, const Outcome& next) {
     reasons.push_back(StrCat("it makes ", w.collectives, " collective calls (", Name(next.spec), ": ",
                              n.collectives, "), each a rendezvous of every device on the axis"));
   }
+  if (w.flops < n.flops) {
+    char f[200];
+    std::snprintf(f, sizeof f, "it does %.3g GFLOP per device against %.3g: %s repeats work on devices that hold "
+                  "the same output block", static_cast<double>(w.flops) / 1e9, static_cast<double>(n.flops) / 1e9,
+                  Name(next.spec).c_str());
+    reasons.push_back(f);
+  }
   if (w.dots < n.dots) {
     reasons.push_back(StrCat("it runs ", w.dots, " matmul call(s) per device (", Name(next.spec), ": ", n.dots,
                              "), and one large GEMM runs faster than several thin ones"));
   }
   char gap[320];
   const double gap_ms = next.median_ms - win.median_ms;
-  std::snprintf(gap, sizeof gap, "%s is %.1f%% faster than %s (CPU per call %.0f vs %.0f ms); both do %.3g GFLOP "
-                "per device", Name(win.spec).c_str(), 100.0 * gap_ms / std::max(next.median_ms, 1e-9),
-                Name(next.spec).c_str(), win.cpu_ms_per_call, next.cpu_ms_per_call,
-                static_cast<double>(w.flops) / 1e9);
+  std::snprintf(gap, sizeof gap, "%s is %.1f%% faster than %s (CPU per call %.0f vs %.0f ms)",
+                Name(win.spec).c_str(), 100.0 * gap_ms / std::max(next.median_ms, 1e-9), Name(next.spec).c_str(),
+                win.cpu_ms_per_call, next.cpu_ms_per_call);
   std::string out = StrCat("why: ", gap);
+  if (w.flops == n.flops) {
+    char f[80];
+    std::snprintf(f, sizeof f, "; both do %.3g GFLOP per device", static_cast<double>(w.flops) / 1e9);
+    StrAppend(&out, f);
+  }
   if (gap_ms < std::max(win.stdev_ms, next.stdev_ms)) {
     char noise[160];
     std::snprintf(noise, sizeof noise, "; the gap is below the calls' spread (stdev %.1f ms), so at this load it is "
