@@ -43,6 +43,10 @@ struct MeshCase {
   DType dtype;
 };
 
+void PrintTo(const MeshCase& c, std::ostream* os) {
+  *os << c.rows << "x" << c.cols << " " << DTypeName(c.dtype);
+}
+
 class CmmMeshTest : public ::testing::TestWithParam<MeshCase> {};
 
 // Inputs in [-1, 1) with k <= 128: |C| < 128 and f32 accumulation (bf16 products are exact in
@@ -105,6 +109,16 @@ INSTANTIATE_TEST_SUITE_P(
       return StrCat(info.param.rows, "x", info.param.cols, "_",
                     DTypeName(info.param.dtype));
     });
+
+TEST(CmmTest, OddAndFlatMeshes) {
+  // Any 2-D mesh: a non-power-of-two axis, a single row or column, and one device.
+  for (const MeshCase& mc : {MeshCase{3, 2, DType::kF32}, MeshCase{1, 4, DType::kBF16},
+                             MeshCase{4, 1, DType::kF32}, MeshCase{1, 1, DType::kF32}}) {
+    SCOPED_TRACE(StrCat(mc.rows, "x", mc.cols));
+    auto client = MakeClient(mc.rows * mc.cols);
+    CheckAll(*client, mc, {48, 48, 96});
+  }
+}
 
 TEST(CmmTest, WangWsTakesBothBranches) {
   auto client = MakeClient(4);
