@@ -131,6 +131,22 @@ StatusOr<Transfer> Dev::ShiftStart(Array x, const char* axis, int shift) {
   return t;
 }
 
+StatusOr<Transfer> Dev::AllGatherStart(Array x, const char* axis, int dim) {
+  const double t0 = Now();
+  XS_ASSIGN_OR_RETURN(int64_t n, ctx_.AxisSize(axis));
+  Transfer t;
+  t.bytes = x.byte_size() * (n - 1);
+  t.name = StrCat("all_gather '", axis, "' ", t.bytes, " B");
+  XS_ASSIGN_OR_RETURN(t.pending, ctx_.AllGatherStart(std::move(x), axis, dim));
+  t.start_us = t0;
+  if (cost_ != nullptr) {
+    cost_->bytes_async += t.bytes;
+    ++cost_->collectives;
+  }
+  Record(t.name + " start", t0);
+  return t;
+}
+
 StatusOr<Array> Dev::Finish(Transfer& t) {
   const double t0 = Now();
   XS_ASSIGN_OR_RETURN(Array out, ctx_.Done(t.pending));

@@ -66,6 +66,8 @@ class Dev {
   // Starts sending x to the next (shift = +1) or previous (-1) member along `axis`, as the
   // seed's shift_up / shift_dn ppermutes; Finish returns what this device received.
   StatusOr<Transfer> ShiftStart(Array x, const char* axis, int shift);
+  // Starts a tiled all_gather over `axis` along `dim` (all-gather-start); Finish returns it.
+  StatusOr<Transfer> AllGatherStart(Array x, const char* axis, int dim);
   StatusOr<Array> Finish(Transfer& t);
 
  private:

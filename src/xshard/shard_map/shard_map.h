@@ -118,6 +118,9 @@ class ShardMapContext {
   // same order; at most 15 may be in flight per device.
   StatusOr<PendingCollective> PpermuteStart(Array x, const AxisNames& axes,
                                             const std::vector<std::pair<int64_t, int64_t>>& perm);
+  // Asynchronous tiled AllGather (all-gather-start): x concatenated over the group along dim
+  // `axis`, returned by Done. Same errors as AllGather with tiled = true.
+  StatusOr<PendingCollective> AllGatherStart(Array x, const AxisNames& axes, int axis);
   // Completes `pending` (once; it is inactive afterwards) and returns its result.
   StatusOr<Array> Done(PendingCollective& pending);
 

@@ -274,6 +274,28 @@ StatusOr<PendingCollective> ShardMapContext::PpermuteStart(
   return p;
 }
 
+StatusOr<PendingCollective> ShardMapContext::AllGatherStart(Array x, const AxisNames& axes,
+                                                             int axis) {
+  XS_ASSIGN_OR_RETURN(const Axes* a, Resolve(axes, "all_gather"));
+  const int dim = NormalizeAxis(axis, x.rank());
+  if (dim < 0 || dim >= x.rank()) {
+    return Fail(InvalidArgument("all_gather over ", axes.ToString(), ": axis ", axis,
+                                " is out of range for ", x.shape().ToString(false),
+                                " with tiled=true; use an axis in 0..", x.rank() - 1));
+  }
+  PendingCollective p;
+  p.in_ = std::move(x);
+  std::vector<int64_t> dims = p.in_.dims();
+  dims[dim] *= a->size;
+  p.out_ = Array(p.in_.dtype(), dims);
+  CollectiveCall call = Call("all_gather");
+  call.async_handle = &p.handle_;
+  XS_RETURN_IF_ERROR(comm_.AllGather(call, a->groups, ConstBufferView::Of(p.in_),
+                                     BufferView::Of(p.out_), dim));
+  p.active_ = true;
+  return p;
+}
+
 StatusOr<Array> ShardMapContext::Done(PendingCollective& pending) {
   if (!pending.active_) {
     return Fail(FailedPrecondition("collective done on device ", device_, ": the pending "

@@ -220,6 +220,22 @@ TEST_F(ShardMapTest, AsyncPpermuteMatchesPpermuteWhileTheDeviceComputes) {
   EXPECT_EQ(both, Array::FromVector<float>({16}, {6, 2, 7, 3, 0, 4, 1, 5, 2, 6, 3, 7, 4, 0, 5, 1}));
 }
 
+TEST_F(ShardMapTest, AsyncAllGatherMatchesAllGather) {
+  // Device d = (x, y) holds [d]; gathering over 'x' gives [y, y+2, y+4, y+6] on every device.
+  Array out = PerDevice(
+      [](ShardMapContext& ctx, Arrays in) -> StatusOr<Arrays> {
+        XS_ASSIGN_OR_RETURN(PendingCollective p, ctx.AllGatherStart(in[0], "x", 0));
+        XS_ASSIGN_OR_RETURN(Array sync, ctx.AllGather(in[0], "x", 0, /*tiled=*/true));
+        XS_ASSIGN_OR_RETURN(Array async, ctx.Done(p));
+        EXPECT_EQ(async, sync);
+        return Arrays{std::move(async)};
+      },
+      {32});
+  for (int64_t d = 0; d < 8; ++d) {
+    for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(out.GetDouble(d * 4 + i), d % 2 + 2 * i) << d;
+  }
+}
+
 TEST_F(ShardMapTest, DoneTwiceIsAnError) {
   const PartitionSpec spec = P({{"x", "y"}});
   auto f = ShardMap(mesh_, {spec}, {spec}, [](ShardMapContext& ctx, Arrays in) -> StatusOr<Arrays> {
