@@ -80,7 +80,7 @@ std::string Why(const Outcome& win, const Outcome& next) {
                              Name(next.spec), " for ", Mb(n.bytes_in)));
   }
   if (w.bytes_async > n.bytes_async) {
-    reasons.push_back(StrCat(Mb(w.bytes_async), " of its traffic travels in asynchronous ppermutes "
+    reasons.push_back(StrCat(Mb(w.bytes_async), " of its traffic travels in asynchronous collectives "
                              "while the device multiplies (", Name(next.spec), ": ", Mb(n.bytes_async), ")"));
   }
   if (w.collectives < n.collectives) {

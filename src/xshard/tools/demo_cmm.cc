@@ -61,8 +61,8 @@ Status Seed003Cmm(DemoContext& ctx) {
       if (!close) return Internal(cmm::SpecString(spec), " is not allclose to jnp.dot");
     }
   }
-  out << "(async_B: bytes each device receives through asynchronous ppermutes that overlap its\n"
-         "matmuls; only Wang's rings have them.)\n";
+  out << "(async_B: bytes each device receives through asynchronous collectives started before a\n"
+         "matmul and finished after it: Wang's ppermute rings, systolic's next-chunk all-gathers.)\n";
   return OkStatus();
 }
 
