@@ -7,6 +7,7 @@ void BindSharding(nb::module_& m);
 void BindProgram(nb::module_& m);
 void BindShardMap(nb::module_& m);
 void BindNumerics(nb::module_& m);
+void BindCmm(nb::module_& m);
 }  // namespace xs::python
 
 NB_MODULE(_xshard, m) {
@@ -15,4 +16,5 @@ NB_MODULE(_xshard, m) {
   xs::python::BindProgram(m);
   xs::python::BindShardMap(m);
   xs::python::BindNumerics(m);
+  xs::python::BindCmm(m);
 }
