@@ -14,8 +14,6 @@ HWY_BEFORE_NAMESPACE();
 namespace xs::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-constexpr int64_t kTile = 64;
-
 // The elements of rows [i0, i1) x columns [j0, j1) one at a time.
 inline void CopyEdge(const uint32_t* s, uint32_t* d, int64_t i0, int64_t i1, int64_t si,
                      int64_t j0, int64_t j1, int64_t dj) {
@@ -31,6 +29,7 @@ void TransposeTile32Impl(const std::byte* src, std::byte* dst, int64_t ni, int64
 #if HWY_TARGET == HWY_SCALAR
   CopyEdge(s, d, 0, ni, si, 0, nj, dj);
 #else
+  constexpr int64_t kTile = 64;
   const hn::Full128<uint32_t> d32;
   const hn::Full128<uint64_t> d64;
   for (int64_t jb = 0; jb < nj; jb += kTile) {
