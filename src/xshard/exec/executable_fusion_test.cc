@@ -383,5 +383,54 @@ ENTRY main {
   ExpectFusedEqualsUnfused(text, {RandomArray(DType::kF32, {64, 2000}, rng)}, 2);
 }
 
+// Softmax: max(x) and sum(exp) each reduce a value that another loop also reads (x - max reads
+// x, exp / sum reads exp), so each reduce joins its operand's loop as a second output. Random rows
+// agree with the op-by-op run bit for bit; rows of one repeated value give exactly 1/256 per
+// element, the row's value as max and 256 as sum (exp(0) = 1 exactly).
+TEST(Fusion, SoftmaxReducesShareTheirOperandsLoop) {
+  const std::string text = R"(
+HloModule softmax
+mx {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] maximum(a, b)
+}
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY main {
+  p = f32[16,256] parameter(0)
+  eight = f32[] constant(8)
+  eb = f32[16,256] broadcast(eight), dimensions={}
+  x = f32[16,256] divide(p, eb)
+  ninf = f32[] constant(-inf)
+  m = f32[16] reduce(x, ninf), dimensions={1}, to_apply=mx
+  mb = f32[16,256] broadcast(m), dimensions={0}
+  d = f32[16,256] subtract(x, mb)
+  e = f32[16,256] exponential(d)
+  zero = f32[] constant(0)
+  s = f32[16] reduce(e, zero), dimensions={1}, to_apply=sum
+  sb = f32[16,256] broadcast(s), dimensions={0}
+  y = f32[16,256] divide(e, sb)
+  ROOT out = (f32[16,256], f32[16], f32[16]) tuple(y, m, s)
+})";
+  std::mt19937 rng(17);
+  for (int threads : {1, 2}) ExpectFusedEqualsUnfused(text, {RandomArray(DType::kF32, {16, 256}, rng)}, threads);
+  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  Array p(DType::kF32, {16, 256});
+  for (int64_t i = 0; i < p.num_elements(); ++i) p.SetDouble(i, 8.0 * static_cast<double>(i / 256) - 40.0);
+  std::vector<Array> args = {p};
+  std::vector<Array> out = *e->Run(args);
+  ASSERT_EQ(out.size(), 3u);
+  for (int64_t i = 0; i < p.num_elements(); ++i) ASSERT_EQ(out[0].GetDouble(i), 1.0 / 256) << i;
+  for (int64_t r = 0; r < 16; ++r) {
+    EXPECT_EQ(out[1].GetDouble(r), static_cast<double>(r) - 5.0) << r;
+    EXPECT_EQ(out[2].GetDouble(r), 256.0) << r;
+  }
+}
+
 }  // namespace
 }  // namespace xs

@@ -3,7 +3,8 @@
 // slice per instruction run; process "collectives in flight" has, per device, one slice from the
 // begin of each -start / async-start to the end of its -done, so overlap with compute shows as a
 // dot slice inside an in-flight interval of the same device. Off (no wrapping, no cost) when the
-// variable is unset. Works by wrapping the handler table's Prepare functions.
+// variable is unset. Works by wrapping the handler table's Prepare functions; fused loops (slices
+// "fusion <result> (k ops)") take their run function from FusedLoopRunFn.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,8 +14,12 @@
 #include <vector>
 
 #include "xshard/exec/executable_plan.h"
+#include "xshard/exec/fusion_plan.h"
 
 namespace xs {
+
+Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx);  // executable_fusion.cc
+
 namespace {
 
 struct Event {
@@ -111,7 +116,25 @@ Status TracedPrepare(const Instruction& inst, Step& step, const Program& program
   return OkStatus();
 }
 
+Status TracedFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
+  const double t0 = NowUs();
+  Status st = RunFusedLoop(step, frame, ctx);
+  const double t1 = NowUs();
+  const int64_t device = ctx.options.replica_id * 100000 + ctx.options.partition_id;
+  Trace& t = GetTrace();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.events.push_back({StrCat("fusion ", step.inst->name(), " (", step.fused->members,
+                             step.fused->has_reduce ? " ops + reduce)" : " ops)"),
+                      0, device, t0, t1 - t0});
+  return st;
+}
+
 }  // namespace
+
+RunFn FusedLoopRunFn() {
+  const char* path = std::getenv("XSHARD_TRACE");
+  return path == nullptr || *path == '\0' ? &RunFusedLoop : &TracedFusedLoop;
+}
 
 // Called last while the handler table is filled (from RegisterCollectiveHandlers).
 void WrapHandlersForTrace(HandlerTable& table) {

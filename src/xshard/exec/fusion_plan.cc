@@ -119,8 +119,11 @@ namespace {
 // One grouping attempt; false (steps untouched) when the groups would depend on each other in a
 // cycle. `multi_output`: a value read outside its group may still join it (checked by Reaches,
 // which does not see every group-level cycle); without it every group is acyclic by construction.
+// `shared_reduce` (with `multi_output`): a reduce also joins the loop of an operand that has other
+// users (the loop then writes the operand and reduces it in the same pass, as in softmax's
+// max(x) / sum(exp) next to x - max and exp / sum) unless the reduce's result feeds that loop.
 bool TryFuse(std::vector<Step>& steps, const std::unordered_map<const Instruction*, int>& slot,
-             const Instruction* root, bool multi_output) {
+             const Instruction* root, bool multi_output, bool shared_reduce) {
   std::unordered_map<const Instruction*, const Step*> step_of;
   for (const Step& s : steps) step_of[s.inst] = &s;
   std::unordered_map<const Instruction*, int> group_of;
@@ -168,7 +171,11 @@ bool TryFuse(std::vector<Step>& steps, const std::unordered_map<const Instructio
       Group& g = groups[gi->second];
       bool only_user = !in->IsRoot();
       for (const Instruction* u : in->users()) only_user &= u == s.inst;
-      if (!only_user || g.reduce != nullptr) continue;
+      if (g.reduce != nullptr) continue;
+      if (!only_user) {
+        const std::vector<const Instruction*> after(s.inst->users().begin(), s.inst->users().end());
+        if (!multi_output || !shared_reduce || Reaches(after, group_of, gi->second)) continue;
+      }
       g.reduce = s.inst;
       group_of[s.inst] = gi->second;
     } else if (in->shape().num_elements() >= kOwnReduceLoopElements) {
@@ -271,8 +278,9 @@ std::vector<int> StepOutputSlots(const Step& step) {
 void FuseElementwiseSteps(std::vector<Step>& steps,
                           const std::unordered_map<const Instruction*, int>& slot,
                           const Instruction* root) {
-  if (!TryFuse(steps, slot, root, /*multi_output=*/true)) {
-    const bool ok = TryFuse(steps, slot, root, /*multi_output=*/false);
+  if (TryFuse(steps, slot, root, /*multi_output=*/true, /*shared_reduce=*/true)) return;
+  if (!TryFuse(steps, slot, root, /*multi_output=*/true, /*shared_reduce=*/false)) {
+    const bool ok = TryFuse(steps, slot, root, /*multi_output=*/false, /*shared_reduce=*/false);
     XS_CHECK(ok, "single-output fusion groups formed a cycle");
   }
 }

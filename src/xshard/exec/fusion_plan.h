@@ -115,8 +115,10 @@ bool IsFusionGenerator(const Instruction& inst);
 Step BuildFusedStep(const FusionGroup& g, const std::unordered_map<const Instruction*, int>& slot,
                     const std::unordered_map<const Instruction*, const Step*>& step_of);
 
-// Elements per tile of a fused loop (a multiple of 64, so tiles keep kernels' vector alignment).
+// Elements per tile of a fused loop (a multiple of 64, so tiles keep kernels' vector alignment,
+// and of kernels::kSumBlock, so a fused sum's cuts never split a sum block).
 inline constexpr int64_t kFusedTile = 2048;
+static_assert(kFusedTile % kernels::kSumBlock == 0);
 
 }  // namespace xs
 

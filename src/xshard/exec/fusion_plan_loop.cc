@@ -10,7 +10,8 @@
 
 namespace xs {
 
-Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx);  // executable_fusion.cc
+// RunFusedLoop (executable_fusion.cc), timed into the trace under XSHARD_TRACE.
+RunFn FusedLoopRunFn();  // executable_trace.cc
 
 namespace {
 
@@ -58,7 +59,7 @@ class LoopBuilder {
     // The loop writes every element of its result (the primary output, or the reduce's result,
     // which starts as the init value): the planner gives it an arena buffer.
     step_.writes_result_buffer = true;
-    step_.run = &RunFusedLoop;
+    step_.run = FusedLoopRunFn();
     step_.fused = loop_;
     return std::move(step_);
   }

@@ -63,6 +63,37 @@ bool LaneReduce(const S* x, int64_t n, S* acc) {
   return true;
 }
 
+// f32 / f64 sums of rows whose length is a multiple of kSumBlock add each block of kSumBlock
+// elements (aligned to the row's start) as 16 lanes then a fixed pairwise tree, and the block sums
+// in order: the compiler vectorizes the lanes, where the one-by-one sum waits on every add's
+// latency. The order depends only on the block, so ranges cut at multiples of kSumBlock give the
+// whole-row value bit for bit.
+template <class Op, class S>
+constexpr bool kBlockSummable = std::is_same_v<Op, ops::Add> && (std::is_same_v<S, float> || std::is_same_v<S, double>);
+
+template <class S>
+S BlockSum(const S* x) {
+  constexpr int kLanes = 16;
+  static_assert(kSumBlock % kLanes == 0);
+  S lane[kLanes];
+  for (int l = 0; l < kLanes; ++l) lane[l] = x[l];
+  for (int64_t j = kLanes; j < kSumBlock; j += kLanes) {
+    for (int l = 0; l < kLanes; ++l) lane[l] += x[j + l];
+  }
+  for (int w = kLanes / 2; w >= 1; w /= 2) {
+    for (int l = 0; l < w; ++l) lane[l] += lane[l + w];
+  }
+  return lane[0];
+}
+
+// Adds the blocks of x[0, n) (n a multiple of kSumBlock) to *acc in order.
+template <class S>
+void BlockSumInto(const S* x, int64_t n, S* acc) {
+  S a = *acc;
+  for (int64_t j = 0; j < n; j += kSumBlock) a += BlockSum(x + j);
+  *acc = a;
+}
+
 // Typed reduce over the whole input: `ostride[d]` is the output stride of input dim d (0 for a
 // reduced dim). Visits the input in row-major order.
 template <class Op, class S>
@@ -81,6 +112,12 @@ void ReduceLoop(const std::byte* in_bytes, std::byte* out_bytes, const std::vect
   while (true) {
     bool done = false;
     if constexpr (kLaneReducible<Op, S>) done = inner_ostride == 0 && LaneReduce<Op, S>(in + in_off, n, out + out_off);
+    if constexpr (kBlockSummable<Op, S>) {
+      if (inner_ostride == 0 && n % kSumBlock == 0) {
+        BlockSumInto(in + in_off, n, out + out_off);
+        done = true;
+      }
+    }
     if (done) {
     } else if (inner_ostride == 0) {
       auto acc = ToCompute(out[out_off]);
@@ -131,6 +168,13 @@ void ReduceRangeLoop(const std::byte* in_bytes, std::byte* out_bytes, const std:
     const S* x = in + i;
     bool done = false;
     if constexpr (kLaneReducible<Op, S>) done = os == 0 && LaneReduce<Op, S>(x, run, out + out_off);
+    if constexpr (kBlockSummable<Op, S>) {
+      // A range that cuts a block (callers keep cuts at multiples of kSumBlock) adds one by one.
+      if (os == 0 && last % kSumBlock == 0 && idx[r - 1] % kSumBlock == 0 && run % kSumBlock == 0) {
+        BlockSumInto(x, run, out + out_off);
+        done = true;
+      }
+    }
     if (done) {
     } else if (os == 0) {
       auto acc = ToCompute(out[out_off]);

@@ -54,8 +54,11 @@ StatusOr<TypedCombineFn> FindTypedCombine(CombineKind kind, DType dtype);
 // Reduce's typed loop on a range: input elements [begin, begin + n) in row-major order of an
 // array of `dims` (`in` holds exactly those n values) are combined into `out`, element x going to
 // out[sum_d idx[d] * ostride[d]] (ostride[d] = 0 for a reduced dim, else the output stride).
-// Feeding all ranges of an input in order gives Reduce's result bit for bit; ranges that touch
-// disjoint outputs may run concurrently. Fused loops reduce their tiles with it.
+// Feeding all ranges of an input in order gives Reduce's result bit for bit when every cut point
+// is a multiple of kSumBlock (f32 / f64 sums of rows of a multiple of kSumBlock elements add
+// blocks of that many as a vectorized tree; other kinds and dtypes allow any cut); ranges that
+// touch disjoint outputs may run concurrently. Fused loops reduce their tiles with it.
+inline constexpr int64_t kSumBlock = 64;
 using ReduceRangeFn = void (*)(const std::byte* in, std::byte* out, const std::vector<int64_t>& dims,
                                const std::vector<int64_t>& ostride, int64_t begin, int64_t n);
 // For add ... or on `dtype` (error otherwise, e.g. and on f32; never kGeneric / kOverwrite).

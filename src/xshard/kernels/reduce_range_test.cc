@@ -1,5 +1,6 @@
-// FindReduceRange: feeding an array's ranges in order (any cut points) gives Reduce's result bit
-// for bit, for kept and reduced inner dims and bf16 per-step rounding.
+// FindReduceRange: feeding an array's ranges in order (any cut points; multiples of kSumBlock for
+// blocked f32 / f64 sums) gives Reduce's result bit for bit, for kept and reduced inner dims and
+// bf16 per-step rounding; blocked sums against exact and double-precision references.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -94,6 +95,57 @@ TEST(ReduceRange, LongRowMaxMinKnownValues) {
       const double g = got.GetDouble(i), w = out[0].GetDouble(i);
       EXPECT_TRUE((std::isnan(g) && std::isnan(w)) || (g == w && std::signbit(g) == std::signbit(w))) << i;
     }
+  }
+}
+
+// Rows of a multiple of kSumBlock elements sum in blocks: integer-valued rows (every partial sum
+// exact in f32) give the hand-computed sum whatever the order, and ranges cut at multiples of
+// kSumBlock (as fused tiles are) give Reduce's value bit for bit, for f32 and f64.
+TEST(ReduceRange, BlockedRowSumsKnownValuesAndBlockCuts) {
+  for (DType t : {DType::kF32, DType::kF64}) {
+    const int64_t rows = 3, n = 4 * kSumBlock;
+    Array in(t, {rows, n});
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < n; ++i) in.SetDouble(r * n + i, r == 0 ? i : r == 1 ? (i % 7) - 3 : 0.5);
+    }
+    Array init(t, {});
+    init.SetDouble(0, 10);
+    const Array* ins[] = {&in};
+    const Array* inits[] = {&init};
+    Combiner comb;
+    comb.kind = CombineKind::kAdd;
+    std::vector<Array> out = *Reduce(ins, inits, std::vector<int64_t>{1}, comb);
+    // Row 0: 0 + 1 + ... + 255 = 32640; row 1: 36 full cycles of (-3..3) sum to 0, then 0..3 of the
+    // next cycle (i % 7 = 0..3: -3 -2 -1 0) = -6; row 2: 256 x 0.5 = 128; each plus the init 10.
+    EXPECT_EQ(out[0].GetDouble(0), 32650.0) << DTypeName(t);
+    EXPECT_EQ(out[0].GetDouble(1), 4.0) << DTypeName(t);
+    EXPECT_EQ(out[0].GetDouble(2), 138.0) << DTypeName(t);
+  }
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (DType t : {DType::kF32, DType::kF64}) {
+    const std::vector<int64_t> dims = {5, 3 * kSumBlock};
+    Array in(t, dims);
+    std::vector<double> exact(dims[0], 0.0);
+    for (int64_t i = 0; i < in.num_elements(); ++i) {
+      in.SetDouble(i, u(rng));
+      exact[i / dims[1]] += in.GetDouble(i);
+    }
+    Array init(t, {});
+    const Array* ins[] = {&in};
+    const Array* inits[] = {&init};
+    Combiner comb;
+    comb.kind = CombineKind::kAdd;
+    std::vector<Array> want = *Reduce(ins, inits, std::vector<int64_t>{1}, comb);
+    for (int64_t r = 0; r < dims[0]; ++r) EXPECT_NEAR(want[0].GetDouble(r), exact[r], 1e-4) << r;
+    ReduceRangeFn fn = *FindReduceRange(CombineKind::kAdd, t);
+    Array got(t, {dims[0]});
+    const int64_t es = DTypeSize(t);
+    for (int64_t begin = 0, blocks = 1; begin < in.num_elements(); begin += blocks * kSumBlock, blocks = blocks % 4 + 1) {
+      const int64_t len = std::min(blocks * kSumBlock, in.num_elements() - begin);
+      fn(in.data() + begin * es, got.data(), dims, {1, 0}, begin, len);
+    }
+    EXPECT_EQ(0, std::memcmp(got.data(), want[0].data(), got.byte_size())) << DTypeName(t);
   }
 }
 

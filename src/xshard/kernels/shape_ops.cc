@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "xshard/kernels/numeric.h"
+#include "xshard/kernels/transpose_simd.h"
 
 namespace xs::kernels {
 namespace {
@@ -57,7 +58,7 @@ TransposeTileFn TransposeTileFor(int64_t elem_size) {
   switch (elem_size) {
     case 1: return &TransposeTile<uint8_t>;
     case 2: return &TransposeTile<uint16_t>;
-    case 4: return &TransposeTile<uint32_t>;
+    case 4: return &TransposeTile32;  // SIMD 4 x 4 blocks (transpose_simd.cc)
     case 8: return &TransposeTile<uint64_t>;
     case 16: return &TransposeTile<Bytes16>;
     default: return nullptr;
