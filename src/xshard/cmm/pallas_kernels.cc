@@ -101,12 +101,12 @@ Status LocalCopy(KernelContext& k, const Group& g, int dim, int64_t chunk) {
 }
 
 // Sends out[slot j .. j + count) to the same slots of member `to` and waits for the matching
-// incoming copy.
+// incoming copy on `recv`.
 Status Exchange(KernelContext& k, const Group& g, AllGatherKernelKind kind, int dim, int64_t chunk,
-                int64_t j, int64_t count, int64_t to) {
+                int64_t j, int64_t count, int64_t to, Semaphore recv) {
   XS_ASSIGN_OR_RETURN(Ref block, Slot(k.out(0), dim, j, count, chunk));
   XS_ASSIGN_OR_RETURN(AsyncCopy c,
-                      MakeAsyncRemoteCopy(block, block, k.sem(1), k.sem(2), g.Id(to, kind)));
+                      MakeAsyncRemoteCopy(block, block, k.sem(1), recv, g.Id(to, kind)));
   XS_RETURN_IF_ERROR(c.Start());
   return c.Wait();
 }
@@ -165,10 +165,13 @@ StatusOr<Array> AllGatherKernel(ShardMapContext& ctx, RemoteTransport& transport
     switch (kind) {
       case AllGatherKernelKind::kRing:
         // Step s forwards the shard received at step s - 1 (our own at step 0) to the right.
-        return Exchange(k, g, kind, dim, chunk, ((i - s) % n + n) % n, 1, (i + 1) % n);
+        return Exchange(k, g, kind, dim, chunk, ((i - s) % n + n) % n, 1, (i + 1) % n, k.sem(2));
       case AllGatherKernelKind::kRecursiveDoubling: {
         const int64_t block = int64_t{1} << s;
-        return Exchange(k, g, kind, dim, chunk, (i / block) * block, block, i ^ block);
+        // One receive semaphore per step: DMA semaphores count bytes, and the partner of step
+        // s + 1 may already send its (twice as large) block while this step's has not landed.
+        return Exchange(k, g, kind, dim, chunk, (i / block) * block, block, i ^ block,
+                        k.sem(2 + s));
       }
       case AllGatherKernelKind::kDirect: {
         XS_ASSIGN_OR_RETURN(Ref mine, Slot(k.out(0), dim, i, 1, chunk));
@@ -189,10 +192,12 @@ StatusOr<Array> AllGatherKernel(ShardMapContext& ctx, RemoteTransport& transport
   PallasOptions options;
   options.name = StrCat(AllGatherKernelName(kind), "_all_gather");
   options.transport = &transport;
-  XS_ASSIGN_OR_RETURN(PallasKernel kernel,
-                      PallasCall(std::move(body), {steps}, {BlockSpec::Any()}, {BlockSpec::Any()},
-                                 {Shape(x.dtype(), out_dims)},
-                                 {ScratchShape::Semaphores(SemaphoreType::kDma, 3)}, options));
+  XS_ASSIGN_OR_RETURN(
+      PallasKernel kernel,
+      PallasCall(std::move(body), {steps}, {BlockSpec::Any()}, {BlockSpec::Any()},
+                 {Shape(x.dtype(), out_dims)},
+                 {ScratchShape::Semaphores(SemaphoreType::kDma, 2 + static_cast<int>(steps))},
+                 options));
   XS_ASSIGN_OR_RETURN(std::vector<Array> r, kernel(ctx, {x}));
   return std::move(r[0]);
 }

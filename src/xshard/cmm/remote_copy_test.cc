@@ -31,9 +31,14 @@ PartitionSpec AllAxes(const Mesh& mesh) {
   return PartitionSpec(std::vector<PartitionSpec::Entry>{mesh.axis_names(), {}});
 }
 
-// Runs every all-gather kernel over `axes` (along `dim`) on every device and compares it with
-// ShardMapContext::AllGather(tiled); returns the first mismatch or failure.
-Status CompareAllGathers(const Mesh& mesh, const std::vector<std::string>& axes, int dim) {
+// Runs the all-gather kernels `kinds` (default: all three) over `axes` (along `dim`) on every
+// device, `repeat` times, and compares them with ShardMapContext::AllGather(tiled); returns the
+// first mismatch or failure.
+Status CompareAllGathers(const Mesh& mesh, const std::vector<std::string>& axes, int dim,
+                         std::vector<AllGatherKernelKind> kinds =
+                             {AllGatherKernelKind::kRing, AllGatherKernelKind::kRecursiveDoubling,
+                              AllGatherKernelKind::kDirect},
+                         int repeat = 1) {
   auto client = MakeClient(mesh.num_devices());
   InProcessTransport transport(mesh.num_devices(), milliseconds(20000));
   const PartitionSpec spec = AllAxes(mesh);
@@ -41,13 +46,15 @@ Status CompareAllGathers(const Mesh& mesh, const std::vector<std::string>& axes,
       ShardMapped f,
       ShardMap(mesh, {spec}, {spec}, [&](ShardMapContext& ctx, Arrays in) -> StatusOr<Arrays> {
         XS_ASSIGN_OR_RETURN(Array want, ctx.AllGather(in[0], axes, dim, /*tiled=*/true));
-        for (AllGatherKernelKind kind :
-             {AllGatherKernelKind::kRing, AllGatherKernelKind::kRecursiveDoubling,
-              AllGatherKernelKind::kDirect}) {
-          XS_ASSIGN_OR_RETURN(Array got, AllGatherKernel(ctx, transport, in[0], axes, kind, dim));
-          if (!(got == want)) {
-            return Internal(AllGatherKernelName(kind), " on device ", ctx.device(), ": got ",
-                            got.ToString(), " want ", want.ToString());
+        for (int r = 0; r < repeat; ++r) {
+          for (AllGatherKernelKind kind : kinds) {
+            XS_ASSIGN_OR_RETURN(Array got, AllGatherKernel(ctx, transport, in[0], axes, kind, dim));
+            if (!(got == want)) {
+              Status st = Internal(AllGatherKernelName(kind), " on device ", ctx.device(), ": got ",
+                                   got.ToString(), " want ", want.ToString());
+              transport.Abort(st);  // the peers stop at their next kernel instead of waiting
+              return st;
+            }
           }
         }
         return Arrays{in[0]};
@@ -73,6 +80,16 @@ TEST(AllGatherKernelTest, MatchesTheRuntimeOn4x4) {
     Status st = CompareAllGathers(mesh, axes, 0);
     EXPECT_TRUE(st.ok()) << st.ToString();
   }
+}
+
+// Regression: recursive doubling once shared one byte-counting receive semaphore between its
+// steps, so the 2^(s+1)-chunk copy of the next step's partner could satisfy this step's wait
+// before this step's data landed (seen as wrong rows on 4x4 about every other run).
+TEST(AllGatherKernelTest, RecursiveDoublingStepsWaitForTheirOwnData) {
+  const Mesh mesh = *Mesh::Create({"x", "y"}, {4, 4});
+  Status st = CompareAllGathers(mesh, {"x", "y"}, 0, {AllGatherKernelKind::kRecursiveDoubling},
+                                /*repeat=*/20);
+  EXPECT_TRUE(st.ok()) << st.ToString();
 }
 
 TEST(AllGatherKernelTest, MatchesTheRuntimeOn2x2x2) {
