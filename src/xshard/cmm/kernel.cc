@@ -346,7 +346,17 @@ StatusOr<std::vector<Array>> PallasKernel::RunOn(const Mesh* mesh, int64_t devic
         {k.scratch_.back().id(), scratch[i].data(), scratch[i].byte_size(), true});
   }
 
-  if (t != nullptr) XS_RETURN_IF_ERROR(t->Enter(device, &frame));
+  // From Enter on, peers may write into this device's buffers: every way out withdraws the frame
+  // (waiting for copies in flight) before the buffers are freed.
+  auto withdraw = [t, device](Status st) {
+    t->Abort(st);
+    t->Withdraw(device);
+    return st;
+  };
+  if (t != nullptr) {
+    Status entered = t->Enter(device, &frame);
+    if (!entered.ok()) return withdraw(entered);
+  }
   // Runs the grid; any error aborts the transport so the peers stop waiting for this device.
   auto run = [&]() -> Status {
     k.program_.assign(s.grid.size(), 0);
@@ -369,7 +379,7 @@ StatusOr<std::vector<Array>> PallasKernel::RunOn(const Mesh* mesh, int64_t devic
     return Annotate(Flush(outs, k.program_), StrCat(where, ": "));
   };
   Status st = run();
-  if (!st.ok()) return fail(st);
+  if (!st.ok()) return t != nullptr ? withdraw(st) : st;
   if (t != nullptr) XS_RETURN_IF_ERROR(t->Exit(device));
   XS_RETURN_IF_ERROR(inv.CheckSemaphoresZero());
   return results;

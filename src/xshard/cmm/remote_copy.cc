@@ -88,6 +88,7 @@ const KernelFrame::Buffer* KernelFrame::Find(BufferId id) const {
 
 struct InProcessTransport::Slot {
   std::atomic<const KernelFrame*> frame{nullptr};
+  std::atomic<int64_t> users{0};  // peers inside a Copy or Signal to this device
   std::atomic<int64_t> arrivals{0};
   Doorbell bell;
 };
@@ -125,10 +126,27 @@ void InProcessTransport::Reset() {
   }
 }
 
-const KernelFrame* InProcessTransport::FrameOf(int64_t device, std::string_view op) const {
-  (void)op;
+const KernelFrame* InProcessTransport::Pin(int64_t device) {
   if (device < 0 || device >= num_devices_) return nullptr;
-  return slots_[device]->frame.load();
+  // Dekker with Withdraw (seq_cst): either Withdraw sees users > 0 and waits, or this sees null.
+  Slot& slot = *slots_[device];
+  slot.users.fetch_add(1);
+  const KernelFrame* f = slot.frame.load();
+  if (f == nullptr) slot.users.fetch_sub(1);
+  return f;
+}
+
+void InProcessTransport::Unpin(int64_t device) { slots_[device]->users.fetch_sub(1); }
+
+void InProcessTransport::Withdraw(int64_t device) {
+  Slot& slot = *slots_[device];
+  slot.frame.store(nullptr);
+  while (slot.users.load() != 0) YieldThread();
+}
+
+Status InProcessTransport::NoFrame(int64_t device, int64_t peer, std::string_view op) const {
+  if (aborted_.load()) return AbortStatus();
+  return Internal("device ", device, " ", op, " device ", peer, ", which is not inside the kernel");
 }
 
 Status InProcessTransport::Rendezvous(int64_t device, std::string_view where,
@@ -177,7 +195,7 @@ Status InProcessTransport::Exit(int64_t device) {
   // Twice the timeout: a device still waiting inside the body times out first and reports its own
   // cause (the semaphore it waits for) rather than its peers reporting that it is late.
   Status st = Rendezvous(device, "the kernel's exit", 2 * timeout_);
-  slots_[device]->frame.store(nullptr);
+  Withdraw(device);
   return st;
 }
 
@@ -187,20 +205,19 @@ Status InProcessTransport::Barrier(int64_t device) {
 
 Status InProcessTransport::Signal(int64_t device, int64_t dst_device, int semaphore, int64_t inc) {
   if (aborted_.load()) return AbortStatus();
-  const KernelFrame* f = FrameOf(dst_device, "signal");
-  if (f == nullptr || semaphore >= static_cast<int>(f->semaphore_types.size())) {
-    return Internal("device ", device, " signals semaphore ", semaphore, " of device ", dst_device,
-                    ", which is not inside the kernel");
-  }
+  const KernelFrame* f = Pin(dst_device);
+  if (f == nullptr) return NoFrame(device, dst_device, "signals");
+  XS_CHECK(semaphore < static_cast<int>(f->semaphore_types.size()), "semaphore ", semaphore);
   f->semaphores[semaphore].fetch_add(inc);
   slots_[dst_device]->bell.Ring();
+  Unpin(dst_device);
   return OkStatus();
 }
 
 Status InProcessTransport::Wait(int64_t device, int semaphore, int64_t value,
                                 std::string_view what) {
   if (aborted_.load()) return AbortStatus();
-  const KernelFrame* f = FrameOf(device, "wait");
+  const KernelFrame* f = slots_[device]->frame.load();  // our own frame: no pin needed
   XS_CHECK(f != nullptr, "Wait outside a kernel on device ", device);
   std::atomic<int64_t>& sem = f->semaphores[semaphore];
   const WaitPolicy policy = DefaultWaitPolicy(num_devices_, AvailableCores());
@@ -223,17 +240,15 @@ Status InProcessTransport::Wait(int64_t device, int semaphore, int64_t value,
 Status InProcessTransport::Copy(int64_t device, const Ref& src, int64_t dst_device, const Ref& dst,
                                 int recv_semaphore) {
   if (aborted_.load()) return AbortStatus();
-  const KernelFrame* f = FrameOf(dst_device, "copy");
-  if (f == nullptr) {
-    return Internal("device ", device, " copies to device ", dst_device,
-                    ", which is not inside the kernel");
-  }
+  const KernelFrame* f = Pin(dst_device);
+  if (f == nullptr) return NoFrame(device, dst_device, "copies to");
   const KernelFrame::Buffer* b = f->Find(dst.id());
   const int64_t esize = DTypeSize(dst.dtype());
   int64_t last = dst.offset();
   for (int d = 0; d < dst.rank(); ++d) last += (dst.dims()[d] - 1) * dst.strides()[d];
   if (b == nullptr || !b->writable ||
       (dst.num_elements() > 0 && (last + 1) * esize > b->byte_size)) {
+    Unpin(dst_device);
     return InvalidArgument(
         "kernel '", f->kernel, "': a copy from device ", device, " into ", dst.ToString(),
         " does not fit ", f->device_name, "'s ", dst.id().ToString(),
@@ -242,7 +257,10 @@ Status InProcessTransport::Copy(int64_t device, const Ref& src, int64_t dst_devi
   }
   CopyStrided(b->data + dst.offset() * esize, dst.strides(), src.data(), src.strides(), dst.dims(),
               esize);
-  return Signal(device, dst_device, recv_semaphore, dst.byte_size());
+  f->semaphores[recv_semaphore].fetch_add(dst.byte_size());
+  slots_[dst_device]->bell.Ring();
+  Unpin(dst_device);
+  return OkStatus();
 }
 
 namespace {

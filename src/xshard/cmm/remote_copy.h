@@ -82,9 +82,11 @@ class RemoteTransport {
 
   // Publishes `frame` (valid until Exit returns) and waits until every device has entered.
   virtual Status Enter(int64_t device, const KernelFrame* frame) = 0;
-  // Waits until every device has finished the kernel body; after it, no peer touches `device`'s
-  // frame.
+  // Waits until every device has finished the kernel body, then withdraws `device`'s frame.
   virtual Status Exit(int64_t device) = 0;
+  // Unpublishes `device`'s frame and returns once no peer is copying into it or signaling it, so
+  // its buffers may be freed (after a failure, with the transport aborted, and inside Exit).
+  virtual void Withdraw(int64_t device) = 0;
   // Writes the elements of `src` (on `device`) into the view `dst` of the same buffer id on
   // `dst_device`, then adds dst's byte size to `dst_device`'s semaphore `recv_semaphore`.
   virtual Status Copy(int64_t device, const Ref& src, int64_t dst_device, const Ref& dst,
@@ -116,6 +118,7 @@ class InProcessTransport : public RemoteTransport {
 
   Status Enter(int64_t device, const KernelFrame* frame) override;
   Status Exit(int64_t device) override;
+  void Withdraw(int64_t device) override;
   Status Copy(int64_t device, const Ref& src, int64_t dst_device, const Ref& dst,
               int recv_semaphore) override;
   Status Signal(int64_t device, int64_t dst_device, int semaphore, int64_t inc) override;
@@ -129,7 +132,11 @@ class InProcessTransport : public RemoteTransport {
   // Every device meets here; `where` names the meeting point in a timeout message.
   Status Rendezvous(int64_t device, std::string_view where, std::chrono::milliseconds timeout);
   Status AbortStatus() const;
-  const KernelFrame* FrameOf(int64_t device, std::string_view op) const;
+  // Pins `device`'s frame against Withdraw (null, unpinned, when it has none); Unpin releases.
+  const KernelFrame* Pin(int64_t device);
+  void Unpin(int64_t device);
+  // The error for a peer without a frame: the abort status, or an internal error.
+  Status NoFrame(int64_t device, int64_t peer, std::string_view op) const;
 
   int64_t num_devices_;
   std::chrono::milliseconds timeout_;
