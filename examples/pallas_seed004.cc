@@ -5,7 +5,8 @@
 //      over 'x' by a ring kernel of remote copies addressed by mesh coordinates (the case JAX's
 //      Pallas refuses: "Meshes with more than 1 named dimension not implemented in dma_start_p"),
 //      sliced, multiplied by the tiled matmul and psum'd over 'y';
-//   3. the ring, recursive-doubling and direct all-gather kernels on 2x2, 4x4 and 2x2x2 meshes
+//   3. a kernel of one remote copy to the device at z + 1 on a 2x2x2 mesh, against ppermute;
+//   4. the ring, recursive-doubling and direct all-gather kernels on 2x2, 4x4 and 2x2x2 meshes
 //      against the runtime's all-gather.
 // Shapes are the seed's divided by 8 so that ctest runs it in a second. Exits 1 on a mismatch.
 // With --bench it also times (medians of interleaved runs) the tiled matmul against one GEMM call
@@ -20,6 +21,7 @@
 
 #include "xshard/base/strings.h"
 #include "xshard/cmm/kernel.h"
+#include "xshard/cmm/kernel_ops.h"
 #include "xshard/cmm/pallas_kernels.h"
 #include "xshard/cmm/remote_copy.h"
 #include "xshard/kernels/dot.h"
@@ -133,10 +135,33 @@ xs::StatusOr<bool> Run(bool bench) {
   bool ok = true;
   // 1. make_matmul on one device: bf16 [256, 256] @ [256, 128], 64 x 64 blocks, f32 out.
   const Array x = Pattern(DType::kBF16, 256, 256, 1), w = Pattern(DType::kBF16, 256, 128, 2);
-  XS_ASSIGN_OR_RETURN(Array c, cmm::TiledMatmul(x, w, {.bm = 64, .bk = 64, .bn = 64}));
-  const double e1 = ScaledError(c, x, w);
+  // [pallas-matmul]
+  // Seed 004's simple_matmul: zero the f32 scratch at k == 0, accumulate, flush at the last k.
+  cmm::KernelBody simple_matmul = [](cmm::KernelContext& c) -> xs::Status {
+    XS_RETURN_IF_ERROR(cmm::When(c.ProgramId(2) == 0, [&] { return cmm::Fill(c.scratch(0), 0); }));
+    XS_RETURN_IF_ERROR(cmm::DotAccumulate(c.in(0), c.in(1), c.scratch(0)));
+    return cmm::When(c.ProgramId(2) == c.NumPrograms(2) - 1,
+                     [&] { return cmm::StoreConverted(c.scratch(0), c.out(0)); });
+  };
+  // make_matmul: grid (m/bm, n/bn, k/bk), BlockSpecs with index maps, an f32 scratch block.
+  const int64_t m = 256, k = 256, n = 128, bm = 64, bk = 64, bn = 64;
+  const cmm::IndexMap x_map = [](cmm::GridIndex g) { return cmm::Index{g[0], g[2]}; };  // (i, k)
+  const cmm::IndexMap y_map = [](cmm::GridIndex g) { return cmm::Index{g[2], g[1]}; };  // (k, j)
+  const cmm::IndexMap o_map = [](cmm::GridIndex g) { return cmm::Index{g[0], g[1]}; };  // (i, j)
+  XS_ASSIGN_OR_RETURN(
+      cmm::PallasKernel make_matmul,
+      cmm::PallasCall(
+          simple_matmul, {m / bm, n / bn, k / bk},
+          {cmm::BlockSpec::Blocked({bm, bk}, x_map), cmm::BlockSpec::Blocked({bk, bn}, y_map)},
+          {cmm::BlockSpec::Blocked({bm, bn}, o_map)}, {xs::Shape(DType::kF32, {m, n})},
+          {cmm::ScratchShape::Buffer(DType::kF32, {bm, bn})}));
+  XS_ASSIGN_OR_RETURN(std::vector<Array> c, make_matmul.Run({x, w}));  // one device, no peers
+  // [pallas-matmul]
+  const double e1 = ScaledError(c[0], x, w);
   std::printf("tiled matmul bf16[256,256] @ bf16[256,128], grid (4, 2, 4): scaled error %.2e\n",
               e1);
+  XS_ASSIGN_OR_RETURN(Array lib, cmm::TiledMatmul(x, w, {.bm = 64, .bk = 64, .bn = 64}));
+  ok = ok && lib == c[0];  // the library's TiledMatmul is the same kernel
   ok = ok && e1 < 1e-5;
 
   // 2. distributed_gemm_kernel1 on Mesh(2x2, ('x', 'y')): inputs P('x', 'y'), weights P('x',
@@ -164,7 +189,47 @@ xs::StatusOr<bool> Run(bool bench) {
               mesh.ToString().c_str(), e2);
   ok = ok && e2 < 1e-5;
 
-  // 3. every all-gather kernel against the runtime's all-gather.
+  // 3. a kernel of one remote copy on the 2x2x2 mesh ('x', 'y', 'z'), the destination given by
+  // mesh coordinates: every device sends its block to z + 1; checked against ppermute over 'z'.
+  XS_ASSIGN_OR_RETURN(xs::Mesh mesh3, xs::Mesh::Create({"x", "y", "z"}, {2, 2, 2}));
+  cmm::InProcessTransport transport3(mesh3.num_devices());
+  // [pallas-remote]
+  // Copy my block into the output of the device one step along 'z', then wait for my send and
+  // for the block my -z neighbour sent me.
+  cmm::KernelBody shift_z = [](cmm::KernelContext& c) -> xs::Status {
+    std::vector<int64_t> to = c.mesh()->CoordsOf(c.device());
+    to[2] = (to[2] + 1) % c.mesh()->AxisSize(2);
+    XS_ASSIGN_OR_RETURN(
+        cmm::AsyncCopy copy,
+        cmm::MakeAsyncRemoteCopy(c.in(0), c.out(0), c.sem(0), c.sem(1), cmm::DeviceId::Mesh(to)));
+    XS_RETURN_IF_ERROR(copy.Start());
+    return copy.Wait();  // WaitSend, then WaitRecv
+  };
+  cmm::PallasOptions remote;
+  remote.name = "shift_z";
+  remote.transport = &transport3;  // shared by the 8 device threads
+  XS_ASSIGN_OR_RETURN(
+      cmm::PallasKernel shift,
+      cmm::PallasCall(shift_z, {1}, {cmm::BlockSpec::Any()}, {cmm::BlockSpec::Any()},
+                      {xs::Shape(DType::kF32, {4, 8})},
+                      {cmm::ScratchShape::Semaphores(cmm::SemaphoreType::kDma, 2)}, remote));
+  // [pallas-remote]
+  const xs::PartitionSpec p3(std::vector<xs::PartitionSpec::Entry>{mesh3.axis_names(), {}});
+  XS_ASSIGN_OR_RETURN(
+      xs::ShardMapped shifted,
+      xs::ShardMap(mesh3, {p3}, {p3},
+                   [&](xs::ShardMapContext& ctx, Arrays in) -> xs::StatusOr<Arrays> {
+                     XS_ASSIGN_OR_RETURN(Arrays got, shift(ctx, {in[0]}));
+                     XS_ASSIGN_OR_RETURN(Array want, ctx.Ppermute(in[0], "z", {{0, 1}, {1, 0}}));
+                     if (!(got[0] == want)) return xs::Internal("shift_z on device ", ctx.device());
+                     return got;
+                   }));
+  auto s3 = shifted(*client, Arrays{Array::Iota(DType::kF32, {32, 8})});
+  std::printf("remote copy to z + 1 by mesh coordinates on %s: %s\n", mesh3.ToString().c_str(),
+              s3.ok() ? "matches ppermute" : s3.status().ToString().c_str());
+  ok = ok && s3.ok();
+
+  // 4. every all-gather kernel against the runtime's all-gather.
   struct Case {
     std::vector<std::string> names;
     std::vector<int64_t> sizes;

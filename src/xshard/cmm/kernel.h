@@ -40,8 +40,10 @@
 namespace xs::cmm {
 
 using Index = std::vector<int64_t>;
+// A grid point, as index maps receive it.
+using GridIndex = std::span<const int64_t>;
 // Grid index -> block index (one entry per array dim, counted in blocks).
-using IndexMap = std::function<Index(std::span<const int64_t> grid_index)>;
+using IndexMap = std::function<Index(GridIndex grid_index)>;
 
 // How an operand is presented to the body.
 struct BlockSpec {
