@@ -251,5 +251,41 @@ TEST(PallasCallTest, RemoteCopiesNeedAMeshAndInputsAreReadOnly) {
               HasSubstr("kernel 'kernel' on device 0: device id logical 1 needs a mesh"));
 }
 
+TEST(PallasCallTest, SemaphoreKindsAndPeersWithoutATransport) {
+  // Device 1 of a 2x2 mesh, no transport: copies to itself work (device_id may name this
+  // device), copies to a peer, barriers, a REGULAR semaphore for a copy or a SemaphoreWait on a
+  // DMA semaphore are errors naming the rule.
+  const Mesh mesh = *Mesh::Create({"x", "y"}, {2, 2});
+  auto kernel = PallasCall(
+      [](KernelContext& k) -> Status {
+        XS_ASSIGN_OR_RETURN(AsyncCopy self, MakeAsyncRemoteCopy(k.in(0), k.out(0), k.sem(0),
+                                                                k.sem(1), DeviceId::Mesh({0, 1})));
+        XS_RETURN_IF_ERROR(self.Start());
+        XS_RETURN_IF_ERROR(self.Wait());
+        auto peer =
+            MakeAsyncRemoteCopy(k.in(0), k.out(0), k.sem(0), k.sem(1), DeviceId::Axes({{"x", 1}}));
+        EXPECT_FALSE(peer.ok());
+        EXPECT_THAT(peer.status().message(),
+                    HasSubstr("kernel 'kernel' on device 1 (x=0, y=1): a remote copy to {'x': 1} "
+                              "needs a RemoteTransport in PallasOptions::transport"));
+        auto regular = MakeAsyncCopy(k.in(0), k.out(0), k.sem(2));
+        EXPECT_FALSE(regular.ok());
+        EXPECT_THAT(regular.status().message(),
+                    HasSubstr("MakeAsyncCopy needs a DMA semaphore; got semaphore 2 (REGULAR)"));
+        Status dma_wait = SemaphoreWait(k.sem(0), 1);
+        EXPECT_THAT(dma_wait.message(),
+                    HasSubstr("SemaphoreWait(semaphore 0 (DMA), 1) needs a REGULAR semaphore"));
+        EXPECT_THAT(k.Barrier().message(), HasSubstr("Barrier needs a RemoteTransport"));
+        return OkStatus();
+      },
+      {1}, {BlockSpec::Any()}, {BlockSpec::Any()}, {Shape(DType::kF32, {2})},
+      {ScratchShape::Semaphores(SemaphoreType::kDma, 2),
+       ScratchShape::Semaphores(SemaphoreType::kRegular)});
+  ASSERT_TRUE(kernel.ok());
+  auto out = kernel->RunOn(&mesh, 1, {Array::FromVector<float>({2}, {7, 8})});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0], Array::FromVector<float>({2}, {7, 8}));
+}
+
 }  // namespace
 }  // namespace xs::cmm

@@ -10,6 +10,7 @@
 #include <chrono>
 
 #include "xshard/cmm/kernel.h"
+#include "xshard/cmm/kernel_ops.h"
 #include "xshard/cmm/pallas_kernels.h"
 
 namespace xs::cmm {
@@ -241,6 +242,50 @@ TEST(DeviceIdTest, ResolvesMeshCoordinatesOnAnyRank) {
   auto logical = DeviceId::Logical(8).Resolve(mesh, 0);
   ASSERT_FALSE(logical.ok());
   EXPECT_THAT(logical.status().message(), HasSubstr("logical ids run 0..7"));
+}
+
+TEST(RemoteSemaphoreTest, BarriersOrderWritesBetweenDevices) {
+  // Each device d of a 2x2x2 mesh writes d into slot d of every peer's scratch with remote
+  // copies and meets the others at k.Barrier(); after it every device must hold 0..7. Waits then
+  // drain the semaphores.
+  const Mesh mesh = *Mesh::Create({"x", "y", "z"}, {2, 2, 2});
+  auto client = MakeClient(8);
+  InProcessTransport transport(8, milliseconds(20000));
+  PallasOptions options;
+  options.name = "ids";
+  options.transport = &transport;
+  auto kernel = PallasCall(
+      [](KernelContext& k) -> Status {
+        XS_ASSIGN_OR_RETURN(Ref mine, k.scratch(0).At({Ds{k.device(), 1}}));
+        XS_RETURN_IF_ERROR(Fill(mine, static_cast<double>(k.device())));
+        std::vector<AsyncCopy> copies;
+        for (int64_t d = 0; d < 8; ++d) {
+          if (d == k.device()) continue;
+          XS_ASSIGN_OR_RETURN(AsyncCopy c, MakeAsyncRemoteCopy(mine, mine, k.sem(0), k.sem(1),
+                                                               DeviceId::Logical(d)));
+          XS_RETURN_IF_ERROR(c.Start());
+          copies.push_back(c);
+        }
+        XS_RETURN_IF_ERROR(k.Barrier());  // every copy has landed everywhere
+        XS_RETURN_IF_ERROR(StoreConverted(k.scratch(0), k.out(0)));
+        for (const AsyncCopy& c : copies) {  // drain the semaphores: 7 sends, 7 receipts
+          XS_RETURN_IF_ERROR(c.WaitSend());
+          XS_RETURN_IF_ERROR(c.WaitRecv());
+        }
+        return OkStatus();
+      },
+      {1}, {}, {BlockSpec::Any()}, {Shape(DType::kF32, {8})},
+      {ScratchShape::Buffer(DType::kF32, {8}), ScratchShape::Semaphores(SemaphoreType::kDma, 2)},
+      options);
+  ASSERT_TRUE(kernel.ok());
+  const PartitionSpec spec = AllAxes(mesh);
+  auto f = ShardMap(mesh, {spec}, {spec}, [&](ShardMapContext& ctx, Arrays in) -> StatusOr<Arrays> {
+    XS_ASSIGN_OR_RETURN(Arrays out, (*kernel)(ctx, {}));
+    if (!(out[0] == Array::Iota(DType::kF32, {8}))) return Internal(out[0].ToString());
+    return Arrays{in[0]};
+  });
+  auto out = (*f)(*client, Arrays{Array::Iota(DType::kF32, {16, 1})});
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
 }
 
 }  // namespace
