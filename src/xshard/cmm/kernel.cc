@@ -291,6 +291,12 @@ StatusOr<std::vector<Array>> PallasKernel::RunOn(const Mesh* mesh, int64_t devic
     if (t != nullptr) t->Abort(st);
     return st;
   };
+  if (t != nullptr && mesh != nullptr && t->num_devices() != mesh->num_devices()) {
+    return fail(InvalidArgument(where, ": the transport has ", t->num_devices(),
+                                " devices but the mesh ", mesh->ToString(), " has ",
+                                mesh->num_devices(), "; make one transport per mesh, with ",
+                                "InProcessTransport(mesh.num_devices())"));
+  }
   if (inputs.size() != s.in_specs.size()) {
     return fail(InvalidArgument(where, ": ", inputs.size(), " inputs for ", s.in_specs.size(),
                                 " in specs; pass one array per in spec"));

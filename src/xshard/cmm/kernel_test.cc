@@ -287,5 +287,19 @@ TEST(PallasCallTest, SemaphoreKindsAndPeersWithoutATransport) {
   EXPECT_EQ((*out)[0], Array::FromVector<float>({2}, {7, 8}));
 }
 
+TEST(PallasCallTest, TheTransportMustCoverTheMesh) {
+  const Mesh mesh = *Mesh::Create({"x", "y"}, {2, 2});
+  InProcessTransport three(3);
+  PallasOptions options;
+  options.transport = &three;
+  auto kernel = PallasCall([](KernelContext&) { return OkStatus(); }, {1}, {}, {}, {}, {}, options);
+  ASSERT_TRUE(kernel.ok());
+  auto out = kernel->RunOn(&mesh, 0, {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(),
+              HasSubstr("kernel 'kernel' on device 0 (x=0, y=0): the transport has 3 devices but "
+                        "the mesh Mesh('x': 2, 'y': 2) has 4; make one transport per mesh"));
+}
+
 }  // namespace
 }  // namespace xs::cmm
