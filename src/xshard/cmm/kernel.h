@@ -14,9 +14,9 @@
 //                 [&] { return StoreConverted(k.scratch(0), k.out(0)); });
 //   };
 //   XS_ASSIGN_OR_RETURN(PallasKernel mm, PallasCall(body, {m / bm, n / bn, k / bk},
-//       {BlockSpec::Blocked({bm, bk}, [](Index g) { return Index{g[0], g[2]}; }),
-//        BlockSpec::Blocked({bk, bn}, [](Index g) { return Index{g[2], g[1]}; })},
-//       {BlockSpec::Blocked({bm, bn}, [](Index g) { return Index{g[0], g[1]}; })},
+//       {BlockSpec::Blocked({bm, bk}, [](GridIndex g) { return Index{g[0], g[2]}; }),
+//        BlockSpec::Blocked({bk, bn}, [](GridIndex g) { return Index{g[2], g[1]}; })},
+//       {BlockSpec::Blocked({bm, bn}, [](GridIndex g) { return Index{g[0], g[1]}; })},
 //       {Shape(DType::kF32, {m, n})}, {ScratchShape::Buffer(DType::kF32, {bm, bn})}));
 //   XS_ASSIGN_OR_RETURN(std::vector<Array> c, mm.Run({x, y}));
 #ifndef XSHARD_CMM_KERNEL_H_

@@ -36,11 +36,15 @@ Status Apply(kernels::UnaryKernel fn, const Ref& src, const Ref& dst) {
   return dst.Store(out);
 }
 
+// Every ref valid, and the last one (the one written) writable.
 Status CheckValid(std::string_view op, std::initializer_list<const Ref*> refs) {
   for (const Ref* r : refs) {
     if (!r->valid()) return InvalidArgument(op, " of an invalid ref");
   }
-  return OkStatus();
+  const Ref& out = **(refs.end() - 1);
+  if (out.writable()) return OkStatus();
+  return InvalidArgument(op, " into ", out.ToString(),
+                         ": inputs are read-only; write an output or a scratch buffer");
 }
 
 }  // namespace

@@ -64,6 +64,10 @@ Array Ref::Load() const {
 
 Status Ref::Store(const Array& value) const {
   if (!valid()) return InvalidArgument("Store into an invalid ref");
+  if (!writable()) {
+    return InvalidArgument("Store into ", ToString(),
+                           ": inputs are read-only; copy into an output ", "or a scratch buffer");
+  }
   if (value.dtype() != dtype_ || value.dims() != dims_) {
     return InvalidArgument("Store into ", ToString(), ": the value is ", value.shape().ToString(),
                            "; store a value of the ref's dtype and dims (Convert or slice it)");

@@ -62,6 +62,8 @@ class Ref {
   int64_t byte_size() const { return num_elements() * DTypeSize(dtype_); }
   // Row-major with no gaps.
   bool contiguous() const;
+  // False for a whole input array (BlockSpec::Any inputs are the caller's arrays, read-only).
+  bool writable() const { return !(id_.kind == BufferId::Kind::kInput && !id_.block); }
   // The first element.
   std::byte* data() const { return base_ + offset_ * DTypeSize(dtype_); }
   internal::Invocation* invocation() const { return invocation_; }
@@ -78,7 +80,7 @@ class Ref {
   StatusOr<Ref> At(const std::vector<Ds>& slices) const;
   // ref[...]: a row-major copy of the viewed elements (an empty array for an invalid ref).
   Array Load() const;
-  // ref[...] = value: value's dtype and dims must be the ref's.
+  // ref[...] = value: value's dtype and dims must be the ref's, and the ref writable.
   Status Store(const Array& value) const;
 
   // "out[0] f32[4,8] at element 32".

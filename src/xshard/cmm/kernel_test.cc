@@ -235,6 +235,10 @@ TEST(PallasCallTest, RemoteCopiesNeedAMeshAndInputsAreReadOnly) {
         auto into_input = MakeAsyncCopy(k.out(0), k.in(0), k.sem(0));
         EXPECT_FALSE(into_input.ok());
         EXPECT_THAT(into_input.status().message(), HasSubstr("inputs are read-only"));
+        EXPECT_THAT(Fill(k.in(0), 1).message(),
+                    HasSubstr("Fill into in[0] f32[2] at element 0: inputs are read-only"));
+        EXPECT_THAT(k.in(0).Store(Array::Iota(DType::kF32, {2})).message(),
+                    HasSubstr("Store into in[0] f32[2] at element 0: inputs are read-only"));
         auto bad_at = k.in(0).At({Ds{1, 2}});
         EXPECT_FALSE(bad_at.ok());
         EXPECT_THAT(bad_at.status().message(),
