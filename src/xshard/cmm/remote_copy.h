@@ -106,7 +106,9 @@ class RemoteTransport {
 
 // The transport for device threads of one process. Create one per mesh, capture it in the
 // shard_map function and pass it in PallasOptions::transport; after a failed run call Reset()
-// before using it again.
+// before using it again. A kernel that fails aborts it, so its peers stop at once; a shard_map
+// function that fails outside a kernel should call Abort too (the transport cannot see that
+// failure, and peers waiting inside a kernel would otherwise wait for the timeout).
 class InProcessTransport : public RemoteTransport {
  public:
   explicit InProcessTransport(int64_t num_devices,
