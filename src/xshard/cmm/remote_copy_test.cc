@@ -197,6 +197,23 @@ TEST(RemoteSemaphoreTest, APeerThatNeverSignalsEndsInABoundedError) {
   EXPECT_TRUE(st.ok()) << st.ToString();
 }
 
+TEST(RemoteSemaphoreTest, AFailingDeviceStopsItsPeersAtOnce) {
+  // Devices 0, 1, 2 wait for a signal device 3 would send after its work; device 3's body fails
+  // first. The abort reaches the waiters long before the 20 s timeout, with device 3's error.
+  InProcessTransport transport(4, milliseconds(20000));
+  milliseconds took;
+  Status st = RunOn2x2(
+      [](KernelContext& k) -> Status {
+        if (k.device() == 3) return InvalidArgument("device 3's body failed");
+        return SemaphoreWait(k.sem(0), 1);
+      },
+      transport, &took);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("kernel 'lonely' on device 3 (x=1, y=1) at grid point (0): "
+                                      "device 3's body failed"));
+  EXPECT_LT(took.count(), 5000);
+}
+
 TEST(RemoteSemaphoreTest, ADeviceThatNeverRunsTheKernelEndsInABoundedError) {
   InProcessTransport transport(4, milliseconds(200));
   milliseconds took;
