@@ -31,7 +31,9 @@ Status HandleDot(const Instruction& inst, Context& ctx) {
 }
 
 Status HandleConvolution(const Instruction& inst, Context& ctx) {
-  return PartitionByRule(inst, ctx, SumOfProducts(inst, ctx));
+  RuleConfig config = SumOfProducts(inst, ctx);
+  config.halo_windows = true;
+  return PartitionByRule(inst, ctx, config);
 }
 
 }  // namespace xs::spmd::internal
