@@ -17,6 +17,14 @@ bool Trivial(const WindowDim& w) {
 }
 
 int64_t Ceil(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t FloorDiv(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+int64_t CeilDiv(int64_t a, int64_t b) { return -FloorDiv(-a, b); }
+
+// The low padding of a result tile's local window: how far before its first input element the
+// tile's first window starts (0 without lhs dilation).
+int64_t LocalPadLow(const WindowDim& w) {
+  return ((w.pad_low % w.lhs_dilation) + w.lhs_dilation) % w.lhs_dilation;
+}
 
 // The reach of the windows: per shift (source tile - result tile) the part [a, b) of the source
 // tile some window reads (as HaloWindow computes it).
@@ -63,19 +71,29 @@ std::optional<WindowedDim> WindowedDimOf(const Instruction& inst, int operand, i
 
 std::optional<DimWindow> ResultTileWindows(const WindowDim& w, int dim, int64_t in_size,
                                            int64_t out_size, int64_t tiles) {
-  if (w.lhs_dilation != 1 || w.window_reversal || tiles <= 1 || in_size <= 0 || out_size <= 0) {
-    return std::nullopt;
-  }
+  if (w.window_reversal || tiles <= 1 || in_size <= 0 || out_size <= 0) return std::nullopt;
   const int64_t in_len = Ceil(in_size, tiles), out_len = Ceil(out_size, tiles);
-  const int64_t reach = (w.size - 1) * w.rhs_dilation + 1;  // input positions one output reads
+  const int64_t reach = (w.size - 1) * w.rhs_dilation + 1;  // padded positions one output reads
+  const int64_t ld = w.lhs_dilation, low = LocalPadLow(w);
+  // Input element i sits at padded position pad_low + i * ld. Result tile k reads padded
+  // positions [k * out_len * stride, ... + (outputs - 1) * stride + reach): the input elements
+  // from lo[k] = ceil((first - pad_low) / ld) on. With lhs dilation every tile must start the
+  // same distance (`low`) before its first element, so that one local window serves them all.
   DimWindow win;
   win.dim = dim;
-  win.size = (out_len - 1) * w.stride + reach;
+  win.size = 0;
   for (int64_t k = 0; k < tiles; ++k) {
     const int64_t outputs = std::clamp<int64_t>(out_size - k * out_len, 0, out_len);
-    win.lo.push_back(k * out_len * w.stride - w.pad_low);
-    win.needed.push_back(outputs > 0 ? (outputs - 1) * w.stride + reach : 0);
+    const int64_t first = k * out_len * w.stride;
+    const int64_t lo = CeilDiv(first - w.pad_low, ld);
+    win.lo.push_back(lo);
+    win.needed.push_back(
+        outputs > 0 ? std::max<int64_t>(FloorDiv(first + (outputs - 1) * w.stride + reach - 1 - w.pad_low, ld) - lo + 1, 0)
+                    : 0);
+    win.size = std::max(win.size, FloorDiv(first + (out_len - 1) * w.stride + reach - 1 - w.pad_low, ld) - lo + 1);
+    if (outputs > 0 && w.pad_low + lo * ld - first != low) return std::nullopt;
   }
+  if (win.size <= 0) return std::nullopt;
   const auto used = UsedParts(win, in_size, in_len);
   if (!used.empty() && (used.begin()->first < -2 || used.rbegin()->first > 2)) return std::nullopt;
   return win;
@@ -151,9 +169,22 @@ StatusOr<Instruction*> ExchangeHalos(const Instruction& inst, int operand, const
     const std::optional<DimWindow> w =
         ResultTileWindows(wd->window, d, global.dim(d), ResultDim(inst, wd->result_dim), layout.tiles()[d]);
     if (!w) return FailedPrecondition("the windows of dim ", d, " do not fit a halo exchange");
-    XS_ASSIGN_OR_RETURN(Instruction* windowed,
-                        HaloWindow(PartitionedValue(local, global, v.sharding(), &em), *w,
-                                   StrCat(OpcodeName(inst.opcode()), " window")));
+    // Windows that start at their own tile's start and end inside it (a 2x2 pool with stride 2)
+    // are a static slice of the local shard: no exchange, no per-tile offset.
+    const int64_t len = layout.shard_dims()[d];
+    bool own = w->size <= len;
+    for (size_t k = 0; k < w->lo.size() && own; ++k) {
+      own = w->needed[k] == 0 || w->lo[k] == static_cast<int64_t>(k) * len;
+    }
+    Instruction* windowed = nullptr;
+    if (own) {
+      std::vector<int64_t> limits = local->shape().dims();
+      limits[d] = w->size;
+      windowed = w->size == len ? local : em.Slice(local, limits);
+    } else {
+      XS_ASSIGN_OR_RETURN(windowed, HaloWindow(PartitionedValue(local, global, v.sharding(), &em), *w,
+                                               StrCat(OpcodeName(inst.opcode()), " window")));
+    }
     bool outside = false;
     for (size_t k = 0; k < w->lo.size(); ++k) {
       outside = outside || (w->needed[k] > 0 && (w->lo[k] < 0 || w->lo[k] + w->needed[k] > global.dim(d)));
@@ -183,12 +214,12 @@ void LocalizeWindows(Instruction& local, const Instruction& global) {
   const Shape& global_out = *ShapeLeaves(global.shape())[0];
   auto localize = [&](WindowDim& w, int in_dim, int out_dim) {
     const int64_t in = local.operand(0)->shape().dim(in_dim), out = local_out.dim(out_dim);
-    if (Trivial(w) || w.lhs_dilation != 1 || w.window_reversal ||
+    if (Trivial(w) || w.window_reversal ||
         (in == global.operand(0)->shape().dim(in_dim) && out == global_out.dim(out_dim))) {
       return;
     }
-    w.pad_low = 0;
-    w.pad_high = (out - 1) * w.stride + (w.size - 1) * w.rhs_dilation + 1 - in;
+    w.pad_low = LocalPadLow(w);
+    w.pad_high = (out - 1) * w.stride + (w.size - 1) * w.rhs_dilation - w.pad_low - (in - 1) * w.lhs_dilation;
   };
   if (global.opcode() == Opcode::kConvolution && attrs.conv_dims) {
     const ConvolutionDimensionNumbers& cd = *attrs.conv_dims;

@@ -24,8 +24,9 @@ std::optional<WindowedDim> WindowedDimOf(const Instruction& inst, int operand, i
 
 // The input window each of `tiles` result tiles needs along an operand dim of `in_size` elements
 // that makes a result dim of `out_size`: result tile k (ceil(out_size / tiles) positions) reads
-// input positions [lo[k], lo[k] + size). nullopt when halos cannot do it: lhs dilation, window
-// reversal, or a window reaching more than two tiles away (the caller gathers instead).
+// input elements [lo[k], lo[k] + size). nullopt when halos cannot do it: window reversal, lhs
+// dilation that puts the tiles' first windows at different distances before their first
+// elements, or a window reaching more than two tiles away (the caller gathers instead).
 std::optional<DimWindow> ResultTileWindows(const WindowDim& w, int dim, int64_t in_size,
                                            int64_t out_size, int64_t tiles);
 

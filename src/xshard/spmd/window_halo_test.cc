@@ -62,6 +62,19 @@ TEST(WindowHaloTest, StrideAndDilation) {
   EXPECT_EQ(r.report.collectives[0].bytes, 384);
 }
 
+// lhs dilation 2 (the input gradient of a stride-2 conv: H 16 -> 32 on 8 devices): result tile
+// k (4 rows) reads input rows 2k-1 .. 2k+1, one row [2,1,8,3] = 192 B from the previous device.
+// With 3-row result tiles (H 6 -> 11 on 4) the tiles' first windows start at different
+// distances from their first rows: no halo form, gathered, still right.
+TEST(WindowHaloTest, LhsDilation) {
+  PartitionResult r = PartitionAndCompare(Conv(16, 32, 8, "size=3x3 pad=2_1x2_1 lhs_dilate=2x2", 16), 8);
+  ASSERT_EQ(CollectiveKinds(r), (Kinds{"collective-permute"}));
+  EXPECT_EQ(r.report.collectives[0].bytes, 192);
+  r = PartitionAndCompare(Conv(6, 11, 4, "size=3x3 pad=1_1x1_1 lhs_dilate=2x1"), 4);
+  ASSERT_FALSE(CollectiveKinds(r).empty());
+  EXPECT_EQ(CollectiveKinds(r)[0], "all-gather");
+}
+
 // Uneven H (10 over 4: shards of 3, the last holds 1 real row) with padding: the padding rows of
 // the last shard must read as zeros, not as whatever the buffer holds.
 TEST(WindowHaloTest, UnevenShardsAreMasked) {
