@@ -94,8 +94,7 @@ std::optional<DimWindow> ResultTileWindows(const WindowDim& w, int dim, int64_t 
     if (outputs > 0 && w.pad_low + lo * ld - first != low) return std::nullopt;
   }
   if (win.size <= 0) return std::nullopt;
-  const auto used = UsedParts(win, in_size, in_len);
-  if (!used.empty() && (used.begin()->first < -2 || used.rbegin()->first > 2)) return std::nullopt;
+  if (!WindowsReach(win, in_size, in_len, 2)) return std::nullopt;
   return win;
 }
 
@@ -157,9 +156,53 @@ void AddHaloCost(const Op& op, const Plan& plan, int64_t n, int64_t* bytes, int6
   }
 }
 
+bool WindowsReach(const DimWindow& w, int64_t in_size, int64_t len, int64_t max_shift) {
+  const auto used = UsedParts(w, in_size, len);
+  return used.empty() || (used.begin()->first >= -max_shift && used.rbegin()->first <= max_shift);
+}
+
+StatusOr<Instruction*> MaskedWindow(const PartitionedValue& v, const DimWindow& w, Instruction* fill,
+                                    std::string_view why) {
+  Emitter& em = v.emitter();
+  XS_ASSIGN_OR_RETURN(ShardLayout layout, v.Layout());
+  Instruction* local = v.hlo();
+  const int d = w.dim;
+  const int64_t size = v.global_shape().dim(d);
+  // Windows that start at their own tile's start and end inside it (a 2x2 pool with stride 2)
+  // are a static slice of the local shard: no exchange, no per-tile offset.
+  const int64_t len = layout.shard_dims()[d];
+  bool own = w.size <= len;
+  for (size_t k = 0; k < w.lo.size() && own; ++k) {
+    own = w.needed[k] == 0 || w.lo[k] == static_cast<int64_t>(k) * len;
+  }
+  Instruction* windowed = nullptr;
+  if (own) {
+    std::vector<int64_t> limits = local->shape().dims();
+    limits[d] = w.size;
+    windowed = w.size == len ? local : em.Slice(local, limits);
+  } else {
+    XS_ASSIGN_OR_RETURN(windowed, HaloWindow(v, w, why));
+  }
+  bool outside = false;
+  for (size_t k = 0; k < w.lo.size(); ++k) {
+    outside = outside || (w.needed[k] > 0 && (w.lo[k] < 0 || w.lo[k] + w.needed[k] > size));
+  }
+  if (!outside) return windowed;
+  // Window positions outside the input read the padding value.
+  const Shape& shape = windowed->shape();
+  const Shape s32 = shape.WithDType(DType::kS32);
+  Instruction* pos = em.Binary(Opcode::kAdd, em.Iota(DType::kS32, shape.dims(), d),
+                               em.Broadcast(em.PerTile(layout, d, w.lo), s32, {}));
+  Instruction* inside = em.Binary(
+      Opcode::kAnd, em.Compare(pos, em.Broadcast(em.ZeroOf(DType::kS32), s32, {}), ComparisonDirection::kGe),
+      em.Compare(pos, em.Broadcast(em.Scalar(DType::kS32, static_cast<double>(size)), s32, {}),
+                 ComparisonDirection::kLt));
+  Instruction* value = fill != nullptr ? fill : em.ZeroOf(shape.dtype());
+  return em.Select(inside, windowed, em.Broadcast(value, shape, {}));
+}
+
 StatusOr<Instruction*> ExchangeHalos(const Instruction& inst, int operand, const PartitionedValue& v,
                                      Instruction* fill) {
-  Emitter& em = v.emitter();
   XS_ASSIGN_OR_RETURN(ShardLayout layout, v.Layout());
   Instruction* local = v.hlo();
   const Shape& global = v.global_shape();
@@ -169,40 +212,8 @@ StatusOr<Instruction*> ExchangeHalos(const Instruction& inst, int operand, const
     const std::optional<DimWindow> w =
         ResultTileWindows(wd->window, d, global.dim(d), ResultDim(inst, wd->result_dim), layout.tiles()[d]);
     if (!w) return FailedPrecondition("the windows of dim ", d, " do not fit a halo exchange");
-    // Windows that start at their own tile's start and end inside it (a 2x2 pool with stride 2)
-    // are a static slice of the local shard: no exchange, no per-tile offset.
-    const int64_t len = layout.shard_dims()[d];
-    bool own = w->size <= len;
-    for (size_t k = 0; k < w->lo.size() && own; ++k) {
-      own = w->needed[k] == 0 || w->lo[k] == static_cast<int64_t>(k) * len;
-    }
-    Instruction* windowed = nullptr;
-    if (own) {
-      std::vector<int64_t> limits = local->shape().dims();
-      limits[d] = w->size;
-      windowed = w->size == len ? local : em.Slice(local, limits);
-    } else {
-      XS_ASSIGN_OR_RETURN(windowed, HaloWindow(PartitionedValue(local, global, v.sharding(), &em), *w,
-                                               StrCat(OpcodeName(inst.opcode()), " window")));
-    }
-    bool outside = false;
-    for (size_t k = 0; k < w->lo.size(); ++k) {
-      outside = outside || (w->needed[k] > 0 && (w->lo[k] < 0 || w->lo[k] + w->needed[k] > global.dim(d)));
-    }
-    if (outside) {
-      // Window positions outside the input read the padding value.
-      const Shape& shape = windowed->shape();
-      const Shape s32 = shape.WithDType(DType::kS32);
-      Instruction* pos = em.Binary(Opcode::kAdd, em.Iota(DType::kS32, shape.dims(), d),
-                                   em.Broadcast(em.PerTile(layout, d, w->lo), s32, {}));
-      Instruction* inside = em.Binary(
-          Opcode::kAnd, em.Compare(pos, em.Broadcast(em.ZeroOf(DType::kS32), s32, {}), ComparisonDirection::kGe),
-          em.Compare(pos, em.Broadcast(em.Scalar(DType::kS32, static_cast<double>(global.dim(d))), s32, {}),
-                     ComparisonDirection::kLt));
-      Instruction* value = fill != nullptr ? fill : em.ZeroOf(shape.dtype());
-      windowed = em.Select(inside, windowed, em.Broadcast(value, shape, {}));
-    }
-    local = windowed;
+    XS_ASSIGN_OR_RETURN(local, MaskedWindow(PartitionedValue(local, global, v.sharding(), &v.emitter()), *w, fill,
+                                            StrCat(OpcodeName(inst.opcode()), " window")));
   }
   return local;
 }

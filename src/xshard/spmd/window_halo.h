@@ -44,6 +44,22 @@ void AddHaloCost(const Op& op, const Plan& plan, int64_t n, int64_t* bytes, int6
 StatusOr<Instruction*> ExchangeHalos(const Instruction& inst, int operand, const PartitionedValue& v,
                                      Instruction* fill);
 
+// True when no window of `w` (over a dim of `in_size` in shards of `len`) reaches more than
+// `max_shift` tiles from its own.
+bool WindowsReach(const DimWindow& w, int64_t in_size, int64_t len, int64_t max_shift);
+
+// v's local buffer with dim w.dim replaced by each tile's window (HaloWindow; a static slice when
+// every window lies in its own tile from its start), positions outside the dim reading `fill`
+// (null: zero).
+StatusOr<Instruction*> MaskedWindow(const PartitionedValue& v, const DimWindow& w, Instruction* fill,
+                                    std::string_view why);
+
+// A convolution whose kernel spatial dims are sharded like its input's (and nothing else is
+// sharded; a weight gradient): each partition convolves its input window (a halo exchange) with
+// its kernel shard into a partial result, summed by the result's reshard; taken only when that
+// moves less than the rule handler's plan (RulePlanCost with `config`). conv_window_reduction.cc.
+StatusOr<bool> TryWindowReductionConv(const Instruction& inst, Context& ctx, const RuleConfig& config);
+
 // Localize's part for convolution and reduce-window: the window of each dim whose local input
 // or result is smaller than the global one starts at the local input's first element (no low
 // padding) and ends where the local result needs it (high padding, negative for inputs longer

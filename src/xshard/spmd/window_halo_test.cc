@@ -105,6 +105,37 @@ TEST(WindowHaloTest, WindowWiderThanTwoShardsFallsBack) {
   EXPECT_NE(CollectiveKinds(r)[0], "collective-permute");
 }
 
+// A weight gradient: conv(x f32[2,16,8,3] as "f01b", g f32[2,16,8,4] as "i01o") -> f32[3,3,3,4],
+// window 16x8 pad 1_1 sliding over all of g; x and g sharded along H over 4. Each device
+// convolves its 4 rows of g with its x rows plus one halo row each way ([2,1,8,3] = 192 B per
+// permute) into a partial f32[3,3,3,4], all-reduced: no gather of x or g (2 x 1.5 KiB).
+TEST(WindowHaloTest, ConvOverAShardedKernelIsPartialSums) {
+  const std::string text =
+      "ENTRY e {\n  x = f32[2,16,8,3] parameter(0), sharding={devices=[1,4,1,1]<=[4]}\n"
+      "  g = f32[2,16,8,4] parameter(1), sharding={devices=[1,4,1,1]<=[4]}\n"
+      "  ROOT c = f32[3,3,3,4] convolution(x, g), window={size=16x8 pad=1_1x1_1}, dim_labels=f01b_i01o->01bf, "
+      "sharding={replicated}\n}\n";
+  const PartitionResult r = PartitionAndCompare(text, 4);
+  ASSERT_EQ(CollectiveKinds(r), (Kinds{"collective-permute", "collective-permute", "all-reduce"}));
+  EXPECT_EQ(r.report.collectives[0].bytes, 192);
+  // Uneven (H 10 over 4: kernel shards of 3, the last holds 1) and rhs dilation 2.
+  std::string uneven = text;
+  for (const char* from : {"2,16,8,3]", "2,16,8,4]"}) {
+    std::string to = from;
+    to.replace(2, 2, "10");
+    uneven.replace(uneven.find(from), std::string(from).size(), to);
+  }
+  uneven.replace(uneven.find("size=16x8"), 9, "size=10x8");
+  // g computed (exp) so that the padding rows of its last shard hold exp(0) = 1, not zeros.
+  uneven.replace(uneven.find("  g = "), 6, "  p = ");
+  uneven.replace(uneven.find("  ROOT"), 0,
+                 "  g = f32[2,10,8,4] exponential(p), sharding={devices=[1,4,1,1]<=[4]}\n");
+  for (const std::string& k : CollectiveKinds(PartitionAndCompare(uneven, 4))) EXPECT_NE(k, "all-gather");
+  std::string dilated = text;
+  dilated.replace(dilated.find("size=16x8 pad=1_1x1_1"), 21, "size=16x8 pad=8_9x1_1 rhs_dilate=2x1");
+  for (const std::string& k : CollectiveKinds(PartitionAndCompare(dilated, 4))) EXPECT_NE(k, "all-gather");
+}
+
 // 2x2 max pool, stride 2, over H=16 on 8 devices: every window is inside one shard (no
 // collective). 3x3 stride 1 SAME max pool: out-of-range rows must read -inf (the init value),
 // not the zeros a permute leaves at the edges: inputs are shifted below zero to tell them apart.
