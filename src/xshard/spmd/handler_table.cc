@@ -35,13 +35,14 @@ struct HandlerTable {
     // statistics dims) are made unsharded first by the rule's need-replication factors.
     for (Opcode op : {Opcode::kTranspose, Opcode::kReshape,
                       Opcode::kDynamicSlice,
-                      Opcode::kSelectAndScatter, Opcode::kBitcastConvert, Opcode::kTopK,
+                      Opcode::kBitcastConvert, Opcode::kTopK,
                       Opcode::kFft, Opcode::kCholesky, Opcode::kTriangularSolve,
                       Opcode::kBatchNormTraining, Opcode::kBatchNormInference,
                       Opcode::kBatchNormGrad}) {
       set(op, &HandleShapeOp);
     }
     set(Opcode::kReduceWindow, &HandleReduceWindow);
+    set(Opcode::kSelectAndScatter, &HandleSelectAndScatter);
     set(Opcode::kSlice, &HandleSlice);
     set(Opcode::kPad, &HandlePad);
     set(Opcode::kReverse, &HandleReverse);

@@ -95,6 +95,7 @@ Status HandleReduce(const Instruction& inst, Context& ctx);       // handlers_re
 Status HandleShapeOp(const Instruction& inst, Context& ctx);      // handlers_shape.cc: by rule
 Status HandleBroadcast(const Instruction& inst, Context& ctx);
 Status HandleReduceWindow(const Instruction& inst, Context& ctx);
+Status HandleSelectAndScatter(const Instruction& inst, Context& ctx);  // handlers_select_scatter.cc
 Status HandlePositional(const Instruction& inst, Context& ctx);
 Status HandleDynamicUpdateSlice(const Instruction& inst, Context& ctx);  // handlers_dus.cc
 Status HandleGather(const Instruction& inst, Context& ctx);       // handlers_gather.cc

@@ -154,6 +154,22 @@ TEST(WindowHaloTest, MaxPool) {
   EXPECT_EQ(r.report.collectives[0].bytes, 192);
 }
 
+// A 2x2 / stride 2 max pool's gradient (select-and-scatter) over H=16 on 4 devices: every window
+// lies in its own operand tile, the source f32[2,8,8,3] is split like the operand: no collective.
+// Overlapping 3-row windows (stride 1) are not local: gathered, still right.
+TEST(WindowHaloTest, SelectAndScatterInsideTiles) {
+  auto text = [](const std::string& window, int64_t out_h, int64_t out_w) {
+    return StrCat(
+        "ge {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = pred[] compare(a, b), direction=GE\n}\n",
+        kAdd, "ENTRY e {\n  x = f32[2,16,8,3] parameter(0), sharding={devices=[1,4,1,1]<=[4]}\n",
+        "  s = f32[2,", out_h, ",", out_w, ",3] parameter(1), sharding={devices=[1,4,1,1]<=[4]}\n",
+        "  z = f32[] constant(0)\n  ROOT r = f32[2,16,8,3] select-and-scatter(x, s, z), window={", window,
+        "}, select=ge, scatter=add, sharding={devices=[1,4,1,1]<=[4]}\n}\n");
+  };
+  EXPECT_TRUE(CollectiveKinds(PartitionAndCompare(text("size=1x2x2x1 stride=1x2x2x1", 8, 4), 4)).empty());
+  EXPECT_FALSE(CollectiveKinds(PartitionAndCompare(text("size=1x3x1x1", 14, 8), 4)).empty());
+}
+
 // Average pool (sum window 3, stride 2, padding 1) over an uneven H (13 over 4 -> 7 rows).
 TEST(WindowHaloTest, SumPoolUneven) {
   PartitionAndCompare(Pool(kAdd, "0", 13, 7, 4, "size=1x3x1x1 stride=1x2x1x1 pad=0_0x1_1x0_0x0_0"), 4);
