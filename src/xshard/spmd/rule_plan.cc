@@ -165,7 +165,7 @@ void Cost(Plan& plan, const Op& op, ModuleState& state) {
     const PartitionedValue& v = op.operands[i];
     if (!add(v.global_shape(), v.sharding(), std::nullopt, plan.operands[i])) return;
   }
-  AddHaloCost(op, plan, state.num_partitions, &plan.bytes, &plan.collectives);
+  AddHaloCost(op, plan, state, &plan.bytes, &plan.collectives);
   std::optional<PartialReduction> partial;
   if (!plan.partial.empty()) partial = PartialReduction{plan.partial, nullptr};
   for (size_t l = 0; l < op.result_shapes.size(); ++l) {

@@ -72,7 +72,7 @@ std::optional<WindowedDim> WindowedDimOf(const Instruction& inst, int operand, i
 std::optional<DimWindow> ResultTileWindows(const WindowDim& w, int dim, int64_t in_size,
                                            int64_t out_size, int64_t tiles) {
   if (w.window_reversal || tiles <= 1 || in_size <= 0 || out_size <= 0) return std::nullopt;
-  const int64_t in_len = Ceil(in_size, tiles), out_len = Ceil(out_size, tiles);
+  const int64_t out_len = Ceil(out_size, tiles);
   const int64_t reach = (w.size - 1) * w.rhs_dilation + 1;  // padded positions one output reads
   const int64_t ld = w.lhs_dilation, low = LocalPadLow(w);
   // Input element i sits at padded position pad_low + i * ld. Result tile k reads padded
@@ -94,7 +94,6 @@ std::optional<DimWindow> ResultTileWindows(const WindowDim& w, int dim, int64_t 
     if (outputs > 0 && w.pad_low + lo * ld - first != low) return std::nullopt;
   }
   if (win.size <= 0) return std::nullopt;
-  if (!WindowsReach(win, in_size, in_len, 2)) return std::nullopt;
   return win;
 }
 
@@ -122,7 +121,8 @@ bool HaloFactorFits(const Op& op, int f, int64_t tiles) {
   return in_input;
 }
 
-void AddHaloCost(const Op& op, const Plan& plan, int64_t n, int64_t* bytes, int64_t* collectives) {
+void AddHaloCost(const Op& op, const Plan& plan, ModuleState& state, int64_t* bytes, int64_t* collectives) {
+  const int64_t n = state.num_partitions;
   for (int i = 0; i < static_cast<int>(op.operands.size()); ++i) {
     const Shape& global = op.operands[i].global_shape();
     StatusOr<ShardLayout> layout = ShardLayout::Create(plan.operands[i], global.dims(), n);
@@ -134,6 +134,20 @@ void AddHaloCost(const Op& op, const Plan& plan, int64_t n, int64_t* bytes, int6
       const std::optional<DimWindow> w =
           ResultTileWindows(wd->window, d, global.dim(d), ResultDim(*op.inst, wd->result_dim), tiles);
       if (!w) continue;
+      if (!WindowsReach(*w, global.dim(d), len, 2)) {
+        // Far windows (input and result tiles of different lengths): what FarWindow would move.
+        std::unique_ptr<Emitter> scratch = Emitter::Scratch(&state);
+        StatusOr<Shape> local = LocalShape(global, plan.operands[i], n);
+        if (!local.ok()) continue;
+        PartitionedValue dry(scratch->ScratchParameter(*local), global, plan.operands[i], scratch.get());
+        if (!FarWindow(dry, *w, "").ok()) {
+          *bytes += kImpossibleCost / 4;
+          continue;
+        }
+        *bytes += scratch->bytes();
+        *collectives += (scratch->cost() - scratch->bytes() + 1) / 2;  // permutes, paired as below
+        continue;
+      }
       const auto used = UsedParts(*w, global.dim(d), len);
       if (used.empty()) continue;
       int64_t rows = 0, permutes = 0;
@@ -180,8 +194,10 @@ StatusOr<Instruction*> MaskedWindow(const PartitionedValue& v, const DimWindow& 
     std::vector<int64_t> limits = local->shape().dims();
     limits[d] = w.size;
     windowed = w.size == len ? local : em.Slice(local, limits);
-  } else {
+  } else if (WindowsReach(w, size, len, 2)) {
     XS_ASSIGN_OR_RETURN(windowed, HaloWindow(v, w, why));
+  } else {
+    XS_ASSIGN_OR_RETURN(windowed, FarWindow(v, w, why));
   }
   bool outside = false;
   for (size_t k = 0; k < w.lo.size(); ++k) {

@@ -24,9 +24,10 @@ std::optional<WindowedDim> WindowedDimOf(const Instruction& inst, int operand, i
 
 // The input window each of `tiles` result tiles needs along an operand dim of `in_size` elements
 // that makes a result dim of `out_size`: result tile k (ceil(out_size / tiles) positions) reads
-// input elements [lo[k], lo[k] + size). nullopt when halos cannot do it: window reversal, lhs
+// input elements [lo[k], lo[k] + size). nullopt when halos cannot do it: window reversal, or lhs
 // dilation that puts the tiles' first windows at different distances before their first
-// elements, or a window reaching more than two tiles away (the caller gathers instead).
+// elements. Windows reaching more than two tiles away are fetched by whole tiles (FarWindow) and
+// costed so (AddHaloCost): the plan then weighs them against gathering.
 std::optional<DimWindow> ResultTileWindows(const WindowDim& w, int dim, int64_t in_size,
                                            int64_t out_size, int64_t tiles);
 
@@ -36,7 +37,7 @@ std::optional<DimWindow> ResultTileWindows(const WindowDim& w, int dim, int64_t 
 bool HaloFactorFits(const Op& op, int f, int64_t tiles);
 
 // The halo exchange the plan implies, added to its bytes received per device and collectives.
-void AddHaloCost(const Op& op, const Plan& plan, int64_t n, int64_t* bytes, int64_t* collectives);
+void AddHaloCost(const Op& op, const Plan& plan, ModuleState& state, int64_t* bytes, int64_t* collectives);
 
 // The local input operand `operand` of `inst` (value `v`, already in the plan's sharding) with
 // each sharded windowed dim replaced by its result tile's window; positions outside the input
@@ -48,9 +49,9 @@ StatusOr<Instruction*> ExchangeHalos(const Instruction& inst, int operand, const
 // `max_shift` tiles from its own.
 bool WindowsReach(const DimWindow& w, int64_t in_size, int64_t len, int64_t max_shift);
 
-// v's local buffer with dim w.dim replaced by each tile's window (HaloWindow; a static slice when
-// every window lies in its own tile from its start), positions outside the dim reading `fill`
-// (null: zero).
+// v's local buffer with dim w.dim replaced by each tile's window (HaloWindow; FarWindow for
+// windows more than two tiles away; a static slice when every window lies in its own tile from
+// its start), positions outside the dim reading `fill` (null: zero).
 StatusOr<Instruction*> MaskedWindow(const PartitionedValue& v, const DimWindow& w, Instruction* fill,
                                     std::string_view why);
 

@@ -95,8 +95,8 @@ TEST(WindowHaloTest, FeatureGroupsStay) {
   for (const std::string& k : CollectiveKinds(r)) EXPECT_EQ(k, "collective-permute");
 }
 
-// A window reaching three shards away (H=8 over 8, 7 rows, pad 3) is not a halo: the dim is
-// gathered, and the result is still right.
+// A window reaching three shards away (H=8 over 8, 7 rows, pad 3): fetching whole neighbour
+// tiles (six permutes) costs more than one all-gather of this small image; the result is right.
 TEST(WindowHaloTest, WindowWiderThanTwoShardsFallsBack) {
   std::string text = Conv(8, 8, 8, "size=7x3 pad=3_3x1_1");
   text.replace(text.find("w = f32[3,3,"), 12, "w = f32[7,3,");
@@ -134,6 +134,21 @@ TEST(WindowHaloTest, ConvOverAShardedKernelIsPartialSums) {
   std::string dilated = text;
   dilated.replace(dilated.find("size=16x8 pad=1_1x1_1"), 21, "size=16x8 pad=8_9x1_1 rhs_dilate=2x1");
   for (const std::string& k : CollectiveKinds(PartitionAndCompare(dilated, 4))) EXPECT_NE(k, "all-gather");
+}
+
+// Result tiles shorter than the input's (a sum window of 3 over a padded f32[18,4096] split in
+// tiles of 3 rows, result f32[16,4096] in tiles of 2): the last tiles' windows lie up to three
+// tiles back. Whole-tile fetches (collective-permutes of f32[3,4096]) move less than gathering
+// the 288 KiB input, so no all-gather.
+TEST(WindowHaloTest, FarWindowsFetchWholeTiles) {
+  const PartitionResult r = PartitionAndCompare(
+      StrCat(kAdd, "ENTRY e {\n  x = f32[16,4096] parameter(0), sharding={devices=[8,1]<=[8]}\n",
+             "  z = f32[] constant(0)\n  p = f32[18,4096] pad(x, z), padding=1_1x0_0, sharding={devices=[8,1]<=[8]}\n",
+             "  ROOT r = f32[16,4096] reduce-window(p, z), window={size=3x1}, to_apply=add,",
+             " sharding={devices=[8,1]<=[8]}\n}\n"),
+      8, {1});
+  ASSERT_FALSE(CollectiveKinds(r).empty());
+  for (const std::string& k : CollectiveKinds(r)) EXPECT_EQ(k, "collective-permute");
 }
 
 // 2x2 max pool, stride 2, over H=16 on 8 devices: every window is inside one shard (no
