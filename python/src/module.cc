@@ -6,6 +6,8 @@ namespace xs::python {
 void BindSharding(nb::module_& m);
 void BindProgram(nb::module_& m);
 void BindShardMap(nb::module_& m);
+void BindNumerics(nb::module_& m);
+void BindCmm(nb::module_& m);
 }  // namespace xs::python
 
 NB_MODULE(_xshard, m) {
@@ -13,4 +15,6 @@ NB_MODULE(_xshard, m) {
   xs::python::BindSharding(m);
   xs::python::BindProgram(m);
   xs::python::BindShardMap(m);
+  xs::python::BindNumerics(m);
+  xs::python::BindCmm(m);
 }

@@ -1,6 +1,8 @@
 """xshard from Python: the sharding model (Mesh, PartitionSpec / P, NamedSharding, HloSharding),
-device_put and the sharding drawings, shard_map with xshard.lax's collectives, and programs compiled from HLO text (xshard.compile) or
-from a JAX function (xshard.from_jax) that run on N virtual CPU devices with numpy arrays.
+device_put and the sharding drawings, shard_map with xshard.lax's collectives, the collective
+matmul library (xshard.cmm), the numerics report (xshard.numerics), and programs compiled from
+HLO text (xshard.compile) or from a JAX function (xshard.from_jax) that run on N virtual CPU
+devices with numpy arrays.
 
     >>> import numpy as np, xshard
     >>> mesh = xshard.make_mesh((4, 2), ('a', 'b'))
@@ -14,13 +16,15 @@ from ._sharding import (P, ShardedArray, device_put, devices_indices_map, draw_s
 from ._program import Collective, Compiled, Report, Timing, compile
 from ._jax import from_jax, jax_available, lower_to_hlo
 from ._shard_map import shard_map
-from . import lax
+from ._numerics import BlockNumerics, NumericsReport, numerics
+from . import cmm, lax
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Collective", "Compiled", "HloSharding", "Mesh", "NamedSharding", "P", "PartitionSpec",
-    "Report", "ShardedArray", "Timing", "compile", "device_put", "devices_indices_map",
-    "draw_sharding", "from_jax", "gather", "jax_available", "lax", "lower_to_hlo", "make_mesh",
-    "shard_map", "to_hlo_sharding", "visualize_array_sharding", "visualize_sharding",
+    "BlockNumerics", "Collective", "cmm", "Compiled", "HloSharding", "Mesh", "NamedSharding",
+    "NumericsReport", "P", "PartitionSpec", "Report", "ShardedArray", "Timing", "compile",
+    "device_put", "devices_indices_map", "draw_sharding", "from_jax", "gather", "jax_available",
+    "lax", "lower_to_hlo", "make_mesh", "numerics", "shard_map", "to_hlo_sharding",
+    "visualize_array_sharding", "visualize_sharding",
 ]

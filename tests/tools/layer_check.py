@@ -3,7 +3,7 @@
 and of the layers below it in docs/architecture.md's graph:
 
     base -> core -> sharding -> ir -> text -> rules -> propagation -> spmd -> passes
-                                      ir -> kernels -> exec, comm -> runtime -> shard_map
+                                      ir -> kernels -> exec, comm -> runtime -> shard_map -> cmm
                                              passes + runtime -> jit
                                                         everything -> tools
     base -> testing (test binaries only)
@@ -36,8 +36,9 @@ EDGES = {
     "comm": ["kernels"],
     "runtime": ["exec", "comm"],
     "shard_map": ["runtime"],
+    "cmm": ["shard_map"],
     "jit": ["passes", "runtime"],
-    "tools": ["jit", "passes", "runtime", "shard_map"],
+    "tools": ["jit", "passes", "runtime", "shard_map", "cmm"],
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"xshard/([a-z_]+)/')
 CMAKE_DEP = re.compile(r"\bxs_([a-z_]+)\b")

@@ -133,5 +133,45 @@ ENTRY e {
   EXPECT_TRUE(r->partitioned.report.collectives.empty());
 }
 
+TEST(ReportTruthTest, DeadCollectiveNamedLikeALiveOneInAnotherComputationIsNotReported) {
+  // jnp.flip and jnp.roll of P('x') rows (bench/xla_compare's reverse_roll), each in its own
+  // called computation: the flip's collective-permute and the roll's dead slice window (the
+  // rotation reads around the slices) are both named "collective-permute". dce deletes the
+  // window; matching the report to the program by name alone kept it listed.
+  ExpectReportMatchesProgram(R"(HloModule roll, num_partitions=8
+flip {
+  a = f32[16,4] parameter(0)
+  ROOT r = f32[16,4] reverse(a), dimensions={0}
+}
+roll {
+  a = f32[16,4] parameter(0)
+  s2 = f32[3,4] slice(a), slice={[13:16], [0:4]}
+  s3 = f32[13,4] slice(a), slice={[0:13], [0:4]}
+  ROOT c = f32[16,4] concatenate(s2, s3), dimensions={0}
+}
+ENTRY e {
+  a = f32[16,4] parameter(0), sharding={devices=[8,1]<=[8]}
+  f = f32[16,4] call(a), to_apply=flip
+  g = f32[16,4] call(a), to_apply=roll
+  ROOT t = (f32[16,4], f32[16,4]) tuple(f, g)
+})", "roll", /*min_dropped=*/1);
+}
+
+TEST(ReportTruthTest, AllReduceBytesRoundOnceAsTheRingModelDoes) {
+  // x.sum() of P('x','y') on 2 x 4: a scalar f32 all-reduce over all 8 devices receives
+  // 2 * 4 * 7 / 8 = 7 B; the report rounded (4 * 7 / 8) first and said 6 B.
+  ExpectReportMatchesProgram(R"(HloModule scalar, num_partitions=8
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[16,32] parameter(0), sharding={devices=[2,4]<=[8]}
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(x, z), dimensions={0,1}, to_apply=sum
+})", "scalar");
+}
+
 }  // namespace
 }  // namespace xs

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "xshard/core/npy.h"
+#include "xshard/jit/compile_pipeline.h"
 #include "xshard/jit/sharded_program.h"
 #include "xshard/runtime/client.h"
 #include "xshard/text/parser.h"
@@ -64,9 +65,10 @@ class ShardyProgramTest : public ::testing::TestWithParam<const char*> {};
 TEST_P(ShardyProgramTest, MatchesJaxOutputs) { ExpectJaxOutputs(std::string(GetParam()) + ".hlo", GetParam()); }
 
 // The same programs lowered with jax_use_shardy_partitioner=False (tests/data/shardy/gspmd): a
-// Sharding annotation with unspecified dims that feeds a manual-region boundary keeps its
-// sharding (wsc_inside and nested ran wrong when propagation refined it), and a psum's reducer
-// annotated {manual, replicated} (partial_manual) runs as an add.
+// Sharding annotation with unspecified dims that feeds a manual-region boundary is refined only
+// together with the boundary (wsc_inside and nested ran wrong when propagation refined the
+// annotation alone), and a psum's reducer annotated {manual, replicated} (partial_manual) runs
+// as an add.
 class GspmdShardMapTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(GspmdShardMapTest, MatchesJaxOutputs) {
@@ -82,6 +84,46 @@ INSTANTIATE_TEST_SUITE_P(JaxShardMap, ShardyProgramTest,
                          ::testing::Values("psum", "all_gather", "ppermute_ring", "partial_manual", "none_dims",
                                            "in_jit", "axis_index", "scan", "two_maps", "psum_scatter",
                                            "all_to_all", "wsc_inside", "device_order", "nested", "nested_both"));
+
+// An operand tiled more finely than a partially manual region's boundary names, on a free axis
+// over an open dim ({"x", ?}, {?} / unspecified_dims): the region keeps the finer pieces, as XLA
+// merges the operand's tiling into the boundary, instead of gathering them at the boundary
+// (wsc_inside: P('x','y') into a region manual over x with a constraint on y inside; nested:
+// P('x','y') into x, then psum over y inside). No inserted collective (the Shardy forms and the
+// GSPMD nested used to all-gather over y at the boundary, 96 B per device; JAX's compiled Shardy
+// programs have none either). The GSPMD form of wsc_inside writes the region's result into a
+// tuple annotated P('x', None), closed: one all-gather there (192 B before), as XLA's GSPMD
+// compile of it also gathers.
+TEST(ShardMapBoundaryTest, FinerOperandTilingOnAFreeAxisIsKeptInsideTheRegion) {
+  {
+    std::ifstream in(kDir / "gspmd/wsc_inside.hlo");
+    std::stringstream text;
+    text << in.rdbuf();
+    auto module = ParseHloModule(text.str(), "wsc_inside");
+    ASSERT_TRUE(module.ok()) << module.status().ToString();
+    StatusOr<CompiledModule> compiled = CompileModule(**module, 8);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+    const std::vector<spmd::CollectiveRecord>& c = compiled->partitioned.report.collectives;
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].kind, "all-gather");
+    EXPECT_EQ(c[0].cause, "tuple.1");
+    EXPECT_EQ(c[0].bytes, 96);
+  }
+  for (const char* hlo : {"wsc_inside.hlo", "nested.hlo", "gspmd/nested.hlo"}) {
+    SCOPED_TRACE(hlo);
+    std::ifstream in(kDir / hlo);
+    ASSERT_TRUE(in);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto module = ParseHloModule(text.str(), hlo);
+    ASSERT_TRUE(module.ok()) << module.status().ToString();
+    StatusOr<CompiledModule> compiled = CompileModule(**module, 8);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+    EXPECT_TRUE(compiled->partitioned.report.collectives.empty())
+        << compiled->partitioned.report.collectives[0].kind << " caused by "
+        << compiled->partitioned.report.collectives[0].cause;
+  }
+}
 
 }  // namespace
 }  // namespace xs

@@ -29,16 +29,24 @@ uint64_t UnspecifiedDims(const Instruction& inst) {
   return bits;
 }
 
-// A Sharding custom-call feeding a manual-region boundary (SPMDFullToShardShape /
-// SPMDShardToFullShape): the boundary cuts the region's local pieces from (or joins them into) the
-// value in exactly this sharding, so its unspecified dims are not refined (as GSPMD keeps them).
-bool FeedsManualBoundary(const Instruction& inst) {
+bool IsBoundary(const Instruction& inst) {
+  if (inst.opcode() != Opcode::kCustomCall) return false;
+  const std::string target = inst.attrs().custom_call_target.value_or("");
+  return target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape";
+}
+
+// The dims a Sharding custom-call may leave open for propagation: a manual-region boundary
+// (SPMDFullToShardShape / SPMDShardToFullShape) cuts the region's local pieces from (or joins
+// them into) the value in exactly this sharding, so a dim stays open only where every boundary
+// it feeds is open too (unspecified_dims on the boundary, as JAX writes it): propagation then
+// refines both alike (infer.cc, BoundaryFromOperand), and the region works on the finer pieces
+// instead of the value being gathered at the boundary (XLA merges the operand's tiling there).
+uint64_t OpenAlongBoundaries(const Instruction& inst) {
+  uint64_t open = ~uint64_t{0};
   for (const Instruction* user : inst.users()) {
-    if (user->opcode() != Opcode::kCustomCall) continue;
-    const std::string target = user->attrs().custom_call_target.value_or("");
-    if (target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape") return true;
+    if (IsBoundary(*user)) open &= UnspecifiedDims(*user);
   }
-  return false;
+  return open;
 }
 
 bool AllowedAt(const std::vector<bool>& flags, std::optional<bool> override_value, size_t i) {
@@ -209,7 +217,9 @@ Status Engine::ReadAnnotations() {
     const bool is_sharding_cc = inst->opcode() == Opcode::kCustomCall &&
                                 inst->attrs().custom_call_target.value_or("") == "Sharding";
     const uint64_t written_open = is_sharding_cc ? UnspecifiedDims(*inst) : 0;
-    const uint64_t open = is_sharding_cc && FeedsManualBoundary(*inst) ? 0 : written_open;
+    uint64_t open = is_sharding_cc ? written_open & OpenAlongBoundaries(*inst) : 0;
+    // A boundary's open dims follow its operand's (a Sharding custom-call with the same ones).
+    if (IsBoundary(*inst) && inst->operand_count() == 1) open = UnspecifiedDims(*inst) & UnspecifiedDims(*inst->operand(0));
     XS_RETURN_IF_ERROR(ApplyAnnotation(
         id, *s, true, ShardingOrigin{ShardingOrigin::Kind::kUser, nullptr, 0}, open));
     // GSPMD folds a fully specified Sharding custom-call into an unannotated operand.

@@ -93,6 +93,9 @@ class Engine {
 
   // Inference (infer.cc).
   bool InferFromOperands(int id, int level);
+  // A manual-region boundary (SPMDFullToShardShape / SPMDShardToFullShape) with open dims takes
+  // its operand's free axes into them, as its operand's Sharding custom-call did.
+  bool BoundaryFromOperand(int id, int level);
   bool InferFromUsers(int id, int level);
   bool ForwardGeneric(int id, int level);
   bool BackwardFrom(int id, int user, int level);

@@ -182,6 +182,27 @@ bool Engine::SetManual(int id, ShardingOrigin origin, bool closed_too) {
   return changed;
 }
 
+bool Engine::BoundaryFromOperand(int id, int level) {
+  Node& n = nodes_[id];
+  const int o = n.operand_ids.empty() ? -1 : n.operand_ids[0];
+  if (o < 0 || nodes_[o].leaves.size() != 1) return false;
+  const Leaf& src = nodes_[o].leaves[0];
+  const Leaf& t = n.leaves[0];
+  if (src.kind != Kind::kAxes || t.kind != Kind::kAxes || src.axes.rank() != t.axes.rank()) return false;
+  // The operand's free axes per dim (manual on neither side), on the boundary's side of it; the
+  // boundary takes them into its open dims that name no axes yet.
+  AxesSharding cand = t.axes;
+  const uint64_t manual = t.axes.manual | src.axes.manual;
+  for (int d = 0; d < cand.rank(); ++d) {
+    cand.dims[d].clear();
+    for (int a : src.axes.dims[d]) {
+      if (!(manual >> a & 1)) cand.dims[d].push_back(a);
+    }
+  }
+  return Improve(id, 0, cand, level, false,
+                 ShardingOrigin{ShardingOrigin::Kind::kForward, nodes_[o].inst, level});
+}
+
 bool Engine::InferFromOperands(int id, int level) {
   Node& n = nodes_[id];
   const Instruction& inst = *n.inst;
@@ -202,6 +223,10 @@ bool Engine::InferFromOperands(int id, int level) {
         return false;
       return SetManual(id, ShardingOrigin{ShardingOrigin::Kind::kForward, op, level}, false);
     }
+  }
+  if ((IsCustomCall(inst, "SPMDFullToShardShape") || IsCustomCall(inst, "SPMDShardToFullShape")) &&
+      n.leaves.size() == 1 && n.leaves[0].fixed && n.leaves[0].open_dims != 0) {
+    return BoundaryFromOperand(id, level);
   }
   if (!n.policy.partitionable || n.rule.barrier) {
     // Not partitionable: only a replicated operand makes the (array) result replicated.

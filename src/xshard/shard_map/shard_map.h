@@ -54,6 +54,22 @@ class AxisNames {
   std::vector<std::string> names_;
 };
 
+// An asynchronous collective in flight (XLA's -start / -done pair), from a ShardMapContext's
+// *Start method: it owns the input and the output buffer until ShardMapContext::Done.
+class PendingCollective {
+ public:
+  PendingCollective() = default;
+  PendingCollective(PendingCollective&&) noexcept = default;
+  PendingCollective& operator=(PendingCollective&&) noexcept = default;
+  bool active() const { return active_; }
+
+ private:
+  friend class ShardMapContext;
+  uint64_t handle_ = 0;
+  bool active_ = false;
+  Array in_, out_;
+};
+
 // What fn can do on its device. Every device must make the same collective calls in the same
 // order (the collective's channel id is its position in that order).
 class ShardMapContext {
@@ -96,7 +112,22 @@ class ShardMapContext {
   StatusOr<Array> AllToAll(const Array& x, const AxisNames& axes, int split_axis,
                            int concat_axis, bool tiled = false);
 
+  // Asynchronous Ppermute (collective-permute-start): the transfer may proceed while this device
+  // computes; Done(pending) returns the received array (collective-permute-done). Same
+  // arguments and errors as Ppermute. Every device starts and finishes the same calls in the
+  // same order; at most 15 may be in flight per device.
+  StatusOr<PendingCollective> PpermuteStart(Array x, const AxisNames& axes,
+                                            const std::vector<std::pair<int64_t, int64_t>>& perm);
+  // Asynchronous tiled AllGather (all-gather-start): x concatenated over the group along dim
+  // `axis`, returned by Done. Same errors as AllGather with tiled = true.
+  StatusOr<PendingCollective> AllGatherStart(Array x, const AxisNames& axes, int axis);
+  // Completes `pending` (once; it is inactive afterwards) and returns its result.
+  StatusOr<Array> Done(PendingCollective& pending);
+
  private:
+  // Ppermute's index pairs over `axes` as device pairs of every group, validated.
+  StatusOr<PermutePairs> PermutePairsOf(const AxisNames& axes,
+                                        const std::vector<std::pair<int64_t, int64_t>>& perm);
   struct Axes;  // resolved groups of one axis tuple
   StatusOr<const Axes*> Resolve(const AxisNames& axes, std::string_view op);
   StatusOr<Array> Reduce(const Array& x, const AxisNames& axes, ReductionKind kind,

@@ -223,8 +223,8 @@ StatusOr<Array> ShardMapContext::PsumScatter(const Array& x, const AxisNames& ax
   return out;
 }
 
-StatusOr<Array> ShardMapContext::Ppermute(const Array& x, const AxisNames& axes,
-                                          const std::vector<std::pair<int64_t, int64_t>>& perm) {
+StatusOr<PermutePairs> ShardMapContext::PermutePairsOf(
+    const AxisNames& axes, const std::vector<std::pair<int64_t, int64_t>>& perm) {
   XS_ASSIGN_OR_RETURN(const Axes* a, Resolve(axes, "ppermute"));
   std::vector<bool> src_used(a->size, false), dst_used(a->size, false);
   for (const auto& [src, dst] : perm) {
@@ -251,7 +251,61 @@ StatusOr<Array> ShardMapContext::Ppermute(const Array& x, const AxisNames& axes,
   }
   auto validated = PermutePairs::Create(std::move(pairs), mesh_.num_devices(), "ppermute");
   if (!validated.ok()) return Fail(validated.status());
-  return xs::CollectivePermute(comm_, Call("ppermute"), *validated, x);
+  return validated;
+}
+
+StatusOr<Array> ShardMapContext::Ppermute(const Array& x, const AxisNames& axes,
+                                          const std::vector<std::pair<int64_t, int64_t>>& perm) {
+  XS_ASSIGN_OR_RETURN(PermutePairs pairs, PermutePairsOf(axes, perm));
+  return xs::CollectivePermute(comm_, Call("ppermute"), pairs, x);
+}
+
+StatusOr<PendingCollective> ShardMapContext::PpermuteStart(
+    Array x, const AxisNames& axes, const std::vector<std::pair<int64_t, int64_t>>& perm) {
+  XS_ASSIGN_OR_RETURN(PermutePairs pairs, PermutePairsOf(axes, perm));
+  PendingCollective p;
+  p.in_ = std::move(x);
+  p.out_ = Array(p.in_.shape());
+  CollectiveCall call = Call("ppermute");
+  call.async_handle = &p.handle_;
+  XS_RETURN_IF_ERROR(comm_.CollectivePermute(call, pairs, ConstBufferView::Of(p.in_),
+                                             BufferView::Of(p.out_)));
+  p.active_ = true;
+  return p;
+}
+
+StatusOr<PendingCollective> ShardMapContext::AllGatherStart(Array x, const AxisNames& axes,
+                                                             int axis) {
+  XS_ASSIGN_OR_RETURN(const Axes* a, Resolve(axes, "all_gather"));
+  const int dim = NormalizeAxis(axis, x.rank());
+  if (dim < 0 || dim >= x.rank()) {
+    return Fail(InvalidArgument("all_gather over ", axes.ToString(), ": axis ", axis,
+                                " is out of range for ", x.shape().ToString(false),
+                                " with tiled=true; use an axis in 0..", x.rank() - 1));
+  }
+  PendingCollective p;
+  p.in_ = std::move(x);
+  std::vector<int64_t> dims = p.in_.dims();
+  dims[dim] *= a->size;
+  p.out_ = Array(p.in_.dtype(), dims);
+  CollectiveCall call = Call("all_gather");
+  call.async_handle = &p.handle_;
+  XS_RETURN_IF_ERROR(comm_.AllGather(call, a->groups, ConstBufferView::Of(p.in_),
+                                     BufferView::Of(p.out_), dim));
+  p.active_ = true;
+  return p;
+}
+
+StatusOr<Array> ShardMapContext::Done(PendingCollective& pending) {
+  if (!pending.active_) {
+    return Fail(FailedPrecondition("collective done on device ", device_, ": the pending "
+                                   "collective was never started or is already done; call Done "
+                                   "once per *Start"));
+  }
+  pending.active_ = false;
+  XS_RETURN_IF_ERROR(comm_.Finish(device_, pending.handle_));
+  pending.in_ = Array();
+  return std::move(pending.out_);
 }
 
 StatusOr<Array> ShardMapContext::AllToAll(const Array& x, const AxisNames& axes, int split_axis,

@@ -197,6 +197,59 @@ TEST_F(ShardMapTest, PpermuteOverSeveralAxesCountsInMeshOrder) {
   EXPECT_EQ(shift, Array::FromVector<float>({8}, {6, 7, 0, 1, 2, 3, 4, 5}));
 }
 
+TEST_F(ShardMapTest, AsyncPpermuteMatchesPpermuteWhileTheDeviceComputes) {
+  // Two shifts in flight at once (up and down 'x', as a bidirectional ring does), then done in
+  // start order: the same [6 7 0 1 2 3 4 5] and [2 3 4 5 6 7 0 1] as the blocking ppermute.
+  Array both = PerDevice(
+      [](ShardMapContext& ctx, Arrays in) -> StatusOr<Arrays> {
+        XS_ASSIGN_OR_RETURN(PendingCollective up,
+                            ctx.PpermuteStart(in[0], "x", {{0, 1}, {1, 2}, {2, 3}, {3, 0}}));
+        XS_ASSIGN_OR_RETURN(PendingCollective dn,
+                            ctx.PpermuteStart(in[0], "x", {{1, 0}, {2, 1}, {3, 2}, {0, 3}}));
+        EXPECT_TRUE(up.active());
+        in[0].values<float>()[0] = -1;  // the started calls own copies of their inputs
+        XS_ASSIGN_OR_RETURN(Array a, ctx.Done(up));
+        XS_ASSIGN_OR_RETURN(Array b, ctx.Done(dn));
+        EXPECT_FALSE(up.active());
+        Array out(DType::kF32, {2});
+        out.values<float>()[0] = a.values<float>()[0];
+        out.values<float>()[1] = b.values<float>()[0];
+        return Arrays{std::move(out)};
+      },
+      {16});
+  EXPECT_EQ(both, Array::FromVector<float>({16}, {6, 2, 7, 3, 0, 4, 1, 5, 2, 6, 3, 7, 4, 0, 5, 1}));
+}
+
+TEST_F(ShardMapTest, AsyncAllGatherMatchesAllGather) {
+  // Device d = (x, y) holds [d]; gathering over 'x' gives [y, y+2, y+4, y+6] on every device.
+  Array out = PerDevice(
+      [](ShardMapContext& ctx, Arrays in) -> StatusOr<Arrays> {
+        XS_ASSIGN_OR_RETURN(PendingCollective p, ctx.AllGatherStart(in[0], "x", 0));
+        XS_ASSIGN_OR_RETURN(Array sync, ctx.AllGather(in[0], "x", 0, /*tiled=*/true));
+        XS_ASSIGN_OR_RETURN(Array async, ctx.Done(p));
+        EXPECT_EQ(async, sync);
+        return Arrays{std::move(async)};
+      },
+      {32});
+  for (int64_t d = 0; d < 8; ++d) {
+    for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(out.GetDouble(d * 4 + i), d % 2 + 2 * i) << d;
+  }
+}
+
+TEST_F(ShardMapTest, DoneTwiceIsAnError) {
+  const PartitionSpec spec = P({{"x", "y"}});
+  auto f = ShardMap(mesh_, {spec}, {spec}, [](ShardMapContext& ctx, Arrays in) -> StatusOr<Arrays> {
+    XS_ASSIGN_OR_RETURN(PendingCollective p, ctx.PpermuteStart(in[0], "x", {{0, 1}}));
+    XS_ASSIGN_OR_RETURN(Array a, ctx.Done(p));
+    XS_ASSIGN_OR_RETURN(Array b, ctx.Done(p));
+    return Arrays{std::move(b)};
+  });
+  ASSERT_TRUE(f.ok());
+  auto out = (*f)(*client_, Arrays{Array::Iota(DType::kF32, {8})});
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), HasSubstr("already done; call Done once per *Start"));
+}
+
 TEST_F(ShardMapTest, UntiledAllToAllMovesTheMappedAxis) {
   // JAX: all_to_all((arange(12) + 100*d).reshape(4,3), 'x', 0, 1) has shape (3,4); device 2
   // gets [[3,203,403,603],[4,204,404,604],[5,205,405,605]].

@@ -304,6 +304,7 @@ void Emitter::Record(Instruction* inst, std::string kind, int64_t bytes, const R
   CollectiveRecord r;
   r.kind = std::move(kind);
   r.name = inst->name();
+  if (computation_ != nullptr) r.computation = computation_->name();
   r.shape = inst->shape();
   r.bytes = bytes;
   r.groups = groups != nullptr ? GroupsText(*groups) : pairs;
@@ -344,7 +345,9 @@ Instruction* Emitter::AllReduce(Instruction* x, Computation* reducer, ReplicaGro
   if (reducer != nullptr) calls.push_back({CallRole::kToApply, reducer});
   Instruction* out = Add(Opcode::kAllReduce, x->shape().WithoutLayout(), {x},
                          CollectiveAttrs(*state_, scratch(), std::move(groups), true), std::move(calls));
-  Record(out, "all-reduce", 2 * Share(x->shape().byte_size(), g), &*out->attrs().replica_groups, "",
+  // 2(g-1)/g of the operand, rounded once (2 * Share() rounded twice: a scalar f32 over 8 devices
+  // was 6 B where the program's ring model gives 7 B).
+  Record(out, "all-reduce", Share(2 * x->shape().byte_size(), g), &*out->attrs().replica_groups, "",
          std::move(reason));
   return out;
 }

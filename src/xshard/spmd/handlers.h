@@ -104,6 +104,11 @@ Status HandleSlice(const Instruction& inst, Context& ctx);        // handlers_ha
 Status HandlePad(const Instruction& inst, Context& ctx);
 Status HandleReverse(const Instruction& inst, Context& ctx);
 Status HandleConcatenate(const Instruction& inst, Context& ctx);  // handlers_concat.cc
+// concatenate(slice(x, [s:n]), slice(x, [0:s])) along a dim x is evenly sharded on: partitioned
+// as a rotation in x's sharding (at most two collective-permutes of the rows
+// that cross tiles). False (nothing emitted) when the concatenate is not such a rotation
+// (handlers_rotate.cc).
+StatusOr<bool> TryRotation(const Instruction& inst, Context& ctx);
 Status HandleSort(const Instruction& inst, Context& ctx);         // handlers_sort.cc
 Status HandleParameter(const Instruction& inst, Context& ctx);    // handlers_source.cc
 Status HandleConstant(const Instruction& inst, Context& ctx);

@@ -35,6 +35,8 @@ DimWindow OperandWindow(int d, int64_t tiles, int64_t len, int64_t out_size, int
 Status HandleConcatenate(const Instruction& inst, Context& ctx) {
   const HloSharding target = ctx.TargetOf(inst);
   const int d = static_cast<int>((*inst.attrs().dimensions)[0]);
+  XS_ASSIGN_OR_RETURN(bool rotated, TryRotation(inst, ctx));
+  if (rotated) return OkStatus();
   for (const Instruction* operand : inst.operands()) {
     const PartitionedValue& v = ctx.Get(operand);
     if (!SameTiling(v.sharding(), target) || v.partial()) return HandleShapeOp(inst, ctx);

@@ -1,6 +1,7 @@
 // concatenate along a sharded dim (handlers_concat.cc, FarWindow in halo.cc): each partition
 // fetches the source tiles its result piece covers, one collective-permute per tile a window
-// spans, instead of gathering the dim. Checked against the one-device run with garbage in the
+// spans, instead of gathering the dim; a rotation (handlers_rotate.cc) moves only the rows that
+// cross tiles. Checked against the one-device run with garbage in the
 // inputs' padding; the collectives are pinned.
 #include <gtest/gtest.h>
 
@@ -14,6 +15,16 @@ namespace xs::spmd {
 namespace {
 
 std::vector<std::string> Kinds(const PartitionResult& r) { return testing::CollectiveKinds(r); }
+
+// The collectives `cause` inserted (the slices a rotation reads around are partitioned too; their
+// windows are dead code that cleanup removes).
+std::vector<CollectiveRecord> CausedBy(const PartitionResult& r, const std::string& cause) {
+  std::vector<CollectiveRecord> out;
+  for (const CollectiveRecord& c : r.report.collectives) {
+    if (c.cause == cause) out.push_back(c);
+  }
+  return out;
+}
 
 PartitionResult Check(const std::string& body, int64_t n) {
   return testing::PartitionAndCompare(body, n, {1, 2});
@@ -54,22 +65,52 @@ TEST(ConcatenateHandlerTest, UnevenOperandsAndTwoDimTilingsStayCorrect) {
 })", 8);
 }
 
-// jnp.roll(a, 3, axis=0) on 8 devices: the tail slice reaches 5..7 tiles away (one permute per
-// distance, 1 row each) and the head slice lands one tile on; only the used rows travel (576 B
-// as the report counts them; gathering received 7.4 KiB). Shift the other way, and uneven.
-TEST(ConcatenateHandlerTest, RollFetchesOnlyTheRowsItUses) {
+// jnp.roll(a, 3, axis=0) on 8 devices (8 rows per tile): a rotation, so each tile's piece is the
+// last 3 rows of the tile before it (cyclically) and its own first 5 rows: one
+// collective-permute of 3 rows (192 B; the windows of the two slices used to move 576 B, XLA
+// moves the same 192 B). A roll by 13 crosses a whole tile: 3 rows from two tiles back, 5 from
+// one back. Shift the other way, and uneven (a window per slice).
+TEST(ConcatenateHandlerTest, RollMovesOnlyTheRowsThatCrossTiles) {
   const PartitionResult r = Check(R"(ENTRY e {
   a = f32[64,16] parameter(0), sharding={devices=[8,1]<=[8]}
   s2 = f32[3,16] slice(a), slice={[61:64], [0:16]}, sharding={devices=[8,1]<=[8]}
   s3 = f32[61,16] slice(a), slice={[0:61], [0:16]}, sharding={devices=[8,1]<=[8]}
   ROOT c = f32[64,16] concatenate(s2, s3), dimensions={0}, sharding={devices=[8,1]<=[8]}
 })", 8);
-  int64_t bytes = 0;
-  for (const CollectiveRecord& c : r.report.collectives) {
-    EXPECT_EQ(c.kind, "collective-permute");
-    bytes += c.bytes;
-  }
-  EXPECT_EQ(bytes, 576);
+  const std::vector<CollectiveRecord> c = CausedBy(r, "c");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].kind, "collective-permute");
+  EXPECT_EQ(c[0].bytes, 192);
+  EXPECT_EQ(c[0].groups, "{{0,1},{1,2},{2,3},{3,4},{4,5},{5,6},{6,7},{7,0}}");
+  const PartitionResult r13 = Check(R"(ENTRY e {
+  a = f32[64,16] parameter(0), sharding={devices=[8,1]<=[8]}
+  s2 = f32[13,16] slice(a), slice={[51:64], [0:16]}
+  s3 = f32[51,16] slice(a), slice={[0:51], [0:16]}
+  ROOT c = f32[64,16] concatenate(s2, s3), dimensions={0}, sharding={devices=[8,1]<=[8]}
+})", 8);
+  const std::vector<CollectiveRecord> c13 = CausedBy(r13, "c");
+  ASSERT_EQ(c13.size(), 2u);
+  EXPECT_EQ(c13[0].bytes + c13[1].bytes, 512);
+  // Partially replicated (each permute stays inside its replica group), and a result the
+  // propagation put in another sharding (rotated in a's, then resharded).
+  Check(R"(ENTRY e {
+  a = f32[16,4] parameter(0), sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate}
+  s2 = f32[6,4] slice(a), slice={[10:16], [0:4]}
+  s3 = f32[10,4] slice(a), slice={[0:10], [0:4]}
+  ROOT c = f32[16,4] concatenate(s2, s3), dimensions={0}, sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate}
+})", 8);
+  Check(R"(ENTRY e {
+  a = f32[16,4] parameter(0), sharding={devices=[8,1]<=[8]}
+  s2 = f32[1,4] slice(a), slice={[15:16], [0:4]}
+  s3 = f32[15,4] slice(a), slice={[0:15], [0:4]}
+  ROOT c = f32[16,4] concatenate(s2, s3), dimensions={0}, sharding={devices=[1,8]<=[8]}
+})", 8);
+  Check(R"(ENTRY e {
+  a = f32[16,6] parameter(0), sharding={devices=[4,2]<=[2,4]T(1,0)}
+  s2 = f32[11,6] slice(a), slice={[5:16], [0:6]}
+  s3 = f32[5,6] slice(a), slice={[0:5], [0:6]}
+  ROOT c = f32[16,6] concatenate(s2, s3), dimensions={0}, sharding={devices=[4,2]<=[2,4]T(1,0)}
+})", 8);
   Check(R"(ENTRY e {
   a = f32[13,2] parameter(0), sharding={devices=[4,1]<=[4]}
   s2 = f32[11,2] slice(a), slice={[2:13], [0:2]}, sharding={devices=[4,1]<=[4]}

@@ -15,13 +15,50 @@ Instruction* Fit(Emitter& em, Instruction* x, const std::vector<int64_t>& dims) 
   return em.PadHigh(x, em.ZeroOf(x->shape().dtype()), padded);
 }
 
+// The operand sharding whose pieces are the boundary's pieces: each dim keeps the operand's
+// axes that are manual on the region side (they lead the dim) followed by the target's free axes
+// (FullToShard), or takes the target's axes other than the region's manual ones (ShardToFull).
+// nullopt when the operand already has it or either is off the mesh.
+std::optional<HloSharding> MatchingOperandSharding(const HloSharding& operand, const HloSharding& target,
+                                                   bool to_shard, int rank, const TileMesh& mesh) {
+  std::optional<AxesSharding> o = mesh.ToAxes(operand, rank), t = mesh.ToAxes(target, rank);
+  if (!o || !t) return std::nullopt;
+  AxesSharding want = *o;
+  const uint64_t region_manual = to_shard ? t->manual : o->manual;
+  for (int d = 0; d < rank; ++d) {
+    std::vector<int> axes;
+    if (to_shard) {
+      for (int a : o->dims[d]) {
+        if (region_manual >> a & 1) axes.push_back(a);
+      }
+      axes.insert(axes.end(), t->dims[d].begin(), t->dims[d].end());
+    } else {
+      for (int a : t->dims[d]) {
+        if (!(region_manual >> a & 1)) axes.push_back(a);
+      }
+    }
+    want.dims[d] = std::move(axes);
+  }
+  if (want == *o) return std::nullopt;
+  return mesh.ToHloSharding(want);
+}
+
 Status Boundary(const Instruction& inst, Context& ctx) {
   Emitter& em = ctx.em();
-  const PartitionedValue& x = ctx.Get(inst.operand(0));
+  PartitionedValue x = ctx.Get(inst.operand(0));
   if (!inst.shape().IsArray() || x.hlo()->shape().rank() != inst.shape().rank()) {
     return Unimplemented("manual-region boundary on a tuple or with a rank change");
   }
   const HloSharding target = ctx.TargetOf(inst);
+  // Propagation refines a boundary's open dims as it refines its operand's; should they still
+  // differ, the operand moves to the pieces the boundary needs.
+  const bool to_shard = inst.attrs().custom_call_target.value_or("") == "SPMDFullToShardShape";
+  if (std::optional<HloSharding> matching = MatchingOperandSharding(
+          x.sharding(), target, to_shard, inst.shape().rank(), ctx.state().mesh);
+      matching) {
+    StatusOr<PartitionedValue> moved = x.Reshard(*matching, "manual-region boundary");
+    if (moved.ok()) x = *std::move(moved);
+  }
   XS_ASSIGN_OR_RETURN(Shape local, LocalShape(inst.shape(), target, em.num_partitions()));
   // Each device's piece on one side is its piece on the other: a piece smaller than the other
   // side's (an operand tiled along dims the region keeps whole) would be padded with zeros.

@@ -212,8 +212,8 @@ StatusOr<bool> TryShardedOperandGather(const Instruction& inst, Context& ctx) {
   return true;
 }
 
-// Scatter (one operand) into an operand whose trivially sliced indexed dims stay sharded: every
-// partition applies all updates to its shard, with indices moved to the shard's origin; updates
+// Scatter (one operand) into an operand whose trivially sliced indexed dims (and explicit batching
+// dims) stay sharded: every partition applies all updates of its batch rows to its shard, with indices moved to the shard's origin; updates
 // that belong elsewhere are out of bounds and skipped, as the global scatter skips them.
 StatusOr<bool> TryShardedOperandScatter(const Instruction& inst, Context& ctx) {
   if (inst.operand_count() != 3 || !inst.shape().IsArray()) return false;
@@ -254,13 +254,30 @@ StatusOr<bool> TryShardedOperandScatter(const Instruction& inst, Context& ctx) {
     oa.dims[d] = ox->dims[d];
     ua.dims[window_update_dim[d]] = ox->dims[d];
   }
+  // Explicit batching dims keep their axes, and so do the indices' batching dims and the updates'
+  // scatter dims that follow them (each partition scatters its own batch rows into its own rows).
+  AxesSharding ia{std::vector<std::vector<int>>(indices.rank()), 0};
+  std::vector<int> update_scatter_dims;
+  for (int d = 0; d < updates.rank(); ++d) {
+    if (!Contains(sd.update_window_dims, d)) update_scatter_dims.push_back(d);
+  }
+  for (size_t m = 0; m < sd.input_batching_dims.size() && m < sd.scatter_indices_batching_dims.size(); ++m) {
+    const int od = static_cast<int>(sd.input_batching_dims[m]);
+    const int id = static_cast<int>(sd.scatter_indices_batching_dims[m]);
+    const int ud_index = id < ivd ? id : id - 1;  // the indices' dims without index_vector_dim
+    if (ud_index < 0 || ud_index >= static_cast<int>(update_scatter_dims.size())) return false;
+    oa.dims[od] = ox->dims[od];
+    ia.dims[id] = ox->dims[od];
+    ua.dims[update_scatter_dims[ud_index]] = ox->dims[od];
+  }
   const HloSharding op_s = mesh.ToHloSharding(oa), upd_s = mesh.ToHloSharding(ua);
-  const int64_t cost = PlanCost(ctx, inst, {op_s, HloSharding::Replicate(), upd_s}, op_s, {});
+  const HloSharding idx_s = mesh.ToHloSharding(ia);
+  const int64_t cost = PlanCost(ctx, inst, {op_s, idx_s, upd_s}, op_s, {});
   if (cost >= RulePlanCost(inst, ctx, PositionalConfig(inst))) return false;
 
   Emitter& em = ctx.em();
   XS_ASSIGN_OR_RETURN(PartitionedValue xv, x.Reshard(op_s, "operand 0"));
-  XS_ASSIGN_OR_RETURN(PartitionedValue iv, idx.Replicate("operand 1"));
+  XS_ASSIGN_OR_RETURN(PartitionedValue iv, idx.Reshard(idx_s, "operand 1"));
   XS_ASSIGN_OR_RETURN(PartitionedValue uv, upd.Reshard(upd_s, "operand 2"));
   XS_ASSIGN_OR_RETURN(ShardLayout layout, xv.Layout());
   std::vector<Instruction*> comps = Components(em, iv.hlo(), ivd, sd.scatter_dims_to_operand_dims.size());

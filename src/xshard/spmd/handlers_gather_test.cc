@@ -192,5 +192,22 @@ TEST(ScatterHandlerTest, UnsignedPointUpdatesIntoATwoDimTiling) {
   EXPECT_TRUE(Kinds(r).empty());
 }
 
+// The gradient of take_along_axis (softmax cross-entropy's label pick): scatter-add with explicit
+// batch dims into a zero [rows, vocab] operand sharded over x on the rows and y on the vocabulary,
+// the indices and updates sharded over x on their batch dim. Each partition scatters its own rows
+// into its own vocabulary shard: no collectives (the rows, indices and updates used to be
+// gathered over x).
+TEST(ScatterHandlerTest, ExplicitBatchDimsStayShardedNextToAShardedIndexedDim) {
+  const PartitionResult r = Check(StrCat(kSum, R"(ENTRY e {
+  zero = f32[] constant(0)
+  t = f32[4,20] broadcast(zero), dimensions={}, sharding={devices=[2,2]<=[4]}
+  i = s32[4] parameter(0), sharding={devices=[2,2]<=[4] last_tile_dim_replicate})", kSpread, R"(
+  ids3 = s32[4,1,1] reshape(ids), sharding={devices=[2,1,1,2]<=[4] last_tile_dim_replicate}
+  u = f32[4,1] parameter(1), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}
+  ROOT s = f32[4,20] scatter(t, ids3, u), update_window_dims={}, inserted_window_dims={1}, scatter_dims_to_operand_dims={1}, input_batching_dims={0}, scatter_indices_batching_dims={0}, index_vector_dim=2, to_apply=sum, sharding={devices=[2,2]<=[4]}
+})"), 4);
+  EXPECT_TRUE(Kinds(r).empty());
+}
+
 }  // namespace
 }  // namespace xs::spmd

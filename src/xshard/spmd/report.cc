@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <unordered_map>
 
 #include "xshard/base/strings.h"
@@ -141,16 +142,19 @@ double InstructionFlops(const Instruction& inst) {
 }
 
 void DescribeFinalProgram(PartitionReport& report, const Module& spmd) {
-  std::unordered_map<std::string, Opcode> collectives;
+  // Keyed by computation and name: instruction names repeat across computations (a dead
+  // collective-permute in one called computation must not survive because another computation
+  // keeps one of the same name).
+  std::map<std::pair<std::string, std::string>, Opcode> collectives;
   report.flops = 0;
   for (const Computation* c : spmd.computations()) {
     for (const Instruction* inst : c->instructions()) {
-      if (IsCollective(inst->opcode())) collectives.emplace(inst->name(), inst->opcode());
+      if (IsCollective(inst->opcode())) collectives.emplace(std::make_pair(c->name(), inst->name()), inst->opcode());
       report.flops += InstructionFlops(*inst);
     }
   }
   std::erase_if(report.collectives, [&](const CollectiveRecord& r) {
-    auto it = collectives.find(r.name);
+    auto it = collectives.find({r.computation, r.name});
     return it == collectives.end() || OpcodeName(it->second) != r.kind;
   });
   if (spmd.entry() != nullptr) report.after = EstimateMemory(*spmd.entry());

@@ -40,6 +40,7 @@ struct CollectiveRecord {
   std::string kind;       // "all-gather", "all-reduce", "reduce-scatter", "all-to-all",
                           // "collective-permute"
   std::string name;       // its name in the SPMD module
+  std::string computation;  // the SPMD computation holding it (names repeat across computations)
   Shape shape;            // per-device result shape
   int64_t bytes = 0;      // bytes each device receives (ring model: all-gather (g-1)/g of the
                           // result, all-reduce 2(g-1)/g, reduce-scatter / all-to-all (g-1)/g of

@@ -1,6 +1,6 @@
-// The reshard routes: slice + collective-permute, the mesh-axes route (all-to-all,
-// all-gather, slice), the full-replication fallback, partial-result reduction and the broadcast
-// of a maximal value (the local slice is in reshard_local_slice.cc).
+// The reshard routes: slice + collective-permute, the full-replication fallback, partial-result
+// reduction and the broadcast of a maximal value (the local slice is in reshard_local_slice.cc,
+// the mesh-axes route in reshard_axes.cc).
 #include "xshard/spmd/reshard_routes.h"
 
 #include <algorithm>
@@ -84,19 +84,6 @@ bool Augment(int64_t target, const std::vector<std::vector<int64_t>>& candidates
   return false;
 }
 
-// all-gather along `dim` over `groups`, then drops the excess padding when the dim is now whole.
-PartitionedValue Gather(const PartitionedValue& v, int dim, ReplicaGroups groups,
-                        const HloSharding& after, const ShardLayout& after_layout, std::string reason) {
-  Emitter& em = v.emitter();
-  Instruction* x = em.AllGather(v.hlo(), dim, std::move(groups), std::move(reason));
-  if (x->shape().dim(dim) != after_layout.shard_dims()[dim]) {
-    std::vector<int64_t> limits = x->shape().dims();
-    limits[dim] = after_layout.shard_dims()[dim];
-    x = em.Slice(x, limits);
-  }
-  return PartitionedValue(x, v.global_shape(), after, &em);
-}
-
 // `s` with tile dim `dim` folded into the replicated subgroup (each new group sorted, as
 // PartialTile keeps them): the tile assignment with `dim` moved next to the replication dim and
 // merged into it. O(rank) for iota forms.
@@ -125,6 +112,20 @@ ReplicaGroups LinesAlong(const TileAssignment& ta, int dim) {
 }
 
 }  // namespace
+
+PartitionedValue GatherDim(const PartitionedValue& v, int dim, ReplicaGroups groups,
+                           const HloSharding& after, const ShardLayout& after_layout, std::string reason) {
+  Emitter& em = v.emitter();
+  Instruction* x = em.AllGather(v.hlo(), dim, std::move(groups), std::move(reason));
+  if (x->shape().dim(dim) != after_layout.shard_dims()[dim]) {
+    std::vector<int64_t> limits = x->shape().dims();
+    limits[dim] = after_layout.shard_dims()[dim];
+    x = em.Slice(x, limits);
+  }
+  return PartitionedValue(x, v.global_shape(), after, &em);
+}
+
+std::string RouteReason(std::string_view why, std::string_view what) { return Why(why, what); }
 
 bool GatherFits(const std::vector<int64_t>& local, int dim, int64_t count, const ShardLayout& after) {
   const int64_t gathered = local[dim] * count;
@@ -249,73 +250,6 @@ StatusOr<PartitionedValue> PermuteRoute(const PartitionedValue& v, const HloShar
   return PartitionedValue(piece, v.global_shape(), target, &em);
 }
 
-StatusOr<PartitionedValue> AxesRoute(const PartitionedValue& v, const HloSharding& target,
-                                     std::string_view why) {
-  Emitter& em = v.emitter();
-  const TileMesh& mesh = em.mesh();
-  const int rank = v.global_shape().rank();
-  std::optional<AxesSharding> cur = mesh.ToAxes(v.sharding(), rank);
-  std::optional<AxesSharding> want = mesh.ToAxes(target, rank);
-  if (!cur || !want) return FailedPrecondition("not on the mesh");
-  if (cur->manual != want->manual) return FailedPrecondition("manual axes differ");
-  const int64_t n = em.num_partitions();
-  PartitionedValue value = v;
-  AxesSharding c = *cur;
-  // 1. all-to-all: the minor-most axes of dim i (a suffix X) that dim j wants next, all at once.
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int i = 0; i < rank && !progress; ++i) {
-      if (IsPrefix(c.dims[i], want->dims[i])) continue;
-      for (size_t k = 0; k < c.dims[i].size() && !progress; ++k) {
-        const Axes moved(c.dims[i].begin() + k, c.dims[i].end());
-        for (int j = 0; j < rank && !progress; ++j) {
-          Axes wanted = c.dims[j];
-          wanted.insert(wanted.end(), moved.begin(), moved.end());
-          if (j == i || !IsPrefix(c.dims[j], want->dims[j]) || !IsPrefix(wanted, want->dims[j])) continue;
-          AxesSharding next = c;
-          next.dims[i].resize(k);
-          next.dims[j] = wanted;
-          const HloSharding after = mesh.ToHloSharding(next);
-          XS_ASSIGN_OR_RETURN(ShardLayout layout, ShardLayout::Create(after, v.global_shape().dims(), n));
-          const std::vector<int64_t>& local = value.hlo()->shape().dims();
-          const int64_t size = AxesSize(mesh, moved);
-          if (local[j] % size != 0 || local[j] / size != layout.shard_dims()[j] ||
-              !GatherFits(local, i, size, layout)) {
-            continue;
-          }
-          value = AllToAllAxes(value, moved, i, j, after, layout,
-                               Why(why, StrCat("move a split from dim ", i, " to dim ", j)));
-          c = next;
-          progress = true;
-        }
-      }
-    }
-  }
-  // 2. all-gather the axes each dim must lose (the whole dim when a partial gather would not line
-  //    up with the padded layout).
-  for (int i = 0; i < rank; ++i) {
-    size_t p = 0;
-    while (p < c.dims[i].size() && p < want->dims[i].size() && c.dims[i][p] == want->dims[i][p]) ++p;
-    if (p == c.dims[i].size()) continue;
-    AxesSharding next = c;
-    next.dims[i].resize(p);
-    HloSharding after = mesh.ToHloSharding(next);
-    XS_ASSIGN_OR_RETURN(ShardLayout layout, ShardLayout::Create(after, v.global_shape().dims(), n));
-    Axes lost(c.dims[i].begin() + p, c.dims[i].end());
-    if (!GatherFits(value.hlo()->shape().dims(), i, AxesSize(mesh, lost), layout)) {
-      next.dims[i].clear();
-      lost = c.dims[i];
-      after = mesh.ToHloSharding(next);
-      XS_ASSIGN_OR_RETURN(layout, ShardLayout::Create(after, v.global_shape().dims(), n));
-    }
-    value = Gather(value, i, em.GroupsOver(lost), after, layout,
-                   Why(why, StrCat("gather dim ", i)));
-    c = next;
-  }
-  // 3. slice the axes each dim must gain.
-  return LocalSliceRoute(value, target);
-}
-
 StatusOr<PartitionedValue> FullRoute(const PartitionedValue& v, const HloSharding& target,
                                      std::string_view why) {
   const int rank = v.global_shape().rank();
@@ -328,7 +262,7 @@ StatusOr<PartitionedValue> FullRoute(const PartitionedValue& v, const HloShardin
     XS_ASSIGN_OR_RETURN(HloSharding after, ReplicateDim(s, d, rank));
     XS_ASSIGN_OR_RETURN(ShardLayout layout, ShardLayout::Create(after, v.global_shape().dims(),
                                                                 v.emitter().num_partitions()));
-    value = Gather(value, d, LinesAlong(s.tile_assignment(), d), after, layout,
+    value = GatherDim(value, d, LinesAlong(s.tile_assignment(), d), after, layout,
                    Why(why, StrCat("gather dim ", d)));
   }
   return LocalSliceRoute(value, target);

@@ -27,8 +27,10 @@ StatusOr<PartitionedValue> PermuteRoute(const PartitionedValue& v, const HloShar
                                         std::string_view why);
 
 // Over the module's TileMesh axes: all-to-all for a mesh axis that moves from the minor end of one
-// dim's axes to the minor end of another's, all-gather of the axes a dim must lose, then a local
-// slice for the axes it must gain. Needs both shardings expressible on the mesh.
+// dim's axes to the minor end of another's (after gathering the axes of the receiving dim that
+// leave it anyway, when they stand in the way), all-gather of the axes a dim must lose, then a
+// local slice for the axes it must gain. Needs both shardings expressible on the mesh
+// (reshard_axes.cc).
 StatusOr<PartitionedValue> AxesRoute(const PartitionedValue& v, const HloSharding& target,
                                      std::string_view why);
 
@@ -48,6 +50,13 @@ bool GatherFits(const std::vector<int64_t>& local, int dim, int64_t count, const
 PartitionedValue AllToAllAxes(const PartitionedValue& v, const std::vector<int>& axes, int i, int j,
                               const HloSharding& after, const ShardLayout& after_layout,
                               std::string reason);
+
+// all-gather along `dim` over `groups` (the value becomes `after`, laid out as `after_layout`),
+// then drops the excess padding when the dim is now whole.
+PartitionedValue GatherDim(const PartitionedValue& v, int dim, ReplicaGroups groups, const HloSharding& after,
+                           const ShardLayout& after_layout, std::string reason);
+// A collective's reason: `what`, after the caller's `why` when there is one.
+std::string RouteReason(std::string_view why, std::string_view what);
 
 // Last resort: all-gather every tiled dim (groups along the tile assignment's lines, any device
 // order) to full replication, then a local slice.

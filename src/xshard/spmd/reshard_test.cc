@@ -129,5 +129,24 @@ TEST(ReshardTest, PartialGatherOnlyOverTheAxesThatLeave) {
   EXPECT_EQ(r->report.collectives[0].groups, "[2,4]<=[8]");
 }
 
+// P('x','y') -> P('y', None) on a (x=2, y=4) mesh: dim 0 must lose x and gain y, which dim 1
+// loses. All-gather x on dim 0 first (it leaves anyway), then one all-to-all moves y from dim 1 to
+// dim 0, as XLA does; gathering both dims received 896 B per device. Also on a 2 x 2 x 2 mesh
+// (a, b, c): P('a', ('b','c')) -> P('c', 'b'), where c moves from behind b.
+TEST(ReshardTest, GathersTheAxesInTheWayOfAnAllToAllFirst) {
+  const PartitionResult r = testing::PartitionAndCompare(R"(ENTRY e {
+  p = f32[16,16] parameter(0), sharding={devices=[2,4]<=[8]}
+  ROOT c = f32[16,16] copy(p), sharding={devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+})", 8);
+  ASSERT_EQ(testing::CollectiveKinds(r), (std::vector<std::string>{"all-gather", "all-to-all"}));
+  EXPECT_EQ(r.report.collectives[0].bytes, 128);
+  EXPECT_LT(r.report.collectives[0].bytes + r.report.collectives[1].bytes, 896);
+  const PartitionResult r3 = testing::PartitionAndCompare(R"(ENTRY e {
+  p = f32[8,12] parameter(0), sharding={devices=[2,4]<=[8]}
+  ROOT c = f32[8,12] copy(p), sharding={devices=[2,2,2]<=[2,2,2]T(2,1,0) last_tile_dim_replicate}
+})", 8);
+  EXPECT_EQ(testing::CollectiveKinds(r3), (std::vector<std::string>{"all-gather", "all-to-all"}));
+}
+
 }  // namespace
 }  // namespace xs::spmd

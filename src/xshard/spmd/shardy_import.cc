@@ -80,10 +80,31 @@ const Shape& ElementShape(const Instruction& inst, int i) {
   return inst.shape().IsTuple() ? inst.shape().tuple_shapes()[i] : inst.shape();
 }
 
+// The open dims of `s` ({"x", ?} or {?}) as a bit set (dims past 63 stay closed).
+uint64_t OpenDims(const SdyTensorSharding& s) {
+  uint64_t mask = 0;
+  for (size_t d = 0; d < s.dims.size() && d < 64; ++d) {
+    if (s.dims[d].open) mask |= uint64_t{1} << d;
+  }
+  return mask;
+}
+
+// Marks the open dims of a Sharding / boundary custom-call as JAX's GSPMD lowering does
+// (backend_config="unspecified_dims=[0,1]"): propagation may add free axes to them.
+void SetUnspecifiedDims(Instruction* inst, uint64_t open) {
+  if (open == 0) return;
+  std::string dims;
+  for (int d = 0; d < 64; ++d) {
+    if (open >> d & 1) StrAppend(&dims, dims.empty() ? "" : ",", d);
+  }
+  inst->mutable_attrs().backend_config = StrCat("\"unspecified_dims=[", dims, "]\"");
+}
+
 // Per operand: the shardings on both sides of one boundary custom-call, parsed from `attr`.
 // Inside an enclosing shard_map (nested), both sides are also manual over the outer axes.
 struct Boundary {
   std::vector<HloSharding> global, local;
+  std::vector<uint64_t> open;  // per operand: its open dims ({"x", ?}), as a bit set
   const SdyMesh* mesh = nullptr;
   std::vector<std::string> manual_axes;  // this boundary's own
   std::vector<std::string> all_manual;   // the outer ones, then its own: the body's manual axes
@@ -146,6 +167,7 @@ StatusOr<Boundary> ReadBoundary(const ShardyContext& ctx, const Instruction& ins
                         with_name(SdyToHloSharding(*mesh, manual_only, rank, b.all_manual)));
     b.global.push_back(std::move(global));
     b.local.push_back(std::move(local));
+    b.open.push_back(OpenDims(shardings[i]));
   }
   return b;
 }
@@ -212,8 +234,34 @@ StatusOr<HloSharding> ManualLike(const SdyMesh& mesh, const std::vector<std::str
   return SdyToHloSharding(mesh, open, static_cast<int>(shape.dims().size()), manual);
 }
 
-// Gives every annotated instruction of `body` and of the computations it calls the manual
-// sharding (Shardy writes {replicated} there; GSPMD's form is manual). In a reducer (the scalar
+// The sharding Shardy wrote on an array instruction of a manual body (its xla.sdy.sharding
+// frontend attribute) inside the manual axes, with its open dims; nullopt when there is none or
+// it does not convert (the caller then uses the plain manual sharding).
+std::optional<std::pair<HloSharding, uint64_t>> BodySharding(const Instruction& inst, const SdyMesh& mesh,
+                                                             const std::vector<std::string>& manual) {
+  if (!inst.shape().IsArray() || !inst.attrs().frontend_attributes) return std::nullopt;
+  for (const auto& [key, value] : *inst.attrs().frontend_attributes) {
+    if (key != "xla.sdy.sharding") continue;
+    StatusOr<std::vector<SdyTensorSharding>> per_value = ParseSdyShardingPerValue(value);
+    std::optional<SdyTensorSharding> one;
+    if (per_value.ok() && per_value->size() == 1) {
+      one = (*per_value)[0];
+    } else if (StatusOr<SdyTensorSharding> single = ParseSdyTensorSharding(value); single.ok()) {
+      one = *single;
+    }
+    const int rank = inst.shape().rank();
+    if (!one || static_cast<int>(one->dims.size()) != rank) return std::nullopt;
+    StatusOr<HloSharding> s = SdyToHloSharding(mesh, *one, rank, manual);
+    if (!s.ok()) return std::nullopt;
+    return std::make_pair(*std::move(s), OpenDims(*one));
+  }
+  return std::nullopt;
+}
+
+// Gives every annotated instruction of `body` and of the computations it calls its manual
+// sharding (Shardy writes {replicated} there; GSPMD's form is manual): the xla.sdy.sharding it
+// carries over the free axes, inside the manual ones, with its open dims left open as JAX's GSPMD
+// lowering writes them (unspecified_dims), else the plain manual sharding. In a reducer (the scalar
 // computation of an all-reduce, reduce, scatter, ...) Sharding custom-calls are dropped: they
 // constrain nothing there and the executor runs reducers of plain arithmetic only. The bodies of
 // nested shard_maps (in `done` already) are marked with their own, larger, manual set.
@@ -229,8 +277,14 @@ Status MarkManualBody(Computation* body, const SdyMesh& mesh, const std::vector<
   }
   for (Instruction* inst : body->instructions()) {
     if (inst->has_sharding()) {
-      XS_ASSIGN_OR_RETURN(HloSharding s, ManualLike(mesh, manual, inst->shape()));
-      inst->set_sharding(std::move(s));
+      std::optional<std::pair<HloSharding, uint64_t>> own = BodySharding(*inst, mesh, manual);
+      if (own) {
+        inst->set_sharding(std::move(own->first));
+        if (IsTarget(*inst, "Sharding")) SetUnspecifiedDims(inst, own->second);
+      } else {
+        XS_ASSIGN_OR_RETURN(HloSharding s, ManualLike(mesh, manual, inst->shape()));
+        inst->set_sharding(std::move(s));
+      }
     }
     const bool control = inst->opcode() == Opcode::kCall || inst->opcode() == Opcode::kWhile ||
                          inst->opcode() == Opcode::kConditional;
@@ -341,6 +395,8 @@ Status ImportShardyManualComputations(Module& module) {
       Instruction* full = AddCustomCall(c, "Sharding", op->shape(), op, b.global[i], g2l->name() + ".sharding");
       results.push_back(AddCustomCall(c, "SPMDFullToShardShape", ElementShape(*g2l, i), full, b.local[i],
                                       g2l->name() + ".to_shard"));
+      SetUnspecifiedDims(full, b.open[i]);
+      SetUnspecifiedDims(results.back(), b.open[i]);
     }
     XS_RETURN_IF_ERROR(ReplaceBoundary(g2l, results));
   }
@@ -353,6 +409,8 @@ Status ImportShardyManualComputations(Module& module) {
       Instruction* local = AddCustomCall(c, "Sharding", op->shape(), op, b.local[i], l2g->name() + ".sharding");
       results.push_back(AddCustomCall(c, "SPMDShardToFullShape", ElementShape(*l2g, i), local, b.global[i],
                                       l2g->name() + ".to_full"));
+      SetUnspecifiedDims(local, b.open[i]);
+      SetUnspecifiedDims(results.back(), b.open[i]);
     }
     XS_RETURN_IF_ERROR(ReplaceBoundary(l2g, results));
   }

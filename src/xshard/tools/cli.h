@@ -33,6 +33,8 @@ void AddHloCommands(CLI::App& root, CommandList& commands);       // fmt, run
 void AddBenchCommand(CLI::App& root, CommandList& commands);      // bench
 // `bench run` (cmd_bench_run.cc): added under `bench`, whose command calls the returned run.
 Command AddBenchRunCommand(CLI::App& bench);
+// `bench cmm` (cmd_bench_cmm.cc): the collective matmuls of seeds 003 and 004, added the same way.
+Command AddBenchCmmCommand(CLI::App& bench);
 void AddPropagateCommand(CLI::App& root, CommandList& commands);  // propagate
 void AddPartitionCommand(CLI::App& root, CommandList& commands);  // partition
 void AddNumericsCommand(CLI::App& root, CommandList& commands);   // numerics

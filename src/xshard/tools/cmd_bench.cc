@@ -145,7 +145,11 @@ void AddBenchCommand(CLI::App& root, CommandList& commands) {
   c->add_option("--warmup", flags->warmup, "Untimed calls first (default 3)");
   c->add_option("--iterations", flags->iterations, "Timed calls (default 20)");
   const Command run = AddBenchRunCommand(*bench);
-  commands.push_back({bench, [flags, c, run] { return c->parsed() ? RunBenchCollectives(*flags) : run.run(); }});
+  const Command cmm = AddBenchCmmCommand(*bench);
+  commands.push_back({bench, [flags, c, run, cmm] {
+                        if (c->parsed()) return RunBenchCollectives(*flags);
+                        return cmm.app->parsed() ? cmm.run() : run.run();
+                      }});
 }
 
 }  // namespace xs::tools

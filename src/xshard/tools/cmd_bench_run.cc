@@ -22,6 +22,7 @@
 #include "xshard/runtime/spmd_executor.h"
 #include "xshard/runtime/spmd_executor_io.h"
 #include "xshard/tools/cli.h"
+#include "xshard/tools/latency_report.h"
 #include "xshard/tools/run_flags.h"
 #include "xshard/tools/run_watch.h"
 
@@ -90,40 +91,13 @@ StatusOr<Timings> Watched(const BenchRunFlags& f, RunMonitor& monitor, const Cal
   return timings;
 }
 
-// numpy.percentile's default (linear interpolation between the closest ranks) on sorted values.
-double Percentile(const std::vector<double>& sorted, double q) {
-  const double rank = q / 100.0 * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(rank));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (rank - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
-
 // Seed 004's latency report (mean, median, stdev, min, max, p95, p99 in ms), then median_ms=.
 void PrintStats(const BenchRunFlags& f, const std::string& what, const Timings& timings) {
   const std::vector<double>& ms = timings.ms;
-  std::vector<double> sorted = ms;
-  std::sort(sorted.begin(), sorted.end());
-  const double n = static_cast<double>(ms.size());
-  double mean = 0;
-  for (double t : ms) mean += t / n;
-  double var = 0;
-  for (double t : ms) var += (t - mean) * (t - mean);
-  const double stdev = ms.size() > 1 ? std::sqrt(var / (n - 1)) : 0.0;  // statistics.stdev
-  const double median = Percentile(sorted, 50);
+  const LatencyStats stats = ComputeLatencyStats(ms);
   std::cout << f.run.file << ": " << what << ", " << f.warmup << " warmup, " << ms.size()
-            << " timed iterations\n\nResults:\n";
-  auto row = [](const char* label, double v) {
-    char line[64];
-    std::snprintf(line, sizeof line, "  %-8s%10.3f ms\n", label, v);
-    std::cout << line;
-  };
-  row("Mean:", mean);
-  row("Median:", median);
-  row("Stdev:", stdev);
-  row("Min:", sorted.front());
-  row("Max:", sorted.back());
-  row("P95:", Percentile(sorted, 95));
-  row("P99:", Percentile(sorted, 99));
+            << " timed iterations\n\n";
+  PrintLatencyTable(std::cout, stats);
   if (f.samples) {
     std::cout << "samples_ms=";
     for (size_t i = 0; i < ms.size(); ++i) std::printf("%s%.4f", i ? "," : "", ms[i]);
@@ -133,7 +107,7 @@ void PrintStats(const BenchRunFlags& f, const std::string& what, const Timings& 
     std::fflush(stdout);
   }
   char last[64];
-  std::snprintf(last, sizeof last, "median_ms=%.4f\n", median);
+  std::snprintf(last, sizeof last, "median_ms=%.4f\n", stats.median);
   std::cout << last;
 }
 

@@ -45,7 +45,8 @@ Status RunDemo(const DemoFlags& flags) {
 
 std::vector<DemoSection> DemoSections() {
   std::vector<DemoSection> sections;
-  for (auto group : {Seed000DemoSections, ShardingDemoSections, RuntimeDemoSections}) {
+  for (auto group : {Seed000DemoSections, ShardingDemoSections, RuntimeDemoSections,
+                     CmmDemoSections}) {
     for (DemoSection& s : group()) sections.push_back(std::move(s));
   }
   return sections;

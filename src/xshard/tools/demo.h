@@ -43,6 +43,7 @@ std::vector<DemoSection> DemoSections();
 std::vector<DemoSection> ShardingDemoSections();  // demo_seeds.cc: seed 002's pjit buffers
 std::vector<DemoSection> RuntimeDemoSections();   // demo_runtime.cc: seeds 001 and 003 on devices
 std::vector<DemoSection> Seed000DemoSections();   // demo_seed000.cc: seed 000 end to end
+std::vector<DemoSection> CmmDemoSections();       // demo_cmm.cc: seed 003's collective matmuls
 
 // Prints "name: dtype[dims] NamedSharding(...)", its HloSharding (V1 and iota forms) and the
 // drawing, as the seed notebooks' visualize_array_sharding cells show it.
