@@ -141,7 +141,7 @@ void AddHaloCost(const Op& op, const Plan& plan, ModuleState& state, int64_t* by
         if (!local.ok()) continue;
         PartitionedValue dry(scratch->ScratchParameter(*local), global, plan.operands[i], scratch.get());
         if (!FarWindow(dry, *w, "").ok()) {
-          *bytes += kImpossibleCost / 4;
+          *bytes += kImpossibleCost / 4;  // no halo form: never cheaper than the unsharded plan
           continue;
         }
         *bytes += scratch->bytes();
