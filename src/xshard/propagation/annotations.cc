@@ -272,8 +272,16 @@ void Engine::CloseEntryBoundary() {
 
 void Engine::ReplicateUnevenBoundaries() {
   // As XLA: a propagated sharding of an entry parameter or output must split every dim evenly
-  // (the caller allocates those buffers); an uneven one becomes replicated. Shardings inside the
-  // program may be uneven.
+  // (the caller allocates those buffers). GSPMD replicates an uneven sharding whole; a module
+  // JAX lowered with Shardy (an xla.sdy.meshes frontend attribute) gets Shardy's
+  // update-non-divisible-input-output-shardings: each dim keeps the longest prefix of its mesh
+  // axes that splits it evenly (xshard has no sub-axes), so only the uneven dims are replicated
+  // (XLA's compiled program for such a module returns f32[5,7] pieces of an f32[10,7] output
+  // sharded P('b','a') on a 4 x 2 mesh). Shardings inside the program may be uneven.
+  bool per_dim = false;
+  for (const auto& [name, value] : module_.config().other) {
+    per_dim = per_dim || (name == "frontend_attributes" && value.find("xla.sdy.meshes") != std::string::npos);
+  }
   std::vector<int> boundary;
   const Computation* entry = module_.entry();
   for (int i = 0; i < entry->num_parameters(); ++i) {
@@ -289,16 +297,24 @@ void Engine::ReplicateUnevenBoundaries() {
       if (leaf.fixed || leaf.kind != Leaf::Kind::kAxes || !shapes[l]->IsArray() ||
           leaf.axes.manual != 0)
         continue;
-      bool even = true;
+      bool even = true, sharded = false;
       for (int d = 0; d < leaf.axes.rank(); ++d) {
+        std::vector<int>& axes = leaf.axes.dims[d];
         int64_t tiles = 1;
-        for (int a : leaf.axes.dims[d]) tiles *= mesh_.axis_size(a);
-        even &= shapes[l]->dim(d) % tiles == 0;
+        size_t keep = 0;
+        for (; keep < axes.size() && shapes[l]->dim(d) % (tiles * mesh_.axis_size(axes[keep])) == 0; ++keep) {
+          tiles *= mesh_.axis_size(axes[keep]);
+        }
+        even &= keep == axes.size();
+        if (per_dim) axes.resize(keep);
+        sharded |= per_dim && keep > 0;
       }
       if (even) continue;
-      leaf.axes = AxesSharding{std::vector<std::vector<int>>(leaf.axes.rank()), leaf.axes.manual};
-      leaf.origin =
-          ShardingOrigin{ShardingOrigin::Kind::kUneven, leaf.origin.from, leaf.origin.level};
+      if (!per_dim) leaf.axes = AxesSharding{std::vector<std::vector<int>>(leaf.axes.rank()), leaf.axes.manual};
+      // Replicated when nothing is left; else the origin stays and only the uneven dims changed.
+      if (!sharded) {
+        leaf.origin = ShardingOrigin{ShardingOrigin::Kind::kUneven, leaf.origin.from, leaf.origin.level};
+      }
     }
   }
 }

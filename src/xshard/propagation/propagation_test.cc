@@ -83,6 +83,24 @@ TEST(PropagationTest, OutputsAreOpenAsUnderJaxAndParametersClosedUnlessAllowed) 
   EXPECT_EQ(opened.Origin("y"), "backward from %s (level 0)");
 }
 
+// An open output that P('a','b') would split unevenly along dim 1 (8 in 'a'=4 is even, 7 in
+// 2 is not): GSPMD replicates it whole (as XLA's oracle case even_boundary); a module lowered
+// with Shardy (xla.sdy.meshes) replicates only dim 1 and keeps dim 0 on 'a' (XLA's compiled
+// program for such a JAX module returns the even dim's pieces).
+TEST(PropagationTest, UnevenOutputsReplicateWholeUnderGspmdAndOnlyTheUnevenDimsUnderShardy) {
+  Outcome gspmd = Propagate(Module8("", std::string("  x = f32[8,7] parameter(0), sharding=") + kPab +
+                                            "\n  ROOT n = f32[8,7] negate(x)\n"));
+  ASSERT_TRUE(gspmd.result.ok());
+  EXPECT_EQ(gspmd.Sharding("n"), "{replicated}");
+  EXPECT_EQ(gspmd.Origin("n"), "replicated: the sharding from %x splits this entry parameter / output unevenly");
+  Outcome shardy = Propagate(Module8(", frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<[\"a\"=4, \"b\"=2]>}}",
+                                     std::string("  x = f32[8,7] parameter(0), sharding=") + kPab +
+                                         "\n  ROOT n = f32[8,7] negate(x)\n"));
+  ASSERT_TRUE(shardy.result.ok());
+  EXPECT_EQ(shardy.Sharding("n"), kPa_);
+  EXPECT_EQ(shardy.Origin("n"), "forward from %x (level 0)");
+}
+
 TEST(PropagationTest, AnUnannotatedCollectiveAtTheRootStaysReplicated) {
   // A collective written in the global program computes on whole arrays (XLA's
   // AllReduceNoSharding): the open output does not hand it the parameter's tiling.

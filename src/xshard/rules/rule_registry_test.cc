@@ -107,6 +107,18 @@ TEST(RuleRegistryTest, ConvolutionSpatialDimsWithAWindowArePermutations) {
             "l=32 permutation, m=3 need-replication, n=32 permutation, o=3 need-replication}");
 }
 
+// A weight gradient: the "kernel" (the output gradient) is as large as the image and the result
+// spatial dims are the small kernel's. Image and kernel spatial dims move together (halo
+// exchange, partial sums); the result's spatial dims are their own, so propagation does not
+// split a 3-wide dim over the image's axes.
+TEST(RuleRegistryTest, ConvolutionWithAKernelLargerThanTheResultLinksInputAndKernel) {
+  EXPECT_EQ(RuleText(Entry("  x = f32[2,16,8,3] parameter(0)\n  g = f32[2,16,8,4] parameter(1)\n"
+                           "  ROOT c = f32[3,3,3,4] convolution(x, g), window={size=16x8 pad=1_1x1_1}, "
+                           "dim_labels=f01b_i01o->01bf\n"), "c"),
+            "([j, l, n, i], [j, l, n, k]) -> ([m, o, i, k]) {i=3, j=2 reduction, k=4, l=16 permutation, "
+            "m=3 need-replication, n=8 permutation, o=3 need-replication}");
+}
+
 TEST(RuleRegistryTest, TupleAndGetTupleElementPassLeaves) {
   const std::string hlo = Entry("  a = f32[4] parameter(0)\n  b = f32[2,3] parameter(1)\n"
                                 "  t = (f32[4], f32[2,3]) tuple(a, b)\n"

@@ -76,8 +76,9 @@ bool TrivialWindow(const WindowDim& w) {
 // kernel input feature contract, the kernel output feature is the output feature; with feature
 // groups the group count is a pass-through factor major in the input feature, kernel output
 // feature and output feature. Spatial dims: pass-through for a 1-wide window, a reduction when
-// the window covers the whole input (a dot in disguise), else a permutation (halo exchange)
-// with the kernel's spatial dim replicated.
+// the window covers the whole input (a dot in disguise), a permutation of the input and kernel
+// dims with the result dim its own when the kernel is larger than the result (a weight
+// gradient), else a permutation (halo exchange) with the kernel's spatial dim replicated.
 StatusOr<OpShardingRule> Convolution(const Instruction& inst) {
   if (!inst.attrs().conv_dims || inst.operand_count() != 2)
     return BadAttr(inst, "convolution needs dim_labels=");
@@ -124,6 +125,11 @@ StatusOr<OpShardingRule> Convolution(const Instruction& inst) {
     } else if (out.dim(os) == 1 && w.size == in.dim(is) && w.pad_low == 0 && w.pad_high == 0 &&
                w.lhs_dilation == 1 && w.rhs_dilation == 1) {
       Factor(b, in.dim(is), FactorKind::kReduction, {{lhs, is}, {rhs, ks}});
+    } else if (k.dim(ks) > out.dim(os) && w.lhs_dilation == 1) {
+      // A kernel larger than the result (a weight gradient: the output gradient slides over the
+      // image): the input and kernel dims move together (halo), the small result dim is its own.
+      Factor(b, in.dim(is), FactorKind::kPermutation, {{lhs, is}, {rhs, ks}});
+      Factor(b, out.dim(os), FactorKind::kNeedReplication, {{res, os}});
     } else {
       Factor(b, in.dim(is), FactorKind::kPermutation, {{lhs, is}, {res, os}});
       Factor(b, k.dim(ks), FactorKind::kNeedReplication, {{rhs, ks}});

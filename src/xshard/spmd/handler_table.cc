@@ -34,19 +34,21 @@ struct HandlerTable {
     // the fft lengths, the matrices of cholesky / triangular-solve, topk's last dim, batch norm's
     // statistics dims) are made unsharded first by the rule's need-replication factors.
     for (Opcode op : {Opcode::kTranspose, Opcode::kReshape,
-                      Opcode::kDynamicSlice, Opcode::kReduceWindow,
-                      Opcode::kSelectAndScatter, Opcode::kBitcastConvert, Opcode::kTopK,
+                      Opcode::kDynamicSlice,
+                      Opcode::kBitcastConvert, Opcode::kTopK,
                       Opcode::kFft, Opcode::kCholesky, Opcode::kTriangularSolve,
                       Opcode::kBatchNormTraining, Opcode::kBatchNormInference,
                       Opcode::kBatchNormGrad}) {
       set(op, &HandleShapeOp);
     }
+    set(Opcode::kReduceWindow, &HandleReduceWindow);
+    set(Opcode::kSelectAndScatter, &HandleSelectAndScatter);
     set(Opcode::kSlice, &HandleSlice);
     set(Opcode::kPad, &HandlePad);
     set(Opcode::kReverse, &HandleReverse);
     set(Opcode::kConcatenate, &HandleConcatenate);
     set(Opcode::kSort, &HandleSort);
-    set(Opcode::kDynamicUpdateSlice, &HandlePositional);
+    set(Opcode::kDynamicUpdateSlice, &HandleDynamicUpdateSlice);
     set(Opcode::kGather, &HandleGather);
     set(Opcode::kScatter, &HandleScatter);
     set(Opcode::kTuple, &HandleTuple);

@@ -66,6 +66,9 @@ struct RuleConfig {
   // Every sharded factor must appear in each of these operands (positional ops such as
   // dynamic-update-slice and scatter, whose indices address global positions).
   std::vector<int> required_operands;
+  // Windowed dims of convolution / reduce-window inputs may stay sharded: each partition gets
+  // its result tile's window by halo exchange (window_halo.h).
+  bool halo_windows = false;
 };
 
 // Partitions an op through its factor rule (rules/): picks mesh axes per factor (from the result,
@@ -91,7 +94,10 @@ Status HandleConvolution(const Instruction& inst, Context& ctx);
 Status HandleReduce(const Instruction& inst, Context& ctx);       // handlers_reduce.cc
 Status HandleShapeOp(const Instruction& inst, Context& ctx);      // handlers_shape.cc: by rule
 Status HandleBroadcast(const Instruction& inst, Context& ctx);
+Status HandleReduceWindow(const Instruction& inst, Context& ctx);
+Status HandleSelectAndScatter(const Instruction& inst, Context& ctx);  // handlers_select_scatter.cc
 Status HandlePositional(const Instruction& inst, Context& ctx);
+Status HandleDynamicUpdateSlice(const Instruction& inst, Context& ctx);  // handlers_dus.cc
 Status HandleGather(const Instruction& inst, Context& ctx);       // handlers_gather.cc
 Status HandleScatter(const Instruction& inst, Context& ctx);
 Status HandleSlice(const Instruction& inst, Context& ctx);        // handlers_halo.cc

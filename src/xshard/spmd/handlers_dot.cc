@@ -7,6 +7,7 @@
 // contracting dims is zeroed on both operands first. With the windowed einsum option, eligible
 // dots become a collective-permute loop instead (windowed_einsum.h).
 #include "xshard/spmd/handlers.h"
+#include "xshard/spmd/window_halo.h"
 #include "xshard/spmd/windowed_einsum.h"
 
 namespace xs::spmd::internal {
@@ -31,7 +32,11 @@ Status HandleDot(const Instruction& inst, Context& ctx) {
 }
 
 Status HandleConvolution(const Instruction& inst, Context& ctx) {
-  return PartitionByRule(inst, ctx, SumOfProducts(inst, ctx));
+  RuleConfig config = SumOfProducts(inst, ctx);
+  config.halo_windows = true;
+  XS_ASSIGN_OR_RETURN(bool reduced, TryWindowReductionConv(inst, ctx, config));
+  if (reduced) return OkStatus();
+  return PartitionByRule(inst, ctx, config);
 }
 
 }  // namespace xs::spmd::internal

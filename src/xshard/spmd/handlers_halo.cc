@@ -1,6 +1,7 @@
 // slice, pad and reverse along sharded dims without gathering them: when the result keeps the
 // operand's tiling, each partition builds its slice / pad piece from its own shard and halos of
-// its neighbours' (halo.h); reverse permutes whole pieces. Strided slices, interior padding,
+// its neighbours' (halo.h), strided slices a window of every stride-th position; reverse
+// permutes whole pieces. Interior padding,
 // other result tilings, far windows that cost more than gathering and uneven reversed dims fall
 // back to the rule handler, which gathers the moved dims.
 #include "xshard/base/strings.h"
@@ -45,8 +46,18 @@ Status HandleSlice(const Instruction& inst, Context& ctx) {
     if (in.tiles()[d] == 1) continue;
     rest[d] = SliceDim{0, out.shard_dims()[d], 1};
     if (slice[d].start == 0 && slice[d].limit == in.dims()[d] && slice[d].stride == 1) continue;
-    if (slice[d].stride != 1) return HandleShapeOp(inst, ctx);
-    const DimWindow w = Window(d, in.tiles()[d], out.shard_dims()[d], inst.shape().dim(d), -slice[d].start);
+    DimWindow w = Window(d, in.tiles()[d], out.shard_dims()[d], inst.shape().dim(d), -slice[d].start);
+    if (slice[d].stride != 1) {
+      // Result tile k reads every stride-th input position from start + k * len * stride: the
+      // window spans (len - 1) * stride + 1 positions, strided locally.
+      const int64_t stride = slice[d].stride, len = out.shard_dims()[d];
+      w.size = (len - 1) * stride + 1;
+      for (int64_t k = 0; k < in.tiles()[d]; ++k) {
+        w.lo[k] = slice[d].start + k * len * stride;
+        w.needed[k] = w.needed[k] > 0 ? (w.needed[k] - 1) * stride + 1 : 0;
+      }
+      rest[d] = SliceDim{0, w.size, stride};
+    }
     StatusOr<Instruction*> windowed =
         HaloWindow(PartitionedValue(local, x.global_shape(), x.sharding(), &em), w, "slice");
     if (!windowed.ok()) {

@@ -9,6 +9,7 @@
 #include "xshard/rules/projection.h"
 #include "xshard/rules/rule_registry.h"
 #include "xshard/spmd/rule_plan.h"
+#include "xshard/spmd/window_halo.h"
 
 namespace xs::spmd::internal {
 namespace {
@@ -54,6 +55,7 @@ FactorAxes Sanitize(FactorAxes fa, const Op& op, const RuleConfig& config, const
     if (kind == FactorKind::kReduction) {
       keep = keep && config.reducer && rule.results.size() == 1 && !rule.InResults(f);
     }
+    if (kind == FactorKind::kPermutation) keep = config.halo_windows && HaloFactorFits(op, f, AxesSize(mesh, fa[f]));
     for (int i : config.required_operands) keep = keep && HasFactor(rule.operands[i], f);
     if (!keep) fa[f].clear();
   }
@@ -217,6 +219,16 @@ Status PartitionByRule(const Instruction& inst, Context& ctx, const RuleConfig& 
       XS_ASSIGN_OR_RETURN(local, v.PadWithValue(fill, dims));
     }
     locals.push_back(local);
+  }
+  if (config.halo_windows) {
+    // Sharded windowed dims: each input becomes its result tile's window (padding value: the
+    // reduce-window's init value, the convolution's zero).
+    const bool rw = inst.opcode() == Opcode::kReduceWindow;
+    const int inputs = rw ? inst.operand_count() / 2 : 1;
+    for (int i = 0; i < inputs; ++i) {
+      PartitionedValue v(locals[i], op.operands[i].global_shape(), best.operands[i], &em);
+      XS_ASSIGN_OR_RETURN(locals[i], ExchangeHalos(inst, i, v, rw ? locals[inputs + i] : nullptr));
+    }
   }
   std::unique_ptr<Instruction> clone = inst.CloneWithNewOperands(locals);
   std::vector<Shape> results = LocalResultShapes(op, best, state.num_partitions);

@@ -19,6 +19,13 @@ Status HandleBroadcast(const Instruction& inst, Context& ctx) {
   return PartitionByRule(inst, ctx, config);
 }
 
+// reduce-window: windowed dims may stay sharded (halo exchange, window_halo.h).
+Status HandleReduceWindow(const Instruction& inst, Context& ctx) {
+  RuleConfig config;
+  config.halo_windows = true;
+  return PartitionByRule(inst, ctx, config);
+}
+
 RuleConfig PositionalConfig(const Instruction& inst) {
   RuleConfig config;
   if (inst.opcode() == Opcode::kDynamicUpdateSlice) {

@@ -7,6 +7,7 @@
 #include "xshard/base/strings.h"
 #include "xshard/propagation/propagation.h"
 #include "xshard/rules/rule_registry.h"
+#include "xshard/spmd/window_halo.h"
 
 namespace xs::spmd::internal {
 namespace {
@@ -64,7 +65,11 @@ Status Localize(Instruction& local, const Instruction& global) {
         size = local_in.dim(d);
       }
       break;
+    case Opcode::kReduceWindow:
+      LocalizeWindows(local, global);
+      break;
     case Opcode::kConvolution:
+      LocalizeWindows(local, global);
       if (attrs.feature_group_count > 1) {
         const int64_t ki = local.operand(1)->shape().dim(static_cast<int>(attrs.conv_dims->kernel_input_feature));
         const int64_t f = local_in.dim(static_cast<int>(attrs.conv_dims->input_feature));
@@ -160,6 +165,7 @@ void Cost(Plan& plan, const Op& op, ModuleState& state) {
     const PartitionedValue& v = op.operands[i];
     if (!add(v.global_shape(), v.sharding(), std::nullopt, plan.operands[i])) return;
   }
+  AddHaloCost(op, plan, state, &plan.bytes, &plan.collectives);
   std::optional<PartialReduction> partial;
   if (!plan.partial.empty()) partial = PartialReduction{plan.partial, nullptr};
   for (size_t l = 0; l < op.result_shapes.size(); ++l) {

@@ -1,0 +1,231 @@
+// Convolution and reduce-window along sharded spatial dims (window_halo.h), strided slices of a
+// sharded dim (handlers_halo.cc) and dynamic-update-slice into a sharded base (handlers_dus.cc):
+// each runs on N devices against the one-device run, and the collectives (kinds and bytes per
+// device, worked out by hand in the comments) are pinned.
+#include <gtest/gtest.h>
+
+#include "xshard/base/strings.h"
+#include "xshard/spmd/run_partitioned.h"
+
+namespace xs::spmd {
+namespace {
+
+using testing::CollectiveKinds;
+using testing::PartitionAndCompare;
+using Kinds = std::vector<std::string>;
+
+constexpr char kMax[] = "max {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT m = f32[] maximum(a, b)\n}\n";
+constexpr char kAdd[] = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n";
+
+// x[2,H,8,3] sharded along H, a 3x3x3x4 kernel replicated, the result sharded along H.
+std::string Conv(int64_t h, int64_t out_h, int64_t n, const std::string& window, int64_t ow = 8,
+                 const std::string& extra = "", int64_t in_c = 3, int64_t k_c = 3) {
+  return StrCat("ENTRY e {\n  x = f32[2,", h, ",8,", in_c, "] parameter(0), sharding={devices=[1,", n,
+                ",1,1]<=[", n, "]}\n  w = f32[3,3,", k_c, ",4] parameter(1), sharding={replicated}\n",
+                "  ROOT c = f32[2,", out_h, ",", ow, ",4] convolution(x, w), window={", window,
+                "}, dim_labels=b01f_01io->b01f", extra, ", sharding={devices=[1,", n, ",1,1]<=[", n, "]}\n}\n");
+}
+
+std::string Pool(const std::string& reducer, const std::string& init, int64_t h, int64_t out_h, int64_t n,
+                 const std::string& window, int64_t w = 8, int64_t ow = 8) {
+  return StrCat(reducer, "ENTRY e {\n  x = f32[2,", h, ",", w, ",3] parameter(0), sharding={devices=[1,", n,
+                ",1,1]<=[", n, "]}\n  i = f32[] constant(", init, ")\n  ROOT r = f32[2,", out_h, ",", ow,
+                ",3] reduce-window(x, i), window={", window, "}, to_apply=", reducer[0] == 'm' ? "max" : "add",
+                ", sharding={devices=[1,", n, ",1,1]<=[", n, "]}\n}\n");
+}
+
+// 3x3 SAME over H=16 on 4 devices: each device receives one row [2,1,8,3] f32 = 192 B from each
+// neighbour (XLA's ExchangeHalo: two collective-permutes); nothing is gathered.
+TEST(WindowHaloTest, SamePaddedConvExchangesOneRowEachWay) {
+  const PartitionResult r = PartitionAndCompare(Conv(16, 16, 4, "size=3x3 pad=1_1x1_1"), 4);
+  ASSERT_EQ(CollectiveKinds(r), (Kinds{"collective-permute", "collective-permute"}));
+  EXPECT_EQ(r.report.collectives[0].bytes, 192);
+  EXPECT_EQ(r.report.collectives[1].bytes, 192);
+}
+
+// VALID: H 16 -> 14, result tiles of 4 rows (the last holds 2); each tile reads 6 rows starting
+// at its own first: two rows [2,2,8,3] = 384 B from the next device only.
+TEST(WindowHaloTest, ValidConvReadsTwoRowsFromTheNextDevice) {
+  const PartitionResult r = PartitionAndCompare(Conv(16, 14, 4, "size=3x3", 6), 4);
+  ASSERT_EQ(CollectiveKinds(r), (Kinds{"collective-permute"}));
+  EXPECT_EQ(r.report.collectives[0].bytes, 384);
+}
+
+// Stride 2 with SAME padding (H 16 -> 8): result tile k (2 rows) reads input rows 4k-1 .. 4k+3,
+// one row from the previous device; rhs dilation 2 (reach 5, pad 2_2): two rows each way.
+TEST(WindowHaloTest, StrideAndDilation) {
+  PartitionResult r = PartitionAndCompare(Conv(16, 8, 4, "size=3x3 stride=2x1 pad=1_1x1_1"), 4);
+  ASSERT_EQ(CollectiveKinds(r), (Kinds{"collective-permute"}));
+  EXPECT_EQ(r.report.collectives[0].bytes, 192);
+  r = PartitionAndCompare(Conv(16, 16, 4, "size=3x3 pad=2_2x1_1 rhs_dilate=2x1"), 4);
+  ASSERT_EQ(CollectiveKinds(r), (Kinds{"collective-permute", "collective-permute"}));
+  EXPECT_EQ(r.report.collectives[0].bytes, 384);
+}
+
+// lhs dilation 2 (the input gradient of a stride-2 conv: H 16 -> 32 on 8 devices): result tile
+// k (4 rows) reads input rows 2k-1 .. 2k+1, one row [2,1,8,3] = 192 B from the previous device.
+// With 3-row result tiles (H 6 -> 11 on 4) the tiles' first windows start at different
+// distances from their first rows: no halo form, gathered, still right.
+TEST(WindowHaloTest, LhsDilation) {
+  PartitionResult r = PartitionAndCompare(Conv(16, 32, 8, "size=3x3 pad=2_1x2_1 lhs_dilate=2x2", 16), 8);
+  ASSERT_EQ(CollectiveKinds(r), (Kinds{"collective-permute"}));
+  EXPECT_EQ(r.report.collectives[0].bytes, 192);
+  r = PartitionAndCompare(Conv(6, 11, 4, "size=3x3 pad=1_1x1_1 lhs_dilate=2x1"), 4);
+  ASSERT_FALSE(CollectiveKinds(r).empty());
+  EXPECT_EQ(CollectiveKinds(r)[0], "all-gather");
+}
+
+// Uneven H (10 over 4: shards of 3, the last holds 1 real row) with padding: the padding rows of
+// the last shard must read as zeros, not as whatever the buffer holds.
+TEST(WindowHaloTest, UnevenShardsAreMasked) {
+  const PartitionResult r = PartitionAndCompare(Conv(10, 10, 4, "size=3x3 pad=1_1x1_1"), 4);
+  for (const std::string& k : CollectiveKinds(r)) EXPECT_EQ(k, "collective-permute");
+  PartitionAndCompare(Conv(10, 8, 4, "size=3x3", 6), 4);
+  PartitionAndCompare(Conv(11, 5, 4, "size=3x3 stride=2x1 pad=0_1x1_1"), 4);
+}
+
+// Feature groups (4 groups of 1 channel, 2 outputs each) keep working with the spatial split.
+TEST(WindowHaloTest, FeatureGroupsStay) {
+  const PartitionResult r = PartitionAndCompare(
+      "ENTRY e {\n  x = f32[2,16,8,4] parameter(0), sharding={devices=[1,4,1,1]<=[4]}\n"
+      "  w = f32[3,3,1,8] parameter(1), sharding={replicated}\n"
+      "  ROOT c = f32[2,16,8,8] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, "
+      "feature_group_count=4, sharding={devices=[1,4,1,1]<=[4]}\n}\n",
+      4);
+  for (const std::string& k : CollectiveKinds(r)) EXPECT_EQ(k, "collective-permute");
+}
+
+// A window reaching three shards away (H=8 over 8, 7 rows, pad 3): fetching whole neighbour
+// tiles (six permutes) costs more than one all-gather of this small image; the result is right.
+TEST(WindowHaloTest, WindowWiderThanTwoShardsFallsBack) {
+  std::string text = Conv(8, 8, 8, "size=7x3 pad=3_3x1_1");
+  text.replace(text.find("w = f32[3,3,"), 12, "w = f32[7,3,");
+  const PartitionResult r = PartitionAndCompare(text, 8);
+  ASSERT_FALSE(CollectiveKinds(r).empty());
+  EXPECT_NE(CollectiveKinds(r)[0], "collective-permute");
+}
+
+// A weight gradient: conv(x f32[2,16,8,3] as "f01b", g f32[2,16,8,4] as "i01o") -> f32[3,3,3,4],
+// window 16x8 pad 1_1 sliding over all of g; x and g sharded along H over 4. Each device
+// convolves its 4 rows of g with its x rows plus one halo row each way ([2,1,8,3] = 192 B per
+// permute) into a partial f32[3,3,3,4], all-reduced: no gather of x or g (2 x 1.5 KiB).
+TEST(WindowHaloTest, ConvOverAShardedKernelIsPartialSums) {
+  const std::string text =
+      "ENTRY e {\n  x = f32[2,16,8,3] parameter(0), sharding={devices=[1,4,1,1]<=[4]}\n"
+      "  g = f32[2,16,8,4] parameter(1), sharding={devices=[1,4,1,1]<=[4]}\n"
+      "  ROOT c = f32[3,3,3,4] convolution(x, g), window={size=16x8 pad=1_1x1_1}, dim_labels=f01b_i01o->01bf, "
+      "sharding={replicated}\n}\n";
+  const PartitionResult r = PartitionAndCompare(text, 4);
+  ASSERT_EQ(CollectiveKinds(r), (Kinds{"collective-permute", "collective-permute", "all-reduce"}));
+  EXPECT_EQ(r.report.collectives[0].bytes, 192);
+  // Uneven (H 10 over 4: kernel shards of 3, the last holds 1) and rhs dilation 2.
+  std::string uneven = text;
+  for (const char* from : {"2,16,8,3]", "2,16,8,4]"}) {
+    std::string to = from;
+    to.replace(2, 2, "10");
+    uneven.replace(uneven.find(from), std::string(from).size(), to);
+  }
+  uneven.replace(uneven.find("size=16x8"), 9, "size=10x8");
+  // g computed (exp) so that the padding rows of its last shard hold exp(0) = 1, not zeros.
+  uneven.replace(uneven.find("  g = "), 6, "  p = ");
+  uneven.replace(uneven.find("  ROOT"), 0,
+                 "  g = f32[2,10,8,4] exponential(p), sharding={devices=[1,4,1,1]<=[4]}\n");
+  for (const std::string& k : CollectiveKinds(PartitionAndCompare(uneven, 4))) EXPECT_NE(k, "all-gather");
+  std::string dilated = text;
+  dilated.replace(dilated.find("size=16x8 pad=1_1x1_1"), 21, "size=16x8 pad=8_9x1_1 rhs_dilate=2x1");
+  for (const std::string& k : CollectiveKinds(PartitionAndCompare(dilated, 4))) EXPECT_NE(k, "all-gather");
+}
+
+// Result tiles shorter than the input's (a sum window of 3 over a padded f32[18,4096] split in
+// tiles of 3 rows, result f32[16,4096] in tiles of 2): the last tiles' windows lie up to three
+// tiles back. Whole-tile fetches (collective-permutes of f32[3,4096]) move less than gathering
+// the 288 KiB input, so no all-gather.
+TEST(WindowHaloTest, FarWindowsFetchWholeTiles) {
+  const PartitionResult r = PartitionAndCompare(
+      StrCat(kAdd, "ENTRY e {\n  x = f32[16,4096] parameter(0), sharding={devices=[8,1]<=[8]}\n",
+             "  z = f32[] constant(0)\n  p = f32[18,4096] pad(x, z), padding=1_1x0_0, sharding={devices=[8,1]<=[8]}\n",
+             "  ROOT r = f32[16,4096] reduce-window(p, z), window={size=3x1}, to_apply=add,",
+             " sharding={devices=[8,1]<=[8]}\n}\n"),
+      8, {1});
+  ASSERT_FALSE(CollectiveKinds(r).empty());
+  for (const std::string& k : CollectiveKinds(r)) EXPECT_EQ(k, "collective-permute");
+}
+
+// 2x2 max pool, stride 2, over H=16 on 8 devices: every window is inside one shard (no
+// collective). 3x3 stride 1 SAME max pool: out-of-range rows must read -inf (the init value),
+// not the zeros a permute leaves at the edges: inputs are shifted below zero to tell them apart.
+TEST(WindowHaloTest, MaxPool) {
+  PartitionResult r = PartitionAndCompare(Pool(kMax, "-inf", 16, 8, 8, "size=1x2x2x1 stride=1x2x2x1", 8, 4), 8);
+  EXPECT_TRUE(CollectiveKinds(r).empty());
+  const std::string shifted = StrCat(
+      kMax, "ENTRY e {\n  p = f32[2,16,8,3] parameter(0), sharding={devices=[1,4,1,1]<=[4]}\n",
+      "  k = f32[] constant(-1000)\n  kb = f32[2,16,8,3] broadcast(k), dimensions={}\n",
+      "  x = f32[2,16,8,3] add(p, kb), sharding={devices=[1,4,1,1]<=[4]}\n  i = f32[] constant(-inf)\n",
+      "  ROOT r = f32[2,16,8,3] reduce-window(x, i), window={size=1x3x3x1 pad=0_0x1_1x1_1x0_0}, to_apply=max,",
+      " sharding={devices=[1,4,1,1]<=[4]}\n}\n");
+  r = PartitionAndCompare(shifted, 4);
+  ASSERT_EQ(CollectiveKinds(r), (Kinds{"collective-permute", "collective-permute"}));
+  // One row [2,1,8,3] f32 each way.
+  EXPECT_EQ(r.report.collectives[0].bytes, 192);
+}
+
+// A 2x2 / stride 2 max pool's gradient (select-and-scatter) over H=16 on 4 devices: every window
+// lies in its own operand tile, the source f32[2,8,8,3] is split like the operand: no collective.
+// Overlapping 3-row windows (stride 1) are not local: gathered, still right.
+TEST(WindowHaloTest, SelectAndScatterInsideTiles) {
+  auto text = [](const std::string& window, int64_t out_h, int64_t out_w) {
+    return StrCat(
+        "ge {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = pred[] compare(a, b), direction=GE\n}\n",
+        kAdd, "ENTRY e {\n  x = f32[2,16,8,3] parameter(0), sharding={devices=[1,4,1,1]<=[4]}\n",
+        "  s = f32[2,", out_h, ",", out_w, ",3] parameter(1), sharding={devices=[1,4,1,1]<=[4]}\n",
+        "  z = f32[] constant(0)\n  ROOT r = f32[2,16,8,3] select-and-scatter(x, s, z), window={", window,
+        "}, select=ge, scatter=add, sharding={devices=[1,4,1,1]<=[4]}\n}\n");
+  };
+  EXPECT_TRUE(CollectiveKinds(PartitionAndCompare(text("size=1x2x2x1 stride=1x2x2x1", 8, 4), 4)).empty());
+  EXPECT_FALSE(CollectiveKinds(PartitionAndCompare(text("size=1x3x1x1", 14, 8), 4)).empty());
+}
+
+// Average pool (sum window 3, stride 2, padding 1) over an uneven H (13 over 4 -> 7 rows).
+TEST(WindowHaloTest, SumPoolUneven) {
+  PartitionAndCompare(Pool(kAdd, "0", 13, 7, 4, "size=1x3x1x1 stride=1x2x1x1 pad=0_0x1_1x0_0x0_0"), 4);
+}
+
+// x[::2] of f32[16,4] over 8 devices: result row k is input row 2k, which device k holds: no
+// collective. x[1::3] (rows 1,4,..,13 over 8 tiles of 1): tile k reads row 3k+1, up to two
+// shards away: collective-permutes of at most one shard each, never a gather.
+TEST(WindowHaloTest, StridedSliceOfAShardedDim) {
+  const std::string head = "ENTRY e {\n  x = f32[16,4] parameter(0), sharding={devices=[8,1]<=[8]}\n";
+  PartitionResult r = PartitionAndCompare(
+      StrCat(head, "  ROOT s = f32[8,4] slice(x), slice={[0:16:2], [0:4]}, sharding={devices=[8,1]<=[8]}\n}\n"), 8);
+  EXPECT_TRUE(CollectiveKinds(r).empty());
+  r = PartitionAndCompare(
+      StrCat(head, "  ROOT s = f32[5,4] slice(x), slice={[1:16:3], [0:4]}, sharding={devices=[8,1]<=[8]}\n}\n"), 8);
+  for (const CollectiveRecord& c : r.report.collectives) {
+    EXPECT_EQ(c.kind, "collective-permute");
+    EXPECT_LE(c.bytes, 32);  // at most one shard of 2 rows
+  }
+}
+
+// dynamic-update-slice of a replicated f32[4,4] update into f32[32,4] sharded over 8: each
+// device writes the rows of the update that fall in its shard; no collective at all (the
+// rule handler would gather the base: 448 B). Starts past the end clamp.
+TEST(WindowHaloTest, DynamicUpdateSliceIntoShardedBaseIsLocal) {
+  for (const char* start : {"5", "0", "29", "100", "-3"}) {
+    const std::string text = StrCat(
+        "ENTRY e {\n  a = f32[32,4] parameter(0), sharding={devices=[8,1]<=[8]}\n",
+        "  u = f32[4,4] parameter(1), sharding={replicated}\n  i = s32[] constant(", start, ")\n",
+        "  z = s32[] constant(0)\n",
+        "  ROOT d = f32[32,4] dynamic-update-slice(a, u, i, z), sharding={devices=[8,1]<=[8]}\n}\n");
+    const PartitionResult r = PartitionAndCompare(text, 8);
+    EXPECT_TRUE(CollectiveKinds(r).empty()) << start;
+  }
+  // Both dims sharded (2 x 2) and an update spanning three shards of dim 0.
+  PartitionAndCompare(
+      "ENTRY e {\n  a = f32[12,8] parameter(0), sharding={devices=[2,2]<=[4]}\n"
+      "  u = f32[7,3] parameter(1), sharding={replicated}\n  i = s32[] constant(3)\n  j = s32[] constant(4)\n"
+      "  ROOT d = f32[12,8] dynamic-update-slice(a, u, i, j), sharding={devices=[2,2]<=[4]}\n}\n",
+      4);
+}
+
+}  // namespace
+}  // namespace xs::spmd
