@@ -46,7 +46,7 @@ Status RunDemo(const DemoFlags& flags) {
 std::vector<DemoSection> DemoSections() {
   std::vector<DemoSection> sections;
   for (auto group : {Seed000DemoSections, ShardingDemoSections, RuntimeDemoSections,
-                     CmmDemoSections}) {
+                     CmmDemoSections, Seed004DemoSections}) {
     for (DemoSection& s : group()) sections.push_back(std::move(s));
   }
   return sections;

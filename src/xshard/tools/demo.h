@@ -44,6 +44,7 @@ std::vector<DemoSection> ShardingDemoSections();  // demo_seeds.cc: seed 002's p
 std::vector<DemoSection> RuntimeDemoSections();   // demo_runtime.cc: seeds 001 and 003 on devices
 std::vector<DemoSection> Seed000DemoSections();   // demo_seed000.cc: seed 000 end to end
 std::vector<DemoSection> CmmDemoSections();       // demo_cmm.cc: seed 003's collective matmuls
+std::vector<DemoSection> Seed004DemoSections();   // demo_seed004.cc: seed 004's bf16 GEMM
 
 // Prints "name: dtype[dims] NamedSharding(...)", its HloSharding (V1 and iota forms) and the
 // drawing, as the seed notebooks' visualize_array_sharding cells show it.
