@@ -2,9 +2,15 @@
 // trace JSON (chrome://tracing, Perfetto): process "steps" has one thread per device with one
 // slice per instruction run; process "collectives in flight" has, per device, one slice from the
 // begin of each -start / async-start to the end of its -done, so overlap with compute shows as a
+<<<<<<< HEAD
 // dot slice inside an in-flight interval of the same device. Off (no wrapping, no cost) when the
 // variable is unset. Works by wrapping the handler table's Prepare functions; fused loops (slices
 // "fusion <result> (k ops)") take their run function from FusedLoopRunFn.
+=======
+// dot slice inside an in-flight interval of the same device. Collective slices carry their bytes
+// (the result's size) and their replica groups or source-target pairs as args. Off (no wrapping,
+// no cost) when the variable is unset. Works by wrapping the handler table's Prepare functions.
+>>>>>>> trace
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "xshard/base/strings.h"
 #include "xshard/exec/executable_plan.h"
 #include "xshard/exec/fusion_plan.h"
 
@@ -27,6 +34,7 @@ struct Event {
   int pid;
   int64_t tid;
   double ts_us, dur_us;
+  std::string args;  // a JSON object's members ("\"bytes\":64,...") or empty
 };
 
 struct Trace {
@@ -57,8 +65,9 @@ void Write() {
   std::fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{\"name\":\"steps\"}},\n");
   std::fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"collectives in flight\"}}");
   for (const Event& e : t.events) {
-    std::fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%lld,\"ts\":%.3f,\"dur\":%.3f}",
-                 e.name.c_str(), e.pid, static_cast<long long>(e.tid), e.ts_us, e.dur_us);
+    std::fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%lld,\"ts\":%.3f,\"dur\":%.3f%s%s%s}",
+                 e.name.c_str(), e.pid, static_cast<long long>(e.tid), e.ts_us, e.dur_us,
+                 e.args.empty() ? "" : ",\"args\":{", e.args.c_str(), e.args.empty() ? "" : "}");
   }
   std::fprintf(f, "\n]}\n");
   std::fclose(f);
@@ -72,6 +81,35 @@ bool IsAsyncStart(Opcode op) {
 bool IsAsyncDone(Opcode op) {
   return op == Opcode::kAllGatherDone || op == Opcode::kAllReduceDone ||
          op == Opcode::kCollectivePermuteDone || op == Opcode::kAsyncDone;
+}
+
+// "{{0,1},{2,3}}" from lists of ints, cut after `max_chars` characters.
+std::string Lists(const std::vector<std::vector<int64_t>>& lists, size_t max_chars = 240) {
+  std::string out = "{";
+  for (size_t i = 0; i < lists.size(); ++i) {
+    if (out.size() > max_chars) return out + ",...}";
+    out += (i ? ",{" : "{") + StrJoin(lists[i], ",") + "}";
+  }
+  return out + "}";
+}
+
+// The args of a collective's slice: bytes of its result and its groups or pairs. A -start's
+// result is the tuple (operand, result[, context]): its bytes are the result element's.
+std::string CollectiveArgs(const Instruction& inst) {
+  const Shape& shape = inst.shape();
+  const bool start_tuple = IsAsyncStart(inst.opcode()) && shape.IsTuple() && shape.tuple_size() >= 2;
+  std::string args =
+      StrCat("\"bytes\":", start_tuple ? shape.tuple_shape(1).byte_size() : shape.byte_size());
+  const Attributes& a = inst.attrs();
+  if (a.replica_groups) {
+    args += StrCat(",\"groups\":\"", Lists(a.replica_groups->Groups()), "\"");
+  }
+  if (a.source_target_pairs) {
+    std::vector<std::vector<int64_t>> pairs;
+    for (const auto& [s, t] : *a.source_target_pairs) pairs.push_back({s, t});
+    args += StrCat(",\"pairs\":\"", Lists(pairs), "\"");
+  }
+  return args;
 }
 
 Status TracedRun(const Step& step, Frame& frame, RunContext& ctx) {
@@ -89,7 +127,8 @@ Status TracedRun(const Step& step, Frame& frame, RunContext& ctx) {
   const Opcode op = step.inst->opcode();
   const int64_t device = ctx.options.replica_id * 100000 + ctx.options.partition_id;
   std::lock_guard<std::mutex> lock(t.mu);
-  t.events.push_back({StrCat(OpcodeName(op), " ", step.inst->name()), 0, device, t0, t1 - t0});
+  const std::string args = IsCollective(op) && !IsAsyncDone(op) ? CollectiveArgs(*step.inst) : "";
+  t.events.push_back({StrCat(OpcodeName(op), " ", step.inst->name()), 0, device, t0, t1 - t0, args});
   if (IsAsyncStart(op)) started[step.inst] = t0;
   if (IsAsyncDone(op) && step.inst->operand_count() > 0) {
     const Instruction* start = step.inst->operand(0);
@@ -97,7 +136,7 @@ Status TracedRun(const Step& step, Frame& frame, RunContext& ctx) {
     auto it = started.find(start);
     if (it != started.end()) {
       t.events.push_back({StrCat(OpcodeName(start->opcode()), " ", start->name(), " in flight"),
-                          1, device, it->second, t1 - it->second});
+                          1, device, it->second, t1 - it->second, CollectiveArgs(*start)});
       started.erase(it);
     }
   }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -184,6 +185,27 @@ void AddTimeoutFlag(CLI::App* cmd, std::optional<double>& seconds) {
                   "Stop every device after this many seconds and fail, printing where each one was\n"
                   "(Ctrl-C does the same with exit 130; default: no limit)")
       ->check(PositiveSecondsCheck());
+}
+
+void AddTraceFlag(CLI::App* cmd, std::string& path) {
+  cmd->add_option("--trace", path,
+                  "Write a Chrome trace (opens in Perfetto) to this file at exit: one track per\n"
+                  "device with every step, collectives with their bytes and groups, asynchronous\n"
+                  "ones from start to done");
+}
+
+Status StartTrace(const std::string& path) {
+  if (path.empty()) return OkStatus();
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    return InvalidArgument("--trace: cannot write '", path, "': ", std::strerror(errno),
+                           " (give a file in a writable directory)");
+  }
+  std::fclose(f);
+  // Read when the executor's handler table is first filled (executable_trace.cc), which happens
+  // at the first compile, after this.
+  ::setenv("XSHARD_TRACE", path.c_str(), 1);
+  return OkStatus();
 }
 
 CLI::Validator PositiveFiniteCheck() {

@@ -90,6 +90,14 @@ CLI::Validator PositiveSecondsCheck();
 // and fail naming where each was.
 void AddTimeoutFlag(CLI::App* cmd, std::optional<double>& seconds);
 
+// --trace FILE.json on `run` and `bench run`: a Chrome trace (Perfetto) of every device's steps,
+// one track per device, collectives with their bytes and groups, asynchronous ones from start to
+// done (exec/executable_trace.cc, the same as XSHARD_TRACE=FILE).
+void AddTraceFlag(CLI::App* cmd, std::string& path);
+// Turns the trace on for `path` before anything is compiled; an error names a file that cannot
+// be written. An empty path does nothing.
+Status StartTrace(const std::string& path);
+
 // "4,16" -> {4, 16}; error names `flag` and the bad piece.
 StatusOr<std::vector<int64_t>> ParseIntList(std::string_view text, std::string_view flag);
 // The same sharding with every tile assignment in explicit-list (V1, iota=false) or iota (V2,

@@ -233,6 +233,7 @@ Status RunBenchRun(const BenchRunFlags& f) {
     return InvalidArgument("give either --args-dir or --random-args, not both");
   }
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, LoadModule(f.run.file));
+  XS_RETURN_IF_ERROR(StartTrace(f.run.trace));
   const ModuleConfig& config = module->config();
   if (NeedsPartitioning(*module)) return BenchGlobal(f, *module);
   if (config.num_partitions * config.replica_count > 1) return BenchSpmd(f, *module);
@@ -266,6 +267,7 @@ Command AddBenchRunCommand(CLI::App& bench) {
       ->check(IntegerRangeCheck(0, 1024));
   AddRunPropagationFlags(r, flags->run);
   AddTimeoutFlag(r, flags->run.timeout);
+  AddTraceFlag(r, flags->run.trace);
   r->add_flag("--samples", flags->samples,
               "Also print every timed call (samples_ms=t1,t2,...) and the process's CPU time per\n"
               "timed call, all threads (cpu_ms_per_call=)");

@@ -198,6 +198,7 @@ Status RunOnDevices(const RunFlags& f, const Module& module) {
 Status RunRun(const RunFlags& f) {
   if (f.blas_threads < 0) return InvalidArgument("--blas-threads must be >= 0, got ", f.blas_threads);
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, LoadModule(f.file));
+  XS_RETURN_IF_ERROR(StartTrace(f.trace));
   const ModuleConfig& config = module->config();
   // A global module with shardings is partitioned for --devices, else num_partitions, else the
   // device count its annotations name (RunSharded), as the README says.
@@ -300,6 +301,7 @@ void AddHloCommands(CLI::App& root, CommandList& commands) {
               "pairs that overlap the compute that does not depend on them (default: off)");
   AddRunPropagationFlags(r, *run);
   AddTimeoutFlag(r, run->timeout);
+  AddTraceFlag(r, run->trace);
   commands.push_back({r, [run] { return RunRun(*run); }});
 }
 

@@ -47,6 +47,8 @@ struct RunFlags {
   spmd::MachineModel machine;
   // --timeout SECONDS: stop every device and fail (exit 1) naming where each was; nullopt: none.
   std::optional<double> timeout;
+  // --trace FILE.json: the executor's Chrome trace of every device (cli.h's AddTraceFlag).
+  std::string trace;
 };
 
 // Global arguments: --random-args SEED, or --args with one .npy per entry parameter leaf of the
