@@ -2,15 +2,10 @@
 // trace JSON (chrome://tracing, Perfetto): process "steps" has one thread per device with one
 // slice per instruction run; process "collectives in flight" has, per device, one slice from the
 // begin of each -start / async-start to the end of its -done, so overlap with compute shows as a
-<<<<<<< HEAD
-// dot slice inside an in-flight interval of the same device. Off (no wrapping, no cost) when the
-// variable is unset. Works by wrapping the handler table's Prepare functions; fused loops (slices
-// "fusion <result> (k ops)") take their run function from FusedLoopRunFn.
-=======
 // dot slice inside an in-flight interval of the same device. Collective slices carry their bytes
 // (the result's size) and their replica groups or source-target pairs as args. Off (no wrapping,
-// no cost) when the variable is unset. Works by wrapping the handler table's Prepare functions.
->>>>>>> trace
+// no cost) when the variable is unset. Works by wrapping the handler table's Prepare functions;
+// fused loops (slices "fusion <result> (k ops)") take their run function from FusedLoopRunFn.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -164,7 +159,7 @@ Status TracedFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
   std::lock_guard<std::mutex> lock(t.mu);
   t.events.push_back({StrCat("fusion ", step.inst->name(), " (", step.fused->members,
                              step.fused->has_reduce ? " ops + reduce)" : " ops)"),
-                      0, device, t0, t1 - t0});
+                      0, device, t0, t1 - t0, ""});
   return st;
 }
 
