@@ -10,13 +10,12 @@
 #include "xshard/base/strings.h"
 
 namespace xs::spmd::internal {
-namespace {
 
-// Pairs (source, target) that move tile k + shift of `dim` to the devices holding tile k, every
-// other tile index (replicas included) unchanged.
-std::vector<std::pair<int64_t, int64_t>> ShiftPairs(const TileAssignment& ta, int dim, int64_t shift) {
+std::vector<std::pair<int64_t, int64_t>> ShiftPairs(const TileAssignment& ta, int dim, int64_t shift,
+                                                     bool cyclic) {
   std::vector<std::pair<int64_t, int64_t>> pairs;
   std::vector<int64_t> index(ta.num_dims(), 0);
+  const int64_t tiles = ta.dim(dim);
   for (int64_t pos = 0; pos < ta.num_devices(); ++pos) {
     int64_t rem = pos;
     for (int k = ta.num_dims() - 1; k >= 0; --k) {
@@ -25,13 +24,12 @@ std::vector<std::pair<int64_t, int64_t>> ShiftPairs(const TileAssignment& ta, in
     }
     const int64_t target = ta(index);
     index[dim] += shift;
-    if (index[dim] >= 0 && index[dim] < ta.dim(dim)) pairs.push_back({ta(index), target});
+    if (cyclic) index[dim] = (index[dim] % tiles + tiles) % tiles;
+    if (index[dim] >= 0 && index[dim] < tiles) pairs.push_back({ta(index), target});
   }
   std::sort(pairs.begin(), pairs.end());
   return pairs;
 }
-
-}  // namespace
 
 StatusOr<Instruction*> HaloWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why,
                                   int64_t max_shift) {

@@ -5,6 +5,7 @@
 #define XSHARD_SPMD_HALO_H_
 
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "xshard/spmd/partitioned_value.h"
@@ -21,6 +22,12 @@ struct DimWindow {
   std::vector<int64_t> needed;
   int64_t size = 0;
 };
+
+// Pairs (source, target) that move tile k + shift of `dim` to the devices holding tile k, every
+// other tile index (replicas included) unchanged; tiles past either end send nothing, unless
+// `cyclic` (tile (k + shift) mod n, a rotation).
+std::vector<std::pair<int64_t, int64_t>> ShiftPairs(const TileAssignment& ta, int dim, int64_t shift,
+                                                     bool cyclic = false);
 
 // The local buffer of `v` with dim `w.dim` replaced by the window: a collective-permute per
 // neighbour shift the windows reach (sending only the part of the shard some window uses), a

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "xshard/base/strings.h"
+#include "xshard/spmd/halo.h"
 #include "xshard/spmd/handlers.h"
 
 namespace xs::spmd::internal {
@@ -24,26 +25,6 @@ std::optional<std::pair<int64_t, int64_t>> RangeAlong(const Instruction& slice, 
     if (k != d && (dims[k].start != 0 || dims[k].limit != from.dim(k))) return std::nullopt;
   }
   return std::pair<int64_t, int64_t>{dims[d].start, dims[d].limit};
-}
-
-// (source, target) pairs that move tile (k + shift) mod tiles of `dim` to the devices holding tile
-// k, every other tile index (replicas included) unchanged.
-std::vector<std::pair<int64_t, int64_t>> CyclicShiftPairs(const TileAssignment& ta, int dim, int64_t shift) {
-  std::vector<std::pair<int64_t, int64_t>> pairs;
-  std::vector<int64_t> index(ta.num_dims(), 0);
-  const int64_t tiles = ta.dim(dim);
-  for (int64_t pos = 0; pos < ta.num_devices(); ++pos) {
-    int64_t rem = pos;
-    for (int k = ta.num_dims() - 1; k >= 0; --k) {
-      index[k] = rem % ta.dim(k);
-      rem /= ta.dim(k);
-    }
-    const int64_t target = ta(index);
-    index[dim] = ((index[dim] + shift) % tiles + tiles) % tiles;
-    pairs.push_back({ta(index), target});
-  }
-  std::sort(pairs.begin(), pairs.end());
-  return pairs;
 }
 
 }  // namespace
@@ -81,7 +62,7 @@ StatusOr<bool> TryRotation(const Instruction& inst, Context& ctx) {
     const int64_t ahead = shift % tiles;
     if (ahead == 0) return piece;
     const std::string where = ahead * 2 > tiles ? StrCat(tiles - ahead, " before") : StrCat(ahead, " after");
-    return em.CollectivePermute(piece, CyclicShiftPairs(ta, d, shift),
+    return em.CollectivePermute(piece, ShiftPairs(ta, d, shift, /*cyclic=*/true),
                                 StrCat("rotate along dim ", d, ": ", to - from, " of ", len,
                                        " elements from the tile ", where, " (cyclically)"));
   };
