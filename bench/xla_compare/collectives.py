@@ -50,13 +50,14 @@ def _tuple_elements(shape_text):
 
 
 def _group_size(attrs, devices):
-    # Mesh form: replica_groups=mesh['a'=1,'b'=4,'c'=2] [, device_ids=(...)] {'b'}: the named axes.
+    # Mesh form: replica_groups=mesh['a'=1,'b'=4,'c'=2] [, device_ids=(...)] {'b'}: the named axes;
+    # a sub-axis 'b':(2)2 (pre-size 2, size 2) counts its own size, not the whole axis's.
     m = re.search(r"replica_groups=mesh\[([^\]]*)\][^{]*\{([^}]*)\}", attrs)
     if m:
         sizes = {k: int(v) for k, v in re.findall(r"'([^']+)'=(\d+)", m.group(1))}
         g = 1
-        for axis in re.findall(r"'([^']+)'", m.group(2)):
-            g *= sizes.get(axis, 1)
+        for axis, sub in re.findall(r"'([^']+)'(?::\(\d+\)(\d+))?", m.group(2)):
+            g *= int(sub) if sub else sizes.get(axis, 1)
         return g
     m = re.search(r"replica_groups=\[(\d+),(\d+)\]<=", attrs)
     if m:

@@ -41,6 +41,7 @@ StatusOr<PartitionedValue> ReshardTiled(const PartitionedValue& v, const HloShar
       {"axes", internal::AxesRoute},
       {"permute", internal::PermuteRoute},
       {"all-to-all + permute", internal::AllToAllPermuteRoute},
+      {"all-to-all + halo + permute", internal::AllToAllHaloPermuteRoute},
       {"full", internal::FullRoute}};
   ModuleState& state = v.emitter().state();
   // The cheapest route depends only on the key: dry-run the routes once per key.

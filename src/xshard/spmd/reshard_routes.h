@@ -39,6 +39,11 @@ StatusOr<PartitionedValue> AxesRoute(const PartitionedValue& v, const HloShardin
 // collective-permute to the target's devices (reshard_swap.cc).
 StatusOr<PartitionedValue> AllToAllPermuteRoute(const PartitionedValue& v, const HloSharding& target,
                                                 std::string_view why);
+// The same where an all-to-all merges uneven tiles into blocks longer than the new shard (f32[10]
+// in 4 tiles of 3 merged in pairs: blocks of 6, shards of 5): a halo exchange then moves the
+// elements each block is off by, instead of an extra all-to-all (error when no move needs it).
+StatusOr<PartitionedValue> AllToAllHaloPermuteRoute(const PartitionedValue& v, const HloSharding& target,
+                                                    std::string_view why);
 
 // Helpers shared by the routes.
 // The local dims after gathering `count` pieces along `dim` are consistent with `after` when the

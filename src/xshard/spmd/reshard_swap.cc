@@ -2,9 +2,13 @@
 // -> P('x','y') on a (x=4, y=2) mesh), where the axes route can only gather (no dim's axes are a
 // prefix of the target's), all-to-alls first give every dim the target's number of tiles, on
 // whichever axes they reach, and one collective-permute then moves each piece to its device.
+// With the rebalance variant, an all-to-all may merge uneven tiles into blocks longer than the
+// new shard (a halo exchange then moves the few elements each block is off by).
+#include <algorithm>
 #include <set>
 
 #include "xshard/base/strings.h"
+#include "xshard/spmd/halo.h"
 #include "xshard/spmd/reshard_routes.h"
 
 namespace xs::spmd::internal {
@@ -15,6 +19,9 @@ using Axes = std::vector<int>;
 struct Move {
   Axes axes;
   int from = 0, to = 0;
+  // The merged dim `from` comes out in blocks of (old shard x axes size), longer than the new
+  // shard of an uneven dim: a halo exchange moves each block to the new shard's start.
+  bool rebalance = false;
 };
 
 struct Node {
@@ -31,9 +38,10 @@ bool TileCountsMatch(const AxesSharding& a, const AxesSharding& b, const TileMes
 }
 
 // The fewest all-to-all moves (at most `max_moves`) from `start` to a sharding with the tile
-// counts of `want`; nullopt when there is none.
+// counts of `want`; nullopt when there is none. With `rebalance`, a move whose merged dim does
+// not line up with the new padded layout (uneven dims) is allowed too, marked for a halo.
 std::optional<std::vector<Move>> FindMoves(const AxesSharding& start, const AxesSharding& want,
-                                           const PartitionedValue& v, int max_moves) {
+                                           const PartitionedValue& v, int max_moves, bool rebalance) {
   const TileMesh& mesh = v.emitter().mesh();
   const int64_t n = v.emitter().num_partitions();
   const int rank = start.rank();
@@ -56,12 +64,13 @@ std::optional<std::vector<Move>> FindMoves(const AxesSharding& start, const Axes
                 ShardLayout::Create(mesh.ToHloSharding(next.axes), v.global_shape().dims(), n);
             if (!layout.ok()) continue;
             const std::vector<int64_t>& local = node.local;
-            if (local[j] % size != 0 || local[j] / size != layout->shard_dims()[j] ||
-                !GatherFits(local, i, size, *layout)) {
-              continue;
-            }
+            if (local[j] % size != 0 || local[j] / size != layout->shard_dims()[j]) continue;
+            const bool fits = GatherFits(local, i, size, *layout);
+            const bool halo = !fits && rebalance && layout->tiles()[i] > 1 &&
+                              local[i] * size > layout->shard_dims()[i];
+            if (!fits && !halo) continue;
             next.local = layout->shard_dims();
-            next.moves.push_back(Move{moved, i, j});
+            next.moves.push_back(Move{moved, i, j, halo});
             if (TileCountsMatch(next.axes, want, mesh)) return next.moves;
             next_frontier.push_back(std::move(next));
           }
@@ -73,10 +82,38 @@ std::optional<std::vector<Move>> FindMoves(const AxesSharding& start, const Axes
   return std::nullopt;
 }
 
-}  // namespace
+// The all-to-all of `m` when dim m.from comes out in blocks of (local x axes size) that the
+// padded layout of `after` does not have: the all-to-all laid out as for the dim padded to
+// (source tiles x source shard), then a halo exchange that moves each tile's block to its shard's
+// start (XLA's all-to-all + collective-permute of the boundary rows).
+StatusOr<PartitionedValue> AllToAllRebalance(const PartitionedValue& value, const Move& m,
+                                             const HloSharding& after, const std::string& reason,
+                                             std::string_view why) {
+  Emitter& em = value.emitter();
+  const int64_t n = em.num_partitions();
+  const int i = m.from;
+  std::vector<int64_t> padded = value.global_shape().dims();
+  XS_ASSIGN_OR_RETURN(ShardLayout before, value.Layout());
+  padded[i] = before.tiles()[i] * before.shard_dims()[i];
+  const Shape padded_shape = value.global_shape().WithDims(padded);
+  XS_ASSIGN_OR_RETURN(ShardLayout merged, ShardLayout::Create(after, padded, n));
+  XS_ASSIGN_OR_RETURN(ShardLayout real, ShardLayout::Create(after, value.global_shape().dims(), n));
+  const PartitionedValue source(value.hlo(), padded_shape, value.sharding(), &em);
+  const PartitionedValue moved = AllToAllAxes(source, m.axes, i, m.to, after, merged, reason);
+  DimWindow w;
+  w.dim = i;
+  w.size = real.shard_dims()[i];
+  const int64_t dim_size = value.global_shape().dim(i);
+  for (int64_t k = 0; k < real.tiles()[i]; ++k) {
+    w.lo.push_back(k * w.size);
+    w.needed.push_back(std::clamp<int64_t>(dim_size - k * w.size, 0, w.size));
+  }
+  XS_ASSIGN_OR_RETURN(Instruction * x, HaloWindow(moved, w, why));
+  return PartitionedValue(x, value.global_shape(), after, &em);
+}
 
-StatusOr<PartitionedValue> AllToAllPermuteRoute(const PartitionedValue& v, const HloSharding& target,
-                                                std::string_view why) {
+StatusOr<PartitionedValue> SwapRoute(const PartitionedValue& v, const HloSharding& target,
+                                     std::string_view why, bool rebalance) {
   Emitter& em = v.emitter();
   const TileMesh& mesh = em.mesh();
   const int rank = v.global_shape().rank();
@@ -85,8 +122,11 @@ StatusOr<PartitionedValue> AllToAllPermuteRoute(const PartitionedValue& v, const
   if (!cur || !want) return FailedPrecondition("not on the mesh");
   if (cur->manual != 0 || want->manual != 0) return FailedPrecondition("manual axes");
   if (TileCountsMatch(*cur, *want, mesh)) return FailedPrecondition("no dim changes its tile count");
-  std::optional<std::vector<Move>> moves = FindMoves(*cur, *want, v, 2);
+  std::optional<std::vector<Move>> moves = FindMoves(*cur, *want, v, 2, rebalance);
   if (!moves) return FailedPrecondition("no all-to-all reaches the target's tile counts");
+  if (rebalance && std::none_of(moves->begin(), moves->end(), [](const Move& m) { return m.rebalance; })) {
+    return FailedPrecondition("no all-to-all needs a halo (the plain route covers it)");
+  }
   PartitionedValue value = v;
   AxesSharding c = *cur;
   for (const Move& m : *moves) {
@@ -94,11 +134,26 @@ StatusOr<PartitionedValue> AllToAllPermuteRoute(const PartitionedValue& v, const
     c.dims[m.to].insert(c.dims[m.to].end(), m.axes.begin(), m.axes.end());
     const HloSharding after = mesh.ToHloSharding(c);
     XS_ASSIGN_OR_RETURN(ShardLayout layout, ShardLayout::Create(after, v.global_shape().dims(), em.num_partitions()));
-    value = AllToAllAxes(value, m.axes, m.from, m.to, after, layout,
-                         why.empty() ? StrCat("move a split from dim ", m.from, " to dim ", m.to)
-                                     : StrCat(why, ": move a split from dim ", m.from, " to dim ", m.to));
+    std::string reason = RouteReason(why, StrCat("move a split from dim ", m.from, " to dim ", m.to));
+    if (m.rebalance) {
+      XS_ASSIGN_OR_RETURN(value, AllToAllRebalance(value, m, after, reason, why));
+    } else {
+      value = AllToAllAxes(value, m.axes, m.from, m.to, after, layout, std::move(reason));
+    }
   }
   return PermuteRoute(value, target, why);
+}
+
+}  // namespace
+
+StatusOr<PartitionedValue> AllToAllPermuteRoute(const PartitionedValue& v, const HloSharding& target,
+                                                std::string_view why) {
+  return SwapRoute(v, target, why, /*rebalance=*/false);
+}
+
+StatusOr<PartitionedValue> AllToAllHaloPermuteRoute(const PartitionedValue& v, const HloSharding& target,
+                                                    std::string_view why) {
+  return SwapRoute(v, target, why, /*rebalance=*/true);
 }
 
 }  // namespace xs::spmd::internal

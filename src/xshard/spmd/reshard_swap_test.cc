@@ -76,5 +76,39 @@ ENTRY e {
 })", 8);
 }
 
+// Uneven dims whose all-to-all merges tiles into blocks longer than the new shard. Mesh (a=4,
+// b=2) as (a0=2, a1=2, b=2), f32[1002,704] P('a','b') -> P('b','a'): each device holds
+// f32[251,352] (rows padded to 1004). The all-to-all over a1 moves a1 from dim 0 to dim 1 (operand
+// 353,408 B, half of it received: 176,704 B) and leaves rows in blocks of 502 where P('a0', ..)
+// has shards of 501: the a0 = 1 devices lack row 501, which a collective-permute of f32[1,176]
+// brings (704 B); the permute to the target's devices then moves f32[501,176] (352,704 B).
+// 530,112 B, as XLA (all-to-all, permute, permute); without the halo the route needs two
+// all-to-alls (over a: 265,056 B, over a1: 176,352 B) and the permute: 794,112 B.
+TEST(ReshardSwapTest, UnevenMergedBlocksRebalanceByHalo) {
+  const PartitionResult r = Check(R"(HloModule m, num_partitions=8
+ENTRY e {
+  p = f32[1002,704] parameter(0), sharding={devices=[4,2]<=[8]}
+  ROOT c = f32[1002,704] copy(p), sharding={devices=[2,4]<=[4,2]T(1,0)}
+})", 8);
+  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-to-all", "collective-permute", "collective-permute"}));
+  ASSERT_EQ(r.report.collectives.size(), 3u);
+  EXPECT_EQ(r.report.collectives[0].bytes, 176704);
+  EXPECT_EQ(r.report.collectives[1].bytes, 704);
+  EXPECT_EQ(r.report.collectives[2].bytes, 352704);
+}
+
+// The same with the uneven dim second: f32[704,1002] P('b','a') -> P('a','b') moves a1 from dim
+// 1 to dim 0, columns come in blocks of 502 where the shards are 501 (column 501 moves by a
+// f32[176,1] permute): the same 176,704 + 704 + 352,704 B.
+TEST(ReshardSwapTest, UnevenMergedBlocksRebalanceByHaloSecondDim) {
+  const PartitionResult r = Check(R"(HloModule m, num_partitions=8
+ENTRY e {
+  p = f32[704,1002] parameter(0), sharding={devices=[2,4]<=[4,2]T(1,0)}
+  ROOT c = f32[704,1002] copy(p), sharding={devices=[4,2]<=[8]}
+})", 8);
+  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-to-all", "collective-permute", "collective-permute"}));
+  EXPECT_EQ(TotalBytes(r), 176704 + 704 + 352704);
+}
+
 }  // namespace
 }  // namespace xs::spmd
