@@ -167,6 +167,18 @@ CLI::Validator IntegerRangeCheck(int64_t lo, int64_t hi, std::string meaning) {
       StrCat(lo, "..", hi));
 }
 
+CLI::Validator FiniteRangeCheck(double lo, double hi, std::string range) {
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        double v = 0;
+        if (!ParseDouble(text, &v) || !std::isfinite(v) || v < lo || v > hi) {
+          return "'" + text + "' is not a finite number from " + range;
+        }
+        return "";
+      },
+      range);
+}
+
 CLI::Validator PositiveSecondsCheck() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
