@@ -221,17 +221,29 @@ StatusOr<std::string> ReadFile(const std::string& path) {
                     "; check the path (relative paths start at the current directory)");
   }
   // Bounded: a file larger than the memory this process may use fails here, not in the parser.
-  if (const auto size = std::filesystem::file_size(path, ec); !ec) {
+  // A regular file is read straight into one string of its size (no second copy).
+  const bool regular = std::filesystem::is_regular_file(path, ec);
+  const auto size = regular ? std::filesystem::file_size(path, ec) : 0;
+  if (regular && !ec) {
     XS_RETURN_IF_ERROR(CheckHostBytes(static_cast<int64_t>(size), StrCat("reading '", path, "'")));
   }
-  std::ostringstream ss;
+  std::string text;
   try {
+    if (regular && !ec && size > 0) {
+      text.resize(size);
+      in.read(text.data(), static_cast<std::streamsize>(size));
+      text.resize(static_cast<size_t>(in.gcount()));
+      if (in.bad()) return Unavailable("error reading '", path, "'");
+      return text;
+    }
+    std::ostringstream ss;
     ss << in.rdbuf();
+    text = ss.str();
   } catch (const std::bad_alloc&) {
     return ResourceExhausted("reading '", path, "' needs more host memory than is available");
   }
   if (in.bad()) return Unavailable("error reading '", path, "'");
-  return ss.str();
+  return text;
 }
 
 std::string FirstLine(std::string_view message) {
