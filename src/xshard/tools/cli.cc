@@ -210,6 +210,9 @@ CLI::Validator PositiveFiniteCheck() {
       ">0");
 }
 
+// The most bytes read from a device or pipe (no file size to check first).
+constexpr int64_t kMaxStreamBytes = int64_t{1} << 30;
+
 StatusOr<std::string> ReadFile(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
@@ -236,9 +239,20 @@ StatusOr<std::string> ReadFile(const std::string& path) {
       if (in.bad()) return Unavailable("error reading '", path, "'");
       return text;
     }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+    // A device or pipe has no size: read in chunks up to 1 GiB (less when the memory this
+    // process may use is less), so an endless one (/dev/zero, `yes |`) fails with a message
+    // instead of filling memory.
+    XS_ASSIGN_OR_RETURN(std::optional<int64_t> limit, HostMemoryLimit());
+    const int64_t cap = std::min<int64_t>(kMaxStreamBytes, limit.value_or(kMaxStreamBytes));
+    char chunk[1 << 16];
+    while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
+      text.append(chunk, static_cast<size_t>(in.gcount()));
+      if (static_cast<int64_t>(text.size()) > cap) {
+        return ResourceExhausted("reading '", path, "' stopped after ", cap >> 20, " MiB",
+                                 ": it is a device or pipe with more data than that (one that never "
+                                 "ends?); give an HLO text file");
+      }
+    }
   } catch (const std::bad_alloc&) {
     return ResourceExhausted("reading '", path, "' needs more host memory than is available");
   }
