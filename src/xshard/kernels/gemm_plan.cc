@@ -253,8 +253,9 @@ Status RunOne(DotPlan::Engine engine, const DotPlan::Impl& p, const std::byte* a
     case DotPlan::Engine::kBlas: {
       // One huge product must not hold up a stopped run: past kGemmBlockWork multiply-adds the
       // rows of op(A) and C go in blocks with a stop check between (ParallelFor's interrupt).
-      // Each block packs B again, an overhead of about 1 / rows of the block's compute: blocks
-      // of at least kGemmBlockRows keep it near 2 %.
+      // Each block packs B again (N x K copies against rows x N x K multiply-adds), so blocks have
+      // at least kGemmBlockRows rows: f32 4096x2048x2048 on one thread (4 blocks) measured 707 ms
+      // median against 696 ms unblocked, inside the +-3 % noise of interleaved runs.
       const int64_t per_row = std::max<int64_t>(1, p.n * p.k);
       const int64_t rows =
           p.m > kGemmBlockWork / per_row ? std::max<int64_t>(kGemmBlockRows, kGemmBlockWork / per_row) : p.m;
