@@ -382,6 +382,9 @@ std::vector<std::byte> SerializeNpy(const Array& array) {
   return out;
 }
 
+// The most bytes read from a device or pipe (no file size to check first).
+constexpr int64_t kMaxStreamBytes = int64_t{1} << 30;
+
 StatusOr<Array> ReadNpy(const std::string& path, std::optional<DType> opaque_dtype) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
@@ -395,10 +398,28 @@ StatusOr<Array> ReadNpy(const std::string& path, std::optional<DType> opaque_dty
   std::byte buf[1 << 16];
   size_t n;
   bool out_of_memory = false;
+  // A device or pipe has no size: reading stops past kMaxStreamBytes, so an endless one
+  // (/dev/zero) fails with a message instead of filling memory.
+  const bool regular = std::filesystem::is_regular_file(path, ec);
+  bool endless = false;
   try {
-    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) bytes.insert(bytes.end(), buf, buf + n);
+    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
+      bytes.insert(bytes.end(), buf, buf + n);
+      // Not a .npy at all (/dev/zero): ParseNpy names the missing magic string; read no more.
+      if (!regular && bytes.size() >= kMagicLen && std::memcmp(bytes.data(), kMagic, kMagicLen) != 0) break;
+      if (!regular && static_cast<int64_t>(bytes.size()) > kMaxStreamBytes) {
+        endless = true;
+        break;
+      }
+    }
   } catch (const std::bad_alloc&) {
     out_of_memory = true;
+  }
+  if (endless) {
+    std::fclose(f);
+    return ResourceExhausted("reading '", path, "' stopped after ", kMaxStreamBytes >> 30,
+                             " GiB: it is a device or pipe with more data than that (one that never ends?); "
+                             "give a .npy file");
   }
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);

@@ -11,6 +11,7 @@
 #include "xshard/kernels/dot.h"
 #include "xshard/exec/buffer_assignment.h"
 #include "xshard/kernels/compute_gate.h"
+#include "xshard/kernels/parallel.h"
 #include "xshard/exec/executable_plan.h"
 #include "xshard/exec/fusion_plan.h"
 
@@ -313,6 +314,10 @@ StatusOr<Slot> RunPlan(const ComputationPlan& plan, std::vector<Slot> args, RunC
   DeviceProgress* progress = ctx.options.monitor == nullptr
                                  ? nullptr
                                  : &ctx.options.monitor->progress(ctx.options.monitor_rank);
+  // Long kernels (convolutions, ParallelFor loops) see a stop mid-way through the flag and return
+  // early; their unfinished outputs never leave: every step and the end check the flag.
+  std::optional<kernels::ScopedInterrupt> interrupt;
+  if (progress != nullptr) interrupt.emplace(ctx.options.monitor->stop_flag());
   for (const Step& step : plan.steps) {
     if (progress != nullptr) {
       if (ctx.options.monitor->stopped()) return ctx.options.monitor->stop_reason();
@@ -322,11 +327,13 @@ StatusOr<Slot> RunPlan(const ComputationPlan& plan, std::vector<Slot> args, RunC
     ctx.frame_arena = frame.arena;
     ctx.result_given = false;
     Status st = RunStep(step, frame, ctx);
+    if (!st.ok() && progress != nullptr && ctx.options.monitor->stopped()) return ctx.options.monitor->stop_reason();
     if (!st.ok()) return AnnotateInstruction(st, *step.inst);
     XS_RETURN_IF_ERROR(CheckResult(step, frame));
     ++ctx.instructions_run;
     for (int s : step.release) frame.slots[s] = Slot{};
   }
+  if (progress != nullptr && ctx.options.monitor->stopped()) return ctx.options.monitor->stop_reason();
   return std::move(frame.slots[plan.root_slot]);
 }
 

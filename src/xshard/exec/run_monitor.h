@@ -37,6 +37,8 @@ class RunMonitor {
   // async-signal-safe: call it from a thread, not a signal handler).
   void Stop(const Status& reason);
   bool stopped() const { return stopped_.load(std::memory_order_relaxed); }
+  // The flag stopped() reads, for kernels::ScopedInterrupt (long kernels poll it mid-way).
+  const std::atomic<bool>* stop_flag() const { return &stopped_; }
   // The first Stop's reason (OK while not stopped).
   Status stop_reason() const;
 

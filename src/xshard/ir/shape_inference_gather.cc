@@ -161,6 +161,10 @@ StatusOr<Shape> InferScatterShape(std::span<const Shape> args, const ProgramShap
       return InvalidArgument("scatter operand ", k, " ", ShapeText(operand), " and updates ",
                              ShapeText(updates), " must match operand 0 and updates 0");
     }
+    if (updates.dtype() != operand.dtype()) {  // the kernels combine them element by element
+      return InvalidArgument("scatter updates ", k, " ", ShapeText(updates), " must have the element type of operand ",
+                             k, " ", ShapeText(operand), "; convert the updates first");
+    }
     XS_RETURN_IF_ERROR(si::CheckDimsInRange(dn.update_window_dims, updates.rank(),
                                             "update window dim", updates, true));
     XS_RETURN_IF_ERROR(si::CheckDimsInRange(dn.inserted_window_dims, operand.rank(),

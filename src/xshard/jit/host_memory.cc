@@ -1,6 +1,8 @@
 // Host memory estimate of a sharded run and the limit it is checked against.
 #include "xshard/jit/host_memory.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -32,6 +34,35 @@ std::optional<int64_t> MemAvailable() {
     if (key == "MemAvailable:") return value * 1024;
   }
   return std::nullopt;
+}
+
+// The address space this process may still map under RLIMIT_AS (`ulimit -v`): the soft limit
+// minus VmSize from /proc/self/status; nullopt when there is no limit. Under such a limit an
+// allocation past it fails however much memory the machine has free.
+std::optional<int64_t> FreeAddressSpace() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return std::nullopt;
+  std::ifstream in("/proc/self/status");
+  std::string key;
+  int64_t used = 0;
+  while (in >> key) {
+    if (key == "VmSize:") {
+      in >> used;
+      used *= 1024;
+      break;
+    }
+    in.ignore(1 << 20, '\n');
+  }
+  const int64_t cap = limit.rlim_cur > static_cast<rlim_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(limit.rlim_cur);
+  return std::max<int64_t>(0, cap - used);
+}
+
+std::optional<int64_t> AvailableHostMemory() {
+  std::optional<int64_t> available = MemAvailable();
+  if (std::optional<int64_t> free_space = FreeAddressSpace()) {
+    available = available ? std::min(*available, *free_space) : *free_space;
+  }
+  return available;
 }
 
 }  // namespace
@@ -66,7 +97,7 @@ HostMemoryEstimate EstimateHostMemory(const ShardedProgram& program, bool refere
 
 StatusOr<std::optional<int64_t>> HostMemoryLimit() {
   const char* env = std::getenv("XSHARD_HOST_MEMORY");
-  if (env == nullptr || *env == '\0') return MemAvailable();
+  if (env == nullptr || *env == '\0') return AvailableHostMemory();
   std::string text(env);
   int shift = 0;
   const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));

@@ -29,8 +29,9 @@ struct HostMemoryEstimate {
 HostMemoryEstimate EstimateHostMemory(const ShardedProgram& program, bool reference);
 
 // What this process may use: $XSHARD_HOST_MEMORY (bytes, or with a K / M / G / T suffix, binary)
-// when set, else MemAvailable from /proc/meminfo, else nullopt (no check). Error for a malformed
-// $XSHARD_HOST_MEMORY, naming the value.
+// when set, else MemAvailable from /proc/meminfo, lowered to the address space still free under
+// an address-space limit (`ulimit -v`: the limit minus this process's VmSize) when that is less,
+// else nullopt (no check). Error for a malformed $XSHARD_HOST_MEMORY, naming the value.
 StatusOr<std::optional<int64_t>> HostMemoryLimit();
 
 // Unimplemented "unsupported: ..." when the estimate exceeds `limit`, naming the module, the

@@ -11,6 +11,7 @@
 #include "xshard/kernels/dot.h"
 #include "xshard/kernels/elementwise.h"
 #include "xshard/kernels/numeric.h"
+#include "xshard/kernels/parallel.h"
 #include "xshard/kernels/scalar_ops.h"
 
 namespace xs::kernels {
@@ -75,7 +76,12 @@ void DirectConv(const Array& lhs, const Array& rhs, const ConvolutionParams& p,
   const int64_t batch_group_size = in_batch / p.batch_group_count;
   const int64_t depthwise = p.batch_group_count > 1 ? out_features / p.batch_group_count : 1;
   std::vector<int64_t> oi(g.out_dims.size(), 0), ki(g.num_spatial, 0);
+  // A stop is seen about every 2^20 multiply-adds (one output can be a whole 801-tap window).
+  int64_t per_output = ifg;
+  for (int64_t w : g.window_sizes) per_output *= std::max<int64_t>(w, 1);
+  const int64_t check_every = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(per_output, 1));
   for (int64_t linear = 0; linear < out.num_elements(); ++linear) {
+    if (linear % check_every == 0 && Interrupted()) return;  // the run was stopped: the output is dropped
     const int64_t ob = oi[d.output_batch], of = oi[d.output_feature];
     const int64_t fgi = of / ofg, bgi = of / depthwise;
     const int64_t lhs_batch_base =
@@ -194,6 +200,7 @@ StatusOr<Array> Im2ColConv(const Array& lhs, const Array& rhs, const Convolution
       if (g.num_spatial > 0) NextIndex(ki, g.window_sizes);
     }
     for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+      if (Interrupted()) return out;  // the run was stopped: the output is dropped
       const int64_t n = std::min(chunk, rows - r0);
       Array last_chunk;
       if (n < chunk) last_chunk = Array(Shape(gemm, {n, cols}));

@@ -8,6 +8,7 @@
 
 #include "xshard/kernels/elementwise.h"
 #include "xshard/kernels/numeric.h"
+#include "xshard/kernels/parallel.h"
 #include "xshard/kernels/shape_ops.h"
 
 namespace xs::kernels {
@@ -98,7 +99,7 @@ Array TapGemmConvolution(const Array& lhs, const Array& rhs, const ConvolutionPa
   const std::vector<int64_t> rows(out.begin(), out.end() - 1);  // output row index: spatial dims but the last
   const WindowDim& last = p.window.dims[n - 1];
   std::fill(k.begin(), k.end(), 0);
-  for (int64_t t = 0; t < taps; ++t) {
+  for (int64_t t = 0; t < taps && !Interrupted(); ++t) {  // a stopped run drops the output
     // The run of last-dim outputs o with 0 <= o * stride - pad_low + k * dilation < in.
     const int64_t shift = k[n - 1] * last.rhs_dilation - last.pad_low;
     const int64_t first = std::max<int64_t>(0, CeilDiv(-shift, last.stride));

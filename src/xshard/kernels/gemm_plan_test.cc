@@ -1,6 +1,7 @@
 // DotPlan against the naive reference (DotGeneralReference) on every kind of dims configuration,
 // the plans it makes (transposes folded into BLAS flags, oneDNN for bf16), and the tiled
 // transpose against TransposeReference.
+#include <atomic>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -10,6 +11,7 @@
 #include "xshard/kernels/dot.h"
 #include "xshard/kernels/elementwise.h"
 #include "xshard/kernels/onednn_matmul.h"
+#include "xshard/kernels/parallel.h"
 #include "xshard/kernels/shape_ops.h"
 
 namespace xs::kernels {
@@ -296,6 +298,51 @@ TEST(Transpose, TiledMatchesReferenceForRandomPermutationsAndElementSizes) {
   const Array t = Transpose(m, {1, 0});
   EXPECT_EQ(t.GetDouble(0 * 5 + 1), 7.0);   // t[0][1] = m[1][0]
   EXPECT_EQ(t.GetDouble(6 * 5 + 4), 34.0);  // t[6][4] = m[4][6]
+}
+
+// A product past 2^30 multiply-adds runs as row blocks of at least 1024 rows (1024 + 276 here),
+// with op(A) read directly and transposed: every element must still be sum_k A[i][k] * 1 =
+// K * (i % 7).
+TEST(DotPlan, HugeProductInRowBlocksMatchesTheClosedForm) {
+  constexpr int64_t m = 1300, n = 1024, k = 1000;
+  for (bool transposed : {false, true}) {
+    Array lhs(Shape(DType::kF32, transposed ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k}));
+    float* l = reinterpret_cast<float*>(lhs.data());
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t q = 0; q < k; ++q) (transposed ? l[q * m + i] : l[i * k + q]) = static_cast<float>(i % 7);
+    }
+    Array rhs(Shape(DType::kF32, {k, n}));
+    for (float& x : rhs.values<float>()) x = 1.0f;
+    auto plan = DotPlan::Create(lhs.shape(), rhs.shape(), Dn({}, {}, {transposed ? 0 : 1}, {0}), DType::kF32);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    StatusOr<Array> out = (*plan)->Run(lhs, rhs);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    const float* o = reinterpret_cast<const float*>(out->data());
+    int bad = 0;
+    for (int64_t i = 0; i < m && bad < 5; ++i) {
+      for (int64_t j = 0; j < n && bad < 5; ++j) {
+        if (o[i * n + j] != static_cast<float>(k * (i % 7))) {
+          ADD_FAILURE() << "transposed=" << transposed << " out[" << i << "][" << j << "] = " << o[i * n + j];
+          ++bad;
+        }
+      }
+    }
+  }
+}
+
+// A stopped run's product returns at once, leaving the output as it was.
+TEST(DotPlan, InterruptedProductReturnsEarly) {
+  Array lhs(Shape(DType::kF32, {64, 64})), rhs(Shape(DType::kF32, {64, 64}));
+  for (float& x : lhs.values<float>()) x = 1.0f;
+  for (float& x : rhs.values<float>()) x = 1.0f;
+  auto plan = DotPlan::Create(lhs.shape(), rhs.shape(), Dn({}, {}, {1}, {0}), DType::kF32);
+  ASSERT_TRUE(plan.ok());
+  std::vector<float> out(64 * 64, -1.0f);
+  std::atomic<bool> stop{true};
+  ScopedInterrupt interrupt(&stop);
+  ASSERT_TRUE((*plan)->Run(lhs.data(), rhs.data(), reinterpret_cast<std::byte*>(out.data())).ok());
+  EXPECT_EQ(out[0], -1.0f);
+  EXPECT_EQ(out[64 * 64 - 1], -1.0f);
 }
 
 }  // namespace

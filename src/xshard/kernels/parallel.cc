@@ -16,9 +16,14 @@
 namespace xs::kernels {
 namespace {
 
+thread_local const std::atomic<bool>* t_interrupt = nullptr;
+
+bool IsSet(const std::atomic<bool>* flag) { return flag != nullptr && flag->load(std::memory_order_relaxed); }
+
 struct Loop {
   const std::function<void(int64_t)>* fn = nullptr;
   int64_t n = 0;
+  const std::atomic<bool>* interrupt = nullptr;  // the caller's stop flag, seen by every worker
   std::atomic<int64_t> next{0};
   int wanted = 0;  // workers still to join (guarded by the pool mutex)
   int active = 0;  // workers inside Work (guarded by the pool mutex)
@@ -27,9 +32,11 @@ struct Loop {
 };
 
 void Work(Loop& loop) {
+  const std::atomic<bool>* saved = t_interrupt;
+  t_interrupt = loop.interrupt;  // kernels nested in fn poll the caller's flag
   for (;;) {
     const int64_t i = loop.next.fetch_add(1, std::memory_order_relaxed);
-    if (i >= loop.n) return;
+    if (i >= loop.n || IsSet(loop.interrupt)) break;
     try {
       (*loop.fn)(i);
     } catch (...) {
@@ -38,6 +45,7 @@ void Work(Loop& loop) {
       loop.next.store(loop.n, std::memory_order_relaxed);  // start no more calls
     }
   }
+  t_interrupt = saved;
 }
 
 class Pool {
@@ -109,12 +117,13 @@ void ParallelFor(int64_t n, int threads, const std::function<void(int64_t)>& fn)
   if (n <= 0) return;
   threads = static_cast<int>(std::min<int64_t>({threads, n, kMaxThreads}));
   if (threads <= 1) {
-    for (int64_t i = 0; i < n; ++i) fn(i);
+    for (int64_t i = 0; i < n && !IsSet(t_interrupt); ++i) fn(i);
     return;
   }
   Loop loop;
   loop.fn = &fn;
   loop.n = n;
+  loop.interrupt = t_interrupt;
   ThePool().Run(loop, threads - 1);
   if (loop.error) std::rethrow_exception(loop.error);
 }
@@ -134,6 +143,12 @@ Status ParallelForStatus(int64_t n, int threads, const std::function<Status(int6
   });
   return first;
 }
+
+ScopedInterrupt::ScopedInterrupt(const std::atomic<bool>* flag) : saved_(t_interrupt) { t_interrupt = flag; }
+
+ScopedInterrupt::~ScopedInterrupt() { t_interrupt = saved_; }
+
+bool Interrupted() { return IsSet(t_interrupt); }
 
 int PoolWorkerCount() { return ThePool().worker_count(); }
 

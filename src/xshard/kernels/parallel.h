@@ -5,6 +5,7 @@
 #ifndef XSHARD_KERNELS_PARALLEL_H_
 #define XSHARD_KERNELS_PARALLEL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 
@@ -22,6 +23,24 @@ void ParallelFor(int64_t n, int threads, const std::function<void(int64_t)>& fn)
 
 // Same with a Status: the first non-OK status stops further calls from starting and is returned.
 Status ParallelForStatus(int64_t n, int threads, const std::function<Status(int64_t)>& fn);
+
+// Stopping long kernels mid-way. The executor points each device thread at its run's stop flag
+// with a ScopedInterrupt; once the flag is set, ParallelFor starts no more calls (on the pool's
+// workers too) and serial kernel loops see Interrupted() between blocks of work and return early.
+// An interrupted kernel's output is unfinished: the caller sees the stop and discards it.
+class ScopedInterrupt {
+ public:
+  // Installs `flag` (not owned; may be null) as this thread's stop flag until destruction.
+  explicit ScopedInterrupt(const std::atomic<bool>* flag);
+  ~ScopedInterrupt();
+  ScopedInterrupt(const ScopedInterrupt&) = delete;
+  ScopedInterrupt& operator=(const ScopedInterrupt&) = delete;
+
+ private:
+  const std::atomic<bool>* saved_;
+};
+// True once the calling thread's stop flag is set (false without one). Cheap: one relaxed load.
+bool Interrupted();
 
 // Workers the pool has started so far (for tests; grows to the largest `threads` - 1 requested).
 int PoolWorkerCount();

@@ -87,6 +87,29 @@ TEST(ParallelFor, ConcurrentCallersFromManyThreads) {
   for (int d = 0; d < 8; ++d) EXPECT_EQ(sums[d], 20 * 2016 * (d + 1));
 }
 
+TEST(ParallelFor, StopsStartingCallsOnceTheCallersFlagIsSet) {
+  // The flag is set by call 10: calls already claimed may finish, but far fewer than all 10,000
+  // run, on one thread and on four; without a flag every call runs.
+  for (int threads : {1, 4}) {
+    std::atomic<bool> stop{false};
+    std::atomic<int64_t> calls{0};
+    {
+      ScopedInterrupt interrupt(&stop);
+      EXPECT_FALSE(Interrupted());
+      ParallelFor(10000, threads, [&](int64_t) {
+        if (calls.fetch_add(1) == 10) stop.store(true);
+        EXPECT_LE(calls.load(), 10 + threads + 1);
+      });
+      EXPECT_TRUE(Interrupted());
+    }
+    EXPECT_FALSE(Interrupted());  // the scope restored "no flag"
+    EXPECT_LE(calls.load(), 10 + threads + 1) << threads << " threads";
+  }
+  std::atomic<int64_t> calls{0};
+  ParallelFor(1000, 4, [&](int64_t) { calls.fetch_add(1); });
+  EXPECT_EQ(calls.load(), 1000);
+}
+
 TEST(ParallelFor, CoreCountIsPositive) { EXPECT_GE(CoreCount(), 1); }
 
 }  // namespace

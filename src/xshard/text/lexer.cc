@@ -64,8 +64,16 @@ bool Lexer::TryConsumeWord(std::string_view word) {
 Status Lexer::Expect(char c, std::string_view context) {
   if (TryConsume(c)) return OkStatus();
   char got = PeekRaw();
-  std::string found = pos_ >= text_.size() ? std::string("end of input")
-                                           : StrCat("'", std::string(1, got), "'");
+  std::string found;
+  if (pos_ >= text_.size()) {
+    found = "end of input";
+  } else if (std::isprint(static_cast<unsigned char>(got))) {
+    found = StrCat("'", std::string(1, got), "'");
+  } else {  // a control or non-ASCII byte: named, never echoed raw into a one-line message
+    static constexpr char kHex[] = "0123456789abcdef";
+    const auto b = static_cast<unsigned char>(got);
+    found = StrCat("byte 0x", std::string(1, kHex[b >> 4]), std::string(1, kHex[b & 15]));
+  }
   return Error(StrCat("expected '", std::string(1, c), "' ", context, ", found ", found));
 }
 

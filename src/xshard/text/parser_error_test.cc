@@ -56,6 +56,10 @@ const ErrorCase kCases[] = {
      "ENTRY e {\n  a = f32[] parameter(0)\n  b = f32[] parameter(0)\n  ROOT s = f32[] add(a, b)\n}\n",
      "3:13", "parameter number 0 is used twice"},
     {"MissingEntry", "HloModule m\n", "2:1", "the module has no computations"},
+    // A control byte is named, not echoed raw (found by the CLI mutation campaign: \x1e split
+    // the one-line message for tools that treat it as a line break).
+    {"ControlByteAfterName", "ENTRY e {\n  so\x1e = f32[] parameter(0)\n}\n", "2:5",
+     "expected '=' after instruction name 'so', found byte 0x1e"},
     {"TwoEntries",
      "ENTRY a {\n  ROOT p = f32[] parameter(0)\n}\nENTRY b {\n  ROOT p = f32[] parameter(0)\n}\n",
      "4:7", "second ENTRY computation 'b'"},

@@ -168,6 +168,18 @@ CLI::Validator IntegerRangeCheck(int64_t lo, int64_t hi, std::string meaning) {
       StrCat(lo, "..", hi));
 }
 
+CLI::Validator FiniteRangeCheck(double lo, double hi, std::string range) {
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        double v = 0;
+        if (!ParseDouble(text, &v) || !std::isfinite(v) || v < lo || v > hi) {
+          return "'" + text + "' is not a finite number from " + range;
+        }
+        return "";
+      },
+      range);
+}
+
 CLI::Validator PositiveSecondsCheck() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
@@ -220,6 +232,9 @@ CLI::Validator PositiveFiniteCheck() {
       ">0");
 }
 
+// The most bytes read from a device or pipe (no file size to check first).
+constexpr int64_t kMaxStreamBytes = int64_t{1} << 30;
+
 StatusOr<std::string> ReadFile(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
@@ -231,17 +246,40 @@ StatusOr<std::string> ReadFile(const std::string& path) {
                     "; check the path (relative paths start at the current directory)");
   }
   // Bounded: a file larger than the memory this process may use fails here, not in the parser.
-  if (const auto size = std::filesystem::file_size(path, ec); !ec) {
+  // A regular file is read straight into one string of its size (no second copy).
+  const bool regular = std::filesystem::is_regular_file(path, ec);
+  const auto size = regular ? std::filesystem::file_size(path, ec) : 0;
+  if (regular && !ec) {
     XS_RETURN_IF_ERROR(CheckHostBytes(static_cast<int64_t>(size), StrCat("reading '", path, "'")));
   }
-  std::ostringstream ss;
+  std::string text;
   try {
-    ss << in.rdbuf();
+    if (regular && !ec && size > 0) {
+      text.resize(size);
+      in.read(text.data(), static_cast<std::streamsize>(size));
+      text.resize(static_cast<size_t>(in.gcount()));
+      if (in.bad()) return Unavailable("error reading '", path, "'");
+      return text;
+    }
+    // A device or pipe has no size: read in chunks up to 1 GiB (less when the memory this
+    // process may use is less), so an endless one (/dev/zero, `yes |`) fails with a message
+    // instead of filling memory.
+    XS_ASSIGN_OR_RETURN(std::optional<int64_t> limit, HostMemoryLimit());
+    const int64_t cap = std::min<int64_t>(kMaxStreamBytes, limit.value_or(kMaxStreamBytes));
+    char chunk[1 << 16];
+    while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
+      text.append(chunk, static_cast<size_t>(in.gcount()));
+      if (static_cast<int64_t>(text.size()) > cap) {
+        return ResourceExhausted("reading '", path, "' stopped after ", cap >> 20, " MiB",
+                                 ": it is a device or pipe with more data than that (one that never "
+                                 "ends?); give an HLO text file");
+      }
+    }
   } catch (const std::bad_alloc&) {
     return ResourceExhausted("reading '", path, "' needs more host memory than is available");
   }
   if (in.bad()) return Unavailable("error reading '", path, "'");
-  return ss.str();
+  return text;
 }
 
 std::string FirstLine(std::string_view message) {

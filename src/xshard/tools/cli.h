@@ -83,6 +83,11 @@ CLI::Validator PositiveFiniteCheck();
 // Whole numbers from `lo` to `hi`; the message names the range, or says `meaning` (e.g. "-1 (no
 // limit) or a whole number >= 0") when given.
 CLI::Validator IntegerRangeCheck(int64_t lo, int64_t hi, std::string meaning = "");
+// Finite numbers from `lo` to `hi` (rejects nan and inf); `range` says them in the message, e.g.
+// "0 to 1000000".
+CLI::Validator FiniteRangeCheck(double lo, double hi, std::string range);
+// The most --warmup / --iters / --iterations calls a benchmark accepts.
+inline constexpr int64_t kMaxBenchCalls = 1000000;
 // Durations in seconds: finite numbers > 0.
 CLI::Validator PositiveSecondsCheck();
 

@@ -142,8 +142,10 @@ void AddBenchCommand(CLI::App& root, CommandList& commands) {
   c->add_option("--op", flags->ops,
                 "all-gather, all-reduce, reduce-scatter, all-to-all, collective-permute,\n"
                 "collective-broadcast, comma-separated, or all (default)");
-  c->add_option("--warmup", flags->warmup, "Untimed calls first (default 3)");
-  c->add_option("--iterations", flags->iterations, "Timed calls (default 20)");
+  c->add_option("--warmup", flags->warmup, "Untimed calls first (default 3)")
+      ->check(IntegerRangeCheck(0, kMaxBenchCalls));
+  c->add_option("--iterations", flags->iterations, "Timed calls (default 20)")
+      ->check(IntegerRangeCheck(1, kMaxBenchCalls));
   const Command run = AddBenchRunCommand(*bench);
   const Command cmm = AddBenchCmmCommand(*bench);
   commands.push_back({bench, [flags, c, run, cmm] {

@@ -259,10 +259,12 @@ Command AddBenchRunCommand(CLI::App& bench) {
                 "Devices to partition a global module for (default: num_partitions, else the\n"
                 "annotations' device count); SPMD modules: must equal num_partitions x replica_count")
       ->check(DeviceCountCheck());
-  r->add_option("--warmup", flags->warmup, "Untimed calls first (default 3)");
+  r->add_option("--warmup", flags->warmup, "Untimed calls first (default 3)")
+      ->check(IntegerRangeCheck(0, kMaxBenchCalls));
   r->add_option("--iters", flags->iters,
                 "Timed calls (default: adaptive, at least 10 calls and 1 s; a slow module stops at\n"
-                "3 calls once 10 s have passed)");
+                "3 calls once 10 s have passed)")
+      ->check(IntegerRangeCheck(1, kMaxBenchCalls));
   r->add_option("--blas-threads", flags->run.blas_threads, "OpenBLAS threads (default: cores / devices)")
       ->check(IntegerRangeCheck(0, 1024));
   AddRunPropagationFlags(r, flags->run);

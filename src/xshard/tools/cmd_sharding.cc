@@ -186,10 +186,14 @@ void AddShardingCommands(CLI::App& root, CommandList& commands) {
                    "Device count for --sharding (default: one past the largest device id, else 8)")->check(DeviceCountCheck());
   vcmd->add_option("--shape", vis->sharding.shape, "Array dims, e.g. 4,16 (required)");
   vcmd->add_option("--max-width", vis->options.max_width, "Widest box and console width")
-      ->capture_default_str();
-  vcmd->add_option("--min-width", vis->options.min_width, "Narrowest box")->capture_default_str();
+      ->capture_default_str()
+      ->check(IntegerRangeCheck(1, 100000));
+  vcmd->add_option("--min-width", vis->options.min_width, "Narrowest box")
+      ->capture_default_str()
+      ->check(IntegerRangeCheck(0, 100000));
   vcmd->add_option("--scale", vis->options.scale, "Height scale (the array is 10*scale lines tall)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(FiniteRangeCheck(0, 1e6, "0 to 1000000"));
   vcmd->add_flag("--color", vis->options.use_color, "Colored boxes (24-bit ANSI), as JAX draws them");
   vcmd->add_option("--device-kind", vis->options.device_kind, "Label prefix")->capture_default_str();
   commands.push_back({vcmd, [vis] { return RunVisualize(*vis); }});
