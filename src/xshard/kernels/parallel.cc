@@ -10,6 +10,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -55,7 +56,14 @@ class Pool {
     {
       std::unique_lock<std::mutex> l(mu_);
       while (static_cast<int>(workers_.size()) < helpers) {
-        workers_.emplace_back([this] { WorkerMain(); });
+        try {
+          workers_.emplace_back([this] { WorkerMain(); });
+        } catch (const std::system_error&) {
+          // No thread to be had (ulimit -v / -u, a cgroup's pids limit): run with the workers
+          // there are; the calling thread alone finishes the loop if there are none.
+          helpers = static_cast<int>(workers_.size());
+          break;
+        }
       }
       loop.wanted = helpers;
       queue_.push_back(&loop);

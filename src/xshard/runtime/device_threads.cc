@@ -1,6 +1,7 @@
 // Persistent device threads and their job hand-off.
 #include "xshard/runtime/device_threads.h"
 
+#include <system_error>
 #include <vector>
 
 #include "xshard/base/status.h"
@@ -11,7 +12,16 @@ DeviceThreads::DeviceThreads(int64_t num_threads, WaitPolicy policy)
     : num_threads_(num_threads), policy_(policy),
       workers_(std::make_unique<Worker[]>(num_threads)) {
   for (int64_t i = 0; i < num_threads_; ++i) {
-    workers_[i].thread = std::thread([this, i] { Loop(workers_[i]); });
+    try {
+      workers_[i].thread = std::thread([this, i] { Loop(workers_[i]); });
+    } catch (const std::system_error&) {
+      // Stop and join the threads already started (a joinable std::thread destroyed by the
+      // unwinding would terminate the process), then let the caller report the failure.
+      stop_.store(true, std::memory_order_seq_cst);
+      for (int64_t k = 0; k < i; ++k) workers_[k].bell.Ring();
+      for (int64_t k = 0; k < i; ++k) workers_[k].thread.join();
+      throw;
+    }
   }
 }
 

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <new>
 #include <sstream>
+#include <system_error>
 
 #include "xshard/core/allocation_failure.h"
 #include "xshard/ir/verifier.h"
@@ -374,7 +375,9 @@ int RunCli(int argc, char** argv) {
       status = ResourceExhausted(e.what());
     } catch (const std::bad_alloc&) {  // any other allocation (parsing, planning) under a memory limit
       status = ResourceExhausted("ran out of host memory (std::bad_alloc): the input needs more than this process "
-                                 "may use (ulimit -v, cgroup limits); give a smaller input");
+                                 "may use (ulimit -v, cgroup limits); give a smaller input");    } catch (const std::system_error& e) {  // a device thread that could not be started
+      status = ResourceExhausted("could not start a thread (", e.what(), "): raise the process's limits "
+                                 "(ulimit -v, ulimit -u, a cgroup's pids limit) or use fewer --devices");
     }
     std::cout.flush();
     if (!status.ok()) {

@@ -1,7 +1,10 @@
 // The xshard command-line tool; all logic lives in the libraries (see tools/cli.h).
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 
 #include "xshard/kernels/dot.h"
@@ -19,5 +22,17 @@ int main(int argc, char** argv) {
       unsetenv("OPENBLAS_CORETYPE");
     }
   }
-  return xs::tools::RunCli(argc, argv);
+  const int code = xs::tools::RunCli(argc, argv);
+  // Under a small address-space limit (ulimit -v below about 250 MiB) OpenBLAS's worker threads
+  // cannot get their buffers at load and its exit handler then waits for them forever. The
+  // command's work is done and flushed here, so end without running exit handlers in that case.
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY &&
+      as.rlim_cur < (rlim_t{512} << 20) && std::getenv("XSHARD_TRACE") == nullptr) {
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    _exit(code);
+  }
+  return code;
 }
