@@ -72,11 +72,6 @@ nb::tuple Run(const std::string& algo, const std::string& variant, int64_t rows,
 void BindCmm(nb::module_& m) {
   m.def("_cmm_run", &Run, "algo"_a, "variant"_a, "rows"_a, "cols"_a, "a"_a, "b"_a, "m"_a, "k"_a,
         "n"_a, "dtype"_a, "chunks"_a, "block"_a, "warmup"_a, "iters"_a, "trace"_a);
-  m.def("_cmm_validate", [](const std::string& algo, const std::string& variant, int64_t rows,
-                            int64_t cols, int64_t m_, int64_t k, int64_t n, const std::string& dtype,
-                            int64_t chunks, int64_t block) {
-    Spec(algo, variant, rows, cols, m_, k, n, dtype, chunks, block);
-  });
   m.def("_cmm_dims_from_bshd", [](int64_t b, int64_t s, int64_t h, int64_t d,
                                   const std::string& variant) {
     cmm::MatmulDims dims = cmm::DimsFromBshd({b, s, h, d}, Unwrap(cmm::ParseVariant(variant)));
