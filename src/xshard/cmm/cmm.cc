@@ -53,7 +53,7 @@ struct Rule {
 std::vector<Rule> Rules(const CmmSpec& s) {
   const int64_t r = s.rows, c = s.cols, kb = s.chunks * s.block;
   const MatmulDims& d = s.dims;
-  const std::string rs = StrCat("rows=", r), cs = StrCat("cols=", c);
+  const std::string rs = StrCat("rows with rows=", r), cs = StrCat("cols with cols=", c);
   if (Info(s.algo).seed004) {
     std::vector<Rule> rules = {
         {"m", d.m, r, rs, "A's rows are sharded over 'row'"},
@@ -82,12 +82,12 @@ std::vector<Rule> Rules(const CmmSpec& s) {
       add("m", d.m, c, cs, "A [k,m]'s columns are sharded over 'col'");
       break;
   }
-  const std::string chunk_text = StrCat("chunks*block=", s.chunks, "*", s.block);
+  const std::string chunk_text = StrCat(", chunks=", s.chunks, ", block=", s.block);
   const auto systolic = [&](const char* dim, int64_t size) {
-    add(dim, size, r * kb, StrCat("rows*", chunk_text), "each 'row' shard of it is cut into "
-        "chunks of blocks");
-    add(dim, size, c * kb, StrCat("cols*", chunk_text), "each 'col' shard of it is cut into "
-        "chunks of blocks");
+    add(dim, size, r * kb, StrCat("rows*chunks*block with rows=", r, chunk_text),
+        "each 'row' shard of it is cut into chunks of blocks");
+    add(dim, size, c * kb, StrCat("cols*chunks*block with cols=", c, chunk_text),
+        "each 'col' shard of it is cut into chunks of blocks");
   };
   const char* halves = "the ring splits each device's block of it into two halves";
   if (s.algo == Algorithm::kWang) {

@@ -159,21 +159,21 @@ TEST(CmmTest, SeedShapes) {
 TEST(CmmTest, ErrorsNameTheDimItsSizeAndTheDivisor) {
   CmmSpec wang{Algorithm::kWang, Variant::kOS, 2, 4, {8, 12, 8}, DType::kF32};
   EXPECT_EQ(Validate(wang).message(),
-            "wang os 2x4 m=8 k=12 n=8 f32: k=12 must divide by 8 = 2*cols=4 (the ring splits "
+            "wang os 2x4 m=8 k=12 n=8 f32: k=12 must divide by 8 = 2*cols with cols=4 (the ring splits "
             "each device's block of it into two halves); pick sizes that divide, or another "
             "mesh");
   CmmSpec gspmd{Algorithm::kGspmd, Variant::kOS, 4, 2, {6, 8, 8}, DType::kF32};
   EXPECT_EQ(Validate(gspmd).message(),
-            "gspmd os 4x2 m=6 k=8 n=8 f32: m=6 must divide by 4 = rows=4 (C's rows are sharded "
-            "over 'row'); pick sizes that divide, or another mesh");
+            "gspmd os 4x2 m=6 k=8 n=8 f32: m=6 must divide by 4 = rows with rows=4 (C's rows are "
+            "sharded over 'row'); pick sizes that divide, or another mesh");
   CmmSpec systolic{Algorithm::kSystolic, Variant::kIS, 2, 2, {8, 8, 64}, DType::kBF16, 8, 8};
   EXPECT_THAT(Validate(systolic).message(),
-              HasSubstr("n=64 must divide by 128 = rows*chunks*block=8*8 (each 'row' shard of "
-                        "it is cut into chunks of blocks); n=64 must divide by 128 = "
-                        "cols*chunks*block=8*8"));
+              HasSubstr("n=64 must divide by 128 = rows*chunks*block with rows=2, chunks=8, "
+                        "block=8 (each 'row' shard of it is cut into chunks of blocks); n=64 must "
+                        "divide by 128 = cols*chunks*block with cols=2, chunks=8, block=8"));
   CmmSpec slice{Algorithm::kSlicePsum, Variant::kOS, 2, 4, {8, 6, 8}, DType::kF32};
   EXPECT_EQ(Validate(slice).message(),
-            "slice_psum 2x4 m=8 k=6 n=8 f32: k=6 must divide by 4 = cols=4 (A's columns are "
+            "slice_psum 2x4 m=8 k=6 n=8 f32: k=6 must divide by 4 = cols with cols=4 (A's columns are "
             "sharded over 'col'); pick sizes that divide, or another mesh");
 }
 
