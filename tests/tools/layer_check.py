@@ -38,7 +38,8 @@ EDGES = {
     "shard_map": ["runtime"],
     "cmm": ["shard_map"],
     "jit": ["passes", "runtime"],
-    "tools": ["jit", "passes", "runtime", "shard_map", "cmm"],
+    "frontend": ["jit", "shard_map"],
+    "tools": ["jit", "passes", "runtime", "shard_map", "cmm", "frontend"],
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"xshard/([a-z_]+)/')
 CMAKE_DEP = re.compile(r"\bxs_([a-z_]+)\b")
