@@ -119,8 +119,33 @@ struct VLog1p {
   }
   template <class T> static T Scalar(T x) { return ops::Log1p::Apply(x); }
 };
+// f32: XLA CPU's tanh (the rational approximation XLA emits, Eigen's): x * P(x^2) / Q(x^2) on x
+// clamped to where it reaches +-1 exactly (a wider clamp with FMA), x itself below |x| = 4e-4.
+// About half the work of Highway's expm1-based Tanh, and JAX's own f32 results on CPU.
+// f64: Highway's Tanh.
 struct VTanh {
-  template <class D, class V> static V Apply(D d, V x) { return hn::Tanh(d, x); }
+  template <class D, class V> static V Apply(D d, V x) {
+    if constexpr (sizeof(T_<D>) == 4) {
+      const V clamp = C(d, HWY_NATIVE_FMA ? 7.99881172180175781 : 7.90531110763549805);
+      const V xc = hn::Min(hn::Max(x, hn::Neg(clamp)), clamp);
+      const V x2 = hn::Mul(xc, xc);
+      V p = C(d, -2.76076847742355e-16);
+      p = hn::MulAdd(p, x2, C(d, 2.00018790482477e-13));
+      p = hn::MulAdd(p, x2, C(d, -8.60467152213735e-11));
+      p = hn::MulAdd(p, x2, C(d, 5.12229709037114e-08));
+      p = hn::MulAdd(p, x2, C(d, 1.48572235717979e-05));
+      p = hn::MulAdd(p, x2, C(d, 6.37261928875436e-04));
+      p = hn::MulAdd(p, x2, C(d, 4.89352455891786e-03));
+      V q = C(d, 1.19825839466702e-06);
+      q = hn::MulAdd(q, x2, C(d, 1.18534705686654e-04));
+      q = hn::MulAdd(q, x2, C(d, 2.26843463243900e-03));
+      q = hn::MulAdd(q, x2, C(d, 4.89352518554385e-03));
+      const V r = hn::Div(hn::Mul(xc, p), q);
+      return hn::IfThenElse(hn::Lt(hn::Abs(x), C(d, 0.0004)), x, r);
+    } else {
+      return hn::Tanh(d, x);
+    }
+  }
   template <class D, class V> static auto Bad(D, V x) { return hn::IsNaN(x); }
   template <class T> static T Scalar(T x) { return ops::Tanh::Apply(x); }
 };
