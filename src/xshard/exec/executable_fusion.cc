@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 
+#include "xshard/kernels/elementwise.h"
 #include "xshard/kernels/parallel.h"
 #include "xshard/exec/executable_plan.h"
 #include "xshard/exec/fusion_plan.h"
@@ -122,16 +123,22 @@ struct Runs {
 
 // The elements of `runs` in tiles, in order, with one set of per-thread buffers; `reduced`: the
 // reduce's result (when the loop has one).
+// With `stream`, each tile of an output is computed in a buffer of its own and then written with
+// non-temporal stores (kernels::StreamCopy): the outputs are larger than the caches.
 void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
-              const std::vector<std::byte*>& outputs, std::byte* reduced, const Runs& runs) {
+              const std::vector<std::byte*>& outputs, std::byte* reduced, const Runs& runs,
+              bool stream) {
   const int64_t buffer_bytes = kFusedTile * f.max_esize;
-  const size_t total = static_cast<size_t>(buffer_bytes * f.num_buffers + kFusedTile * 8);
+  const int64_t stream_buffers = stream ? static_cast<int64_t>(f.outputs.size()) : 0;
+  const size_t total =
+      static_cast<size_t>(buffer_bytes * (f.num_buffers + stream_buffers) + kFusedTile * 8);
   struct AlignedDelete {
     void operator()(std::byte* b) const { ::operator delete[](b, std::align_val_t{64}); }
   };
   std::unique_ptr<std::byte[], AlignedDelete> scratch(
       static_cast<std::byte*>(::operator new[](total, std::align_val_t{64})));
-  int64_t* iota = reinterpret_cast<int64_t*>(scratch.get() + buffer_bytes * f.num_buffers);
+  int64_t* iota = reinterpret_cast<int64_t*>(scratch.get() + buffer_bytes * (f.num_buffers + stream_buffers));
+  std::byte* stream_base = scratch.get() + buffer_bytes * f.num_buffers;
   std::vector<std::byte*> p(f.values.size(), nullptr);
   for (size_t v = 0; v < f.values.size(); ++v) {
     if (f.values[v].buffer >= 0) p[v] = scratch.get() + f.values[v].buffer * buffer_bytes;
@@ -147,13 +154,21 @@ void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
         if (fv.kind == FusedValueKind::kInput) {
           p[v] = const_cast<std::byte*>(inputs[fv.input]) + off * fv.esize;
         } else if (fv.kind == FusedValueKind::kOutput) {
-          p[v] = outputs[fv.output] + off * fv.esize;
+          p[v] = stream ? stream_base + fv.output * buffer_bytes : outputs[fv.output] + off * fv.esize;
         }
       }
       for (const FusedOp& op : f.body) RunOp(f, op, p.data(), inputs, off, n, iota);
       if (f.has_reduce) f.reduce.fn(p[f.reduce.value], reduced, f.dims, f.reduce.ostride, off, n);
+      if (stream) {
+        for (size_t v = 0; v < f.values.size(); ++v) {
+          const FusedValue& fv = f.values[v];
+          if (fv.kind != FusedValueKind::kOutput) continue;
+          kernels::StreamCopy(outputs[fv.output] + off * fv.esize, p[v], n * fv.esize);
+        }
+      }
     }
   }
+  if (stream) kernels::StreamFence();
 }
 
 }  // namespace
@@ -207,6 +222,11 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
     }
   }
   const int64_t chunks = threads <= 1 ? 1 : std::min<int64_t>(units, int64_t{threads} * 4);
+  // Outputs larger than the caches bypass them (no reduce: its loop order is not tile-major).
+  bool stream = !f.has_reduce;
+  for (const FusedOutput& o : f.outputs) {
+    stream = stream && f.count * DTypeSize(o.inst->shape().dtype()) >= kernels::kStreamMinBytes;
+  }
   std::byte* reduced_data = reduced ? reduced->data() : nullptr;
   kernels::ParallelFor(chunks, threads, [&](int64_t c) {
     Runs runs;
@@ -219,7 +239,7 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
       runs.first = units * c / chunks * unit;
       runs.width = std::min(f.count, units * (c + 1) / chunks * unit) - runs.first;
     }
-    RunChunk(f, inputs, outputs, reduced_data, runs);
+    RunChunk(f, inputs, outputs, reduced_data, runs, stream);
   });
   for (size_t o = 0; o < f.outputs.size(); ++o) {
     frame.slots[f.outputs[o].slot] = OwnedSlot(std::move(out_arrays[o]));

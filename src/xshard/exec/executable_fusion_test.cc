@@ -299,6 +299,37 @@ ENTRY main {
   EXPECT_EQ(stats.peak_bytes, 2 * 100000 * 4 + 100000 * 4);
 }
 
+TEST(Fusion, OutputsLargerThanTheCachesAreStreamedExactly) {
+  // Every output is at least kernels::kStreamMinBytes (bf16[1031,2100] is 4.3 MB), so the loop
+  // writes them with non-temporal stores from per-tile buffers; `e` is both an output and an
+  // operand of later members, and the tile tail (2,165,100 elements) is uneven.
+  const std::string text = R"(
+HloModule big
+ENTRY main {
+  x = f32[1031,2100] parameter(0)
+  e = f32[1031,2100] tanh(x)
+  one = f32[] constant(1)
+  ob = f32[1031,2100] broadcast(one), dimensions={}
+  m = f32[1031,2100] multiply(e, x)
+  f = f32[1031,2100] add(m, ob)
+  g = bf16[1031,2100] convert(f)
+  ROOT out = (f32[1031,2100], f32[1031,2100], bf16[1031,2100]) tuple(f, e, g)
+})";
+  std::mt19937 rng(11);
+  std::vector<Array> args = {RandomArray(DType::kF32, {1031, 2100}, rng)};
+  ExpectFusedEqualsUnfused(text, args, 2);
+  ExpectFusedEqualsUnfused(text, args, 1);
+  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  std::vector<Array> out = *e->Run(args, {});
+  for (int64_t i : {int64_t{0}, int64_t{4095}, int64_t{4096}, int64_t{1031} * 2100 - 1}) {
+    const double x = args[0].GetDouble(i);
+    EXPECT_NEAR(out[1].GetDouble(i), std::tanh(x), 1e-6) << i;
+    EXPECT_NEAR(out[0].GetDouble(i), std::tanh(x) * x + 1, 1e-5) << i;
+    EXPECT_NEAR(out[2].GetDouble(i), out[0].GetDouble(i), 0.01 * std::fabs(out[0].GetDouble(i))) << i;
+  }
+}
+
 std::string ReduceModule(const std::string& t, const std::string& dims, const std::string& out_dims,
                          const std::string& reduce_dims, const std::string& combiner,
                          const std::string& init, const std::string& body) {

@@ -195,4 +195,9 @@ StatusOr<TernaryKernel> FindClampKernel(DType dtype) {
   return k;
 }
 
+void StreamCopy(std::byte* dst, const std::byte* src, int64_t bytes) {
+  internal::StreamStore(dst, src, bytes);
+}
+void StreamFence() { internal::StreamFence(); }
+
 }  // namespace xs::kernels

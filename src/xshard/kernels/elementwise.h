@@ -58,6 +58,15 @@ StatusOr<Array> CompareReference(ComparisonDirection direction, ComparisonType t
                                  const Array& a, const Array& b);
 StatusOr<Array> ConvertReference(const Array& in, DType to);
 
+// Results at least this large are better written with StreamCopy than with plain stores: they
+// do not fit the caches, and a plain store first reads the destination line from memory.
+inline constexpr int64_t kStreamMinBytes = int64_t{4} << 20;
+// Copies `bytes` from a cache-resident buffer to `dst` with non-temporal stores where `dst` is
+// 16-byte aligned (a plain copy otherwise). The calling thread must call StreamFence() after its
+// last StreamCopy and before another thread reads `dst`.
+void StreamCopy(std::byte* dst, const std::byte* src, int64_t bytes);
+void StreamFence();
+
 // Convenience for tests and small callers: run the fast kernel on whole arrays (shapes must be
 // equal; error otherwise).
 StatusOr<Array> Unary(Opcode op, const Array& in);

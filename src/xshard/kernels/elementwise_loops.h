@@ -21,7 +21,7 @@ namespace xs::kernels::internal {
 inline constexpr int64_t kChunk = 256;
 // Results at least this large bypass the cache (streaming stores): a plain store first reads
 // the destination line, which costs a third of the bandwidth of a DRAM-bound loop.
-inline constexpr int64_t kStreamBytes = int64_t{4} << 20;
+inline constexpr int64_t kStreamBytes = kStreamMinBytes;
 
 // Copies `bytes` from an L1-resident buffer to `dst` with non-temporal stores where `dst` is
 // 16-byte aligned (plain copy otherwise). Call StreamFence() after the last one.
