@@ -118,15 +118,17 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
   const int64_t n = num_devices();
   const std::vector<int64_t>& devices = assignment.LogicalDevices();
   // OpenBLAS's thread count is process-wide: set it here, while no device runs.
+  // Devices computing at once in this process (MPI mode: this process's share).
+  const int64_t running = client.distributed() ? client.options().devices_per_process : n;
   kernels::SetBlasThreads(options.blas_threads > 0 ? options.blas_threads
-                                                   : static_cast<int>(client.IntraOpThreads(n)));
+                                                   : static_cast<int>(client.IntraOpThreads(running)));
 
   SpmdResult result;
   result.outputs.resize(n);
   result.devices = devices;
   std::vector<ExecuteStats> stats(n);
   // More devices than cores: at most one big kernel per core at a time (compute_gate.h).
-  ComputeGate* gate = n > client.num_cores() ? &client.compute_gate() : nullptr;
+  ComputeGate* gate = running > client.num_cores() ? &client.compute_gate() : nullptr;
   const Client::RankFn run_device = [&](int64_t rank, Communicator& comm) -> Status {
     CommunicatorCollectiveRunner runner(*plan_, comm, rank);
     ExecuteOptions o;
@@ -135,7 +137,7 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
     o.collectives = &runner;
     o.max_while_iterations = options.max_while_iterations;
     o.compute_gate = gate;
-    o.intra_op_threads = static_cast<int>(client.IntraOpThreads(n));
+    o.intra_op_threads = static_cast<int>(client.IntraOpThreads(running));
     RunMonitor* monitor = options.monitor != nullptr && rank < options.monitor->num_devices() ? options.monitor : nullptr;
     if (monitor != nullptr) {
       o.monitor = monitor;
@@ -165,6 +167,8 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
     }
   }
   if (!run.status.ok()) return run.status;
+  // MPI mode: every process gets every device's outputs (memory figures stay per process).
+  XS_RETURN_IF_ERROR(client.ShareRankResults(devices, result.outputs));
   for (int64_t r = 0; r < n; ++r) {
     SpmdDeviceMemory m;
     m.device = devices[r];

@@ -1,6 +1,7 @@
 // The CLI driver: builds the CLI11 app, dispatches to the chosen subcommand, turns every error
 // (bad flags, bad input, failed commands) into one clear line on stderr and exit code 1.
 #include "xshard/tools/cli.h"
+#include "xshard/tools/cli_mpi.h"
 #include "xshard/tools/run_flags.h"
 
 #include <algorithm>
@@ -366,6 +367,7 @@ int RunCli(int argc, char** argv) {
               << " --help' for usage.\n";
     return 1;
   }
+  SilenceOtherRanks();
   for (const Command& c : commands) {
     if (!c.app->parsed()) continue;
     Status status;
@@ -380,8 +382,10 @@ int RunCli(int argc, char** argv) {
                                  "(ulimit -v, ulimit -u, a cgroup's pids limit) or use fewer --devices");
     }
     std::cout.flush();
+    EndMpi(status.ok());
     if (!status.ok()) {
-      std::cerr << "xshard " << c.app->get_name() << ": error: " << status.message() << "\n";
+      const std::string process = CliUsesMpi() ? StrCat(" (process ", CliProcessRank(), ")") : "";
+      std::cerr << "xshard " << c.app->get_name() << process << ": error: " << status.message() << "\n";
       // A run stopped by Ctrl-C / SIGTERM exits as a shell reports a SIGINT kill.
       return status.code() == StatusCode::kCancelled ? 130 : 1;
     }

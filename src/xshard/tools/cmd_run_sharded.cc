@@ -10,6 +10,7 @@
 #include "xshard/runtime/client.h"
 #include "xshard/exec/executable.h"
 #include "xshard/tools/cli.h"
+#include "xshard/tools/cli_mpi.h"
 #include "xshard/tools/run_flags.h"
 #include "xshard/tools/run_watch.h"
 
@@ -154,11 +155,15 @@ Status RunSharded(const RunFlags& f, const Module& module) {
   if (memory_limit) {
     XS_RETURN_IF_ERROR(Annotate(CheckHostMemory(**program, f.check, *memory_limit), StrCat(f.file, ": ")));
   }
-  XS_ASSIGN_OR_RETURN(std::vector<Array> args,
-                      LoadArguments(f, (*program)->argument_shapes(), module.entry()->name()));
-  ClientOptions client_options;
-  client_options.num_devices = n;
-  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(client_options));
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(CliClientOptions(n)));
+  // Under mpirun rank 0 reads (or draws) the global inputs and sends them to the others.
+  std::vector<Array> args;
+  XS_RETURN_IF_ERROR(ShareInputs(
+      *client,
+      client->process_rank() == 0
+          ? LoadArguments(f, (*program)->argument_shapes(), module.entry()->name())
+          : StatusOr<std::vector<Array>>(std::vector<Array>{}),
+      args));
   SpmdRunOptions run_options;
   run_options.blas_threads = f.blas_threads;
   run_options.max_while_iterations = f.max_while_iterations;
