@@ -281,12 +281,40 @@ Status RunProcessCall(CommState& s, uint64_t k) {
       if (count > INT32_MAX) return Fail(s, Unimplemented(label, ": more than 2^31-1 elements"));
       MPI_Iallreduce(partial.data(), out0, static_cast<int>(count), type, mpi_op, it->second,
                      &reqs[0]);
-      request_peer.assign(1, procs.size() > 1 ? (sorted[0] == s.process ? sorted[1] : sorted[0])
-                                              : s.process);
       pr = PollAll(lock, reqs, s.options.timeout, {});
-      if (pr.kind != PollResult::kDone) {
-        return Fail(s, timeout_error(pr, "inside MPI_Iallreduce", request_peer));
+      if (pr.kind == PollResult::kTimeout) {
+        // MPI does not say who is missing: every waiting process sends a roll call to the others
+        // and names those that do not answer within a second (they time out at about the same
+        // moment, so the calls cross).
+        uint64_t call = k;
+        std::vector<uint64_t> answers(sorted.size());
+        reqs.clear();
+        request_peer.clear();
+        for (size_t i = 0; i < sorted.size(); ++i) {
+          if (sorted[i] == s.process) continue;
+          reqs.emplace_back();
+          request_peer.push_back(sorted[i]);
+          MPI_Irecv(&answers[i], 1, MPI_UINT64_T, static_cast<int>(sorted[i]), kRollCallTag,
+                    World(), &reqs.back());
+        }
+        const size_t receives = reqs.size();
+        for (int64_t q : sorted) {
+          if (q == s.process) continue;
+          MPI_Request r;
+          MPI_Isend(&call, 1, MPI_UINT64_T, static_cast<int>(q), kRollCallTag, World(), &r);
+          MPI_Request_free(&r);
+        }
+        const auto wait = std::min(s.options.timeout, std::chrono::milliseconds(1000));
+        PollResult roll = PollAll(lock, reqs, wait, {});
+        if (roll.kind == PollResult::kAborted) return Fail(s, roll.abort);
+        pr.pending.clear();
+        for (int i : roll.pending) {
+          if (static_cast<size_t>(i) < receives) pr.pending.push_back(i);
+        }
+        return Fail(s, timeout_error(pr, "inside MPI_Iallreduce (they did not answer a roll call)",
+                                     request_peer));
       }
+      if (pr.kind != PollResult::kDone) return Fail(s, timeout_error(pr, "", request_peer));
       for (int64_t i = 1; i < num_local; ++i) {
         std::memcpy(s.posted[i].out.data, out0, static_cast<size_t>(first.InBytes()));
       }

@@ -28,6 +28,7 @@ enum Tag : int {
   kOutcomeTag = 14,    // how a process's part of a run ended
   kSizeTag = 15,       // byte count of the blob that follows (BroadcastArrays / ShareArrays)
   kBlobTag = 16,       // serialized arrays
+  kRollCallTag = 17,   // "I am still in call k", after a collective MPI call timed out
 };
 
 // Process-wide state: xshard's communicator and the lock every MPI call is made under.

@@ -382,10 +382,11 @@ int RunCli(int argc, char** argv) {
                                  "(ulimit -v, ulimit -u, a cgroup's pids limit) or use fewer --devices");
     }
     std::cout.flush();
-    EndMpi(status.ok());
+    if (status.ok()) EndMpi(true);
     if (!status.ok()) {
       const std::string process = CliUsesMpi() ? StrCat(" (process ", CliProcessRank(), ")") : "";
       std::cerr << "xshard " << c.app->get_name() << process << ": error: " << status.message() << "\n";
+      EndMpi(false);
       // A run stopped by Ctrl-C / SIGTERM exits as a shell reports a SIGINT kill.
       return status.code() == StatusCode::kCancelled ? 130 : 1;
     }

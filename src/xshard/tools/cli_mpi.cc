@@ -2,6 +2,7 @@
 // makes (MPI mode when mpirun started this process), and what rank 0 alone prints.
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "xshard/mpi/mpi_process.h"
 #include "xshard/runtime/client.h"
@@ -69,7 +70,13 @@ void SilenceOtherRanks() {
 }
 
 void EndMpi(bool ok) {
-  if (ok) mpi::Finalize();
+  if (ok) {
+    mpi::Finalize();
+    return;
+  }
+  // The error is printed and the process exits 1 without MPI_Finalize, after which mpirun ends the
+  // others. A moment first, so that peers told of the failure print their own error.
+  if (mpi::Initialized()) std::this_thread::sleep_for(std::chrono::milliseconds(300));
 }
 
 }  // namespace xs::tools

@@ -24,7 +24,8 @@ Status ShareInputs(Client& client, StatusOr<std::vector<Array>> loaded, std::vec
 // errors still go to every rank's stderr.
 void SilenceOtherRanks();
 // Ends MPI after a successful command (every process then finalizes together); after a failure
-// the process exits without it and mpirun ends the others.
+// (already printed) it waits 300 ms, so that the peers it told print their errors too, and the
+// process then exits 1 without MPI_Finalize; mpirun ends the others and exits 1.
 void EndMpi(bool ok);
 
 }  // namespace xs::tools
