@@ -288,6 +288,16 @@ def netns(args):
                    "--mca", "oob_tcp_if_include", "10.231.0.0/24",
                    "-x", "OMPI_ALLOW_RUN_AS_ROOT", "-x", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
                    f"{args.build}/tests/mpi/mpi_collectives_check"]
+            # First: each rank says which network namespace it runs in; they must be a's and b's.
+            where, _ = run(cmd[:-1] + ["sh", "-c",
+                                       'echo "$OMPI_COMM_WORLD_RANK $(readlink /proc/self/ns/net)"'])
+            want = {sh("ip", "netns", "exec", ns, "readlink", "/proc/self/ns/net").stdout.strip()
+                    for ns in (a, b)}
+            got = {l.split()[1] for l in where.stdout.splitlines() if len(l.split()) == 2}
+            print(f"ranks' namespaces {sorted(got)}, the two hosts' {sorted(want)}")
+            if got != want or len(want) != 2:
+                print(where.stdout, where.stderr[-2000:])
+                return 1
             p, secs = run(cmd, timeout=100)
             print(" ".join(cmd))
             print(p.stdout, p.stderr[-3000:], f"({secs:.1f} s)")
