@@ -178,7 +178,7 @@ PollResult PollAll(std::unique_lock<std::mutex>& mpi_lock, std::vector<MPI_Reque
     }
     return out;
   };
-  for (int64_t polls = 0;; ++polls) {
+  for (;;) {
     int done = 0;
     MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
     if (done) return result;
@@ -207,13 +207,17 @@ PollResult PollAll(std::unique_lock<std::mutex>& mpi_lock, std::vector<MPI_Reque
       result.pending = pending();
       return result;
     }
-    // Yield for the first ~100 us (a peer about to arrive), then sleep briefly so that waiting
-    // processes leave the cores to the ones computing (the machine may be oversubscribed).
+    // Large messages move in fragments that advance only inside MPI calls, so poll with a yield
+    // for the first 5 ms (measured: sleeping 20 us between polls made a 1 MiB all-reduce on 2
+    // processes 6x slower than MPI_Allreduce), then sleep 50 us, and after 100 ms 500 us, so that
+    // waiting processes leave the cores to the ones computing.
     mpi_lock.unlock();
-    if (now - start < std::chrono::microseconds(100)) {
+    const auto waited = now - start;
+    if (waited < std::chrono::milliseconds(5)) {
       std::this_thread::yield();
     } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(polls < 2000 ? 20 : 200));
+      std::this_thread::sleep_for(
+          std::chrono::microseconds(waited < std::chrono::milliseconds(100) ? 50 : 500));
     }
     mpi_lock.lock();
   }
