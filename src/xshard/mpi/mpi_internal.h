@@ -35,6 +35,15 @@ enum Tag : int {
 MPI_Comm World();
 std::mutex& MpiMutex();
 
+// Status <-> "code:message", the form abort and outcome messages carry; DecodeStatus prefixes the
+// message with `prefix` ("process 2: ").
+std::string EncodeStatus(const Status& s);
+Status DecodeStatus(const std::string& text, std::string_view prefix);
+
+// MarkBroken / BrokenReason for a caller that holds MpiMutex().
+void MarkBrokenLocked(const Status& reason);
+Status BrokenLocked();
+
 // "process 1 (devices 2,3)" for a communicator's rank layout.
 std::string ProcessName(int64_t process, const std::vector<int64_t>& devices);
 
