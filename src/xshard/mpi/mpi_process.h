@@ -49,6 +49,13 @@ void MarkBroken(const Status& reason);
 Status BroadcastArrays(std::vector<Array>& arrays, const Status& root_status, int64_t root,
                        std::chrono::milliseconds timeout);
 
+// Sends each process only its devices' arrays: `root` holds per_rank[r] for every r and sends
+// process q the entries with owner[r] == q; on return every process has its own entries (others
+// stay as they were, normally empty). As BroadcastArrays, a `root_status` error on the root is
+// what every process returns.
+Status ScatterArrays(const std::vector<int64_t>& owner, std::vector<std::vector<Array>>& per_rank,
+                     const Status& root_status, int64_t root, std::chrono::milliseconds timeout);
+
 // Exchanges per-device arrays: process p fills per_rank[r] for every r with owner[r] == p; on
 // return every process has every entry. owner.size() == per_rank.size().
 Status ShareArrays(const std::vector<int64_t>& owner, std::vector<std::vector<Array>>& per_rank,

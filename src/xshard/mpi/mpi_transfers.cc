@@ -72,16 +72,20 @@ StatusOr<std::vector<std::vector<Array>>> Deserialize(const std::vector<std::byt
   return groups;
 }
 
-// Sends `blob` to every process in `to` and receives one blob from every process in `from`
+// Sends blobs[i] to process to[i] and receives one blob from every process in `from`
 // (size first, then bytes), bounded by `timeout`. `what` names the transfer in errors.
 StatusOr<std::map<int64_t, std::vector<std::byte>>> ExchangeBlobs(
-    const std::vector<std::byte>& blob, const std::vector<int64_t>& to,
+    const std::vector<const std::vector<std::byte>*>& blobs, const std::vector<int64_t>& to,
     const std::vector<int64_t>& from, std::chrono::milliseconds timeout, std::string_view what) {
   std::unique_lock<std::mutex> lock(MpiMutex());
   XS_RETURN_IF_ERROR(BrokenLocked());
-  const int64_t size = static_cast<int64_t>(blob.size());
-  if (size > INT32_MAX) {
-    return Unimplemented(what, ": ", size, " bytes do not fit one MPI message (at most 2^31-1)");
+  std::vector<int64_t> out_sizes;
+  for (const auto* blob : blobs) {
+    out_sizes.push_back(static_cast<int64_t>(blob->size()));
+    if (out_sizes.back() > INT32_MAX) {
+      return Unimplemented(what, ": ", out_sizes.back(),
+                           " bytes do not fit one MPI message (at most 2^31-1)");
+    }
   }
   std::vector<int64_t> sizes(from.size(), -1);
   std::vector<MPI_Request> reqs;
@@ -90,9 +94,10 @@ StatusOr<std::map<int64_t, std::vector<std::byte>>> ExchangeBlobs(
     MPI_Irecv(&sizes[i], 1, MPI_INT64_T, static_cast<int>(from[i]), kSizeTag, World(),
               &reqs.back());
   }
-  for (int64_t q : to) {
+  for (size_t i = 0; i < to.size(); ++i) {
     reqs.emplace_back();
-    MPI_Isend(&size, 1, MPI_INT64_T, static_cast<int>(q), kSizeTag, World(), &reqs.back());
+    MPI_Isend(&out_sizes[i], 1, MPI_INT64_T, static_cast<int>(to[i]), kSizeTag, World(),
+              &reqs.back());
   }
   auto fail = [&](const PollResult& r) -> Status {
     if (r.kind == PollResult::kAborted) return r.abort;
@@ -117,10 +122,10 @@ StatusOr<std::map<int64_t, std::vector<std::byte>>> ExchangeBlobs(
     MPI_Irecv(buf.data(), static_cast<int>(sizes[i]), MPI_BYTE, static_cast<int>(from[i]),
               kBlobTag, World(), &reqs.back());
   }
-  for (int64_t q : to) {
+  for (size_t i = 0; i < to.size(); ++i) {
     reqs.emplace_back();
-    MPI_Isend(blob.data(), static_cast<int>(size), MPI_BYTE, static_cast<int>(q), kBlobTag,
-              World(), &reqs.back());
+    MPI_Isend(blobs[i]->data(), static_cast<int>(out_sizes[i]), MPI_BYTE,
+              static_cast<int>(to[i]), kBlobTag, World(), &reqs.back());
   }
   r = PollAll(lock, reqs, timeout, {});
   if (r.kind != PollResult::kDone) return fail(r);
@@ -149,11 +154,53 @@ Status BroadcastArrays(std::vector<Array>& arrays, const Status& root_status, in
   }
   const std::vector<int64_t> to = is_root ? Others() : std::vector<int64_t>{};
   const std::vector<int64_t> from = is_root ? std::vector<int64_t>{} : std::vector<int64_t>{root};
-  XS_ASSIGN_OR_RETURN(auto got, ExchangeBlobs(blob, to, from, timeout,
+  const std::vector<const std::vector<std::byte>*> blobs(to.size(), &blob);
+  XS_ASSIGN_OR_RETURN(auto got, ExchangeBlobs(blobs, to, from, timeout,
                                               StrCat("the inputs from process ", root)));
   if (is_root) return root_status;
   XS_ASSIGN_OR_RETURN(auto groups, Deserialize(got[root], StrCat("process ", root, ": ")));
   arrays = std::move(groups[0]);
+  return OkStatus();
+}
+
+Status ScatterArrays(const std::vector<int64_t>& owner, std::vector<std::vector<Array>>& per_rank,
+                     const Status& root_status, int64_t root, std::chrono::milliseconds timeout) {
+  XS_RETURN_IF_ERROR(Initialize());
+  const bool is_root = ProcessRank() == root;
+  std::vector<std::vector<std::byte>> blobs;
+  std::vector<int64_t> to;
+  if (is_root) {
+    for (int64_t q : Others()) {
+      std::vector<std::vector<const Array*>> theirs;
+      for (size_t r = 0; r < owner.size(); ++r) {
+        if (owner[r] != q) continue;
+        theirs.emplace_back();
+        if (root_status.ok()) {
+          for (const Array& a : per_rank[r]) theirs.back().push_back(&a);
+        }
+      }
+      blobs.push_back(Serialize(theirs, root_status));
+      to.push_back(q);
+    }
+  }
+  std::vector<const std::vector<std::byte>*> pointers;
+  for (const auto& b : blobs) pointers.push_back(&b);
+  const std::vector<int64_t> from = is_root ? std::vector<int64_t>{} : std::vector<int64_t>{root};
+  XS_ASSIGN_OR_RETURN(auto got, ExchangeBlobs(pointers, to, from, timeout,
+                                              StrCat("the input shards from process ", root)));
+  if (is_root) {
+    XS_RETURN_IF_ERROR(root_status);
+    // Only this process's own shards stay.
+    for (size_t r = 0; r < owner.size(); ++r) {
+      if (owner[r] != root) per_rank[r].clear();
+    }
+    return OkStatus();
+  }
+  XS_ASSIGN_OR_RETURN(auto groups, Deserialize(got[root], StrCat("process ", root, ": ")));
+  size_t next = 0;
+  for (size_t r = 0; r < owner.size(); ++r) {
+    if (owner[r] == ProcessRank() && next < groups.size()) per_rank[r] = std::move(groups[next++]);
+  }
   return OkStatus();
 }
 
@@ -172,7 +219,9 @@ Status ShareArrays(const std::vector<int64_t>& owner, std::vector<std::vector<Ar
     if (std::find(owner.begin(), owner.end(), q) != owner.end()) peers.push_back(q);
   }
   const std::vector<std::byte> blob = Serialize(mine, OkStatus());
-  XS_ASSIGN_OR_RETURN(auto got, ExchangeBlobs(blob, Others(), peers, timeout,
+  const std::vector<int64_t> others = Others();
+  const std::vector<const std::vector<std::byte>*> blobs(others.size(), &blob);
+  XS_ASSIGN_OR_RETURN(auto got, ExchangeBlobs(blobs, others, peers, timeout,
                                               "sharing the devices' outputs"));
   for (int64_t q : peers) {
     XS_ASSIGN_OR_RETURN(auto groups, Deserialize(got[q], StrCat("process ", q, ": ")));

@@ -35,6 +35,10 @@ void MarkBroken(const Status&) {}
 Status BroadcastArrays(std::vector<Array>&, const Status&, int64_t, std::chrono::milliseconds) {
   return NotBuilt();
 }
+Status ScatterArrays(const std::vector<int64_t>&, std::vector<std::vector<Array>>&,
+                     const Status&, int64_t, std::chrono::milliseconds) {
+  return NotBuilt();
+}
 Status ShareArrays(const std::vector<int64_t>&, std::vector<std::vector<Array>>&,
                    std::chrono::milliseconds) {
   return NotBuilt();

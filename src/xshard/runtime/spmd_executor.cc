@@ -1,5 +1,7 @@
 // SpmdExecutable: one plan shared by every device, one Executable::Run per device thread with its
 // partition / replica id and a CollectiveRunner over the run's Communicator.
+#include <functional>
+
 #include "xshard/ir/attributes.h"
 #include "xshard/ir/module.h"
 #include "xshard/ir/verifier.h"
@@ -33,9 +35,11 @@ int64_t LeafBytes(const std::vector<const Array*>& leaves) {
   return n;
 }
 
-// Every device's inputs must match the entry parameters before any device starts.
+// Every device's inputs must match the entry parameters before any device starts (in MPI mode,
+// every device of this process: `checked(d)`).
 Status CheckArguments(const Executable& exe, const std::vector<std::vector<const Array*>>& args,
-                      int64_t replicas, int64_t partitions) {
+                      int64_t replicas, int64_t partitions,
+                      const std::function<bool(int64_t)>& checked) {
   const int64_t n = replicas * partitions;
   if (static_cast<int64_t>(args.size()) != n) {
     return InvalidArgument("module '", exe.module().name(), "' runs on ", n, " devices (",
@@ -45,6 +49,7 @@ Status CheckArguments(const Executable& exe, const std::vector<std::vector<const
   }
   const std::vector<Shape>& want = exe.argument_shapes();
   for (int64_t d = 0; d < n; ++d) {
+    if (!checked(d)) continue;
     if (args[d].size() != want.size()) {
       return InvalidArgument("device ", d, ": '", exe.module().entry()->name(), "' takes ",
                              want.size(), " argument(s) but ", args[d].size(), " were given");
@@ -102,7 +107,6 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
                                          const std::vector<std::vector<const Array*>>& args,
                                          const SpmdRunOptions& options,
                                          std::vector<Status>* device_status) const {
-  XS_RETURN_IF_ERROR(CheckArguments(*executable_, args, replica_count_, num_partitions_));
   StatusOr<DeviceAssignment> assigned =
       options.device_assignment
           ? StatusOr<DeviceAssignment>(*options.device_assignment)
@@ -117,6 +121,12 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
   }
   const int64_t n = num_devices();
   const std::vector<int64_t>& devices = assignment.LogicalDevices();
+  // Under MPI a process holds (and is given) only its own devices' arguments.
+  XS_RETURN_IF_ERROR(CheckArguments(*executable_, args, replica_count_, num_partitions_,
+                                    [&](int64_t d) {
+                                      return d >= static_cast<int64_t>(devices.size()) ||
+                                             client.IsLocal(devices[d]);
+                                    }));
   // OpenBLAS's thread count is process-wide: set it here, while no device runs.
   // Devices computing at once in this process (MPI mode: this process's share).
   const int64_t running = client.distributed() ? client.options().devices_per_process : n;
