@@ -2,16 +2,17 @@
 // and on the same number of in-process devices (Client::Create), and compares each local device's
 // output bytes. Inputs are small integers, so sums and products are exact in every dtype and the
 // results must agree bitwise whatever the reduction order. Run under mpirun (tests/CMakeLists.txt):
-//   mpirun -np P mpi_collectives_check [--devices-per-process L] [--mode collectives|mismatch|
-//   api]
+//   mpirun -np P mpi_collectives_check [--devices-per-process L]
+//       [--mode collectives|mismatch|early|late]
 // mismatch: device 0 calls another shape than the others; every process must fail with a
-// "collective mismatch" error naming both calls (exit 0 when they all do). api: a ShardMap
-// program with psum and all_gather over an MPI client gives the in-process result.
+// "collective mismatch" error naming both calls (exit 0 when they all do). early / late: the last
+// device skips an all-reduce or arrives after the timeout; the others must fail naming its process.
 // Exit code: 0 pass, 1 failure, 77 skipped (a build without MPI).
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "xshard/mpi/mpi_process.h"
@@ -265,6 +266,34 @@ int RunMismatch(Client& client) {
   return named ? 0 : 1;
 }
 
+// The last device skips the all-reduce ("early": it returns at once; "late": it first sleeps 5 s,
+// beyond the 2 s timeout). Every other process must fail naming the last process: at once when it
+// left, after the timeout when it is late. Prints "process P: <error> (<seconds> s)".
+int RunAbsent(Client& client, bool late) {
+  const int64_t n = client.num_devices();
+  const DeviceGroups all = DeviceGroups::All(n);
+  const auto t0 = std::chrono::steady_clock::now();
+  StatusOr<std::vector<std::vector<Array>>> got =
+      RunCase(client, [&](int64_t r, Communicator& c) -> StatusOr<std::vector<Array>> {
+        if (r == n - 1) {
+          if (!late) return std::vector<Array>{};
+          std::this_thread::sleep_for(std::chrono::seconds(5));
+        }
+        Array in(DType::kF32, {4});
+        Array out(DType::kF32, {4});
+        XS_RETURN_IF_ERROR(c.AllReduce(CollectiveCall(r, "psum"), all, ConstBufferView::Of(in),
+                                       BufferView::Of(out), ReductionKind::kSum));
+        return std::vector<Array>{};
+      });
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string message = got.ok() ? "no error" : got.status().message();
+  std::printf("process %lld: %s (%.1f s)\n", static_cast<long long>(mpi::ProcessRank()),
+              message.c_str(), secs);
+  const std::string last = StrCat("process ", mpi::ProcessCount() - 1);
+  return !got.ok() && message.find(last) != std::string::npos ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace xs
 
@@ -282,7 +311,7 @@ int main(int argc, char** argv) {
   }
   ClientOptions o;
   o.devices_per_process = per_process;
-  o.collective_timeout = std::chrono::milliseconds(20000);
+  o.collective_timeout = std::chrono::milliseconds(mode == "collectives" ? 20000 : 2000);
   StatusOr<std::unique_ptr<Client>> client = Client::CreateMpi(o);
   if (!client.ok()) {
     std::fprintf(stderr, "MPI client: %s\n", client.status().message().c_str());
@@ -291,7 +320,9 @@ int main(int argc, char** argv) {
   int code = 1;
   if (mode == "collectives") code = RunCollectives(**client);
   if (mode == "mismatch") code = RunMismatch(**client);
-  if (mode == "mismatch") return code;  // MPI state is broken after a mismatch: no Finalize
+  if (mode == "early" || mode == "late") code = RunAbsent(**client, mode == "late");
+  // The MPI state is broken after a failed collective: no Finalize.
+  if (mode != "collectives") return code;
   client->reset();
   mpi::Finalize();
   return code;

@@ -5,6 +5,9 @@
       mpi_collectives_check: every collective and group form, bitwise against the in-process
       communicator, at 2 / 4 processes (1 device each) and 2 processes x 2 devices.
   mismatch     device 0 all-gathers f32[2], the others f32[3]: every process fails naming both.
+  early_exit, late_arrival
+               the last of 3 processes returns without joining an all-reduce, or arrives 5 s
+               late with a 2 s timeout: the others fail naming it, at once / within 3 s.
   cli_global   `xshard run` of a global module (seed 001's matmul, 4 partitions): outputs saved
                under mpirun -np 2 (2 devices per process) and -np 4 equal the one-process run's.
   cli_shard_map  shard_map programs (psum, all_gather, all_to_all, ppermute ring, psum_scatter on
@@ -79,6 +82,26 @@ def mismatch(args):
     lines = [l for l in p.stdout.splitlines() if l.startswith("process ")]
     ok = len(lines) == 2 and all("collective mismatch" in l and "f32[2]" in l and "f32[3]" in l
                                  for l in lines)
+    return 0 if ok else 1
+
+
+def absent(args, mode):
+    """The last of 3 processes skips an all-reduce (early) or comes 5 s late (late, timeout 2 s):
+    processes 0 and 1 fail naming process 2, at once or within the timeout + 1 s."""
+    p, secs = run(mpirun(args, 3) + [f"{args.build}/tests/mpi/mpi_collectives_check",
+                                     "--mode", mode])
+    print(p.stdout)
+    lines = {l.split(":")[0]: l for l in p.stdout.splitlines() if l.startswith("process ")}
+    limit = 1.0 if mode == "early" else 3.0
+    ok = True
+    for proc in ("process 0", "process 1"):
+        line = lines.get(proc, "")
+        took = float(line.rsplit("(", 1)[-1].split()[0]) if line.endswith("s)") else 99
+        ok = ok and "process 2 (device 2)" in line and took <= limit
+        if mode == "early":
+            ok = ok and "finished its program without joining" in line
+        else:
+            ok = ok and "timed out after 2000 ms" in line
     return 0 if ok else 1
 
 
@@ -326,6 +349,8 @@ def main():
         "collectives_np4": lambda: collectives(args, 4, 1),
         "collectives_np2_l2": lambda: collectives(args, 2, 2),
         "mismatch": lambda: mismatch(args),
+        "early_exit": lambda: absent(args, "early"),
+        "late_arrival": lambda: absent(args, "late"),
         "cli_global": lambda: cli_global(args),
         "cli_shard_map": lambda: cli_shard_map(args),
         "killed_rank": lambda: killed_rank(args),
