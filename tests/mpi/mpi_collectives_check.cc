@@ -15,34 +15,25 @@
 #include <thread>
 #include <vector>
 
+#include "xshard/comm/reduction.h"
 #include "xshard/mpi/mpi_process.h"
 #include "xshard/runtime/client.h"
 
 namespace xs {
 namespace {
 
-// Device d's input element i: 1, 2 or 3 (exact products of up to 16 of them in f32).
+// Device d's input element i: 1, 2 or 3 (exact products of up to 16 of them in f32), negated at
+// odd i for signed integers; pred is false where the value is 2.
 Array Input(DType dtype, std::vector<int64_t> dims, int64_t device, int64_t salt = 0) {
   Array a(dtype, dims);
   const int64_t n = a.num_elements();
+  const bool negate = dtype == DType::kS8 || dtype == DType::kS32;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t v = 1 + (device * 7 + i * 3 + salt) % 3;
-    switch (dtype) {
-      case DType::kF32: a.values<float>()[i] = static_cast<float>(v); break;
-      case DType::kF64: a.values<double>()[i] = static_cast<double>(v); break;
-      case DType::kS32: a.values<int32_t>()[i] = static_cast<int32_t>(v * (i % 2 ? -1 : 1)); break;
-      case DType::kS64: a.values<int64_t>()[i] = v; break;
-      case DType::kU8: a.values<uint8_t>()[i] = static_cast<uint8_t>(v); break;
-      case DType::kPred: a.data()[i] = std::byte{static_cast<uint8_t>(v != 2)}; break;
-      case DType::kBF16: {
-        const float f = static_cast<float>(v);
-        uint32_t bits;
-        std::memcpy(&bits, &f, 4);
-        const uint16_t h = static_cast<uint16_t>(bits >> 16);
-        std::memcpy(a.data() + 2 * i, &h, 2);
-        break;
-      }
-      default: break;
+    if (dtype == DType::kPred) {
+      a.data()[i] = std::byte{static_cast<uint8_t>(v != 2)};
+    } else {
+      a.SetDouble(i, static_cast<double>(negate && i % 2 ? -v : v));
     }
   }
   return a;
@@ -102,12 +93,13 @@ std::vector<Case> Cases(int64_t n) {
         return std::vector<Array>{std::move(out)};
       }});
     }
-    for (DType dt : {DType::kF32, DType::kF64, DType::kS32, DType::kS64, DType::kU8, DType::kPred,
-                     DType::kBF16}) {
+    // Every dtype the in-process communicator reduces, with every reducer it accepts for it.
+    for (DType dt : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kS8, DType::kS32,
+                     DType::kS64, DType::kU8, DType::kU32, DType::kU64, DType::kPred,
+                     DType::kC64, DType::kC128}) {
       for (ReductionKind red : {ReductionKind::kSum, ReductionKind::kProduct, ReductionKind::kMin,
                                 ReductionKind::kMax, ReductionKind::kAnd, ReductionKind::kOr}) {
-        const bool is_float = dt == DType::kF32 || dt == DType::kF64 || dt == DType::kBF16;
-        if (is_float && (red == ReductionKind::kAnd || red == ReductionKind::kOr)) continue;
+        if (!CheckReduction(red, dt, "test").ok()) continue;
         cases.push_back({StrCat("all-reduce ", DTypeName(dt), " ", ReductionKindName(red), " ",
                                 form),
                          [=](int64_t r, Communicator& c) -> StatusOr<std::vector<Array>> {

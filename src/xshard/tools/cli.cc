@@ -205,11 +205,18 @@ void AddTraceFlag(CLI::App* cmd, std::string& path) {
   cmd->add_option("--trace", path,
                   "Write a Chrome trace (opens in Perfetto) to this file at exit: one track per\n"
                   "device with every step, collectives with their bytes and groups, asynchronous\n"
-                  "ones from start to done");
+                  "ones from start to done (under mpirun: FILE.process<r>.json per process)");
 }
 
-Status StartTrace(const std::string& path) {
-  if (path.empty()) return OkStatus();
+Status StartTrace(const std::string& given) {
+  if (given.empty()) return OkStatus();
+  // Under mpirun each process writes its own devices' tracks: FILE.process<r>.json.
+  std::string path = given;
+  if (CliUsesMpi()) {
+    const size_t dot = given.rfind(".json");
+    path = StrCat(dot == std::string::npos ? given : given.substr(0, dot), ".process",
+                  CliProcessRank(), ".json");
+  }
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
     return InvalidArgument("--trace: cannot write '", path, "': ", std::strerror(errno),
