@@ -270,17 +270,23 @@ Status RunProcessCall(CommState& s, uint64_t k) {
         MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
         it = s.group_comms.emplace(sorted, comm).first;
       }
-      std::vector<const std::byte*> ptrs;
-      for (const LocalOp& op : s.posted) ptrs.push_back(op.in.data);
+      // One local device sends its input as it is; several are reduced first.
       const int64_t count = first.in.num_elements();
-      std::vector<std::byte>& partial = s.inbox[-1];
-      partial.resize(static_cast<size_t>(first.InBytes()));
-      ReduceMany(first.reduction, first.in.dtype, partial.data(), ptrs, count);
+      const std::byte* send = first.in.data;
+      if (num_local > 1) {
+        std::vector<const std::byte*> ptrs;
+        for (const LocalOp& op : s.posted) ptrs.push_back(op.in.data);
+        std::vector<std::byte>& partial = s.inbox[-1];
+        partial.resize(static_cast<size_t>(first.InBytes()));
+        ReduceMany(first.reduction, first.in.dtype, partial.data(), ptrs, count);
+        send = partial.data();
+      }
       std::byte* out0 = s.posted[0].out.data;
       reqs.assign(1, MPI_REQUEST_NULL);
       if (count > INT32_MAX) return Fail(s, Unimplemented(label, ": more than 2^31-1 elements"));
-      MPI_Iallreduce(partial.data(), out0, static_cast<int>(count), type, mpi_op, it->second,
-                     &reqs[0]);
+      // An in-place all-reduce (input == output) goes as MPI_IN_PLACE.
+      MPI_Iallreduce(send == out0 ? MPI_IN_PLACE : send, out0, static_cast<int>(count), type,
+                     mpi_op, it->second, &reqs[0]);
       pr = PollAll(lock, reqs, s.options.timeout, {});
       if (pr.kind == PollResult::kTimeout) {
         // MPI does not say who is missing: every waiting process sends a roll call to the others

@@ -50,6 +50,12 @@ StatusOr<std::unique_ptr<Client>> Client::CreateMpi(ClientOptions options) {
 }
 
 StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
+  if (!options.mpi && options.devices_per_process != 0) {
+    return InvalidArgument("--devices-per-process ", options.devices_per_process,
+                           " applies under mpirun (devices spread over MPI processes); this "
+                           "process was not started by mpirun, so all devices run in it: drop the "
+                           "flag, or start it with mpirun -np P");
+  }
   if (options.mpi) {
     XS_RETURN_IF_ERROR(mpi::Initialize());
     const int64_t processes = mpi::ProcessCount();

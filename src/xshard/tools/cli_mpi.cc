@@ -36,10 +36,8 @@ ClientOptions CliClientOptions(int64_t num_devices) {
   const MpiFlags& f = GlobalMpiFlags();
   o.collective_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(f.collective_timeout_s * 1000));
-  if (CliUsesMpi()) {
-    o.mpi = true;
-    o.devices_per_process = f.devices_per_process;
-  }
+  o.mpi = CliUsesMpi();
+  o.devices_per_process = f.devices_per_process;  // an error without mpirun (Client::Create)
   return o;
 }
 
