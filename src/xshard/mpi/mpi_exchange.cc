@@ -264,7 +264,8 @@ Status RunProcessCall(CommState& s, uint64_t k) {
         MPI_Comm comm = MPI_COMM_NULL;
         // Collective over the group's processes only; all of them just passed the signature
         // exchange, so they are here.
-        MPI_Comm_create_group(World(), group, kDataTag, &comm);
+        Bounded(StrCat(label, ": creating the group's MPI communicator"), s.options.timeout,
+                [&] { MPI_Comm_create_group(World(), group, kDataTag, &comm); });
         MPI_Group_free(&group);
         MPI_Group_free(&world_group);
         MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);

@@ -35,6 +35,14 @@ enum Tag : int {
 MPI_Comm World();
 std::mutex& MpiMutex();
 
+// Runs `fn`, a blocking MPI call that has no non-blocking form (communicator creation, MPI_Init's
+// duplicate of MPI_COMM_WORLD, MPI_Finalize), under a watchdog: if it has not returned after
+// `timeout`, the process prints "xshard (process P): error: <what> did not finish within T ms
+// ..." to stderr and exits 1 (mpirun then ends the others), so that a peer that died at the
+// wrong moment cannot hang it.
+void Bounded(std::string_view what, std::chrono::milliseconds timeout,
+             const std::function<void()>& fn);
+
 // Status <-> "code:message", the form abort and outcome messages carry; DecodeStatus prefixes the
 // message with `prefix` ("process 2: ").
 std::string EncodeStatus(const Status& s);

@@ -2,9 +2,12 @@
 // wait. The transfers around a run are in mpi_transfers.cc.
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <thread>
 
 #include "xshard/mpi/mpi_internal.h"
@@ -100,7 +103,8 @@ Status Initialize() {
                          static_cast<int>(MPI_THREAD_SERIALIZED), ")");
     }
   }
-  MPI_Comm_dup(MPI_COMM_WORLD, &p.world);
+  Bounded("MPI start-up (MPI_Comm_dup of MPI_COMM_WORLD)", std::chrono::milliseconds(60000),
+          [&] { MPI_Comm_dup(MPI_COMM_WORLD, &p.world); });
   // Errors come back as codes (and become Status) instead of aborting the job.
   MPI_Comm_set_errhandler(p.world, MPI_ERRORS_RETURN);
   MPI_Comm_rank(p.world, &p.rank);
@@ -121,8 +125,10 @@ void Finalize() {
   Process& p = P();
   std::lock_guard<std::mutex> lock(p.mu);
   if (!p.initialized || !p.broken.ok() || p.abort_sent || !p.remote_abort.ok()) return;
-  MPI_Comm_free(&p.world);
-  MPI_Finalize();
+  Bounded("MPI_Finalize", std::chrono::milliseconds(60000), [&] {
+    MPI_Comm_free(&p.world);
+    MPI_Finalize();
+  });
   p.initialized = false;
 }
 
@@ -141,6 +147,35 @@ void MarkBrokenLocked(const Status& reason) {
 }
 
 Status BrokenLocked() { return P().broken; }
+
+void Bounded(std::string_view what, std::chrono::milliseconds timeout,
+             const std::function<void()>& fn) {
+  struct Watch {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto watch = std::make_shared<Watch>();
+  const std::string text(what);
+  const int rank = P().rank;
+  std::thread dog([watch, text, timeout, rank] {
+    std::unique_lock<std::mutex> lock(watch->mu);
+    if (watch->cv.wait_for(lock, timeout, [&] { return watch->done; })) return;
+    std::fprintf(stderr,
+                 "xshard (process %d): error: %s did not finish within %lld ms (did a process "
+                 "die? see mpirun's messages); exiting\n",
+                 rank, text.c_str(), static_cast<long long>(timeout.count()));
+    std::fflush(stderr);
+    std::_Exit(1);
+  });
+  fn();
+  {
+    std::lock_guard<std::mutex> lock(watch->mu);
+    watch->done = true;
+  }
+  watch->cv.notify_all();
+  dog.join();
+}
 
 MPI_Comm World() { return P().world; }
 std::mutex& MpiMutex() { return P().mu; }
