@@ -188,7 +188,9 @@ ENTRY e {
 """
 
 
-def xshard_pids(exe):
+def xshard_pids(exe, tag):
+    """(pid, MPI rank) of the running `exe` processes whose environment holds `tag` (this test's
+    own, not those of tests running beside it)."""
     pids = []
     for p in pathlib.Path("/proc").iterdir():
         if not p.name.isdigit():
@@ -196,6 +198,8 @@ def xshard_pids(exe):
         try:
             if os.path.realpath(p / "exe") == exe:
                 env = (p / "environ").read_bytes().split(b"\0")
+                if tag.encode() not in env:
+                    continue
                 rank = [e for e in env if e.startswith(b"OMPI_COMM_WORLD_RANK=")]
                 pids.append((int(p.name), int(rank[0].split(b"=")[1]) if rank else -1))
         except OSError:
@@ -217,10 +221,12 @@ def killed_rank(args):
                        "--collective-timeout", "3"]
             extra = ["--enable-recovery"] if recovery else []
             codes.write_text("")
-            proc = subprocess.Popen(mpirun(args, 3, *extra) + wrapper, env=ENV, text=True,
+            tag = f"XSHARD_KILL_TEST={os.getpid()}"
+            proc = subprocess.Popen(mpirun(args, 3, *extra) + wrapper,
+                                    env=dict(ENV, XSHARD_KILL_TEST=str(os.getpid())), text=True,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             time.sleep(2)
-            victims = [pid for pid, rank in xshard_pids(exe) if rank == 1]
+            victims = [pid for pid, rank in xshard_pids(exe, tag) if rank == 1]
             if not victims:
                 print("no process of rank 1 found")
                 proc.kill()
@@ -234,16 +240,20 @@ def killed_rank(args):
                 print("HANG: mpirun still running 30 s after the kill")
                 return 1
             secs = time.monotonic() - t0
-            left = xshard_pids(exe)
+            left = xshard_pids(exe, tag)
             exits = dict(l.split() for l in codes.read_text().splitlines())
             print(f"--- {'--enable-recovery' if recovery else 'default mpirun'}: ended {secs:.1f} s "
                   f"after the kill, mpirun exit {proc.returncode}, process exits {exits}, "
                   f"left running {left}")
             print("\n".join(l for l in err.splitlines() if "error" in l or "rank 1" in l))
             if left:
+                print(f"FAIL: processes left running: {left}")
                 failures += 1
             if not recovery:
-                failures += 0 if proc.returncode != 0 and secs < 10 and "rank 1" in err else 1
+                good = proc.returncode != 0 and secs < 10 and "rank 1" in err
+                if not good:
+                    print(f"FAIL: mpirun exit {proc.returncode} after {secs:.1f} s:\n{err}")
+                failures += 0 if good else 1
                 continue
             # The survivors' stderr lines may interleave: cut at each error's start.
             errors = [seg.splitlines()[0] for seg in err.split("xshard run (process ")[1:]
@@ -251,7 +261,11 @@ def killed_rank(args):
             named = all("process 1 (device 1)" in l and "all-reduce" in l and "group {0,1,2}" in l
                         for l in errors)
             exit1 = exits.get("0") == "1" and exits.get("2") == "1"
-            failures += 0 if len(errors) == 2 and named and exit1 and secs < 6.5 else 1
+            good = len(errors) == 2 and named and exit1 and secs < 6.5
+            if not good:
+                print(f"FAIL: {len(errors)} errors {errors}, named {named}, exit codes {exits}, "
+                      f"{secs:.1f} s")
+            failures += 0 if good else 1
     return 0 if failures == 0 else 1
 
 

@@ -230,6 +230,11 @@ PollResult PollAll(std::unique_lock<std::mutex>& mpi_lock, std::vector<MPI_Reque
       result.abort = P().remote_abort;
       return result;
     }
+    if (P().abort_sent) {  // this process aborted meanwhile (a device failed, Ctrl-C, --timeout)
+      result.kind = PollResult::kAborted;
+      result.abort = P().broken;
+      return result;
+    }
     // A peer we still wait for that has sent its run outcome will not join this call. Its earlier
     // messages travel ahead of the outcome, so test once more before concluding.
     for (size_t i = 0; i < peers.size() && i < requests.size(); ++i) {

@@ -139,6 +139,9 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
   std::vector<ExecuteStats> stats(n);
   // More devices than cores: at most one big kernel per core at a time (compute_gate.h).
   ComputeGate* gate = running > client.num_cores() ? &client.compute_gate() : nullptr;
+  // The rank that registers the monitor's waker: 0, or under MPI this process's first.
+  int64_t waker_rank = 0;
+  while (waker_rank + 1 < n && !client.IsLocal(devices[waker_rank])) ++waker_rank;
   const Client::RankFn run_device = [&](int64_t rank, Communicator& comm) -> Status {
     CommunicatorCollectiveRunner runner(*plan_, comm, rank);
     ExecuteOptions o;
@@ -154,14 +157,21 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
       o.monitor_rank = rank;
       // A stop must also reach devices parked in a collective (their wait restarts while a peer
       // is busy, so without this they would wait for a peer that never comes).
-      if (rank == 0) monitor->SetWaker([&comm](const Status& reason) { comm.Abort(reason); });
+      if (rank == waker_rank) {
+        monitor->SetWaker([&comm](const Status& reason) { comm.Abort(reason); });
+      }
     }
     StatusOr<std::vector<Array>> outs = executable_->Run(args[rank], o, &stats[rank]);
     if (monitor != nullptr) monitor->progress(rank).finished.store(true, std::memory_order_relaxed);
     XS_ASSIGN_OR_RETURN(result.outputs[rank], std::move(outs));
     return OkStatus();
   };
-  if (options.monitor != nullptr) options.monitor->Reset();
+  if (options.monitor != nullptr) {
+    options.monitor->Reset();
+    for (int64_t r = 0; r < n && r < options.monitor->num_devices(); ++r) {
+      if (!client.IsLocal(devices[r])) options.monitor->progress(r).elsewhere.store(true);
+    }
+  }
   StatusOr<Client::RunResult> ran = client.RunPerRank(devices, run_device);
   if (options.monitor != nullptr) options.monitor->ClearWaker();
   XS_ASSIGN_OR_RETURN(Client::RunResult run, std::move(ran));
