@@ -2,8 +2,10 @@
 // and on the same number of in-process devices (Client::Create), and compares each local device's
 // output bytes. Inputs are small integers, so sums and products are exact in every dtype and the
 // results must agree bitwise whatever the reduction order. Run under mpirun (tests/CMakeLists.txt):
-//   mpirun -np P mpi_collectives_check [--devices-per-process L]
+//   mpirun -np P mpi_collectives_check [--devices-per-process L] [--eager-bytes B]
 //       [--mode collectives|mismatch|early|late]
+// --eager-bytes 0 makes every call send its inputs after the signature exchange (and all-reduces
+// MPI can do go through MPI_Iallreduce); the default sends these small inputs with the signature.
 // mismatch: device 0 calls another shape than the others; every process must fail with a
 // "collective mismatch" error naming both calls (exit 0 when they all do). early / late: the last
 // device skips an all-reduce or arrives after the timeout; the others must fail naming its process.
@@ -297,12 +299,15 @@ int main(int argc, char** argv) {
   }
   std::string mode = "collectives";
   int64_t per_process = 1;
+  int64_t eager_bytes = -1;  // the default; 0 sends every input after the signatures
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::string(argv[i]) == "--mode") mode = argv[i + 1];
     if (std::string(argv[i]) == "--devices-per-process") per_process = std::atoll(argv[i + 1]);
+    if (std::string(argv[i]) == "--eager-bytes") eager_bytes = std::atoll(argv[i + 1]);
   }
   ClientOptions o;
   o.devices_per_process = per_process;
+  o.mpi_eager_bytes = eager_bytes;
   o.collective_timeout = std::chrono::milliseconds(mode == "collectives" ? 20000 : 2000);
   StatusOr<std::unique_ptr<Client>> client = Client::CreateMpi(o);
   if (!client.ok()) {

@@ -3,7 +3,8 @@
 
   collectives_np2, collectives_np4, collectives_np2_l2
       mpi_collectives_check: every collective and group form, bitwise against the in-process
-      communicator, at 2 / 4 processes (1 device each) and 2 processes x 2 devices.
+      communicator, at 2 / 4 processes (1 device each) and 2 processes x 2 devices, with the
+      inputs sent along with the signatures and after them.
   mismatch     device 0 all-gathers f32[2], the others f32[3]: every process fails naming both.
   early_exit, late_arrival
                the last of 3 processes returns without joining an all-reduce, or arrives 5 s
@@ -67,12 +68,18 @@ def read_npy_f32(path):
 
 
 def collectives(args, np, per_process):
-    p, secs = run(mpirun(args, np) + [f"{args.build}/tests/mpi/mpi_collectives_check",
-                                      "--devices-per-process", str(per_process)])
-    print(p.stdout, p.stderr[-3000:], f"({secs:.1f} s)")
-    lines = [l for l in p.stdout.splitlines() if l.startswith("process ")]
-    ok = p.returncode == 0 and len(lines) == np and all(" 0 of " in l for l in lines)
-    return 0 if ok else 1
+    """Twice: inputs sent with the signatures (the default for these small arrays), and after
+    them (--eager-bytes 0, which also takes MPI_Iallreduce where it applies)."""
+    failures = 0
+    for eager in ("default", "0"):
+        extra = [] if eager == "default" else ["--eager-bytes", eager]
+        p, secs = run(mpirun(args, np) + [f"{args.build}/tests/mpi/mpi_collectives_check",
+                                          "--devices-per-process", str(per_process), *extra])
+        print(f"--eager-bytes {eager}:", p.stdout, p.stderr[-3000:], f"({secs:.1f} s)")
+        lines = [l for l in p.stdout.splitlines() if l.startswith("process ")]
+        ok = p.returncode == 0 and len(lines) == np and all(" 0 of " in l for l in lines)
+        failures += 0 if ok else 1
+    return 0 if failures == 0 else 1
 
 
 def mismatch(args):

@@ -38,6 +38,9 @@ struct MpiCommunicatorOptions {
   std::chrono::milliseconds timeout{30000};
   // MPI_Iallreduce for all-reduces it can do (false: always the point-to-point exchange).
   bool use_mpi_reductions = true;
+  // Calls whose inputs for one peer process (devices_per_process x the per-device input) fit this
+  // many bytes send them with the call's signature, one message each way instead of two rounds.
+  int64_t eager_bytes = 16 * 1024;
 };
 
 class MpiCommunicator final : public Communicator {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,9 @@ struct CommState {
 
   // Receive buffers per remote rank, reused across calls.
   std::map<int64_t, std::vector<std::byte>> inbox;
+  // Per peer (by position in the call's peer list): the signature messages in and out, with the
+  // inputs of small calls after the signature.
+  std::vector<std::vector<std::byte>> sig_in, sig_out;
   // Group communicators (MPI_Comm_create_group) by the ascending process list.
   std::map<std::vector<int64_t>, MPI_Comm> group_comms;
 
@@ -127,6 +131,16 @@ struct CommState {
 
 // The cross-process part of call `k` once every local device has posted (the driver thread).
 Status RunProcessCall(CommState& s, uint64_t k);
+
+// The error of a failed poll: `waiting_for` says what for, request_peer[i] is request i's process.
+using TimeoutErrorFn = std::function<Status(const PollResult& r, std::string_view waiting_for,
+                                            const std::vector<int64_t>& request_peer)>;
+// Call k as MPI_Iallreduce when it is an all-reduce each process holds one group's share of and
+// MPI has its reducer for its dtype (mpi_allreduce.cc); nullopt when it is not. The caller holds
+// `lock` (MpiMutex) and has exchanged signatures with the group's processes.
+std::optional<Status> TryMpiAllReduce(CommState& s, uint64_t k, std::unique_lock<std::mutex>& lock,
+                                      const std::string& label,
+                                      const TimeoutErrorFn& timeout_error);
 
 // Computes local rank `op.rank`'s output from every member's input: `input(r)` is rank r's input
 // (element `elem` of its operands for a tuple all-to-all, else elem 0).

@@ -195,6 +195,7 @@ StatusOr<Client::RunResult> Client::RunPerRankMpi(std::span<const int64_t> devic
     o.device_ids = key;
     o.devices_per_process = options_.devices_per_process;
     o.timeout = options_.collective_timeout;
+    if (options_.mpi_eager_bytes >= 0) o.eager_bytes = options_.mpi_eager_bytes;
     XS_ASSIGN_OR_RETURN(auto comm, MpiCommunicator::Create(std::move(o)));
     it = mpi_communicators_.emplace(std::move(key), std::move(comm)).first;
   }

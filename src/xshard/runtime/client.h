@@ -55,6 +55,8 @@ struct ClientOptions {
   // devices; collectives between processes go through MPI (mpi/mpi_communicator.h).
   bool mpi = false;
   int64_t devices_per_process = 0;
+  // MpiCommunicatorOptions::eager_bytes; -1 keeps its default (16 KiB).
+  int64_t mpi_eager_bytes = -1;
 };
 
 class Client {
