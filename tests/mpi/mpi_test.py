@@ -14,6 +14,7 @@
   cli_shard_map  shard_map programs (psum, all_gather, all_to_all, ppermute ring, psum_scatter on
                8 devices): under mpirun -np 2 / -np 4 equal the one-process run bitwise and JAX's
                outputs (tests/data/shardy/*.out0.npy) to 1e-5.
+  cli_bench    bench collectives / run / cmm under mpirun -np 2 print their results once.
   killed_rank  a 3-process SPMD loop of all-reduces; process 1 gets kill -9 after 2 s. Default
                mpirun: it ends every process within seconds naming the killed rank (no hang, no
                process left). --enable-recovery: the two survivors end with xshard's error naming
@@ -157,6 +158,30 @@ def cli_shard_map(args):
     for name in ["psum", "all_gather", "all_to_all", "ppermute_ring", "psum_scatter"]:
         failures += cli_compare(args, d / f"{name}.hlo", ["--args", str(d / f"{name}.arg0.npy")],
                                 8, [2, 4], [d / f"{name}.out0.npy"])
+    return 0 if failures == 0 else 1
+
+
+def cli_bench(args):
+    """bench collectives, bench run and bench cmm under mpirun -np 2: each prints its table once
+    (rank 0) and exits 0."""
+    failures = 0
+    x = f"{args.build}/xshard"
+    cases = [
+        ([x, "bench", "collectives", "--devices", "2", "--bytes", "4096,64K",
+          "--op", "all-gather,all-reduce"], ["all-gather", "all-reduce"]),
+        ([x, "bench", "run", str(SRC / "tests/data/seeds_global/seed001_matmul.hlo"),
+          "--devices", "4", "--random-args", "1"], ["median_ms="]),
+        ([x, "bench", "cmm", "--algo", "gspmd,wang", "--mesh", "row=2,col=2",
+          "--bshd", "2,64,8,16"], ["max_abs_err=", "median_ms="]),
+    ]
+    for cmd, wants in cases:
+        p, secs = run(mpirun(args, 2) + cmd)
+        out = p.stdout
+        once = all(out.count(w) >= 1 for w in wants) and out.count("median_ms=") <= 1
+        print(" ".join(cmd[1:3]), f"exit {p.returncode}, {secs:.1f} s, found {wants}: {once}")
+        if p.returncode != 0 or not once:
+            print(out[-2000:], p.stderr[-2000:])
+            failures += 1
     return 0 if failures == 0 else 1
 
 
@@ -374,6 +399,7 @@ def main():
         "late_arrival": lambda: absent(args, "late"),
         "cli_global": lambda: cli_global(args),
         "cli_shard_map": lambda: cli_shard_map(args),
+        "cli_bench": lambda: cli_bench(args),
         "killed_rank": lambda: killed_rank(args),
         "netns": lambda: netns(args),
     }
