@@ -208,7 +208,6 @@ Status ShareArrays(const std::vector<int64_t>& owner, std::vector<std::vector<Ar
                    std::chrono::milliseconds timeout) {
   XS_RETURN_IF_ERROR(Initialize());
   std::vector<std::vector<const Array*>> mine;
-  std::vector<int64_t> peers_set;
   for (size_t r = 0; r < owner.size(); ++r) {
     if (owner[r] != ProcessRank()) continue;
     mine.emplace_back();
@@ -219,9 +218,10 @@ Status ShareArrays(const std::vector<int64_t>& owner, std::vector<std::vector<Ar
     if (std::find(owner.begin(), owner.end(), q) != owner.end()) peers.push_back(q);
   }
   const std::vector<std::byte> blob = Serialize(mine, OkStatus());
-  const std::vector<int64_t> others = Others();
-  const std::vector<const std::vector<std::byte>*> blobs(others.size(), &blob);
-  XS_ASSIGN_OR_RETURN(auto got, ExchangeBlobs(blobs, others, peers, timeout,
+  // A process without devices in the run sends nothing (nobody waits for it).
+  const std::vector<int64_t> to = mine.empty() ? std::vector<int64_t>{} : Others();
+  const std::vector<const std::vector<std::byte>*> blobs(to.size(), &blob);
+  XS_ASSIGN_OR_RETURN(auto got, ExchangeBlobs(blobs, to, peers, timeout,
                                               "sharing the devices' outputs"));
   for (int64_t q : peers) {
     XS_ASSIGN_OR_RETURN(auto groups, Deserialize(got[q], StrCat("process ", q, ": ")));
