@@ -3,12 +3,13 @@
 // index its device list, as for the in-process communicator. Each call is two-level: the calling
 // process's device threads meet in-process (the last to arrive drives the call), then that thread
 // exchanges a signature of the call with every process hosting a member of its devices' groups
-// (mismatched programs fail like in-process ones, naming both calls), then sends each such process
-// the inputs of its devices that process needs and receives the ones its own devices need
-// (non-blocking point-to-point, polled), and finally computes every local device's output from the
-// inputs with the in-process direct algorithms' order (so results match them bitwise). All-reduces
-// whose groups are one per process set use MPI_Iallreduce over a cached group communicator
-// (MPI_Comm_create_group) when MPI has the reducer for the dtype.
+// (mismatched programs fail like in-process ones, naming both calls), sends each such process the
+// inputs of its devices that process needs and receives the ones its own devices need (with the
+// signature when they fit eager_bytes, else after it; non-blocking point-to-point, polled), and
+// finally computes every local device's output from the inputs in the in-process direct
+// algorithms' order (so results match them bitwise). Bigger all-reduces where each process holds
+// one group's share use MPI_Iallreduce over a cached group communicator (MPI_Comm_create_group)
+// when MPI has the reducer for the dtype.
 //
 // Every wait is bounded by `timeout`: a process that never arrives, died or diverged makes every
 // waiting process fail with an error naming that process, its devices, the collective and its
