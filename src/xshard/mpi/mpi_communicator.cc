@@ -157,11 +157,9 @@ Status CheckLocal(const LocalOp& op, int64_t num_ranks) {
   return CheckOutput(label, op.in, op.out, expected);
 }
 
-}  // namespace
-
 // One device's call: check it, post it, and either drive the call (last local arrival) or wait
 // for the driver.
-static Status RunCall(CommState& s, LocalOp op) {
+Status RunCall(CommState& s, LocalOp op) {
   const int64_t n = static_cast<int64_t>(s.options.device_ids.size());
   if (op.rank < 0 || op.rank >= n || s.local_index[op.rank] < 0) {
     return InvalidArgument(op.Label(), ": rank ", op.rank, " (device ",
@@ -237,8 +235,6 @@ static Status RunCall(CommState& s, LocalOp op) {
     }
   }
 }
-
-namespace {
 
 LocalOp MakeOp(const CollectiveCall& call, CollectiveKind kind, ConstBufferView in,
                BufferView out) {

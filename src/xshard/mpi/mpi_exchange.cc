@@ -94,11 +94,9 @@ void AppendInput(const LocalOp& op, std::vector<std::byte>& msg) {
   for (const ConstBufferView& v : op.tuple_in) msg.insert(msg.end(), v.data, v.data + v.byte_size());
 }
 
-// The caller (MpiCommunicator) marks the MPI state broken and tells the other processes.
-Status Fail(CommState& s, const Status& e) {
-  (void)s;
-  return e;
-}
+// A failed call's status, as is: the caller (MpiCommunicator's RunCall) marks the MPI state
+// broken and tells the other processes.
+Status Failed(const Status& e) { return e; }
 
 }  // namespace
 
@@ -109,7 +107,7 @@ Status RunProcessCall(CommState& s, uint64_t k) {
   for (int64_t i = 1; i < num_local; ++i) {
     const LocalOp& other = s.posted[i];
     if (SameCall(first, other)) continue;
-    return Fail(s, InvalidArgument(
+    return Failed(InvalidArgument(
         "collective mismatch at call #", k, ": device ", s.options.device_ids[first.rank],
         " called ", first.Describe(s.options.device_ids), " but device ",
         s.options.device_ids[other.rank], " called ", other.Describe(s.options.device_ids),
@@ -179,7 +177,7 @@ Status RunProcessCall(CommState& s, uint64_t k) {
   // options.eager_bytes) carry those inputs right after the signature: one message each way.
   const int64_t bytes = first.SendBytes();
   if (bytes > INT32_MAX) {
-    return Fail(s, Unimplemented(label, ": ", bytes, " bytes per device do not fit one MPI "
+    return Failed(Unimplemented(label, ": ", bytes, " bytes per device do not fit one MPI "
                                  "message (at most 2^31-1); split the array"));
   }
   const int64_t eager_bytes = s.options.eager_bytes;
@@ -215,13 +213,13 @@ Status RunProcessCall(CommState& s, uint64_t k) {
               static_cast<int>(peer_list[i]), kSignatureTag, World(), &reqs.back());
   }
   PollResult pr = PollAll(lock, reqs, s.options.timeout, request_peer);
-  if (pr.kind != PollResult::kDone) return Fail(s, timeout_error(pr, "to arrive", request_peer));
+  if (pr.kind != PollResult::kDone) return Failed(timeout_error(pr, "to arrive", request_peer));
   for (size_t i = 0; i < n_peers; ++i) {
     Signature theirs;
     std::memcpy(&theirs, s.sig_in[i].data(), sizeof(Signature));
     if (theirs.call == k && theirs.hash == mine.hash) continue;
     theirs.text[kTextBytes - 1] = '\0';
-    return Fail(s, InvalidArgument(
+    return Failed(InvalidArgument(
         "collective mismatch at call #", k, ": ", s.ProcessText(s.process), " called ", text,
         " but ", s.ProcessText(peer_list[i]), " called ", theirs.text,
         theirs.call != k ? StrCat(" as its call #", theirs.call) : std::string(),
@@ -242,7 +240,7 @@ Status RunProcessCall(CommState& s, uint64_t k) {
   } else {
     // 4. MPI's own all-reduce when it applies.
     if (std::optional<Status> done = TryMpiAllReduce(s, k, lock, label, timeout_error)) {
-      return Fail(s, *done);
+      return Failed(*done);
     }
     // 5. Inputs: one message per (rank, peer) that reads it, in ascending rank order both ways.
     reqs.clear();
@@ -277,7 +275,7 @@ Status RunProcessCall(CommState& s, uint64_t k) {
     }
     pr = PollAll(lock, reqs, s.options.timeout, request_peer);
     if (pr.kind != PollResult::kDone) {
-      return Fail(s, timeout_error(pr, "to exchange the inputs", request_peer));
+      return Failed(timeout_error(pr, "to exchange the inputs", request_peer));
     }
   }
   lock.unlock();
