@@ -238,8 +238,8 @@ Status RunProcessCall(CommState& s, uint64_t k) {
       }
     }
   } else {
-    // 4. MPI's own all-reduce when it applies.
-    if (std::optional<Status> done = TryMpiAllReduce(s, k, lock, label, timeout_error)) {
+    // 4. MPI's own all-reduce / all-gather when it applies.
+    if (std::optional<Status> done = TryMpiCollective(s, k, lock, label, timeout_error)) {
       return Failed(*done);
     }
     // 5. Inputs: one message per (rank, peer) that reads it, in ascending rank order both ways.

@@ -135,12 +135,13 @@ Status RunProcessCall(CommState& s, uint64_t k);
 // The error of a failed poll: `waiting_for` says what for, request_peer[i] is request i's process.
 using TimeoutErrorFn = std::function<Status(const PollResult& r, std::string_view waiting_for,
                                             const std::vector<int64_t>& request_peer)>;
-// Call k as MPI_Iallreduce when it is an all-reduce each process holds one group's share of and
-// MPI has its reducer for its dtype (mpi_allreduce.cc); nullopt when it is not. The caller holds
-// `lock` (MpiMutex) and has exchanged signatures with the group's processes.
-std::optional<Status> TryMpiAllReduce(CommState& s, uint64_t k, std::unique_lock<std::mutex>& lock,
-                                      const std::string& label,
-                                      const TimeoutErrorFn& timeout_error);
+// Call k as one collective MPI call (mpi_native.cc) when each process holds one whole share of
+// the local devices' group: an all-reduce MPI has the reducer for (MPI_Iallreduce) or an
+// all-gather (MPI_Iallgather). nullopt when it does not apply. The caller holds `lock`
+// (MpiMutex) and has exchanged signatures with the group's processes.
+std::optional<Status> TryMpiCollective(CommState& s, uint64_t k, std::unique_lock<std::mutex>& lock,
+                                       const std::string& label,
+                                       const TimeoutErrorFn& timeout_error);
 
 // Computes local rank `op.rank`'s output from every member's input: `input(r)` is rank r's input
 // (element `elem` of its operands for a tuple all-to-all, else elem 0).
