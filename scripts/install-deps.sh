@@ -12,6 +12,7 @@ packages=(
   libdnnl-dev                               # bf16 GEMM (oneDNN matmul)
   clang libclang-rt-14-dev libomp-dev       # libFuzzer targets (clang; OpenMP for oneDNN)
   python3-dev python3-venv                  # the Python package (scripts/python-env.sh makes .venv/)
+  libopenmpi-dev openmpi-bin                # several processes / hosts (src/xshard/mpi/, mpirun)
 )
 
 missing=()

@@ -3,7 +3,7 @@
 and of the layers below it in docs/architecture.md's graph:
 
     base -> core -> sharding -> ir -> text -> rules -> propagation -> spmd -> passes
-                                      ir -> kernels -> exec, comm -> runtime -> shard_map -> cmm
+                                      ir -> kernels -> exec, comm -> mpi -> runtime -> shard_map -> cmm
                                              passes + runtime -> jit
                                                         everything -> tools
     base -> testing (test binaries only)
@@ -34,7 +34,8 @@ EDGES = {
     "kernels": ["ir"],
     "exec": ["kernels"],
     "comm": ["kernels"],
-    "runtime": ["exec", "comm"],
+    "mpi": ["comm"],
+    "runtime": ["exec", "comm", "mpi"],
     "shard_map": ["runtime"],
     "cmm": ["shard_map"],
     "jit": ["passes", "runtime"],

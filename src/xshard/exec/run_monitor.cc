@@ -52,6 +52,7 @@ void RunMonitor::Reset() {
     p->loop.store(nullptr, std::memory_order_relaxed);
     p->iteration.store(0, std::memory_order_relaxed);
     p->finished.store(false, std::memory_order_relaxed);
+    p->elsewhere.store(false, std::memory_order_relaxed);
   }
 }
 
@@ -59,6 +60,7 @@ namespace {
 
 std::string Describe(const DeviceProgress& p) {
   if (p.finished.load(std::memory_order_relaxed)) return "finished";
+  if (p.elsewhere.load(std::memory_order_relaxed)) return "in another process";
   const Instruction* inst = p.instruction.load(std::memory_order_relaxed);
   if (inst == nullptr) return "not started";
   std::string out;

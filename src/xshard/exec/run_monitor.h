@@ -23,6 +23,7 @@ struct DeviceProgress {
   std::atomic<const Instruction*> loop{nullptr};         // the innermost while loop
   std::atomic<int64_t> iteration{0};                     // of `loop`, from 0
   std::atomic<bool> finished{false};
+  std::atomic<bool> elsewhere{false};  // runs in another MPI process (nothing to report here)
 };
 
 class RunMonitor {

@@ -11,6 +11,8 @@
 #include "xshard/kernels/compute_gate.h"
 #include "xshard/runtime/device_threads.h"
 #include "xshard/comm/inprocess_communicator.h"
+#include "xshard/mpi/mpi_communicator.h"
+#include "xshard/mpi/mpi_process.h"
 
 namespace xs {
 namespace {
@@ -42,7 +44,43 @@ StatusOr<int64_t> DefaultDeviceCount() {
   return n;
 }
 
+StatusOr<std::unique_ptr<Client>> Client::CreateMpi(ClientOptions options) {
+  options.mpi = true;
+  return Create(std::move(options));
+}
+
 StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
+  if (!options.mpi && options.devices_per_process != 0) {
+    return InvalidArgument("--devices-per-process ", options.devices_per_process,
+                           " applies under mpirun (devices spread over MPI processes); this "
+                           "process was not started by mpirun, so all devices run in it: drop the "
+                           "flag, or start it with mpirun -np P");
+  }
+  if (options.mpi) {
+    XS_RETURN_IF_ERROR(mpi::Initialize());
+    const int64_t processes = mpi::ProcessCount();
+    if (options.devices_per_process < 0) {
+      return InvalidArgument("--devices-per-process must be at least 1, got ",
+                             options.devices_per_process);
+    }
+    if (options.devices_per_process == 0) {
+      if (options.num_devices % processes != 0) {
+        return InvalidArgument(options.num_devices, " devices do not split evenly over ",
+                               processes, " MPI processes; pass --devices a multiple of ",
+                               processes, " (or start a divisor of ", options.num_devices,
+                               " processes with mpirun -np)");
+      }
+      options.devices_per_process = std::max<int64_t>(1, options.num_devices / processes);
+    }
+    if (options.num_devices == 0) options.num_devices = processes * options.devices_per_process;
+    if (options.num_devices != processes * options.devices_per_process) {
+      return InvalidArgument("--devices ", options.num_devices, " does not match ", processes,
+                             " MPI processes x --devices-per-process ",
+                             options.devices_per_process, " = ",
+                             processes * options.devices_per_process,
+                             "; drop one of the two flags");
+    }
+  }
   if (options.num_devices == 0) {
     XS_ASSIGN_OR_RETURN(options.num_devices, DefaultDeviceCount());
   }
@@ -64,10 +102,13 @@ Client::Client(ClientOptions options, int64_t num_cores)
   for (int64_t i = 0; i < options_.num_devices; ++i) {
     devices_.push_back(std::make_unique<Device>(i, options_.device_memory_limit));
   }
+  // MPI mode: threads for this process's devices only (thread i runs device first + i).
+  const int64_t local = options_.mpi ? options_.devices_per_process : options_.num_devices;
+  if (options_.mpi) process_rank_ = mpi::ProcessRank();
   if (!options_.wait_policy) {
-    options_.wait_policy = DefaultWaitPolicy(options_.num_devices, num_cores_);
+    options_.wait_policy = DefaultWaitPolicy(local, num_cores_);
   }
-  threads_ = std::make_unique<DeviceThreads>(options_.num_devices, *options_.wait_policy);
+  threads_ = std::make_unique<DeviceThreads>(local, *options_.wait_policy);
   gate_ = std::make_unique<ComputeGate>(std::clamp<int64_t>(num_cores_, 1, ComputeGate::kMaxSlots));
 }
 
@@ -119,6 +160,7 @@ StatusOr<Client::RunResult> Client::RunPerRank(std::span<const int64_t> device_i
   std::vector<Status>& results = result.per_rank;
   results.resize(device_ids.size());
   if (device_ids.empty()) return result;
+  if (options_.mpi) return RunPerRankMpi(device_ids, fn);
   std::lock_guard<std::mutex> lock(run_mu_);
   XS_ASSIGN_OR_RETURN(InProcessCommunicator * comm, CommunicatorFor(device_ids));
   comm->Reset();
@@ -139,6 +181,53 @@ StatusOr<Client::RunResult> Client::RunPerRank(std::span<const int64_t> device_i
   threads_->Run(device_ids, task);
   result.status = comm->abort_reason();
   return result;
+}
+
+StatusOr<Client::RunResult> Client::RunPerRankMpi(std::span<const int64_t> device_ids,
+                                                  const RankFn& fn) {
+  RunResult result;
+  result.per_rank.resize(device_ids.size());
+  std::lock_guard<std::mutex> lock(run_mu_);
+  std::vector<int64_t> key(device_ids.begin(), device_ids.end());
+  auto it = mpi_communicators_.find(key);
+  if (it == mpi_communicators_.end()) {
+    MpiCommunicatorOptions o;
+    o.device_ids = key;
+    o.devices_per_process = options_.devices_per_process;
+    o.timeout = options_.collective_timeout;
+    if (options_.mpi_eager_bytes >= 0) o.eager_bytes = options_.mpi_eager_bytes;
+    XS_ASSIGN_OR_RETURN(auto comm, MpiCommunicator::Create(std::move(o)));
+    it = mpi_communicators_.emplace(std::move(key), std::move(comm)).first;
+  }
+  MpiCommunicator* comm = it->second.get();
+  comm->Reset();
+  const std::vector<int64_t>& local = comm->local_ranks();
+  std::vector<int64_t> threads;
+  for (int64_t r : local) threads.push_back(device_ids[r] % options_.devices_per_process);
+  const std::function<void(int64_t)> task = [&](int64_t i) {
+    const int64_t rank = local[i];
+    Status st;
+    try {
+      st = fn(rank, *comm);
+    } catch (const std::bad_alloc& e) {
+      st = ResourceExhausted(e.what());
+    }
+    if (!st.ok()) comm->Abort(Annotate(st, StrCat("device ", device_ids[rank], " failed: ")));
+    comm->Leave(rank);
+    result.per_rank[rank] = std::move(st);
+  };
+  if (!threads.empty()) threads_->Run(threads, task);
+  // Every process learns how the others' devices ended (bounded by the collective timeout).
+  result.status = mpi::AgreeOnOutcome(comm->abort_reason(), options_.collective_timeout);
+  return result;
+}
+
+Status Client::ShareRankResults(std::span<const int64_t> device_ids,
+                                std::vector<std::vector<Array>>& per_rank) {
+  if (!options_.mpi) return OkStatus();
+  std::vector<int64_t> owner;
+  for (int64_t id : device_ids) owner.push_back(ProcessOf(id));
+  return mpi::ShareArrays(owner, per_rank, options_.collective_timeout);
 }
 
 Status Client::Run(std::span<const int64_t> device_ids, const RankFn& fn) {

@@ -34,6 +34,7 @@ namespace xs {
 class ComputeGate;
 class DeviceThreads;
 class InProcessCommunicator;
+class MpiCommunicator;
 
 // The device count when none is given: $XSHARD_DEVICES when set (an error unless it is a
 // positive integer, naming the value), else 8.
@@ -48,16 +49,36 @@ struct ClientOptions {
   int64_t num_cores = 0;            // 0: the cores this process may use
   std::optional<WaitPolicy> wait_policy;  // default: DefaultWaitPolicy(devices, cores)
   int64_t eager_bytes = 64 * 1024;        // see InProcessOptions::eager_bytes
+  // Devices spread over MPI processes (Client::CreateMpi sets it): process p hosts devices
+  // p*L .. p*L+L-1 with L = devices_per_process (0: num_devices / processes, which must divide;
+  // num_devices 0: processes * L, with L = 1 when both are 0). Each process runs only its own
+  // devices; collectives between processes go through MPI (mpi/mpi_communicator.h).
+  bool mpi = false;
+  int64_t devices_per_process = 0;
+  // MpiCommunicatorOptions::eager_bytes; -1 keeps its default (16 KiB).
+  int64_t mpi_eager_bytes = -1;
 };
 
 class Client {
  public:
   // Validates the options (device count 1..4096, positive timeout) and starts one thread per
-  // device.
+  // device (per device of this process in MPI mode, which starts MPI first).
   static StatusOr<std::unique_ptr<Client>> Create(ClientOptions options = {});
+  // Create with options.mpi = true: every process of an mpirun job calls it with the same options.
+  // Unimplemented when the build has no MPI.
+  static StatusOr<std::unique_ptr<Client>> CreateMpi(ClientOptions options = {});
   ~Client();
 
   int64_t num_devices() const { return static_cast<int64_t>(devices_.size()); }
+  // MPI mode: devices live in several processes.
+  bool distributed() const { return options_.mpi; }
+  // This process's MPI rank (0 unless distributed) and the process hosting `device`.
+  int64_t process_rank() const { return process_rank_; }
+  int64_t ProcessOf(int64_t device) const {
+    return options_.mpi ? device / options_.devices_per_process : 0;
+  }
+  // Whether `device` runs in this process (always, unless distributed).
+  bool IsLocal(int64_t device) const { return ProcessOf(device) == process_rank_; }
   const ClientOptions& options() const { return options_; }
   int64_t num_cores() const { return num_cores_; }
   // XS_CHECK: 0 <= id < num_devices().
@@ -80,7 +101,9 @@ class Client {
     std::vector<Status> per_rank;  // what each rank's program returned
     Status status;                 // OK, or the root cause: the first failure of the run
   };
-  // Runs fn(rank) on device device_ids[rank] for every rank at once. When a rank fails, the
+  // Runs fn(rank) on device device_ids[rank] for every rank at once (in MPI mode: every rank of
+  // this process; the processes then agree on the outcome, so every process returns the same
+  // status, naming the process that failed first). When a rank fails, the
   // communicator is aborted with "device D failed: ..." so that its peers' collectives fail at
   // once; a rank that returns OK leaves the run, and peers still waiting for it fail at once
   // too. Errors in device_ids (out of range, repeated) come back as the outer status.
@@ -90,6 +113,11 @@ class Client {
   Status RunOnAllDevices(const RankFn& fn);
   // The ranks of `assignment` in logical-id order.
   Status Run(const DeviceAssignment& assignment, const RankFn& fn);
+
+  // MPI mode: per_rank[r] (results of rank r of a run over `device_ids`) is filled by the process
+  // of device_ids[r]; afterwards every process has all of them. A no-op otherwise.
+  Status ShareRankResults(std::span<const int64_t> device_ids,
+                          std::vector<std::vector<Array>>& per_rank);
 
   std::vector<MemoryStats> memory_stats() const;
   // Per-device live / peak bytes and buffer counts, one row per device plus a total:
@@ -101,14 +129,17 @@ class Client {
  private:
   explicit Client(ClientOptions options, int64_t num_cores);
   StatusOr<InProcessCommunicator*> CommunicatorFor(std::span<const int64_t> device_ids);
+  StatusOr<RunResult> RunPerRankMpi(std::span<const int64_t> device_ids, const RankFn& fn);
 
   ClientOptions options_;
   int64_t num_cores_;
+  int64_t process_rank_ = 0;
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<DeviceThreads> threads_;
   std::unique_ptr<ComputeGate> gate_;
   std::mutex run_mu_;  // one run at a time: the device threads are shared
   std::map<std::vector<int64_t>, std::unique_ptr<InProcessCommunicator>> communicators_;
+  std::map<std::vector<int64_t>, std::unique_ptr<MpiCommunicator>> mpi_communicators_;
 };
 
 }  // namespace xs

@@ -54,6 +54,9 @@ StatusOr<std::vector<double>> TimeCollective(Client& client, CollectiveKind op,
                                              CollectiveAlgorithm algorithm, int64_t bytes,
                                              int warmup, int iterations) {
   const int64_t n = client.num_devices();
+  // The device whose calls are timed: 0, or under MPI this process's first device.
+  const int64_t timed =
+      client.distributed() ? client.process_rank() * client.options().devices_per_process : 0;
   const int64_t count = std::max<int64_t>(n, bytes / 4 / n * n);
   const auto [in_count, out_count] = Counts(op, count, n);
   std::vector<Array> ins, outs;
@@ -97,7 +100,7 @@ StatusOr<std::vector<double>> TimeCollective(Client& client, CollectiveKind op,
           XS_RETURN_IF_ERROR(comm.Barrier(call));
           break;
       }
-      if (rank == 0 && it >= warmup) {
+      if (rank == timed && it >= warmup) {
         times.push_back(std::chrono::duration<double>(SteadyClock::now() - t0).count());
       }
     }
@@ -136,7 +139,7 @@ StatusOr<CollectiveBenchResult> RunCollectiveBench(const CollectiveBenchOptions&
   if (options.iterations < 1) {
     return InvalidArgument("bench collectives: iterations must be >= 1, got ", options.iterations);
   }
-  ClientOptions co;
+  ClientOptions co = options.client;
   co.num_devices = options.devices;
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(co));
   CollectiveBenchResult result;
@@ -144,6 +147,7 @@ StatusOr<CollectiveBenchResult> RunCollectiveBench(const CollectiveBenchOptions&
     for (CollectiveKind op : options.ops) {
       for (CollectiveAlgorithm a : options.algorithms) {
         if (!UsesAlgorithm(op) && a != options.algorithms.front()) continue;
+        if (co.mpi && a != options.algorithms.front()) continue;
         const CollectiveAlgorithm used = UsesAlgorithm(op) ? a : CollectiveAlgorithm::kDirect;
         XS_ASSIGN_OR_RETURN(std::vector<double> times,
                             TimeCollective(*client, op, used, bytes, options.warmup,

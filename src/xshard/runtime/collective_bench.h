@@ -32,6 +32,9 @@ struct CollectiveBenchOptions {
                                                  CollectiveAlgorithm::kRecursiveDoubling};
   int warmup = 3;
   int iterations = 20;
+  // The client's other options (num_devices comes from `devices`); with `mpi`, the devices are
+  // spread over the MPI processes and only the direct algorithm runs (MPI's own exchange).
+  ClientOptions client;
 };
 
 struct CollectiveBenchRow {

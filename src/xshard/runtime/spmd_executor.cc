@@ -1,5 +1,7 @@
 // SpmdExecutable: one plan shared by every device, one Executable::Run per device thread with its
 // partition / replica id and a CollectiveRunner over the run's Communicator.
+#include <functional>
+
 #include "xshard/ir/attributes.h"
 #include "xshard/ir/module.h"
 #include "xshard/ir/verifier.h"
@@ -33,9 +35,11 @@ int64_t LeafBytes(const std::vector<const Array*>& leaves) {
   return n;
 }
 
-// Every device's inputs must match the entry parameters before any device starts.
+// Every device's inputs must match the entry parameters before any device starts (in MPI mode,
+// every device of this process: `checked(d)`).
 Status CheckArguments(const Executable& exe, const std::vector<std::vector<const Array*>>& args,
-                      int64_t replicas, int64_t partitions) {
+                      int64_t replicas, int64_t partitions,
+                      const std::function<bool(int64_t)>& checked) {
   const int64_t n = replicas * partitions;
   if (static_cast<int64_t>(args.size()) != n) {
     return InvalidArgument("module '", exe.module().name(), "' runs on ", n, " devices (",
@@ -45,6 +49,7 @@ Status CheckArguments(const Executable& exe, const std::vector<std::vector<const
   }
   const std::vector<Shape>& want = exe.argument_shapes();
   for (int64_t d = 0; d < n; ++d) {
+    if (!checked(d)) continue;
     if (args[d].size() != want.size()) {
       return InvalidArgument("device ", d, ": '", exe.module().entry()->name(), "' takes ",
                              want.size(), " argument(s) but ", args[d].size(), " were given");
@@ -102,7 +107,6 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
                                          const std::vector<std::vector<const Array*>>& args,
                                          const SpmdRunOptions& options,
                                          std::vector<Status>* device_status) const {
-  XS_RETURN_IF_ERROR(CheckArguments(*executable_, args, replica_count_, num_partitions_));
   StatusOr<DeviceAssignment> assigned =
       options.device_assignment
           ? StatusOr<DeviceAssignment>(*options.device_assignment)
@@ -117,16 +121,27 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
   }
   const int64_t n = num_devices();
   const std::vector<int64_t>& devices = assignment.LogicalDevices();
+  // Under MPI a process holds (and is given) only its own devices' arguments.
+  XS_RETURN_IF_ERROR(CheckArguments(*executable_, args, replica_count_, num_partitions_,
+                                    [&](int64_t d) {
+                                      return d >= static_cast<int64_t>(devices.size()) ||
+                                             client.IsLocal(devices[d]);
+                                    }));
   // OpenBLAS's thread count is process-wide: set it here, while no device runs.
+  // Devices computing at once in this process (MPI mode: this process's share).
+  const int64_t running = client.distributed() ? client.options().devices_per_process : n;
   kernels::SetBlasThreads(options.blas_threads > 0 ? options.blas_threads
-                                                   : static_cast<int>(client.IntraOpThreads(n)));
+                                                   : static_cast<int>(client.IntraOpThreads(running)));
 
   SpmdResult result;
   result.outputs.resize(n);
   result.devices = devices;
   std::vector<ExecuteStats> stats(n);
   // More devices than cores: at most one big kernel per core at a time (compute_gate.h).
-  ComputeGate* gate = n > client.num_cores() ? &client.compute_gate() : nullptr;
+  ComputeGate* gate = running > client.num_cores() ? &client.compute_gate() : nullptr;
+  // The rank that registers the monitor's waker: 0, or under MPI this process's first.
+  int64_t waker_rank = 0;
+  while (waker_rank + 1 < n && !client.IsLocal(devices[waker_rank])) ++waker_rank;
   const Client::RankFn run_device = [&](int64_t rank, Communicator& comm) -> Status {
     CommunicatorCollectiveRunner runner(*plan_, comm, rank);
     ExecuteOptions o;
@@ -135,21 +150,28 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
     o.collectives = &runner;
     o.max_while_iterations = options.max_while_iterations;
     o.compute_gate = gate;
-    o.intra_op_threads = static_cast<int>(client.IntraOpThreads(n));
+    o.intra_op_threads = static_cast<int>(client.IntraOpThreads(running));
     RunMonitor* monitor = options.monitor != nullptr && rank < options.monitor->num_devices() ? options.monitor : nullptr;
     if (monitor != nullptr) {
       o.monitor = monitor;
       o.monitor_rank = rank;
       // A stop must also reach devices parked in a collective (their wait restarts while a peer
       // is busy, so without this they would wait for a peer that never comes).
-      if (rank == 0) monitor->SetWaker([&comm](const Status& reason) { comm.Abort(reason); });
+      if (rank == waker_rank) {
+        monitor->SetWaker([&comm](const Status& reason) { comm.Abort(reason); });
+      }
     }
     StatusOr<std::vector<Array>> outs = executable_->Run(args[rank], o, &stats[rank]);
     if (monitor != nullptr) monitor->progress(rank).finished.store(true, std::memory_order_relaxed);
     XS_ASSIGN_OR_RETURN(result.outputs[rank], std::move(outs));
     return OkStatus();
   };
-  if (options.monitor != nullptr) options.monitor->Reset();
+  if (options.monitor != nullptr) {
+    options.monitor->Reset();
+    for (int64_t r = 0; r < n && r < options.monitor->num_devices(); ++r) {
+      if (!client.IsLocal(devices[r])) options.monitor->progress(r).elsewhere.store(true);
+    }
+  }
   StatusOr<Client::RunResult> ran = client.RunPerRank(devices, run_device);
   if (options.monitor != nullptr) options.monitor->ClearWaker();
   XS_ASSIGN_OR_RETURN(Client::RunResult run, std::move(ran));
@@ -165,6 +187,8 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
     }
   }
   if (!run.status.ok()) return run.status;
+  // MPI mode: every process gets every device's outputs (memory figures stay per process).
+  XS_RETURN_IF_ERROR(client.ShareRankResults(devices, result.outputs));
   for (int64_t r = 0; r < n; ++r) {
     SpmdDeviceMemory m;
     m.device = devices[r];

@@ -131,6 +131,8 @@ StatusOr<std::vector<ShardedArray>> ShardMapped::Run(
     results[device] = std::move(out);
     return OkStatus();
   }));
+  // Under MPI each process computed its own devices' results; every process gets all of them.
+  XS_RETURN_IF_ERROR(client.ShareRankResults(devices, results));
   std::vector<ShardedArray> outputs;
   for (size_t i = 0; i < out_.size(); ++i) {
     const Array& first = results[0][i];

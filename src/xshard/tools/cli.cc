@@ -1,6 +1,7 @@
 // The CLI driver: builds the CLI11 app, dispatches to the chosen subcommand, turns every error
 // (bad flags, bad input, failed commands) into one clear line on stderr and exit code 1.
 #include "xshard/tools/cli.h"
+#include "xshard/tools/cli_mpi.h"
 #include "xshard/tools/run_flags.h"
 
 #include <algorithm>
@@ -204,11 +205,18 @@ void AddTraceFlag(CLI::App* cmd, std::string& path) {
   cmd->add_option("--trace", path,
                   "Write a Chrome trace (opens in Perfetto) to this file at exit: one track per\n"
                   "device with every step, collectives with their bytes and groups, asynchronous\n"
-                  "ones from start to done");
+                  "ones from start to done (under mpirun: FILE.process<r>.json per process)");
 }
 
-Status StartTrace(const std::string& path) {
-  if (path.empty()) return OkStatus();
+Status StartTrace(const std::string& given) {
+  if (given.empty()) return OkStatus();
+  // Under mpirun each process writes its own devices' tracks: FILE.process<r>.json.
+  std::string path = given;
+  if (CliUsesMpi()) {
+    const size_t dot = given.rfind(".json");
+    path = StrCat(dot == std::string::npos ? given : given.substr(0, dot), ".process",
+                  CliProcessRank(), ".json");
+  }
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
     return InvalidArgument("--trace: cannot write '", path, "': ", std::strerror(errno),
@@ -366,6 +374,7 @@ int RunCli(int argc, char** argv) {
               << " --help' for usage.\n";
     return 1;
   }
+  SilenceOtherRanks();
   for (const Command& c : commands) {
     if (!c.app->parsed()) continue;
     Status status;
@@ -380,8 +389,11 @@ int RunCli(int argc, char** argv) {
                                  "(ulimit -v, ulimit -u, a cgroup's pids limit) or use fewer --devices");
     }
     std::cout.flush();
+    if (status.ok()) EndMpi(true);
     if (!status.ok()) {
-      std::cerr << "xshard " << c.app->get_name() << ": error: " << status.message() << "\n";
+      const std::string process = CliUsesMpi() ? StrCat(" (process ", CliProcessRank(), ")") : "";
+      std::cerr << "xshard " << c.app->get_name() << process << ": error: " << status.message() << "\n";
+      EndMpi(false);
       // A run stopped by Ctrl-C / SIGTERM exits as a shell reports a SIGINT kill.
       return status.code() == StatusCode::kCancelled ? 130 : 1;
     }

@@ -70,6 +70,20 @@ DumpOptions ToDumpOptions(const DumpFlags& flags);
 // Runs the CLI; returns the process exit code (0 ok, 1 any error).
 int RunCli(int argc, char** argv);
 
+// Several processes (cli_mpi.cc). Under mpirun (mpi::LaunchedByMpirun()) the commands that run
+// devices (run, bench collectives / run / cmm) make an MPI client: --devices N spread over the
+// processes, --devices-per-process L (default N / processes), --collective-timeout SECONDS (how
+// long any process waits for the others; default 30).
+struct MpiFlags {
+  int64_t devices_per_process = 0;
+  double collective_timeout_s = 30;
+};
+MpiFlags& GlobalMpiFlags();
+void AddMpiFlags(CLI::App* cmd);
+// Whether this CLI process runs as one of several MPI processes.
+bool CliUsesMpi();
+
+
 // Range checks for numeric flags, applied with `->check(...)`: CLI11 then rejects a bad value with
 // a message naming the flag, the value and the range, and exit 1.
 // Device counts: whole numbers from 1 to 65536.

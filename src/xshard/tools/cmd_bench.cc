@@ -8,6 +8,7 @@
 #include "xshard/runtime/device.h"
 #include "xshard/jit/host_memory.h"
 #include "xshard/tools/cli.h"
+#include "xshard/tools/cli_mpi.h"
 
 namespace xs::tools {
 namespace {
@@ -117,6 +118,7 @@ Status RunBenchCollectives(const BenchFlags& f) {
   XS_ASSIGN_OR_RETURN(options.ops, ParseOps(f.ops));
   options.warmup = f.warmup;
   options.iterations = f.iterations;
+  options.client = CliClientOptions(options.devices);
   XS_ASSIGN_OR_RETURN(CollectiveBenchResult result, RunCollectiveBench(options));
   std::cout << result.ToString();
   return OkStatus();
@@ -135,6 +137,7 @@ void AddBenchCommand(CLI::App& root, CommandList& commands) {
       "all-gather, reduce-scatter, all-to-all, x 2(n-1)/n for all-reduce, x 1 for broadcast and\n"
       "permute), next to a single-thread memcpy measured in the same process.");
   c->add_option("--devices", flags->devices, "Devices (default: $XSHARD_DEVICES or 8)")->check(DeviceCountCheck());
+  AddMpiFlags(c);
   c->add_option("--bytes", flags->bytes,
                 "Per-device operand size(s): 4096, 64K, 8M, 1G; comma-separated (default 1M)");
   c->add_option("--algorithm", flags->algorithm,

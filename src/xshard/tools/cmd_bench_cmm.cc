@@ -15,6 +15,7 @@
 #include "xshard/runtime/client.h"
 #include "xshard/sharding/mesh.h"
 #include "xshard/tools/cli.h"
+#include "xshard/tools/cli_mpi.h"
 #include "xshard/tools/latency_report.h"
 
 namespace xs::tools {
@@ -156,9 +157,7 @@ Status RunBenchCmm(const BenchCmmFlags& f) {
     }
   }
   const bool several = specs.size() > 1;
-  ClientOptions options;
-  options.num_devices = rows * cols;
-  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(options));
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(CliClientOptions(rows * cols)));
   std::vector<Outcome> done;
   double worst = 0;
   for (const cmm::CmmSpec& spec : specs) {
@@ -237,6 +236,7 @@ Command AddBenchCmmCommand(CLI::App& bench) {
       "bench run's latency report per combination; several are ranked, with why the winner\n"
       "wins (per variant). Last line: max_abs_err=<e> median_ms=<t> (with several: the largest\n"
       "error and the fastest combination's median).");
+  AddMpiFlags(c);
   c->add_option("--algo", flags->algo, "gspmd, wang, systolic, ag_dot, slice_psum, comma-separated, or all\n"
                 "(default: gspmd,wang,systolic)");
   c->add_option("--variant", flags->variant, "os, is, ws, comma-separated, or all (default os)");

@@ -22,6 +22,7 @@
 #include "xshard/runtime/spmd_executor.h"
 #include "xshard/runtime/spmd_executor_io.h"
 #include "xshard/tools/cli.h"
+#include "xshard/tools/cli_mpi.h"
 #include "xshard/tools/latency_report.h"
 #include "xshard/tools/run_flags.h"
 #include "xshard/tools/run_watch.h"
@@ -112,9 +113,7 @@ void PrintStats(const BenchRunFlags& f, const std::string& what, const Timings& 
 }
 
 StatusOr<std::unique_ptr<Client>> MakeClient(int64_t n) {
-  ClientOptions options;
-  options.num_devices = n;
-  return Client::Create(options);
+  return Client::Create(CliClientOptions(n));
 }
 
 SpmdRunOptions SpmdOptions(const RunFlags& f) {
@@ -269,6 +268,7 @@ Command AddBenchRunCommand(CLI::App& bench) {
       ->check(IntegerRangeCheck(0, 1024));
   AddRunPropagationFlags(r, flags->run);
   AddTimeoutFlag(r, flags->run.timeout);
+  AddMpiFlags(r);
   AddTraceFlag(r, flags->run.trace);
   r->add_flag("--samples", flags->samples,
               "Also print every timed call (samples_ms=t1,t2,...) and the process's CPU time per\n"

@@ -16,6 +16,7 @@
 #include "xshard/runtime/spmd_executor_io.h"
 #include "xshard/text/printer.h"
 #include "xshard/tools/cli.h"
+#include "xshard/tools/cli_mpi.h"
 #include "xshard/tools/run_flags.h"
 #include "xshard/tools/run_watch.h"
 
@@ -148,9 +149,7 @@ Status RunOnDevices(const RunFlags& f, const Module& module) {
   XS_RETURN_IF_ERROR(Annotate(CheckModuleHostMemory(module, n), StrCat(f.file, ": ")));
   StatusOr<std::unique_ptr<SpmdExecutable>> spmd = SpmdExecutable::Create(module);
   if (!spmd.ok()) return Annotate(spmd.status(), StrCat(f.file, ": "));
-  ClientOptions client_options;
-  client_options.num_devices = n;
-  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(client_options));
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(CliClientOptions(n)));
   XS_ASSIGN_OR_RETURN(DeviceAssignment assignment,
                       DeviceAssignment::Default(module.config().replica_count,
                                                 module.config().num_partitions, n));
@@ -302,6 +301,7 @@ void AddHloCommands(CLI::App& root, CommandList& commands) {
   AddRunPropagationFlags(r, *run);
   AddTimeoutFlag(r, run->timeout);
   AddTraceFlag(r, run->trace);
+  AddMpiFlags(r);
   commands.push_back({r, [run] { return RunRun(*run); }});
 }
 

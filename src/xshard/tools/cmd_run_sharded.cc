@@ -7,9 +7,11 @@
 #include "xshard/jit/host_memory.h"
 #include "xshard/jit/output_check.h"
 #include "xshard/jit/sharded_program.h"
+#include "xshard/mpi/mpi_process.h"
 #include "xshard/runtime/client.h"
 #include "xshard/exec/executable.h"
 #include "xshard/tools/cli.h"
+#include "xshard/tools/cli_mpi.h"
 #include "xshard/tools/run_flags.h"
 #include "xshard/tools/run_watch.h"
 
@@ -130,6 +132,34 @@ Status Check(const RunFlags& f, const ShardedProgram& program, const std::vector
   return OkStatus();
 }
 
+// Rank 0 shards its `loaded` global inputs; each process gets its own devices' shards.
+StatusOr<std::vector<std::vector<Array>>> ScatterShards(Client& client,
+                                                        const ShardedProgram& program,
+                                                        StatusOr<std::vector<Array>> loaded) {
+  std::vector<std::vector<Array>> shards(program.num_devices());
+  Status status = loaded.status();
+  if (loaded.ok() && client.process_rank() == 0) {
+    StatusOr<std::vector<std::vector<Array>>> placed = program.ShardArguments(*loaded);
+    status = placed.status();
+    if (placed.ok()) shards = std::move(*placed);
+  }
+  std::vector<int64_t> owner;
+  for (int64_t d = 0; d < program.num_devices(); ++d) owner.push_back(client.ProcessOf(d));
+  XS_RETURN_IF_ERROR(mpi::ScatterArrays(owner, shards, status, 0,
+                                        client.options().collective_timeout));
+  return shards;
+}
+
+// ShardedProgram::Run on shards already placed (every process gets every device's outputs).
+StatusOr<ShardedResult> RunShards(const ShardedProgram& program, Client& client,
+                                  const std::vector<std::vector<Array>>& shards,
+                                  const SpmdRunOptions& options) {
+  XS_ASSIGN_OR_RETURN(SpmdResult ran, program.RunPlaced(client, shards, options));
+  XS_ASSIGN_OR_RETURN(ShardedResult result, program.AssembleOutputs(std::move(ran.outputs)));
+  result.memory = std::move(ran.memory);
+  return result;
+}
+
 }  // namespace
 
 Status RunSharded(const RunFlags& f, const Module& module) {
@@ -154,18 +184,29 @@ Status RunSharded(const RunFlags& f, const Module& module) {
   if (memory_limit) {
     XS_RETURN_IF_ERROR(Annotate(CheckHostMemory(**program, f.check, *memory_limit), StrCat(f.file, ": ")));
   }
-  XS_ASSIGN_OR_RETURN(std::vector<Array> args,
-                      LoadArguments(f, (*program)->argument_shapes(), module.entry()->name()));
-  ClientOptions client_options;
-  client_options.num_devices = n;
-  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(client_options));
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(CliClientOptions(n)));
+  auto load = [&]() {
+    return client->process_rank() == 0
+               ? LoadArguments(f, (*program)->argument_shapes(), module.entry()->name())
+               : StatusOr<std::vector<Array>>(std::vector<Array>{});
+  };
+  // Under mpirun rank 0 reads (or draws) the global inputs. It sends every process only its
+  // devices' shards, or with --check (whose reference runs need them) the whole inputs.
+  std::vector<Array> args;
+  std::optional<std::vector<std::vector<Array>>> shards;
+  if (client->distributed() && !f.check) {
+    XS_ASSIGN_OR_RETURN(shards, ScatterShards(*client, **program, load()));
+  } else {
+    XS_RETURN_IF_ERROR(ShareInputs(*client, load(), args));
+  }
   SpmdRunOptions run_options;
   run_options.blas_threads = f.blas_threads;
   run_options.max_while_iterations = f.max_while_iterations;
   RunMonitor monitor(n);
   run_options.monitor = &monitor;
   RunWatch watch(monitor, "run", f.timeout);
-  StatusOr<ShardedResult> result = (*program)->Run(*client, args, run_options);
+  StatusOr<ShardedResult> result = shards ? RunShards(**program, *client, *shards, run_options)
+                                          : (*program)->Run(*client, args, run_options);
   if (monitor.stopped()) return Annotate(watch.Finish(result.status()), StrCat(f.file, ": "));
   if (!result.ok() && f.check && ExceededWhileIterations(result.status())) {
     return watch.Finish(LoopsDidNotFinish(f, **program, args, *client, run_options, result.status()));
