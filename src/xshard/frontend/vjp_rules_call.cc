@@ -1,7 +1,8 @@
 // VJP rules of the call-like primitives: pjit (the inner jaxpr is split into a forward pjit that
-// also returns the residuals and a backward pjit `transpose(jvp(name))`), custom_vjp_call (the
+// also returns the residuals and a backward pjit of the same name, as JAX 0.10 prints them), custom_vjp_call (the
 // user's fwd_jaxpr inlined in the forward part, bwd_jaxpr in the backward part) and
 // sharding_constraint (the cotangent gets the same constraint).
+#include <algorithm>
 #include <memory>
 #include <set>
 
@@ -27,7 +28,9 @@ bool Differentiable(const AVal& a) { return IsFloating(a.dtype) || IsComplex(a.d
 // invars, zeros where none).
 struct Split {
   std::shared_ptr<Jaxpr> forward, backward;
-  std::vector<AVal> residual_avals;
+  std::vector<AVal> residual_avals;       // the forward's extra outputs
+  std::vector<int64_t> residual_sources;  // per backward residual input: the invar it is, or
+                                          // -1 - k for the forward's k-th extra output
   std::vector<size_t> ct_outputs;  // outvars that take a cotangent, in order
 };
 
@@ -99,7 +102,15 @@ StatusOr<Split> SplitVjp(const Jaxpr& inner, const std::vector<bool>& active) {
   f.invars = joint.invars;
   f.eqns.assign(joint.eqns.begin(), joint.eqns.begin() + parts.backward_start);
   f.outvars = parts.outs;
+  // Residuals that are invars are passed from outside, as JAX does, not through the forward.
   for (const Var& v : residuals) {
+    auto it = std::find_if(joint.invars.begin(), joint.invars.end(),
+                           [&](const Var& in) { return in.id == v.id; });
+    if (it != joint.invars.end()) {
+      split.residual_sources.push_back(it - joint.invars.begin());
+      continue;
+    }
+    split.residual_sources.push_back(-1 - static_cast<int64_t>(split.residual_avals.size()));
     f.outvars.push_back(Atom::OfVar(v));
     split.residual_avals.push_back(v.aval);
   }
@@ -124,10 +135,6 @@ void AddCallRules(RuleTable& t) {
   t["pjit"] = {[](Emitter& e, RuleInput& r) -> StatusOr<Backward> {
     XS_ASSIGN_OR_RETURN(std::shared_ptr<const Jaxpr> inner, GetJaxpr(*r.eqn, "jaxpr"));
     XS_ASSIGN_OR_RETURN(Split split, SplitVjp(*inner, r.active));
-    std::string name = "pjit";
-    if (auto it = r.eqn->params.find("name"); it != r.eqn->params.end()) {
-      if (const auto* s = std::get_if<std::string>(&it->second)) name = *s;
-    }
     Params fwd_params = r.eqn->params;
     fwd_params["jaxpr"] = std::shared_ptr<const Jaxpr>(split.forward);
     std::vector<AVal> outs;
@@ -136,10 +143,12 @@ void AddCallRules(RuleTable& t) {
     outs.insert(outs.end(), split.residual_avals.begin(), split.residual_avals.end());
     std::vector<Atom> all = e.Raw("pjit", r.in, outs, fwd_params);
     r.out.assign(all.begin(), all.begin() + n_out);
-    std::vector<Atom> residuals(all.begin() + n_out, all.end());
+    std::vector<Atom> residuals;
+    for (int64_t src : split.residual_sources) {
+      residuals.push_back(src >= 0 ? r.in[src] : all[n_out + (-1 - src)]);
+    }
     Params bwd_params = r.eqn->params;
     bwd_params["jaxpr"] = std::shared_ptr<const Jaxpr>(split.backward);
-    bwd_params["name"] = "transpose(jvp(" + name + "))";
     std::vector<AVal> ct_avals;
     for (size_t i = 0; i < r.in.size(); ++i) {
       if (!r.active[i]) continue;

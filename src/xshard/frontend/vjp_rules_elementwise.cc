@@ -93,20 +93,31 @@ StatusOr<Atom> MulByRes(Emitter& e, const Atom& ct, const Atom&, const Atom&,
   return e.Op("mul", {ct, res[0]});
 }
 
+// select_n(which, *cases): JAX's _select_jvp makes zeros for the cases without a tangent (in the
+// forward part, even when every case has one); the transpose routes ct to each active case with
+// zeros elsewhere (a bool `which` selects directly, an int one through eq(which, i)).
 VjpRule SelectN() {
-  return {[](Emitter&, RuleInput& r) -> StatusOr<Backward> {
-    Atom pred = r.in[0];
+  return {[](Emitter& e, RuleInput& r) -> StatusOr<Backward> {
+    AVal zt = OutAval(r, 0);
+    zt.weak_type = false;
+    XS_RETURN_IF_ERROR(e.Zeros(zt).status());
+    Atom which = r.in[0];
     std::vector<bool> active = r.active;
     return Backward([=](Emitter& e, const std::vector<Ct>& ct, const CtWriter& write) -> Status {
-      AVal zt = ct[0]->aval();
-      zt.weak_type = false;
       XS_ASSIGN_OR_RETURN(Atom zeros, e.Full(zt, 0.0));
+      bool is_bool = which.aval().dtype == DType::kPred;
       std::vector<std::pair<size_t, Atom>> outs;
       for (size_t i = 1; i < active.size(); ++i) {
         if (!active[i]) continue;
-        std::vector<Atom> in = {pred};
-        for (size_t j = 1; j < active.size(); ++j) in.push_back(i == j ? *ct[0] : zeros);
-        XS_ASSIGN_OR_RETURN(Atom s, e.Op("select_n", in));
+        Atom s;
+        if (is_bool) {
+          XS_ASSIGN_OR_RETURN(s, e.Op("select_n", {which, i == 1 ? *ct[0] : zeros,
+                                                   i == 1 ? zeros : *ct[0]}));
+        } else {
+          XS_ASSIGN_OR_RETURN(Atom p, e.Op("eq", {which, Emitter::Lit(static_cast<double>(i - 1),
+                                                                      which.aval().dtype)}));
+          XS_ASSIGN_OR_RETURN(s, e.Op("select_n", {p, zeros, *ct[0]}));
+        }
         outs.push_back({i, s});
       }
       for (auto& [i, s] : outs) XS_RETURN_IF_ERROR(write(i, s));

@@ -49,9 +49,9 @@ VjpRule Chooser() {
   return {[](Emitter& e, RuleInput& r) -> StatusOr<Backward> {
     XS_ASSIGN_OR_RETURN(IntList axes, GetInts(*r.eqn, "axes"));
     AVal operand = InAval(r, 0);
-    std::vector<int64_t> shape = operand.dims;
-    for (int64_t a : axes) shape[a] = 1;
-    XS_ASSIGN_OR_RETURN(Atom ans, ReshapeTo(e, r.out[0], shape));
+    // JAX reshapes ans to size-1 reduced dims and relies on eq broadcasting them; our
+    // elementwise ops need equal shapes, so ans is broadcast back to the operand instead.
+    XS_ASSIGN_OR_RETURN(Atom ans, BroadcastBack(e, r.out[0], operand, axes));
     XS_ASSIGN_OR_RETURN(Atom eq, e.Op("eq", {r.in[0], ans}));
     XS_ASSIGN_OR_RETURN(Atom mask, e.Op("convert_element_type", {eq},
                                         {{"new_dtype", operand.dtype}, {"weak_type", false}}));
