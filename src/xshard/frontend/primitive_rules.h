@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "xshard/frontend/jaxpr.h"
+#include "xshard/sharding/named_sharding.h"
 
 namespace xs::fe::internal {
 
@@ -35,6 +36,10 @@ Status CheckArity(const std::string& prim, const std::vector<AVal>& in, size_t m
 
 // "f32[2,3]" list for messages: "(f32[2,3], f32[4])".
 std::string AValsText(const std::vector<AVal>& in);
+
+// The inverse of NamedSharding::ToString (the text sharding_constraint's `sharding` parameter
+// holds): "NamedSharding(mesh=Mesh('a': 4, 'b': 2), spec=P('a', None))".
+StatusOr<NamedSharding> ParseNamedShardingText(std::string_view text);
 
 // The contraction / windowing / call rules (primitives_contract.cc), added to `table`.
 void AddContractionRules(std::map<std::string, Rule>& table);

@@ -1,0 +1,154 @@
+// Tracing, eager execution, Jit and lowering of Tensor functions, against seed 002's jaxprs and
+// HLO and values computed by hand.
+#include "xshard/frontend/tensor.h"
+
+#include <cmath>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "xshard/frontend/jit.h"
+
+namespace xs::fe {
+namespace {
+
+using ::testing::HasSubstr;
+
+Tensor Sigmoid(Tensor x) { return 1 / (1 + Exp(-x)); }
+
+TEST(MakeJaxprTest, SigmoidOnScalarAsSeed002) {
+  StatusOr<Jaxpr> j = MakeJaxpr(Sigmoid)(1.0);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(PrintJaxpr(*j),
+            "{ lambda ; a:f32[]. let\n"
+            "    b:f32[] = neg a\n"
+            "    c:f32[] = exp b\n"
+            "    d:f32[] = add c 1.0\n"
+            "    e:f32[] = div 1.0 d\n"
+            "  in (e,) }");
+}
+
+TEST(MakeJaxprTest, SigmoidOnVectorAsSeed002) {
+  StatusOr<Jaxpr> j = MakeJaxpr(Sigmoid)(Ones({10}));
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(PrintJaxpr(*j),
+            "{ lambda ; a:f32[10]. let\n"
+            "    b:f32[10] = neg a\n"
+            "    c:f32[10] = exp b\n"
+            "    d:f32[10] = add c 1.0\n"
+            "    e:f32[10] = div 1.0 d\n"
+            "  in (e,) }");
+}
+
+TEST(MakeJaxprTest, JitInsideATraceIsAPjitEquation) {
+  JitFunction f = Jit(Sigmoid, {.name = "sigmoid"});
+  StatusOr<Jaxpr> j = MakeJaxpr([&](Tensor x) { return f(x); })(1.0);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(PrintJaxpr(*j),
+            "{ lambda ; a:f32[]. let\n"
+            "    b:f32[] = pjit[\n"
+            "      jaxpr={ lambda ; c:f32[]. let\n"
+            "          d:f32[] = neg c\n"
+            "          e:f32[] = exp d\n"
+            "          f:f32[] = add e 1.0\n"
+            "          g:f32[] = div 1.0 f\n"
+            "        in (g,) }\n"
+            "      name=sigmoid\n"
+            "    ] a\n"
+            "  in (b,) }");
+}
+
+TEST(JitTest, SigmoidValuesByHand) {
+  JitFunction f = Jit(Sigmoid, {.name = "sigmoid"});
+  Tensor y = f(Ones({10}));
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  StatusOr<Array> v = y.value();
+  ASSERT_TRUE(v.ok());
+  ASSERT_EQ(v->dims(), std::vector<int64_t>({10}));
+  // 1 / (1 + e^-1) = 0.7310585786.
+  for (int i = 0; i < 10; ++i) EXPECT_NEAR(v->GetDouble(i), 0.7310585786, 1e-6);
+  Tensor again = f(Full({10}, 0.0));  // same signature, cached: sigmoid(0) = 0.5
+  EXPECT_NEAR(again.value()->GetDouble(3), 0.5, 1e-7);
+}
+
+// Seed 002's jit(sigmoid).lower(ones(10)): the same instructions (our ids differ).
+TEST(JitTest, LowerPrintsSeed002sHlo) {
+  JitFunction f = Jit(Sigmoid, {.name = "sigmoid"});
+  StatusOr<Lowered> l = f.Lower(Ones({10}));
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  std::string text = l->AsText();
+  EXPECT_THAT(text, HasSubstr("HloModule jit_sigmoid"));
+  EXPECT_THAT(text, HasSubstr("ENTRY main"));
+  EXPECT_THAT(text, HasSubstr("f32[10]{0} parameter(0)"));
+  EXPECT_THAT(text, HasSubstr("f32[10]{0} negate(Arg_0)"));
+  EXPECT_THAT(text, HasSubstr("exponential("));
+  EXPECT_THAT(text, HasSubstr("f32[] constant(1)"));
+  EXPECT_THAT(text, HasSubstr("broadcast("));
+  EXPECT_THAT(text, HasSubstr("ROOT"));
+  EXPECT_THAT(text, HasSubstr("divide("));
+}
+
+TEST(EagerTest, OpsRunAtOnceWithNumpyBroadcasting) {
+  Tensor a = Tensor::FromArray(Array::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6}));
+  Tensor b = Tensor::FromArray(Array::FromVector<float>({3}, {10, 20, 30}));
+  StatusOr<Array> s = (a + b).value();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(*s, Array::FromVector<float>({2, 3}, {11, 22, 33, 14, 25, 36}));
+  EXPECT_EQ(*Sum(a, {1}).value(), Array::FromVector<float>({2}, {6, 15}));
+  EXPECT_EQ(*Mean(a).value(), Array::Scalar<float>(3.5f));
+  EXPECT_EQ(*Max(a, {0}).value(), Array::FromVector<float>({3}, {4, 5, 6}));
+  EXPECT_EQ(*Argmax(a, 1).value(), Array::FromVector<int32_t>({2}, {2, 2}));
+  EXPECT_EQ(*Transpose(a).value(), Array::FromVector<float>({3, 2}, {1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(*Reshape(a, {3, -1}).value(), Array::FromVector<float>({3, 2}, {1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(*Slice(a, {0, 1}, {2, 3}).value(), Array::FromVector<float>({2, 2}, {2, 3, 5, 6}));
+  // [[1,2,3],[4,5,6]] @ [[1],[0],[2]] = [[7],[16]].
+  Tensor c = Tensor::FromArray(Array::FromVector<float>({3, 1}, {1, 0, 2}));
+  EXPECT_EQ(*Matmul(a, c).value(), Array::FromVector<float>({2, 1}, {7, 16}));
+  EXPECT_EQ(*Einsum("ij,jk->ki", a, c).value(), Array::FromVector<float>({1, 2}, {7, 16}));
+  EXPECT_EQ(*Where(Gt(a, 3.0 * Ones({2, 3})), a, Zeros({2, 3})).value(),
+            Array::FromVector<float>({2, 3}, {0, 0, 0, 4, 5, 6}));
+  EXPECT_EQ(*Arange(2, 5).value(), Array::FromVector<int32_t>({3}, {2, 3, 4}));
+  EXPECT_EQ(*Concatenate({b, b}, 0).value(), Array::FromVector<float>({6}, {10, 20, 30, 10, 20, 30}));
+  EXPECT_EQ(*Astype(b, DType::kS32).value(), Array::FromVector<int32_t>({3}, {10, 20, 30}));
+}
+
+TEST(EagerTest, ConvAndPoolByHand) {
+  // 1x3x3x1 image of ones, 3x3x1x1 kernel of ones, SAME: each output counts its neighbours.
+  Tensor x = Ones({1, 3, 3, 1});
+  Tensor k = Ones({3, 3, 1, 1});
+  StatusOr<Array> y = Conv(x, k).value();
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  EXPECT_EQ(*y, Array::FromVector<float>({1, 3, 3, 1}, {4, 6, 4, 6, 9, 6, 4, 6, 4}));
+  Tensor img = Tensor::FromArray(Array::FromVector<float>({1, 2, 2, 1}, {1, 2, 3, 6}));
+  EXPECT_EQ(*AvgPool(img, {2, 2}, {2, 2}).value(), Array::FromVector<float>({1, 1, 1, 1}, {3}));
+  EXPECT_EQ(*MaxPool(img, {2, 2}, {2, 2}).value(), Array::FromVector<float>({1, 1, 1, 1}, {6}));
+}
+
+TEST(ErrorTest, ShapeMismatchBecomesAnErrorTensorNamingTheShapes) {
+  Tensor a = Ones({2, 3});
+  Tensor b = Ones({4});
+  Tensor c = Exp(a + b);  // the error flows through
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("add: shapes f32[2,3] and f32[4] do not broadcast"));
+  EXPECT_FALSE(c.value().ok());
+  JitFunction f = Jit([](Tensor x) { return x + Ones({4}); });
+  StatusOr<std::vector<Tensor>> r = f.Call({Ones({2, 3})});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("do not broadcast"));
+}
+
+TEST(ErrorTest, LeakedTracerIsReportedNotAborted) {
+  Tensor leaked;
+  StatusOr<Jaxpr> j = MakeJaxpr([&](Tensor x) {
+    leaked = Exp(x);
+    return x;
+  }, "leaky")(1.0);
+  ASSERT_TRUE(j.ok());
+  Tensor y = leaked + 1.0;
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(y.status().message(), HasSubstr("MakeJaxpr(leaky)"));
+  EXPECT_THAT(y.status().message(), HasSubstr("leaked"));
+}
+
+}  // namespace
+}  // namespace xs::fe
