@@ -1,0 +1,39 @@
+// Reverse-mode autodiff on Jaxprs: VjpJaxpr / GradJaxpr turn a traced program into the program
+// of its vector-Jacobian product, equation by equation with JAX's JVP rules transposed, so the
+// result prints as JAX's `make_jaxpr(grad(f))` (forward equations and residuals first, then
+// cotangent equations in reverse order, fan-out summed with `add_any`).
+#ifndef XSHARD_FRONTEND_AUTODIFF_H_
+#define XSHARD_FRONTEND_AUTODIFF_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "xshard/base/status.h"
+#include "xshard/frontend/jaxpr.h"
+
+namespace xs::fe {
+
+// f: invars -> outvars. Returns a Jaxpr with invars (f's invars..., one cotangent per outvar,
+// typed like the outvar) and outvars (f's outvars..., cotangents of f's invars at positions
+// `wrt`, in `wrt` order). A `wrt` input with no path to an output gets zeros; an input not in
+// `wrt` gets no cotangent work. Errors: a `wrt` position out of range or repeated, a `wrt` input
+// of integer or bool dtype (JAX refuses those too), a primitive without a rule (named).
+StatusOr<Jaxpr> VjpJaxpr(const Jaxpr& f, const std::vector<int64_t>& wrt);
+
+// f has exactly one output, a float scalar. Returns a Jaxpr with f's invars and outvars
+// ([value,] d value / d invars[wrt[i]]...), the output cotangent seeded with the literal 1.0 —
+// JAX's grad (with_value=false) and value_and_grad (with_value=true).
+StatusOr<Jaxpr> GradJaxpr(const Jaxpr& f, const std::vector<int64_t>& wrt, bool with_value);
+
+// Primitives that only autodiff emits (JAX's names); lowering must know them too.
+//   add_any x y    x + y (same types), the sum of two cotangent contributions.
+//   select_and_scatter_add[padding window_dimensions window_strides] source operand
+//       typed like `operand`: the cotangent of reduce_window_max. Each window of `operand`
+//       (windows as reduce_window_max's params, one per element of `source`) adds its `source`
+//       element at the position of the window's maximum (the first one on ties), onto zeros.
+inline constexpr char kAddAny[] = "add_any";
+inline constexpr char kSelectAndScatterAdd[] = "select_and_scatter_add";
+
+}  // namespace xs::fe
+
+#endif  // XSHARD_FRONTEND_AUTODIFF_H_
