@@ -92,7 +92,7 @@ class JitFunction {
   // trace, binds a `pjit[jaxpr name]` equation instead.
   StatusOr<std::vector<Tensor>> Call(const std::vector<Tensor>& args) const;
   // The single result (an error Tensor on failure or when fn has several results).
-  template <typename... Args>
+  template <TensorLike... Args>
   Tensor operator()(const Args&... args) const {
     StatusOr<std::vector<Tensor>> r = Call({AsTensor(args)...});
     if (!r.ok()) return Tensor::FromStatus(r.status());
@@ -103,7 +103,7 @@ class JitFunction {
     return (*r)[0];
   }
   StatusOr<Lowered> Lower(const std::vector<Tensor>& args) const;
-  template <typename... Args>
+  template <TensorLike... Args>
   StatusOr<Lowered> Lower(const Tensor& first, const Args&... rest) const {
     return Lower(std::vector<Tensor>{first, AsTensor(rest)...});
   }
@@ -127,7 +127,7 @@ StatusOr<Jaxpr> TraceJaxpr(const TensorFn& fn, const std::vector<Tensor>& args,
                            const std::string& name = "fn");
 template <typename F>
 auto MakeJaxpr(F fn, std::string name = "fn") {
-  return [f = AsTensorFn(std::move(fn)), name](const auto&... args) -> StatusOr<Jaxpr> {
+  return [f = AsTensorFn(std::move(fn)), name](const TensorLike auto&... args) -> StatusOr<Jaxpr> {
     return TraceJaxpr(f, std::vector<Tensor>{AsTensor(args)...}, name);
   };
 }

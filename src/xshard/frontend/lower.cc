@@ -348,7 +348,7 @@ const std::map<std::string, LowerRule>& Rules() {
         {"sin", Opcode::kSin},    {"cos", Opcode::kCos},     {"not", Opcode::kNot}};
     for (auto [name, op] : unary) (*r)[name] = UnaryRule(op);
     const std::pair<const char*, Opcode> binary[] = {
-        {"add", Opcode::kAdd},     {"sub", Opcode::kSubtract}, {"mul", Opcode::kMultiply},
+        {"add", Opcode::kAdd},     {"add_any", Opcode::kAdd}, {"sub", Opcode::kSubtract}, {"mul", Opcode::kMultiply},
         {"div", Opcode::kDivide},  {"max", Opcode::kMaximum},  {"min", Opcode::kMinimum},
         {"pow", Opcode::kPower},   {"rem", Opcode::kRemainder}, {"and", Opcode::kAnd},
         {"or", Opcode::kOr},       {"xor", Opcode::kXor}};
