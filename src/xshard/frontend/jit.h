@@ -38,6 +38,10 @@ StatusOr<Client*> DefaultClient();
 // Replaces the default client (tensors already computed keep their values).
 void SetDefaultClient(std::shared_ptr<Client> client);
 
+// NamedSharding(mesh, P(...)) from the spec's JAX text: MakeSharding(mesh, "P('a', None)").
+// Errors name the spec and the mesh's axes.
+StatusOr<NamedSharding> MakeSharding(const Mesh& mesh, std::string_view spec);
+
 // jax.device_put: the global value of `x` split over `sharding`'s mesh; the result carries the
 // sharding and one buffer per mesh device. Inside a trace: a sharding_constraint equation.
 // Errors: a spec longer than x's rank, an error Tensor.
@@ -135,7 +139,8 @@ auto MakeJaxpr(F fn, std::string name = "fn") {
 // jax.pmap(fn, in_axes)(x): fn runs on each device on x's slice along `in_axis` (size = device
 // count used, at most the client's), lowered to one SPMD program with a manual (shard_map)
 // region. The result stacks the per-device results along a new leading dim; AddressableShards()
-// gives each device's buffer (with its leading 1). Errors name the axis and the sizes.
+// gives each device's buffer (without the mapped dim, like pmap's device_buffers). Errors name
+// the axis and the sizes.
 StatusOr<Tensor> Pmap(const TensorFn& fn, const Tensor& x, int64_t in_axis = 0,
                       const std::string& name = "fn");
 

@@ -66,7 +66,14 @@ class Lowerer {
     return splats_[key] = b_.BroadcastInDim(x, dims, {});
   }
   Op Full(DType t, double v, const std::vector<int64_t>& dims) {
-    return Splat(b_.Constant(Array::Full(t, {}, v)), dims);
+    return Splat(SharedConstant(Array::Full(t, {}, v)), dims);
+  }
+  // One constant per value, as JAX's lowering shares them.
+  Op SharedConstant(Array v) {
+    std::string key = StrCat(DTypeName(v.dtype()), v.ToString());
+    auto it = constants_.find(key);
+    if (it != constants_.end()) return it->second;
+    return constants_[key] = b_.Constant(std::move(v));
   }
 
   // A two-parameter scalar computation applying `op` (add / maximum / minimum), one per kind.
@@ -85,14 +92,7 @@ class Lowerer {
 
  private:
   Op AtomOp(const Atom& a, const std::unordered_map<int64_t, Op>& env) {
-    if (a.is_literal()) {
-      // One constant per literal value, as JAX's lowering shares them.
-      Array v = a.literal->Convert(a.aval().dtype);
-      std::string key = StrCat(DTypeName(v.dtype()), v.ToString());
-      auto it = constants_.find(key);
-      if (it != constants_.end()) return it->second;
-      return constants_[key] = b_.Constant(std::move(v));
-    }
+    if (a.is_literal()) return SharedConstant(a.literal->Convert(a.aval().dtype));
     auto it = env.find(a.var.id);
     XS_CHECK(it != env.end(), "jaxpr variable ", a.var.id, " used before its definition");
     return it->second;

@@ -48,7 +48,9 @@ StatusOr<Tensor> Pmap(const TensorFn& fn, const Tensor& x, int64_t in_axis,
   dims[0] = n;
   impl->aval = AVal{out0.dtype(), dims};
   if (r.assembled[0]) impl->value = r.outputs[0];
-  for (auto& device : r.device_outputs) impl->shards.push_back(device[0]);
+  // Each device's buffer without the mapped dim, as pmap's device_buffers show it.
+  std::vector<int64_t> local_dims(dims.begin() + 1, dims.end());
+  for (auto& device : r.device_outputs) impl->shards.push_back(device[0].Reshape(local_dims));
   XS_ASSIGN_OR_RETURN(Mesh mesh, Mesh::Create({"i"}, {n}));
   XS_ASSIGN_OR_RETURN(PartitionSpec spec, PartitionSpec::Parse("P('i')"));
   XS_ASSIGN_OR_RETURN(NamedSharding sharding, NamedSharding::Create(mesh, spec));

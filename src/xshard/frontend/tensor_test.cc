@@ -163,7 +163,7 @@ TEST(PmapTest, SumOverDevicesAsSeed002) {
   StatusOr<std::vector<Array>> shards = r0->AddressableShards();
   ASSERT_TRUE(shards.ok());
   ASSERT_EQ(shards->size(), 8u);
-  EXPECT_EQ((*shards)[3], Array::FromVector<float>({1}, {54}));
+  EXPECT_EQ((*shards)[3], Array::Scalar<float>(54));
   StatusOr<Tensor> r1 = Pmap(sum, Transpose(x), 1, "sum");
   ASSERT_TRUE(r1.ok()) << r1.status().ToString();
   EXPECT_EQ(*r1->value(), Array::FromVector<float>({8}, want));
