@@ -114,5 +114,15 @@ TEST(GradTest, VjpOfSquareIsTwiceXTimesCotangent) {
   EXPECT_FALSE(r->backward({}).ok());
 }
 
+TEST(GradTest, GradThroughAJittedFunction) {
+  JitFunction f = Jit(Sigmoid, {.name = "sigmoid"});
+  Tensor g = Grad(f)(1.0);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_NEAR(g.value()->GetDouble(0), 0.1966119332, 1e-6);
+  StatusOr<Jaxpr> j = MakeJaxpr(Grad(f))(1.0);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_THAT(PrintJaxpr(*j), HasSubstr("pjit["));
+}
+
 }  // namespace
 }  // namespace xs::fe

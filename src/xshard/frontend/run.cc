@@ -161,10 +161,12 @@ StatusOr<std::shared_ptr<CompiledJaxpr>> CompileJaxpr(
 
 StatusOr<std::vector<Tensor>> RunCompiled(const CompiledJaxpr& compiled,
                                           const std::vector<Tensor>& args) {
+  // Non-owning views of the arguments' values (the Tensors outlive the run): no copy per call.
   std::vector<Array> arrays;
   for (const Tensor& t : args) {
-    XS_ASSIGN_OR_RETURN(Array a, t.value());
-    arrays.push_back(std::move(a));
+    if (!t.ok() || t.is_tracer() || !t.impl()->value) XS_RETURN_IF_ERROR(t.value().status());
+    const Array& v = *t.impl()->value;
+    arrays.push_back(Array::View(v.shape(), const_cast<std::byte*>(v.data())));
   }
   XS_ASSIGN_OR_RETURN(Client * client, DefaultClient());
   if (client->num_devices() < compiled.program->num_devices()) {
