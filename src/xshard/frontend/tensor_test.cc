@@ -245,5 +245,21 @@ TEST(EagerTest, SlicingPaddingAndDims) {
   EXPECT_NEAR(Logistic(Tensor::Scalar(0)).value()->GetDouble(0), 0.5, 1e-7);
 }
 
+TEST(ShardedTest, NestedJitKeepsItsShardingsAsConstraints) {
+  NamedSharding s = Named("P('a')");
+  JitFunction inner = Jit([](Tensor x) { return x * 2.0; },
+                          {.out_shardings = {s}, .name = "double"});
+  JitFunction outer = Jit([&](Tensor x) { return inner(x) + 1.0; }, {.name = "outer"});
+  EXPECT_EQ(*inner(Ones({8})).value(), Array::Full(DType::kF32, {8}, 2));  // top level first
+  StatusOr<Jaxpr> j = MakeJaxpr([&](Tensor x) { return inner(x); })(Ones({8}));
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_THAT(PrintJaxpr(*j), HasSubstr("sharding_constraint"));
+  StatusOr<Lowered> l = outer.Lower(Ones({8}));
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_THAT(l->AsText(), HasSubstr("custom_call_target=\"Sharding\", sharding={devices=[4,2]<=[8] "
+                                     "last_tile_dim_replicate}"));
+  EXPECT_EQ(*outer(Ones({8})).value(), Array::Full(DType::kF32, {8}, 3));
+}
+
 }  // namespace
 }  // namespace xs::fe
