@@ -261,5 +261,18 @@ TEST(ShardedTest, NestedJitKeepsItsShardingsAsConstraints) {
   EXPECT_EQ(*outer(Ones({8})).value(), Array::Full(DType::kF32, {8}, 3));
 }
 
+TEST(MakeJaxprTest, IntLiteralsAreWeakLikeJax) {
+  // JAX: make_jaxpr(lambda x: 1 / (1 + jnp.exp(-x)))(1.0) with Python ints prints 1.0 literals;
+  // on an int32 array `x * 2` stays int32 and `x / 2` is true division in f32.
+  StatusOr<Jaxpr> j = MakeJaxpr([](Tensor x) { return 1 / (1 + Exp(-x)); })(1.0);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_THAT(PrintJaxpr(*j), HasSubstr("d:f32[] = add c 1.0\n    e:f32[] = div 1.0 d"));
+  Tensor i = Arange(0, 4);
+  EXPECT_EQ((i * 2).dtype(), DType::kS32);
+  EXPECT_EQ(*(i * 2).value(), Array::FromVector<int32_t>({4}, {0, 2, 4, 6}));
+  EXPECT_EQ(*(i / 2).value(), Array::FromVector<float>({4}, {0, 0.5, 1, 1.5}));
+  EXPECT_EQ((i * 2.0).dtype(), DType::kF32);
+}
+
 }  // namespace
 }  // namespace xs::fe
