@@ -80,16 +80,26 @@ StatusOr<std::vector<Tensor>> GradFunction::Call(const std::vector<Tensor>& args
     if (auto it = cache_->jaxprs.find(key); it != cache_->jaxprs.end()) g = it->second;
     if (auto it = cache_->compiled.find(key); it != cache_->compiled.end()) compiled = it->second;
   }
-  if (!g) {
-    XS_ASSIGN_OR_RETURN(Jaxpr f, TraceFunction(fn_, AValsOf(args), "Grad"));
-    XS_ASSIGN_OR_RETURN(Jaxpr grad, GradJaxpr(f, argnums_, with_value_));
-    g = std::make_shared<const Jaxpr>(std::move(grad));
-    std::lock_guard<std::mutex> lock(cache_->mu);
-    cache_->jaxprs[key] = g;
-  }
   bool traced = CurrentTrace() != nullptr;
   for (const Tensor& t : args) traced |= t.is_tracer();
-  if (traced) return EvalJaxpr(*g, args);
+  std::vector<Tensor> captured;
+  if (!g || traced) {
+    // Traced, fn may close over tracers of the enclosing trace: they become extra inputs of the
+    // gradient program (not differentiated), so that jaxpr is rebuilt on every traced call.
+    XS_ASSIGN_OR_RETURN(Jaxpr f, TraceFunction(fn_, AValsOf(args), "Grad",
+                                               traced ? &captured : nullptr));
+    XS_ASSIGN_OR_RETURN(Jaxpr grad, GradJaxpr(f, argnums_, with_value_));
+    g = std::make_shared<const Jaxpr>(std::move(grad));
+    if (!traced) {
+      std::lock_guard<std::mutex> lock(cache_->mu);
+      cache_->jaxprs[key] = g;
+    }
+  }
+  if (traced) {
+    std::vector<Tensor> all = args;
+    all.insert(all.end(), captured.begin(), captured.end());
+    return EvalJaxpr(*g, all);
+  }
   if (!compiled) {
     XS_ASSIGN_OR_RETURN(compiled, CompileJaxpr(*g, "grad", {}, {}));
     std::lock_guard<std::mutex> lock(cache_->mu);

@@ -124,5 +124,25 @@ TEST(GradTest, GradThroughAJittedFunction) {
   EXPECT_THAT(PrintJaxpr(*j), HasSubstr("pjit["));
 }
 
+// JAX's closure conversion: a loss closing over tracers of the enclosing jit (here x and y)
+// differentiates only w.r.t. its argument. d/dw mean((x w - y)^2) at x = [1, 2], y = [3, 1],
+// w = 2 is 5 (see ValueAndGradOfMeanSquaredErrorByHand).
+TEST(GradTest, GradInsideJitClosesOverOuterTracers) {
+  JitFunction step = Jit([](Tensor w, Tensor x, Tensor y) {
+    return Grad([&](Tensor v) { return Mean(IntegerPow(x * v - y, 2)); })(w);
+  }, {.name = "step"});
+  Tensor x = Tensor::FromArray(Array::FromVector<float>({2}, {1, 2}));
+  Tensor y = Tensor::FromArray(Array::FromVector<float>({2}, {3, 1}));
+  Tensor g = step(Tensor::Scalar(2.0), x, y);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_NEAR(g.value()->GetDouble(0), 5.0, 1e-5);
+  StatusOr<Jaxpr> j = MakeJaxpr([&](Tensor a, Tensor b) {
+    return Jit([&](Tensor v) { return v * b; }, {.name = "closure"})(a);
+  })(Ones({2}), Ones({2}));
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  // The closed-over b is the pjit's second operand.
+  EXPECT_THAT(PrintJaxpr(*j), HasSubstr("name=closure\n    ] a b"));
+}
+
 }  // namespace
 }  // namespace xs::fe

@@ -88,6 +88,7 @@ StatusOr<std::vector<Tensor>> JitFunction::Call(const std::vector<Tensor>& args)
   }
   bool nested = CurrentTrace() != nullptr;
   if (nested) key = "nested:" + key;
+  std::vector<Tensor> captured;
   Cache::Entry entry;
   {
     std::lock_guard<std::mutex> lock(cache_->mu);
@@ -109,16 +110,20 @@ StatusOr<std::vector<Tensor>> JitFunction::Call(const std::vector<Tensor>& args)
       return outs;
     };
     XS_ASSIGN_OR_RETURN(Jaxpr j, TraceFunction(traced, StrongAVals(args),
-                                               StrCat("Jit(", options_.name, ")")));
+                                               StrCat("Jit(", options_.name, ")"),
+                                               nested ? &captured : nullptr));
     entry.jaxpr = std::make_shared<const Jaxpr>(std::move(j));
   }
   if (nested) {
-    {
+    // A jaxpr that closes over outer tracers is not cached: the next call's closure differs.
+    if (captured.empty()) {
       std::lock_guard<std::mutex> lock(cache_->mu);
       cache_->entries[key].jaxpr = entry.jaxpr;
     }
+    std::vector<Tensor> inputs = args;
+    inputs.insert(inputs.end(), captured.begin(), captured.end());
     std::vector<Tensor> outs =
-        Bind("pjit", args, {{"jaxpr", entry.jaxpr}, {"name", options_.name}});
+        Bind("pjit", inputs, {{"jaxpr", entry.jaxpr}, {"name", options_.name}});
     XS_RETURN_IF_ERROR(FirstError(outs));
     return outs;
   }

@@ -32,6 +32,15 @@ StatusOr<Atom> AtomFor(TraceState& trace, const Tensor& t) {
   if (impl.trace) {
     if (impl.trace.get() == &trace) return impl.atom;
     if (!impl.trace->active) return LeakedError(impl);
+    if (trace.allow_capture) {
+      auto it = trace.capture_vars.find(&impl);
+      if (it != trace.capture_vars.end()) return Atom::OfVar(it->second);
+      Var v = trace.builder->NewVar(AVal{impl.aval.dtype, impl.aval.dims, false});
+      trace.capture_vars[&impl] = v;
+      trace.capture_order.push_back(v);
+      trace.capture_tensors.push_back(t);
+      return Atom::OfVar(v);
+    }
     return InvalidArgument("a traced Tensor ", impl.aval.ToString(), " of ", impl.trace->owner,
                            " is used inside the inner trace ", trace.owner,
                            "; pass it to the inner function as an argument");
@@ -164,9 +173,10 @@ Tensor Bind1(const std::string& primitive, const std::vector<Tensor>& inputs, Pa
 }
 
 StatusOr<Jaxpr> TraceFunction(const TensorFn& fn, const std::vector<AVal>& in,
-                              const std::string& owner) {
+                              const std::string& owner, std::vector<Tensor>* captured) {
   auto trace = std::make_shared<TraceState>();
   trace->owner = owner;
+  trace->allow_capture = captured != nullptr;
   trace->builder = std::make_unique<JaxprBuilder>(&trace->jaxpr);
   std::vector<Tensor> args;
   for (const AVal& a : in) {
@@ -196,6 +206,8 @@ StatusOr<Jaxpr> TraceFunction(const TensorFn& fn, const std::vector<AVal>& in,
   }
   trace->active = false;
   if (!status.ok()) return status;
+  for (const Var& v : trace->capture_order) trace->jaxpr.invars.push_back(v);
+  if (captured != nullptr) *captured = trace->capture_tensors;
   return std::move(trace->jaxpr);
 }
 

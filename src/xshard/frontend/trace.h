@@ -26,6 +26,12 @@ struct TraceState {
   bool active = true;
   Status first_error;                         // the first op error seen in this trace
   std::map<const TensorImpl*, Var> captured;  // concrete non-scalar inputs turned constvars
+  // Closure conversion: tracers of enclosing (still active) traces used here become extra
+  // inputs, appended after the declared ones. Only when the tracing caller allows it.
+  bool allow_capture = false;
+  std::map<const TensorImpl*, Var> capture_vars;
+  std::vector<Var> capture_order;
+  std::vector<Tensor> capture_tensors;
 };
 
 struct TensorImpl {
@@ -46,9 +52,12 @@ using TensorFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 TraceState* CurrentTrace();
 
 // Traces `fn` on fresh tracers of `in` into a Jaxpr (outputs that are concrete become literals
-// or constvars). Errors: the first failed op inside fn, an output from another trace.
+// or constvars). With `captured`, tracers of enclosing traces that fn closes over become extra
+// trailing invars and `captured` receives them (the caller passes them as extra arguments);
+// without it such a use is an error. Errors: the first failed op inside fn, an output from
+// another trace.
 StatusOr<Jaxpr> TraceFunction(const TensorFn& fn, const std::vector<AVal>& in,
-                              const std::string& owner);
+                              const std::string& owner, std::vector<Tensor>* captured = nullptr);
 
 // Binds an equation to the current trace (which must exist), inputs already checked OK.
 std::vector<Tensor> BindTraced(TraceState& trace, const std::string& primitive,
