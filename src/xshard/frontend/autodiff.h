@@ -34,6 +34,14 @@ StatusOr<Jaxpr> GradJaxpr(const Jaxpr& f, const std::vector<int64_t>& wrt, bool 
 inline constexpr char kAddAny[] = "add_any";
 inline constexpr char kSelectAndScatterAdd[] = "select_and_scatter_add";
 
+// `j` with the primitives above rewritten into ones AbstractEval and lowering know, for running
+// a gradient: add_any -> add; select_and_scatter_add -> for each window offset, the strided
+// slice of the (-inf padded) operand, its first-maximum mask against the window max (XLA's
+// select-and-scatter with `ge`: the first maximum in row-major window order wins), the
+// selected cotangents padded back to the operand's positions, summed. Sub-jaxprs (pjit,
+// custom_vjp_call) are rewritten too. Other equations are copied.
+StatusOr<Jaxpr> ExpandAutodiffPrimitives(const Jaxpr& j);
+
 }  // namespace xs::fe
 
 #endif  // XSHARD_FRONTEND_AUTODIFF_H_

@@ -59,6 +59,7 @@ const std::map<std::string, std::function<double(double)>>& Unary() {
       {"cos", [](double x) { return std::cos(x); }},
       {"sharding_constraint", [](double x) { return x; }},
       {"convert_element_type", [](double x) { return x; }},
+      {"not", [](double x) { return x != 0 ? 0.0 : 1.0; }},  // pred only
   };
   return *t;
 }
@@ -79,6 +80,8 @@ const std::map<std::string, std::function<double(double, double)>>& Binary() {
       {"le", [](double a, double b) { return double(a <= b); }},
       {"gt", [](double a, double b) { return double(a > b); }},
       {"ge", [](double a, double b) { return double(a >= b); }},
+      {"and", [](double a, double b) { return double(a != 0 && b != 0); }},  // pred only
+      {"or", [](double a, double b) { return double(a != 0 || b != 0); }},
   };
   return *t;
 }

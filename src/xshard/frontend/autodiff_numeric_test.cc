@@ -1,5 +1,7 @@
 // Numerical tests of GradJaxpr: every differentiated primitive against central finite
-// differences in f64 (through the host interpreter of autodiff_interp_test.h), and composite
+// differences in f64, evaluated by the front end's own path (ExpandAutodiffPrimitives, then
+// LowerJaxpr + ShardedProgram through CompileJaxpr / RunCompiled) and, as a cross-check, by the
+// independent host interpreter of autodiff_interp_test.h; and composite
 // functions (MLP loss, softmax cross-entropy, max + avg pooling, a custom_vjp) against the values
 // and gradients JAX 0.10.2 computed (tests/data/autodiff/grad_values.txt, made by
 // tests/tools/gen_autodiff_refs.py).
@@ -13,6 +15,8 @@
 
 #include "xshard/frontend/autodiff.h"
 #include "xshard/frontend/autodiff_interp_test.h"
+#include "xshard/frontend/tensor.h"
+#include "xshard/frontend/trace.h"
 
 namespace xs::fe {
 namespace {
@@ -85,21 +89,55 @@ class Case {
   std::vector<int64_t> wrt_;
 };
 
-double Eval(const Jaxpr& f, const std::vector<HostValue>& args) {
-  auto r = Interpret(f, args);
+// Runs `j` through the front end: autodiff's primitives expanded, lowered, compiled, run.
+class Xshard {
+ public:
+  explicit Xshard(const Jaxpr& j) {
+    auto x = ExpandAutodiffPrimitives(j);
+    EXPECT_TRUE(x.ok()) << x.status().ToString();
+    if (!x.ok()) return;
+    auto c = CompileJaxpr(*x, "autodiff_test", {}, {});
+    EXPECT_TRUE(c.ok()) << c.status().ToString() << "\n" << PrintJaxpr(*x);
+    if (c.ok()) compiled_ = *c;
+  }
+  StatusOr<std::vector<HostValue>> Run(const std::vector<HostValue>& args) const {
+    if (!compiled_) return Internal("not compiled");
+    std::vector<Tensor> in;
+    for (const HostValue& a : args) in.push_back(Tensor::FromArray(Array::FromVector<double>(a.dims, a.v)));
+    XS_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunCompiled(*compiled_, in));
+    std::vector<HostValue> result;
+    for (const Tensor& t : out) {
+      XS_ASSIGN_OR_RETURN(Array a, t.value());
+      HostValue h{a.dims(), {}};
+      for (int64_t i = 0; i < a.num_elements(); ++i) h.v.push_back(a.GetDouble(i));
+      result.push_back(std::move(h));
+    }
+    return result;
+  }
+
+ private:
+  std::shared_ptr<CompiledJaxpr> compiled_;
+};
+
+double First(const StatusOr<std::vector<HostValue>>& r) {
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? (*r)[0].v[0] : NAN;
 }
 
-// GradJaxpr's value and gradients (interpreted) against f itself and central differences.
-void CheckFiniteDifferences(const Case& c, double tol = 1e-6) {
+// GradJaxpr's value and gradients against f itself and central differences of f, both run by
+// the front end; the interpreter's gradients must agree too.
+// h and tol are loosened for f32 stretches (the interpreter computes those in f64).
+void CheckFiniteDifferences(const Case& c, double tol = 1e-6, double h = 1e-6,
+                            double interp_tol = 1e-12) {
   auto g = GradJaxpr(c.jaxpr(), c.wrt(), /*with_value=*/true);
   ASSERT_TRUE(g.ok()) << g.status().ToString();
-  auto out = Interpret(*g, c.args());
+  Xshard f_run(c.jaxpr()), g_run(*g);
+  auto out = g_run.Run(c.args());
   ASSERT_TRUE(out.ok()) << out.status().ToString() << "\n" << PrintJaxpr(*g);
+  auto host = Interpret(*g, c.args());
+  ASSERT_TRUE(host.ok()) << host.status().ToString();
   ASSERT_EQ(out->size(), 1 + c.wrt().size());
-  EXPECT_NEAR((*out)[0].v[0], Eval(c.jaxpr(), c.args()), 1e-12);
-  const double h = 1e-6;
+  EXPECT_NEAR((*out)[0].v[0], First(f_run.Run(c.args())), 1e-12);
   for (size_t k = 0; k < c.wrt().size(); ++k) {
     int64_t w = c.wrt()[k];
     const HostValue& grad = (*out)[1 + k];
@@ -108,10 +146,13 @@ void CheckFiniteDifferences(const Case& c, double tol = 1e-6) {
       std::vector<HostValue> plus = c.args(), minus = c.args();
       plus[w].v[i] += h;
       minus[w].v[i] -= h;
-      double fd = (Eval(c.jaxpr(), plus) - Eval(c.jaxpr(), minus)) / (2 * h);
+      double fd = (First(f_run.Run(plus)) - First(f_run.Run(minus))) / (2 * h);
       double got = grad.v.size() == 1 ? grad.v[0] : grad.v[i];
+      double interp = (*host)[1 + k].v.size() == 1 ? (*host)[1 + k].v[0] : (*host)[1 + k].v[i];
       EXPECT_NEAR(got, fd, tol * std::max(1.0, std::fabs(fd)))
           << "argnum " << w << " element " << i << "\n" << PrintJaxpr(*g);
+      EXPECT_NEAR(interp, got, interp_tol * std::max(1.0, std::fabs(got)))
+          << "interpreter vs xshard, argnum " << w << " element " << i;
     }
   }
 }
@@ -170,7 +211,7 @@ TEST(AutodiffNumericTest, SelectCompareConvert) {
   Atom s = c.Op("select_n", {p, x, c.Op("mul", {y, y})});
   Atom f32 = c.Op("convert_element_type", {s}, {{"new_dtype", DType::kF32}, {"weak_type", false}});
   c.Loss(c.Op("convert_element_type", {f32}, {{"new_dtype", DType::kF64}, {"weak_type", false}}));
-  CheckFiniteDifferences(c);
+  CheckFiniteDifferences(c, /*tol=*/1e-3, /*h=*/1e-2, /*interp_tol=*/1e-6);
 }
 
 TEST(AutodiffNumericTest, ShapePrimitives) {
@@ -208,7 +249,10 @@ TEST(AutodiffNumericTest, ReduceMaxTiesSplitEvenly) {
   c.Scalar(c.Op("reduce_max", {x}, {{"axes", IntList{0}}}));
   auto g = GradJaxpr(c.jaxpr(), {0}, false);
   ASSERT_TRUE(g.ok()) << g.status().ToString();
-  auto out = Interpret(*g, c.args());
+  auto out = Xshard(*g).Run(c.args());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].v, (std::vector<double>{0.0, 0.5, 0.5}));
+  out = Interpret(*g, c.args());
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ((*out)[0].v, (std::vector<double>{0.0, 0.5, 0.5}));
 }
@@ -340,7 +384,7 @@ TEST(AutodiffNumericTest, CustomVjpWithTrueDerivativeAndShardingConstraint) {
                                              {"bwd_jaxpr", Closed(bwd)},
                                              {"num_res", int64_t{2}}});
   Atom sc = c.Op("sharding_constraint", {c.Op("sin", {m})},
-                 {{"sharding", std::string("{devices=[2]<=[2]}")}});
+                 {{"sharding", std::string("NamedSharding(mesh=Mesh('x': 3), spec=P('x'))")}});
   c.Loss(sc);
   CheckFiniteDifferences(c);
 }
@@ -376,7 +420,9 @@ void CheckAgainstJax(const Case& c, const JaxValues& ref) {
   ASSERT_EQ(ref.grads.size(), c.wrt().size()) << "reference missing";
   auto g = GradJaxpr(c.jaxpr(), c.wrt(), /*with_value=*/true);
   ASSERT_TRUE(g.ok()) << g.status().ToString();
-  auto out = Interpret(*g, c.args());
+  for (bool host : {false, true}) {
+  SCOPED_TRACE(host ? "host interpreter" : "xshard");
+  auto out = host ? Interpret(*g, c.args()) : Xshard(*g).Run(c.args());
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_NEAR((*out)[0].v[0], ref.value, 1e-10 * std::max(1.0, std::fabs(ref.value)));
   for (size_t k = 0; k < c.wrt().size(); ++k) {
@@ -387,6 +433,7 @@ void CheckAgainstJax(const Case& c, const JaxValues& ref) {
       EXPECT_NEAR(got[i], want[i], 1e-10 * std::max(1.0, std::fabs(want[i])))
           << "argnum " << c.wrt()[k] << " element " << i;
     }
+  }
   }
 }
 
