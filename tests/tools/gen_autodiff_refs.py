@@ -98,6 +98,14 @@ def pool_loss(x, c):
                  lax.reduce_sum(lax.integer_pow(av, 2), (0, 1, 2, 3)))
 
 
+def conv_pool(k, x, c):
+  y = lax.conv_general_dilated(x, k, (1, 1), ((1, 1), (1, 1)),
+                               dimension_numbers=("NHWC", "HWIO", "NHWC"))
+  y = lax.max(y, 0.0)
+  p = lax.reduce_window(y, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+  return lax.reduce_sum(lax.mul(p, c), (0, 1, 2, 3))
+
+
 @jax.custom_vjp
 def custom_add(x, y):
   return x + y
@@ -117,6 +125,7 @@ VALUES = [
     ("softmax_xent", softmax_xent, [(3, 3), (4, 3), "labels"], (0, 1)),
     ("pool", pool_loss, [(1, 4, 6, 1), (1, 2, 3, 1)], (0,)),
     ("custom_vjp", custom_loss, [(3,), (3,)], (0, 1)),
+    ("conv_pool", conv_pool, [(3, 3, 3, 4), (2, 6, 6, 3), (2, 3, 3, 4)], (0, 1)),
 ]
 
 

@@ -31,11 +31,15 @@ StatusOr<Jaxpr> GradJaxpr(const Jaxpr& f, const std::vector<int64_t>& wrt, bool 
 //       typed like `operand`: the cotangent of reduce_window_max. Each window of `operand`
 //       (windows as reduce_window_max's params, one per element of `source`) adds its `source`
 //       element at the position of the window's maximum (the first one on ties), onto zeros.
+//   rev[dimensions] x    x reversed along `dimensions` (same type); conv's lhs cotangent.
 inline constexpr char kAddAny[] = "add_any";
+inline constexpr char kRev[] = "rev";
 inline constexpr char kSelectAndScatterAdd[] = "select_and_scatter_add";
 
 // `j` with the primitives above rewritten into ones AbstractEval and lowering know, for running
-// a gradient: add_any -> add; select_and_scatter_add -> for each window offset, the strided
+// a gradient: add_any -> add; rev -> per reversed dim, a dot_general with the anti-identity
+// (built from iota, eq, convert_element_type) and a transpose back; select_and_scatter_add ->
+// for each window offset, the strided
 // slice of the (-inf padded) operand, its first-maximum mask against the window max (XLA's
 // select-and-scatter with `ge`: the first maximum in row-major window order wins), the
 // selected cotangents padded back to the operand's positions, summed. Sub-jaxprs (pjit,

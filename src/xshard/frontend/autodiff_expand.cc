@@ -1,4 +1,4 @@
-// ExpandAutodiffPrimitives (autodiff.h): rewrites add_any and select_and_scatter_add, the two
+// ExpandAutodiffPrimitives (autodiff.h): rewrites add_any, rev and select_and_scatter_add, the
 // primitives only autodiff emits, into primitives the front end types and lowers.
 #include <cmath>
 #include <limits>
@@ -89,6 +89,33 @@ StatusOr<Atom> SelectAndScatterAdd(Emitter& e, const Eqn& eqn, const Atom& sourc
   return acc;
 }
 
+// rev along each of `dims`: a dot_general with the anti-identity J[i, j] = (i + j == n - 1),
+// which moves the dim last, then a transpose putting it back.
+StatusOr<Atom> Rev(Emitter& e, Atom x, const IntList& dims) {
+  for (int64_t d : dims) {
+    const AVal xt = x.aval();
+    int64_t n = xt.dims[d], r = xt.rank();
+    if (n <= 1) continue;
+    Params iota = {{"dtype", DType::kS32}, {"shape", IntList{n, n}}, {"dimension", int64_t{0}}};
+    XS_ASSIGN_OR_RETURN(Atom i, e.Op("iota", {}, iota));
+    iota["dimension"] = int64_t{1};
+    XS_ASSIGN_OR_RETURN(Atom j, e.Op("iota", {}, iota));
+    XS_ASSIGN_OR_RETURN(Atom sum, e.Op("add", {i, j}));
+    XS_ASSIGN_OR_RETURN(Atom anti, e.Op("eq", {sum, Emitter::Lit(static_cast<double>(n - 1),
+                                                                 DType::kS32)}));
+    XS_ASSIGN_OR_RETURN(Atom m, e.Op("convert_element_type", {anti},
+                                     {{"new_dtype", xt.dtype}, {"weak_type", false}}));
+    XS_ASSIGN_OR_RETURN(x, e.Op("dot_general", {x, m},
+                                {{"dimension_numbers", IntLists{{d}, {0}, {}, {}}}}));
+    if (d != r - 1) {
+      IntList perm;
+      for (int64_t k = 0; k < r; ++k) perm.push_back(k < d ? k : k == d ? r - 1 : k - 1);
+      XS_ASSIGN_OR_RETURN(x, e.Op("transpose", {x}, {{"permutation", perm}}));
+    }
+  }
+  return x;
+}
+
 StatusOr<Jaxpr> Expand(const Jaxpr& j);
 
 StatusOr<Params> ExpandParams(const Params& params) {
@@ -123,6 +150,10 @@ StatusOr<Jaxpr> Expand(const Jaxpr& j) {
     if (eqn.primitive == kAddAny) {
       XS_ASSIGN_OR_RETURN(Atom sum, e.Op("add", in));
       res = {sum};
+    } else if (eqn.primitive == kRev) {
+      XS_ASSIGN_OR_RETURN(IntList dims, ad::GetInts(eqn, "dimensions"));
+      XS_ASSIGN_OR_RETURN(Atom r, Rev(e, in[0], dims));
+      res = {r};
     } else if (eqn.primitive == kSelectAndScatterAdd) {
       if (in.size() != 2) {
         return InvalidArgument(kSelectAndScatterAdd, " takes (source, operand), got ", in.size(),
