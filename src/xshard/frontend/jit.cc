@@ -132,6 +132,11 @@ StatusOr<Jaxpr> TraceJaxpr(const TensorFn& fn, const std::vector<Tensor>& args,
   return TraceFunction(fn, StrongAVals(args), StrCat("MakeJaxpr(", name, ")"));
 }
 
+StatusOr<NamedSharding> MakeSharding(const Mesh& mesh, std::string_view spec) {
+  XS_ASSIGN_OR_RETURN(PartitionSpec p, PartitionSpec::Parse(spec));
+  return NamedSharding::Create(mesh, p);
+}
+
 Tensor WithShardingConstraint(const Tensor& x, const NamedSharding& sharding) {
   if (!x.ok()) return x;
   StatusOr<HloSharding> check = sharding.ToHloSharding(static_cast<int>(x.rank()));

@@ -38,6 +38,10 @@ StatusOr<Client*> DefaultClient();
 // Replaces the default client (tensors already computed keep their values).
 void SetDefaultClient(std::shared_ptr<Client> client);
 
+// NamedSharding(mesh, P(...)) from the spec's JAX text: MakeSharding(mesh, "P('a', None)").
+// Errors name the spec and the mesh's axes.
+StatusOr<NamedSharding> MakeSharding(const Mesh& mesh, std::string_view spec);
+
 // jax.device_put: the global value of `x` split over `sharding`'s mesh; the result carries the
 // sharding and one buffer per mesh device. Inside a trace: a sharding_constraint equation.
 // Errors: a spec longer than x's rank, an error Tensor.
@@ -92,7 +96,7 @@ class JitFunction {
   // trace, binds a `pjit[jaxpr name]` equation instead.
   StatusOr<std::vector<Tensor>> Call(const std::vector<Tensor>& args) const;
   // The single result (an error Tensor on failure or when fn has several results).
-  template <typename... Args>
+  template <TensorLike... Args>
   Tensor operator()(const Args&... args) const {
     StatusOr<std::vector<Tensor>> r = Call({AsTensor(args)...});
     if (!r.ok()) return Tensor::FromStatus(r.status());
@@ -103,7 +107,7 @@ class JitFunction {
     return (*r)[0];
   }
   StatusOr<Lowered> Lower(const std::vector<Tensor>& args) const;
-  template <typename... Args>
+  template <TensorLike... Args>
   StatusOr<Lowered> Lower(const Tensor& first, const Args&... rest) const {
     return Lower(std::vector<Tensor>{first, AsTensor(rest)...});
   }
@@ -127,7 +131,7 @@ StatusOr<Jaxpr> TraceJaxpr(const TensorFn& fn, const std::vector<Tensor>& args,
                            const std::string& name = "fn");
 template <typename F>
 auto MakeJaxpr(F fn, std::string name = "fn") {
-  return [f = AsTensorFn(std::move(fn)), name](const auto&... args) -> StatusOr<Jaxpr> {
+  return [f = AsTensorFn(std::move(fn)), name](const TensorLike auto&... args) -> StatusOr<Jaxpr> {
     return TraceJaxpr(f, std::vector<Tensor>{AsTensor(args)...}, name);
   };
 }
@@ -135,7 +139,8 @@ auto MakeJaxpr(F fn, std::string name = "fn") {
 // jax.pmap(fn, in_axes)(x): fn runs on each device on x's slice along `in_axis` (size = device
 // count used, at most the client's), lowered to one SPMD program with a manual (shard_map)
 // region. The result stacks the per-device results along a new leading dim; AddressableShards()
-// gives each device's buffer (with its leading 1). Errors name the axis and the sizes.
+// gives each device's buffer (without the mapped dim, like pmap's device_buffers). Errors name
+// the axis and the sizes.
 StatusOr<Tensor> Pmap(const TensorFn& fn, const Tensor& x, int64_t in_axis = 0,
                       const std::string& name = "fn");
 

@@ -66,7 +66,14 @@ class Lowerer {
     return splats_[key] = b_.BroadcastInDim(x, dims, {});
   }
   Op Full(DType t, double v, const std::vector<int64_t>& dims) {
-    return Splat(b_.Constant(Array::Full(t, {}, v)), dims);
+    return Splat(SharedConstant(Array::Full(t, {}, v)), dims);
+  }
+  // One constant per value, as JAX's lowering shares them.
+  Op SharedConstant(Array v) {
+    std::string key = StrCat(DTypeName(v.dtype()), v.ToString());
+    auto it = constants_.find(key);
+    if (it != constants_.end()) return it->second;
+    return constants_[key] = b_.Constant(std::move(v));
   }
 
   // A two-parameter scalar computation applying `op` (add / maximum / minimum), one per kind.
@@ -85,14 +92,7 @@ class Lowerer {
 
  private:
   Op AtomOp(const Atom& a, const std::unordered_map<int64_t, Op>& env) {
-    if (a.is_literal()) {
-      // One constant per literal value, as JAX's lowering shares them.
-      Array v = a.literal->Convert(a.aval().dtype);
-      std::string key = StrCat(DTypeName(v.dtype()), v.ToString());
-      auto it = constants_.find(key);
-      if (it != constants_.end()) return it->second;
-      return constants_[key] = b_.Constant(std::move(v));
-    }
+    if (a.is_literal()) return SharedConstant(a.literal->Convert(a.aval().dtype));
     auto it = env.find(a.var.id);
     XS_CHECK(it != env.end(), "jaxpr variable ", a.var.id, " used before its definition");
     return it->second;
@@ -348,7 +348,7 @@ const std::map<std::string, LowerRule>& Rules() {
         {"sin", Opcode::kSin},    {"cos", Opcode::kCos},     {"not", Opcode::kNot}};
     for (auto [name, op] : unary) (*r)[name] = UnaryRule(op);
     const std::pair<const char*, Opcode> binary[] = {
-        {"add", Opcode::kAdd},     {"sub", Opcode::kSubtract}, {"mul", Opcode::kMultiply},
+        {"add", Opcode::kAdd},     {"add_any", Opcode::kAdd}, {"sub", Opcode::kSubtract}, {"mul", Opcode::kMultiply},
         {"div", Opcode::kDivide},  {"max", Opcode::kMaximum},  {"min", Opcode::kMinimum},
         {"pow", Opcode::kPower},   {"rem", Opcode::kRemainder}, {"and", Opcode::kAnd},
         {"or", Opcode::kOr},       {"xor", Opcode::kXor}};
@@ -434,6 +434,53 @@ StatusOr<std::unique_ptr<Module>> LowerJaxpr(const Jaxpr& jaxpr, const LowerOpti
   }
   b.SetRoot(root);
   return mb.Build();
+}
+
+namespace {
+HloSharding Stacked(int64_t n, int64_t rank) {
+  std::vector<int64_t> tiles(rank, 1);
+  tiles[0] = n;
+  return *HloSharding::Parse(StrCat("{devices=[", StrJoin(tiles, ","), "]<=[", n, "]}"));
+}
+std::vector<int64_t> WithLead(int64_t lead, std::vector<int64_t> dims) {
+  dims.insert(dims.begin(), lead);
+  return dims;
+}
+}  // namespace
+
+StatusOr<std::unique_ptr<Module>> LowerPmap(const Jaxpr& jaxpr, int64_t num_devices,
+                                            const std::string& name) {
+  if (jaxpr.invars.size() != 1 || jaxpr.outvars.size() != 1) {
+    return InvalidArgument("Pmap(", name, "): the mapped function must take one Tensor and return "
+                           "one (it takes ", jaxpr.invars.size(), ", returns ",
+                           jaxpr.outvars.size(), ")");
+  }
+  const AVal& in = jaxpr.invars[0].aval;
+  const AVal out = jaxpr.outvars[0].aval();
+  ModuleBuilder mb(StrCat("pmap_", name));
+  mb.mutable_config().num_partitions = num_devices;
+  ComputationBuilder& b = mb.AddEntry("main");
+  Lowerer lowerer(mb, b);
+  HloSharding in_s = Stacked(num_devices, in.rank() + 1);
+  HloSharding out_s = Stacked(num_devices, out.rank() + 1);
+  Op arg = b.WithSharding(in_s).Parameter(0, Shape(in.dtype, WithLead(num_devices, in.dims)),
+                                          "Arg_0");
+  Op full = b.WithSharding(in_s).CustomCall("Sharding", {arg}, arg.shape());
+  Op local = b.WithSharding(HloSharding::Manual())
+                 .CustomCall("SPMDFullToShardShape", {full}, Shape(in.dtype, WithLead(1, in.dims)));
+  Op x = b.WithSharding(HloSharding::Manual()).Reshape(local, in.dims);
+  XS_ASSIGN_OR_RETURN(std::vector<Op> outs, lowerer.Body(jaxpr, {x}));
+  Op y = b.WithSharding(HloSharding::Manual()).Reshape(outs[0], WithLead(1, out.dims));
+  Op marked = b.WithSharding(HloSharding::Manual()).CustomCall("Sharding", {y}, y.shape());
+  Op result = b.WithSharding(out_s).CustomCall("SPMDShardToFullShape", {marked},
+                                               Shape(out.dtype, WithLead(num_devices, out.dims)));
+  b.SetRoot(result);
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, mb.Build());
+  // Everything between the two boundaries runs per device.
+  for (Instruction* inst : module->entry()->instructions()) {
+    if (!inst->has_sharding()) inst->set_sharding(HloSharding::Manual());
+  }
+  return module;
 }
 
 }  // namespace xs::fe

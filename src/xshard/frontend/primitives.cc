@@ -409,7 +409,7 @@ const std::map<std::string, Rule>& Table() {
       (*t)[p] = Unary(Kind::kFloat);
     for (const char* p : {"neg", "abs", "sign"}) (*t)[p] = Unary(Kind::kAny);
     (*t)["not"] = Unary(Kind::kLogical);
-    for (const char* p : {"add", "sub", "mul", "div", "max", "min", "rem"})
+    for (const char* p : {"add", "add_any", "sub", "mul", "div", "max", "min", "rem"})
       (*t)[p] = Binary(Kind::kAny, false);
     (*t)["pow"] = Binary(Kind::kFloat, false);
     for (const char* p : {"and", "or", "xor"}) (*t)[p] = Binary(Kind::kLogical, false);
@@ -432,6 +432,14 @@ const std::map<std::string, Rule>& Table() {
     (*t)["iota"] = Iota;
     (*t)["sharding_constraint"] = Identity;
     (*t)["stop_gradient"] = Identity;
+    // autodiff's cotangent of reduce_window_max (autodiff.h): typed like its operand.
+    (*t)["select_and_scatter_add"] = [](const std::string& prim, const std::vector<AVal>& in,
+                                        const Params&) -> Out {
+      XS_RETURN_IF_ERROR(CheckArity(prim, in, 2, 2));
+      AVal out = in[1];
+      out.weak_type = false;
+      return std::vector<AVal>{out};
+    };
     AddContractionRules(*t);
     return t;
   }();

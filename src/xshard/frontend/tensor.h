@@ -82,6 +82,8 @@ class Tensor {
 inline Tensor AsTensor(const Tensor& t) { return t; }
 inline Tensor AsTensor(const Array& a) { return Tensor::FromArray(a); }
 inline Tensor AsTensor(double v) { return Tensor::Scalar(v); }
+template <typename T>
+concept TensorLike = requires(const T& t) { AsTensor(t); };
 
 // Binds `primitive` (a JAX primitive name with its parameters, see jaxpr.h) to `inputs`:
 // traced when a trace is active, else run eagerly. No promotion or broadcasting: the inputs must

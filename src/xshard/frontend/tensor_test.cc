@@ -150,5 +150,27 @@ TEST(ErrorTest, LeakedTracerIsReportedNotAborted) {
   EXPECT_THAT(y.status().message(), HasSubstr("leaked"));
 }
 
+// Seed 002: x = arange(32).reshape(8, 4); pmap(jnp.sum, in_axes=0)(x) gives row sums
+// 6 + 16 i, one per device; in_axes=1 over x.T gives the same.
+TEST(PmapTest, SumOverDevicesAsSeed002) {
+  Tensor x = Reshape(Astype(Arange(0, 32), DType::kF32), {8, 4});
+  auto sum = [](const std::vector<Tensor>& a) { return std::vector<Tensor>{Sum(a[0])}; };
+  StatusOr<Tensor> r0 = Pmap(sum, x, 0, "sum");
+  ASSERT_TRUE(r0.ok()) << r0.status().ToString();
+  std::vector<float> want;
+  for (int i = 0; i < 8; ++i) want.push_back(6.0f + 16.0f * i);
+  EXPECT_EQ(*r0->value(), Array::FromVector<float>({8}, want));
+  StatusOr<std::vector<Array>> shards = r0->AddressableShards();
+  ASSERT_TRUE(shards.ok());
+  ASSERT_EQ(shards->size(), 8u);
+  EXPECT_EQ((*shards)[3], Array::Scalar<float>(54));
+  StatusOr<Tensor> r1 = Pmap(sum, Transpose(x), 1, "sum");
+  ASSERT_TRUE(r1.ok()) << r1.status().ToString();
+  EXPECT_EQ(*r1->value(), Array::FromVector<float>({8}, want));
+  StatusOr<Tensor> bad = Pmap(sum, Ones({16, 2}), 0, "sum");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("has size 16 but there are 8 devices"));
+}
+
 }  // namespace
 }  // namespace xs::fe
