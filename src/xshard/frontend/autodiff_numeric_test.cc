@@ -350,5 +350,41 @@ TEST(AutodiffNumericTest, CustomVjpWithTrueDerivativeAndShardingConstraint) {
   CheckFiniteDifferences(c);
 }
 
+TEST(AutodiffNumericTest, SecondDerivativeOfSigmoid) {
+  // grad(grad(sigmoid)): the first gradient's add_any / integer_pow / div equations are
+  // differentiated again. Hand-derived: s''(x) = s(1 - s)(1 - 2s) with s = sigmoid(x).
+  Case c;
+  Atom x = c.In(HostValue{{}, {0.7}});
+  Atom d = c.Op("add", {c.Op("exp", {c.Op("neg", {x})}), F64(1.0)});
+  c.Scalar(c.Op("div", {F64(1.0), d}));
+  auto g1 = GradJaxpr(c.jaxpr(), {0}, false);
+  ASSERT_TRUE(g1.ok()) << g1.status().ToString();
+  auto g2 = GradJaxpr(*g1, {0}, false);
+  ASSERT_TRUE(g2.ok()) << g2.status().ToString();
+  double s = 1 / (1 + std::exp(-0.7));
+  EXPECT_NEAR(First(Xshard(*g2).Run({HostValue{{}, {0.7}}})), s * (1 - s) * (1 - 2 * s), 1e-12);
+  // And a fan-out function whose first gradient has add_any: f = x^2 sin(x) on a vector.
+  Case f;
+  Atom v = f.In(Fill({3}, 1));
+  f.Scalar(f.Sum(f.Op("mul", {f.Op("mul", {v, v}), f.Op("sin", {v})})));
+  auto h1 = GradJaxpr(f.jaxpr(), {0}, false);
+  ASSERT_TRUE(h1.ok());
+  // d/dx of sum(grad) is f''(x) per element: 2 sin + 4x cos - x^2 sin.
+  Jaxpr summed = *h1;
+  {
+    JaxprBuilder b(&summed);
+    summed.outvars = {*b.Bind1("reduce_sum", {summed.outvars[0]}, {{"axes", IntList{0}}})};
+  }
+  auto h2 = GradJaxpr(summed, {0}, false);
+  ASSERT_TRUE(h2.ok()) << h2.status().ToString();
+  auto out = Xshard(*h2).Run(f.args());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  for (size_t i = 0; i < 3; ++i) {
+    double xi = f.args()[0].v[i];
+    EXPECT_NEAR((*out)[0].v[i], 2 * std::sin(xi) + 4 * xi * std::cos(xi) - xi * xi * std::sin(xi),
+                1e-12);
+  }
+}
+
 }  // namespace
 }  // namespace xs::fe

@@ -3,6 +3,7 @@
 // into the residuals they compute from primals and the transposes of their linear parts.
 #include <cmath>
 
+#include "xshard/frontend/autodiff.h"
 #include "xshard/frontend/autodiff_internal.h"
 
 namespace xs::fe::ad {
@@ -237,6 +238,8 @@ void AddElementwiseRules(RuleTable& t) {
   // add / sub: one linear equation whose transpose writes lhs then rhs.
   t["add"] = Binary({nullptr, Pass}, {nullptr, Pass}, /*lhs_first=*/true);
   t["sub"] = Binary({nullptr, Pass}, {nullptr, Negate}, /*lhs_first=*/true);
+  // add_any (in a gradient being differentiated again): JAX's deflinear2, ct to both.
+  t[kAddAny] = Binary({nullptr, Pass}, {nullptr, Pass}, /*lhs_first=*/true);
   // mul: lhs mul(ct, y), rhs mul(x, ct).
   t["mul"] = Binary(
       {nullptr, [](Emitter& e, const Atom& ct, const Atom&, const Atom& y,

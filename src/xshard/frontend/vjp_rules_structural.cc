@@ -112,6 +112,11 @@ void AddStructuralRules(RuleTable& t) {
     for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int64_t>(i);
     return e.Op("transpose", {ct}, {{"permutation", inverse}});
   });
+  // rev (from conv's lhs cotangent, differentiated again): its own transpose.
+  t[kRev] = Linear([](Emitter& e, const Atom& ct, const RuleInput& r) -> StatusOr<Atom> {
+    XS_ASSIGN_OR_RETURN(IntList dims, GetInts(*r.eqn, "dimensions"));
+    return e.Raw(kRev, {ct}, {ct.aval()}, {{"dimensions", dims}})[0];
+  });
   t["reduce_sum"] = Linear([](Emitter& e, const Atom& ct, const RuleInput& r) -> StatusOr<Atom> {
     XS_ASSIGN_OR_RETURN(IntList axes, GetInts(*r.eqn, "axes"));
     return BroadcastBack(e, ct, InAval(r, 0), axes);
