@@ -56,6 +56,8 @@ JAXPRS = [
         [lax.slice(x, (1,), (5,), (2,)), lax.pad(x, 0.0, ((1, 2, 1),))], 0), (0,)),
      (f32(6),), 0),
     ("no_path_zeros", lambda x, y: lax.reduce_sum(x, (0,)), (f32(3), f32(3)), (0, 1)),
+    ("grad_grad_sigmoid", jax.grad(lambda x: lax.div(1.0, lax.add(lax.exp(lax.neg(x)), 1.0))),
+     (f32(),), 0),
     ("pjit_inner", lambda x: lax.reduce_sum(jax.jit(lambda v: lax.mul(lax.sin(v), v))(x), (0,)),
      (f32(3),), 0),
 ]

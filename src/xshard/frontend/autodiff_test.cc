@@ -197,12 +197,21 @@ std::map<std::string, std::pair<Jaxpr, std::vector<int64_t>>> JaxCases() {
     f.In({3});
     c["no_path_zeros"] = {f.Done({f.Sum(a, {0})}), {0, 1}};
   }
+  {
+    // grad(grad(sigmoid)): the function differentiated is grad(sigmoid)'s jaxpr.
+    Fn f;
+    Atom a = f.In({});
+    Atom x = f.Op("div", {F32(1), f.Op("add", {f.Op("exp", {f.Op("neg", {a})}), F32(1)})});
+    auto g = GradJaxpr(f.Done({x}), {0}, false);
+    EXPECT_TRUE(g.ok());
+    if (g.ok()) c["grad_grad_sigmoid"] = {*g, {0}};
+  }
   return c;
 }
 
 TEST(GradJaxprTest, MatchesJaxPrintedJaxprs) {
   auto refs = LoadJaxReferences();
-  ASSERT_GE(refs.size(), 14u) << "tests/data/autodiff/grad_jaxprs.txt missing or short";
+  ASSERT_GE(refs.size(), 15u) << "tests/data/autodiff/grad_jaxprs.txt missing or short";
   int compared = 0;
   for (auto& [name, fw] : JaxCases()) {
     SCOPED_TRACE(name);
@@ -210,7 +219,7 @@ TEST(GradJaxprTest, MatchesJaxPrintedJaxprs) {
     EXPECT_EQ(Normalize(GradText(fw.first, fw.second)), Normalize(refs[name]));
     ++compared;
   }
-  EXPECT_EQ(compared, 14);
+  EXPECT_EQ(compared, 15);
 }
 
 TEST(GradJaxprTest, ValueAndGradKeepsTheValue) {
