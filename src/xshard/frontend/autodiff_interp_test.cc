@@ -266,30 +266,34 @@ StatusOr<V> Eval(const Eqn& e, const std::vector<V>& in, const std::vector<int64
       out.v[i] = in[0].v[Ravel(ii, od)];
     }
   } else if (p == "conv_general_dilated") {
-    if (std::get<int64_t>(e.params.at("feature_group_count")) != 1 ||
-        std::get<int64_t>(e.params.at("batch_group_count")) != 1) {
-      return Unimplemented("interpreter: grouped convolution");
-    }
+    // XLA's semantics with groups: output feature f reads lhs features of group
+    // f / (O / fgc) and lhs batch (f / (O / bgc)) * (N / bgc) + n.
+    const int64_t fgc = std::get<int64_t>(e.params.at("feature_group_count"));
+    const int64_t bgc = std::get<int64_t>(e.params.at("batch_group_count"));
     const IntLists& dn = Lists(e, "dimension_numbers");
     const IntList &ls = dn[0], &rs = dn[1], &os = dn[2];
     size_t ns = ls.size() - 2;
     const IntList& str = Ints(e, "window_strides");
     const IntLists& pad = Lists(e, "padding");
-    IntList ld = IntsOr(e, "lhs_dilation", IntList(ns, 1)),
-            rd = IntsOr(e, "rhs_dilation", IntList(ns, 1));
+    IntList ld = IntsOr(e, "lhs_dilation", IntList(ns, 1));
+    IntList rd = IntsOr(e, "rhs_dilation", IntList(ns, 1));
     const V& l = in[0];
     const V& r = in[1];
-    std::vector<int64_t> kdims;  // (in features, spatial...)
+    const int64_t n_lhs = l.dims[ls[0]], o_feat = od[os[1]];
+    std::vector<int64_t> kdims;  // (in features per group, spatial...)
     kdims.push_back(r.dims[rs[1]]);
     for (size_t i = 0; i < ns; ++i) kdims.push_back(r.dims[rs[2 + i]]);
     for (int64_t o = 0; o < n; ++o) {
       std::vector<int64_t> oi = Unravel(o, od), li(l.dims.size()), ri(r.dims.size());
-      li[ls[0]] = oi[os[0]];
-      ri[rs[0]] = oi[os[1]];
+      const int64_t f = oi[os[1]];
+      li[ls[0]] = (f / (o_feat / bgc)) * (n_lhs / bgc) + oi[os[0]];
+      ri[rs[0]] = f;
+      const int64_t feature_base = (f / (o_feat / fgc)) * kdims[0];
       double s = 0;
       for (int64_t k = 0; k < Count(kdims); ++k) {
         std::vector<int64_t> ki = Unravel(k, kdims);
-        li[ls[1]] = ri[rs[1]] = ki[0];
+        li[ls[1]] = feature_base + ki[0];
+        ri[rs[1]] = ki[0];
         bool ok = true;
         for (size_t i = 0; i < ns && ok; ++i) {
           int64_t pos = oi[os[2 + i]] * str[i] + ki[1 + i] * rd[i] - pad[i][0];

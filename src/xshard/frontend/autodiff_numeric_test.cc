@@ -229,54 +229,35 @@ TEST(AutodiffNumericTest, ConvGeneralDilated) {
     IntLists dn;  // lhs, rhs, out specs
     IntList strides, lhs_dil, rhs_dil;
     IntLists padding;
+    int64_t fgc = 1, bgc = 1;
   };
   const IntLists nchw = {{0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}};
   const IntLists nhwc = {{0, 3, 1, 2}, {3, 2, 0, 1}, {0, 3, 1, 2}};  // NHWC, HWIO, NHWC
-  for (const ConvCase& k : {ConvCase{"NCHW valid",
-                                     {2, 3, 5, 4},
-                                     {4, 3, 3, 2},
-                                     nchw,
-                                     {1, 1},
-                                     {1, 1},
-                                     {1, 1},
-                                     {{0, 0}, {0, 0}}},
-                            ConvCase{"NHWC strided padded",
-                                     {1, 6, 5, 2},
-                                     {3, 2, 2, 3},
-                                     nhwc,
-                                     {2, 1},
-                                     {1, 1},
-                                     {1, 1},
-                                     {{1, 1}, {0, 1}}},
-                            ConvCase{"NHWC rhs-dilated",
-                                     {1, 7, 6, 2},
-                                     {2, 2, 2, 3},
-                                     nhwc,
-                                     {1, 2},
-                                     {1, 1},
-                                     {2, 1},
-                                     {{1, 0}, {1, 1}}},
-                            ConvCase{"NCHW lhs-dilated (transposed conv)",
-                                     {1, 2, 3, 3},
-                                     {2, 2, 2, 2},
-                                     nchw,
-                                     {1, 1},
-                                     {2, 2},
-                                     {1, 1},
-                                     {{1, 1}, {0, 1}}}}) {
+  // clang-format off
+  const std::vector<ConvCase> cases = {
+      {"NCHW valid", {2, 3, 5, 4}, {4, 3, 3, 2}, nchw, {1, 1}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}},
+      {"NHWC strided padded", {1, 6, 5, 2}, {3, 2, 2, 3}, nhwc, {2, 1}, {1, 1}, {1, 1},
+       {{1, 1}, {0, 1}}},
+      {"NHWC rhs-dilated", {1, 7, 6, 2}, {2, 2, 2, 3}, nhwc, {1, 2}, {1, 1}, {2, 1},
+       {{1, 0}, {1, 1}}},
+      {"NCHW lhs-dilated (transposed conv)", {1, 2, 3, 3}, {2, 2, 2, 2}, nchw, {1, 1}, {2, 2},
+       {1, 1}, {{1, 1}, {0, 1}}},
+      {"NHWC feature groups", {2, 5, 4, 4}, {3, 2, 2, 6}, nhwc, {1, 1}, {1, 1}, {1, 1},
+       {{1, 1}, {0, 0}}, /*fgc=*/2},
+      {"NCHW batch groups", {4, 2, 4, 3}, {6, 2, 2, 2}, nchw, {1, 1}, {1, 1}, {1, 1},
+       {{0, 0}, {1, 0}}, /*fgc=*/1, /*bgc=*/2},
+  };
+  // clang-format on
+  for (const ConvCase& k : cases) {
     SCOPED_TRACE(k.name);
     Case c;
     Atom lhs = c.In(Fill(k.lhs, 1));
     Atom rhs = c.In(Fill(k.rhs, 2));
     c.Loss(c.Op("conv_general_dilated", {lhs, rhs},
-                {{"window_strides", k.strides},
-                 {"padding", k.padding},
-                 {"lhs_dilation", k.lhs_dil},
-                 {"rhs_dilation", k.rhs_dil},
-                 {"dimension_numbers", k.dn},
-                 {"feature_group_count", int64_t{1}},
-                 {"batch_group_count", int64_t{1}},
-                 {"precision", Param{}},
+                {{"window_strides", k.strides}, {"padding", k.padding},
+                 {"lhs_dilation", k.lhs_dil}, {"rhs_dilation", k.rhs_dil},
+                 {"dimension_numbers", k.dn}, {"feature_group_count", k.fgc},
+                 {"batch_group_count", k.bgc}, {"precision", Param{}},
                  {"preferred_element_type", Param{}}}));
     CheckFiniteDifferences(c);
   }

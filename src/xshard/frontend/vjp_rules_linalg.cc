@@ -98,6 +98,7 @@ IntList SwapFirstTwo(IntList spec) {
 struct ConvParams {
   IntList strides, lhs_dil, rhs_dil;
   IntLists padding, dn;
+  int64_t fgc = 1, bgc = 1;
 };
 
 StatusOr<ConvParams> GetConvParams(const Eqn& eqn) {
@@ -109,20 +110,51 @@ StatusOr<ConvParams> GetConvParams(const Eqn& eqn) {
   c.rhs_dil = IntList(c.strides.size(), 1);
   if (auto r = GetInts(eqn, "lhs_dilation"); r.ok()) c.lhs_dil = *r;
   if (auto r = GetInts(eqn, "rhs_dilation"); r.ok()) c.rhs_dil = *r;
-  XS_ASSIGN_OR_RETURN(int64_t fgc, GetInt(eqn, "feature_group_count"));
-  XS_ASSIGN_OR_RETURN(int64_t bgc, GetInt(eqn, "batch_group_count"));
-  if (fgc != 1 || bgc != 1) {
-    return Unimplemented("conv_general_dilated: gradients with feature_group_count=", fgc,
-                         " / batch_group_count=", bgc, " (grouped convolutions); only 1 / 1 "
-                         "is differentiated so far");
+  XS_ASSIGN_OR_RETURN(c.fgc, GetInt(eqn, "feature_group_count"));
+  XS_ASSIGN_OR_RETURN(c.bgc, GetInt(eqn, "batch_group_count"));
+  if (c.fgc > 1 && c.bgc > 1) {
+    return InvalidArgument("conv_general_dilated: feature_group_count=", c.fgc,
+                           " and batch_group_count=", c.bgc, " cannot both exceed 1");
   }
   return c;
 }
 
+// JAX's _reshape_axis_out_of: splits dim src into (size1, dims[src] / size1).
+StatusOr<Atom> ReshapeAxisOutOf(Emitter& e, int64_t src, int64_t size1, const Atom& x) {
+  std::vector<int64_t> dims = x.aval().dims;
+  int64_t size2 = dims[src] / size1;
+  dims[src] = size2;
+  dims.insert(dims.begin() + src, size1);
+  return e.Op("reshape", {x}, {{"new_sizes", IntList(dims)}, {"dimensions", Param{}}});
+}
+
+// JAX's _reshape_axis_into: moves dim src just before dim dst (numbered without src) and
+// merges the two, src major.
+StatusOr<Atom> ReshapeAxisInto(Emitter& e, int64_t src, int64_t dst, const Atom& x) {
+  const std::vector<int64_t>& dims = x.aval().dims;
+  IntList perm;
+  for (int64_t i = 0; i < static_cast<int64_t>(dims.size()); ++i) {
+    if (i != src) perm.push_back(i);
+  }
+  perm.insert(perm.begin() + dst, src);
+  std::vector<int64_t> shape;
+  for (int64_t i = 0; i < static_cast<int64_t>(dims.size()); ++i) {
+    if (i != src) shape.push_back(dims[i]);
+  }
+  shape[dst] *= dims[src];
+  Atom t = x;
+  if (perm != Range(0, perm.size())) {
+    XS_ASSIGN_OR_RETURN(t, e.Op("transpose", {x}, {{"permutation", perm}}));
+  }
+  return e.Op("reshape", {t}, {{"new_sizes", IntList(shape)}, {"dimensions", Param{}}});
+}
+
 StatusOr<Atom> Conv(Emitter& e, const Atom& lhs, const Atom& rhs, const Params& base,
                     IntList strides, IntLists padding, IntList lhs_dil, IntList rhs_dil,
-                    IntLists dn) {
+                    IntLists dn, int64_t fgc, int64_t bgc) {
   Params p = base;
+  p["feature_group_count"] = fgc;
+  p["batch_group_count"] = bgc;
   p["window_strides"] = strides;
   p["padding"] = padding;
   p["lhs_dilation"] = lhs_dil;
@@ -150,11 +182,21 @@ StatusOr<Atom> ConvTransposeLhs(Emitter& e, const Atom& g, const AVal& lhs, cons
     int64_t after = Dilate(in[i], c.lhs_dil[i]) + rd - 1 - Dilate(out[i], c.strides[i]) - before;
     padding.push_back({before, after});
   }
-  AVal rev_t = rhs.aval();
-  Atom revd = e.Raw(kRev, {rhs}, {rev_t}, {{"dimensions", SpatialOf(rs)}})[0];
+  Atom kernel = rhs;
+  int64_t groups = std::max(c.fgc, c.bgc);
+  if (groups > 1) {  // the output-feature groups move into the kernel's input features
+    XS_ASSIGN_OR_RETURN(kernel, ReshapeAxisOutOf(e, rs[0], groups, kernel));
+    XS_ASSIGN_OR_RETURN(kernel, ReshapeAxisInto(e, rs[0], rs[1], kernel));
+  }
+  Atom revd = e.Raw(kRev, {kernel}, {kernel.aval()}, {{"dimensions", SpatialOf(rs)}})[0];
   XS_ASSIGN_OR_RETURN(Atom r, Conv(e, g, revd, base, c.lhs_dil, padding, c.strides, c.rhs_dil,
-                                   {os, SwapFirstTwo(rs), ls}));
-  return ConvertTo(e, r, lhs);
+                                   {os, SwapFirstTwo(rs), ls}, groups, 1));
+  XS_ASSIGN_OR_RETURN(r, ConvertTo(e, r, lhs));
+  if (c.bgc > 1) {  // the batch groups come back out of the features
+    XS_ASSIGN_OR_RETURN(r, ReshapeAxisOutOf(e, ls[1], c.bgc, r));
+    XS_ASSIGN_OR_RETURN(r, ReshapeAxisInto(e, ls[1], ls[0], r));
+  }
+  return r;
 }
 
 // _conv_general_dilated_transpose_rhs: conv(lhs, g) with strides and rhs dilation swapped.
@@ -170,8 +212,10 @@ StatusOr<Atom> ConvTransposeRhs(Emitter& e, const Atom& g, const Atom& lhs, cons
     int64_t from_rhs = Dilate(win[i], c.rhs_dil[i]) - lo - 1;
     padding.push_back({lo, from_lhs + from_rhs});
   }
+  // Feature groups become batch groups of the transposed convolution and vice versa.
   XS_ASSIGN_OR_RETURN(Atom r, Conv(e, lhs, g, base, c.rhs_dil, padding, c.lhs_dil, c.strides,
-                                   {SwapFirstTwo(ls), SwapFirstTwo(os), SwapFirstTwo(rs)}));
+                                   {SwapFirstTwo(ls), SwapFirstTwo(os), SwapFirstTwo(rs)},
+                                   c.bgc, c.fgc));
   return ConvertTo(e, r, rhs);
 }
 
