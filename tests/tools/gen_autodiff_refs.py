@@ -108,6 +108,21 @@ def conv_pool(k, x, c):
   return lax.reduce_sum(lax.mul(p, c), (0, 1, 2, 3))
 
 
+def cnn_loss(k1, k2, w, x, labels):
+  # The flax-style CNN of seed 002 in small: conv SAME, relu, avg pool, conv, relu, max pool,
+  # dense, log_softmax cross-entropy; written with the front end's Tensor ops in the C++ test.
+  dn = ("NHWC", "HWIO", "NHWC")
+  y = lax.conv_general_dilated(x, k1, (1, 1), "SAME", dimension_numbers=dn)
+  y = jnp.maximum(y, 0.0)
+  y = lax.reduce_window(y, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4.0
+  y = lax.conv_general_dilated(y, k2, (1, 1), "SAME", dimension_numbers=dn)
+  y = jnp.maximum(y, 0.0)
+  y = lax.reduce_window(y, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+  logits = y.reshape(2, 16) @ w
+  logp = jax.nn.log_softmax(logits, axis=-1)
+  return -jnp.mean(jnp.sum(labels * logp, axis=-1))
+
+
 @jax.custom_vjp
 def custom_add(x, y):
   return x + y
@@ -127,6 +142,7 @@ VALUES = [
     ("softmax_xent", softmax_xent, [(3, 3), (4, 3), "labels"], (0, 1)),
     ("pool", pool_loss, [(1, 4, 6, 1), (1, 2, 3, 1)], (0,)),
     ("custom_vjp", custom_loss, [(3,), (3,)], (0, 1)),
+    ("cnn", cnn_loss, [(3, 3, 1, 4), (3, 3, 4, 4), (16, 3), (2, 8, 8, 1), "labels2"], (0, 1, 2)),
     ("conv_pool", conv_pool, [(3, 3, 3, 4), (2, 6, 6, 3), (2, 3, 3, 4)], (0, 1)),
 ]
 
@@ -140,6 +156,8 @@ def write_values():
       for k, s in enumerate(shapes):
         if s == "labels":
           args.append(np.eye(3, dtype=np.float64)[[0, 2, 1, 2]])
+        elif s == "labels2":
+          args.append(np.eye(3, dtype=np.float64)[[2, 0]])
         else:
           args.append(fill(s, k, np.float64))
       val, grads = jax.value_and_grad(fn, argnums=argnums)(*args)

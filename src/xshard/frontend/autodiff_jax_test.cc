@@ -11,6 +11,8 @@
 
 #include "xshard/frontend/autodiff.h"
 #include "xshard/frontend/autodiff_interp_test.h"
+#include "xshard/frontend/jit.h"
+#include "xshard/frontend/tensor.h"
 
 namespace xs::fe {
 namespace {
@@ -162,6 +164,45 @@ TEST(AutodiffJaxTest, CustomVjpUsesTheUserBackward) {
                  {"num_res", int64_t{0}}});
   c.Scalar(c.Sum(c.Op("mul", {s, x})));
   CheckAgainstJax(c, LoadJaxValues()["custom_vjp"]);
+}
+
+// The front end's Tensor ops traced (TraceJaxpr), then GradJaxpr on that trace: the rules meet
+// the parameters and broadcasting the tracer really emits (SAME conv pads, pools, numpy
+// broadcasting in LogSoftmax, Mean's division).
+TEST(AutodiffJaxTest, CnnTracedFromTensorOps) {
+  TensorFn fn = [](const std::vector<Tensor>& a) -> std::vector<Tensor> {
+    Tensor y = AvgPool(Relu(Conv(a[3], a[0])), {2, 2}, {2, 2});
+    y = MaxPool(Relu(Conv(y, a[1])), {2, 2}, {2, 2});
+    Tensor logp = LogSoftmax(Matmul(Reshape(y, {2, 16}), a[2]), -1);
+    return {-Mean(Sum(a[4] * logp, {1}))};
+  };
+  std::vector<HostValue> host = {Fill({3, 3, 1, 4}, 0), Fill({3, 3, 4, 4}, 1), Fill({16, 3}, 2),
+                                 Fill({2, 8, 8, 1}, 3),
+                                 HostValue{{2, 3}, {0, 0, 1, 1, 0, 0}}};
+  std::vector<Tensor> args;
+  for (const HostValue& h : host) {
+    args.push_back(Tensor::FromArray(Array::FromVector<double>(h.dims, h.v)));
+  }
+  auto f = TraceJaxpr(fn, args, "cnn");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  auto g = GradJaxpr(*f, {0, 1, 2}, /*with_value=*/true);
+  ASSERT_TRUE(g.ok()) << g.status().ToString() << "\n" << PrintJaxpr(*f);
+  const JaxValues ref = LoadJaxValues()["cnn"];
+  ASSERT_EQ(ref.grads.size(), 3u);
+  for (bool on_host : {false, true}) {
+    SCOPED_TRACE(on_host ? "host interpreter" : "xshard");
+    auto out = on_host ? Interpret(*g, host) : Xshard(*g).Run(host);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_NEAR((*out)[0].v[0], ref.value, 1e-10);
+    for (int64_t a = 0; a < 3; ++a) {
+      const std::vector<double>& want = ref.grads.at(a);
+      ASSERT_EQ((*out)[1 + a].v.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_NEAR((*out)[1 + a].v[i], want[i], 1e-10 * std::max(1.0, std::fabs(want[i])))
+            << "argnum " << a << " element " << i;
+      }
+    }
+  }
 }
 
 }  // namespace
