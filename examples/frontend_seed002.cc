@@ -4,6 +4,7 @@
 // the pjit flows (identity to P('x', 'y'), square's HLO, dot with P(('x', 'y'), None)). Exits 1
 // unless every printed value equals the notebook's (or a hand-computed value).
 #include <cmath>
+#include <fstream>
 #include <iostream>
 
 #include "xshard/frontend/grad.h"
@@ -42,6 +43,13 @@ Tensor Cnn(const std::vector<Tensor>& p, Tensor image) {
   return LogSoftmax(x);
 }
 
+// With a directory argument, the lowered modules are also written there (DIR/NAME.hlo) for
+// tests/tools/check_frontend_hlo.py, which reads them with XLA.
+std::string dump_dir;
+void Dump(const std::string& name, const std::string& text) {
+  if (!dump_dir.empty()) std::ofstream(dump_dir + "/" + name + ".hlo") << text;
+}
+
 xs::Status Run() {
   std::cout << "# make_jaxpr(sigmoid)(1.0)\n";
   XS_ASSIGN_OR_RETURN(Jaxpr j1, MakeJaxpr(Sigmoid)(1.0));
@@ -60,10 +68,12 @@ xs::Status Run() {
   JitFunction sigmoid = Jit(Sigmoid, {.name = "sigmoid"});
   XS_ASSIGN_OR_RETURN(Lowered lowered, sigmoid.Lower(Ones({10})));
   std::cout << lowered.AsText() << "\n";
+  Dump("sigmoid", lowered.AsText());
   std::cout << "# jit(grad(sigmoid)).lower(1.0)\n";
   JitFunction grad_sigmoid = Jit(Grad(Sigmoid), {.name = "sigmoid"});
   XS_ASSIGN_OR_RETURN(Lowered lowered_grad, grad_sigmoid.Lower(Tensor::Scalar(1.0)));
   std::cout << lowered_grad.AsText() << "\n";
+  Dump("grad_sigmoid", lowered_grad.AsText());
   XS_ASSIGN_OR_RETURN(xs::Array g, grad_sigmoid(1.0).value());
   std::cout << "grad(sigmoid)(1.0) = " << g.ToString() << "\n";
   // sigma(1) (1 - sigma(1)) = 0.19661193.
@@ -79,6 +89,8 @@ xs::Status Run() {
   std::vector<Tensor> args = params;
   args.push_back(Zeros({28, 28, 1}));
   XS_ASSIGN_OR_RETURN(std::vector<Tensor> logits, apply.Call(args));
+  XS_ASSIGN_OR_RETURN(Lowered cnn_lowered, apply.Lower(args));
+  Dump("cnn", cnn_lowered.AsText());
   XS_ASSIGN_OR_RETURN(xs::Array lp, logits[0].value());
   std::cout << "log_softmax output " << logits[0].aval().ToString() << ", row 0: ";
   double total = 0;
@@ -123,6 +135,7 @@ xs::Status Run() {
                            {.in_shardings = {pxy}, .out_shardings = {pxy}, .name = "square"});
   XS_ASSIGN_OR_RETURN(Lowered sq, square.Lower(data));
   std::cout << sq.AsText() << "\n";
+  Dump("square", sq.AsText());
   XS_RETURN_IF_ERROR(Expect(sq.AsText().find("sharding={devices=[4,2]<=[8]}") != std::string::npos,
                             "square's parameter sharding"));
 
@@ -136,6 +149,7 @@ xs::Status Run() {
                          .name = "dot"});
   XS_ASSIGN_OR_RETURN(Lowered dl, dot.Lower(eye, v));
   std::cout << dl.AsText() << "\n";
+  Dump("dot", dl.AsText());
   XS_ASSIGN_OR_RETURN(std::vector<xs::Array> dot_buffers, dot(eye, v).AddressableShards());
   for (size_t d = 0; d < dot_buffers.size(); ++d) {
     std::cout << d << " " << dot_buffers[d].ToString() << "\n";
@@ -146,7 +160,8 @@ xs::Status Run() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) dump_dir = argv[1];
   xs::Status s = Run();
   if (!s.ok()) std::cerr << s.ToString() << "\n";
   return s.ok() ? 0 : 1;
