@@ -56,6 +56,19 @@ JAXPRS = [
         [lax.slice(x, (1,), (5,), (2,)), lax.pad(x, 0.0, ((1, 2, 1),))], 0), (0,)),
      (f32(6),), 0),
     ("no_path_zeros", lambda x, y: lax.reduce_sum(x, (0,)), (f32(3), f32(3)), (0, 1)),
+    ("pad", lambda x: lax.reduce_sum(lax.pad(x, 0.0, ((1, 2, 1),)), (0,)), (f32(4),), 0),
+    ("slice", lambda x: lax.reduce_sum(lax.slice(x, (1,), (6,), (2,)), (0,)), (f32(7),), 0),
+    ("dynamic_slices", lambda x, u: lax.reduce_sum(lax.dynamic_slice(
+        lax.dynamic_update_slice(x, u, (1,)), (2,), (3,)), (0,)), (f32(6), f32(2)), (0, 1)),
+    ("reduce_window_sum", lambda x: lax.reduce_sum(lax.reduce_window(
+        x, 0.0, lax.add, (1, 3), (1, 2), ((0, 0), (1, 1))), (0, 1)), (f32(2, 6),), 0),
+    ("reduce_window_max", lambda x: lax.reduce_sum(lax.reduce_window(
+        x, -np.inf, lax.max, (1, 2), (1, 2), "VALID"), (0, 1)), (f32(2, 6),), 0),
+    ("conv", lambda k, x: lax.reduce_sum(lax.conv_general_dilated(
+        x, k, (1, 1), ((1, 1), (0, 0)), dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        (0, 1, 2, 3)), (f32(3, 2, 1, 2), f32(1, 4, 4, 1)), (0, 1)),
+    ("transpose_squeeze", lambda x: lax.reduce_sum(
+        lax.squeeze(lax.transpose(x, (1, 0, 2)), (0,)), (0, 1)), (f32(2, 1, 3),), 0),
     ("grad_grad_sigmoid", jax.grad(lambda x: lax.div(1.0, lax.add(lax.exp(lax.neg(x)), 1.0))),
      (f32(),), 0),
     ("pjit_inner", lambda x: lax.reduce_sum(jax.jit(lambda v: lax.mul(lax.sin(v), v))(x), (0,)),

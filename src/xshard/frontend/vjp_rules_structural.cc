@@ -2,6 +2,7 @@
 // transpose), the reductions (reduce_sum, reduce_max / reduce_min, reduce_window_sum /
 // reduce_window_max) and the slicing primitives (slice, pad, concatenate, dynamic_slice,
 // dynamic_update_slice), transposed as JAX's rules in jax/_src/lax/{lax,slicing,windowed_reductions}.py.
+#include <algorithm>
 #include <numeric>
 
 #include "xshard/frontend/autodiff.h"
@@ -31,6 +32,15 @@ StatusOr<Atom> ReshapeTo(Emitter& e, const Atom& t, const std::vector<int64_t>& 
 StatusOr<Atom> ReduceSum(Emitter& e, const Atom& t, const IntList& axes) {
   if (axes.empty()) return t;
   return e.Op("reduce_sum", {t}, {{"axes", axes}});
+}
+
+// lax.expand_dims as JAX emits it: a broadcast_in_dim of `t` to `dims`, t's dims landing at
+// `kept` (the positions that are not new size-1 dims).
+StatusOr<Atom> ExpandTo(Emitter& e, const Atom& t, const std::vector<int64_t>& dims,
+                        const IntList& kept) {
+  if (t.aval().dims == dims) return t;
+  return e.Op("broadcast_in_dim", {t},
+              {{"shape", IntList(dims)}, {"broadcast_dimensions", kept}});
 }
 
 // reduce_sum's transpose: broadcast ct back over the reduced axes.
@@ -98,14 +108,27 @@ void AddStructuralRules(RuleTable& t) {
       if (!kept[i]) axes.push_back(i);
     }
     XS_ASSIGN_OR_RETURN(Atom sum, ReduceSum(e, ct, axes));
-    return ReshapeTo(e, sum, operand.dims);
+    IntList non_unit;
+    for (int64_t i = 0; i < operand.rank(); ++i) {
+      if (operand.dims[i] != 1) non_unit.push_back(i);
+    }
+    return ExpandTo(e, sum, operand.dims, non_unit);
   });
   auto reshape_back = [](Emitter& e, const Atom& ct, const RuleInput& r) {
     return ReshapeTo(e, ct, InAval(r, 0).dims);
   };
   t["reshape"] = Linear(reshape_back);
-  t["squeeze"] = Linear(reshape_back);
-  t["expand_dims"] = Linear(reshape_back);
+  t["expand_dims"] = Linear(reshape_back);  // not a JAX primitive; its inverse is a reshape
+  // squeeze: JAX's expand_dims of ct (a broadcast_in_dim).
+  t["squeeze"] = Linear([](Emitter& e, const Atom& ct, const RuleInput& r) -> StatusOr<Atom> {
+    XS_ASSIGN_OR_RETURN(IntList dims, GetInts(*r.eqn, "dimensions"));
+    const AVal& operand = InAval(r, 0);
+    IntList kept;
+    for (int64_t i = 0; i < operand.rank(); ++i) {
+      if (std::find(dims.begin(), dims.end(), i) == dims.end()) kept.push_back(i);
+    }
+    return ExpandTo(e, ct, operand.dims, kept);
+  });
   t["transpose"] = Linear([](Emitter& e, const Atom& ct, const RuleInput& r) -> StatusOr<Atom> {
     XS_ASSIGN_OR_RETURN(IntList perm, GetInts(*r.eqn, "permutation"));
     IntList inverse(perm.size());
@@ -255,8 +278,17 @@ void AddStructuralRules(RuleTable& t) {
                                           {{"padding_config", config}}));
     IntList ones(window.size(), 1);
     IntLists no_pad(window.size(), IntList{0, 0});
-    return e.Op("reduce_window_sum", {padded},
-                {{"window_dimensions", window}, {"window_strides", ones}, {"padding", no_pad}});
+    Params params = {{"window_dimensions", window}, {"window_strides", ones}, {"padding", no_pad}};
+    // Dilation params (JAX's names) carried when the equation has them; only 1s are supported.
+    for (const char* name : {"base_dilation", "window_dilation"}) {
+      if (!r.eqn->params.count(name)) continue;
+      XS_ASSIGN_OR_RETURN(IntList d, GetInts(*r.eqn, name));
+      if (d != ones) {
+        return Unimplemented("reduce_window_sum: gradient with ", name, " other than 1s");
+      }
+      params[name] = ones;
+    }
+    return e.Op("reduce_window_sum", {padded}, params);
   });
   // reduce_window_max: select_and_scatter_add of ct onto the windows' maxima.
   t["reduce_window_max"] = {[](Emitter&, RuleInput& r) -> StatusOr<Backward> {
