@@ -29,6 +29,21 @@ f32 = lambda *d: jnp.zeros(d, jnp.float32)
 DN = (((1,), (0,)), ((), ()))
 BDN = (((2,), (1,)), ((0,), (0,)))
 
+@jax.custom_vjp
+def custom_add(x, y):
+  return x + y
+def _custom_add_fwd(x, y):
+  return x + y, None
+def _custom_add_bwd(_, g):
+  return 2.0 * g, 3.0 * g   # deliberately not the true derivative (seed 001's user backward)
+custom_add.defvjp(_custom_add_fwd, _custom_add_bwd)
+
+
+
+def scalar_custom(x, y):
+  return lax.mul(custom_add(x, y), x)
+
+
 JAXPRS = [
     # name, function, example args, argnums
     ("tanh_times_x", lambda x: lax.mul(lax.tanh(x), x), (f32(),), 0),
@@ -69,6 +84,7 @@ JAXPRS = [
         (0, 1, 2, 3)), (f32(3, 2, 1, 2), f32(1, 4, 4, 1)), (0, 1)),
     ("transpose_squeeze", lambda x: lax.reduce_sum(
         lax.squeeze(lax.transpose(x, (1, 0, 2)), (0,)), (0, 1)), (f32(2, 1, 3),), 0),
+    ("custom_vjp", scalar_custom, (f32(), f32()), (0, 1)),
     ("grad_grad_sigmoid", jax.grad(lambda x: lax.div(1.0, lax.add(lax.exp(lax.neg(x)), 1.0))),
      (f32(),), 0),
     ("pjit_inner", lambda x: lax.reduce_sum(jax.jit(lambda v: lax.mul(lax.sin(v), v))(x), (0,)),
@@ -134,16 +150,6 @@ def cnn_loss(k1, k2, w, x, labels):
   logits = y.reshape(2, 16) @ w
   logp = jax.nn.log_softmax(logits, axis=-1)
   return -jnp.mean(jnp.sum(labels * logp, axis=-1))
-
-
-@jax.custom_vjp
-def custom_add(x, y):
-  return x + y
-def _custom_add_fwd(x, y):
-  return x + y, None
-def _custom_add_bwd(_, g):
-  return 2.0 * g, 3.0 * g   # deliberately not the true derivative (seed 001's user backward)
-custom_add.defvjp(_custom_add_fwd, _custom_add_bwd)
 
 
 def custom_loss(x, y):

@@ -261,6 +261,27 @@ std::map<std::string, std::pair<Jaxpr, std::vector<int64_t>>> JaxCases() {
     c["transpose_squeeze"] = {f.Done({f.Sum(q, {0, 1})}), {0}};
   }
   {
+    // custom_add(x, y) * x, custom_add's backward being (2g, 3g).
+    auto call = std::make_shared<Jaxpr>();
+    auto bwd = std::make_shared<Jaxpr>();
+    {
+      Fn a;
+      Atom x = a.In({}), y = a.In({});
+      *call = a.Done({a.Op("add", {x, y})});
+      Fn b;
+      Atom g = b.In({});
+      *bwd = b.Done({b.Op("mul", {F32(2), g}), b.Op("mul", {F32(3), g})});
+    }
+    Fn f;
+    Atom x = f.In({}), y = f.In({});
+    Atom s = f.Op("custom_vjp_call", {x, y},
+                  {{"call_jaxpr", std::shared_ptr<const Jaxpr>(call)},
+                   {"fwd_jaxpr", std::shared_ptr<const Jaxpr>(call)},
+                   {"bwd_jaxpr", std::shared_ptr<const Jaxpr>(bwd)},
+                   {"num_res", int64_t{0}}});
+    c["custom_vjp"] = {f.Done({f.Op("mul", {s, x})}), {0, 1}};
+  }
+  {
     // grad(grad(sigmoid)): the function differentiated is grad(sigmoid)'s jaxpr.
     Fn f;
     Atom a = f.In({});
@@ -274,7 +295,7 @@ std::map<std::string, std::pair<Jaxpr, std::vector<int64_t>>> JaxCases() {
 
 TEST(GradJaxprTest, MatchesJaxPrintedJaxprs) {
   auto refs = LoadJaxReferences();
-  ASSERT_GE(refs.size(), 22u) << "tests/data/autodiff/grad_jaxprs.txt missing or short";
+  ASSERT_GE(refs.size(), 23u) << "tests/data/autodiff/grad_jaxprs.txt missing or short";
   int compared = 0;
   for (auto& [name, fw] : JaxCases()) {
     SCOPED_TRACE(name);
@@ -282,7 +303,7 @@ TEST(GradJaxprTest, MatchesJaxPrintedJaxprs) {
     EXPECT_EQ(Normalize(GradText(fw.first, fw.second)), Normalize(refs[name]));
     ++compared;
   }
-  EXPECT_EQ(compared, 22);
+  EXPECT_EQ(compared, 23);
 }
 
 TEST(GradJaxprTest, ValueAndGradKeepsTheValue) {
