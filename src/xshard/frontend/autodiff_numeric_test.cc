@@ -367,5 +367,29 @@ TEST(AutodiffNumericTest, SecondDerivativeOfSigmoid) {
   }
 }
 
+TEST(AutodiffNumericTest, VjpOfTwoOutputs) {
+  // f(x, y) = (exp(x) * y, sum(x * x)); vjp with cotangents (u, w) is
+  // (u * exp(x) * y + 2 w x, u * exp(x)) by hand.
+  Case c;
+  Atom x = c.In(Fill({3}, 1));
+  Atom y = c.In(Fill({3}, 2));
+  c.Outs({c.Op("mul", {c.Op("exp", {x}), y}), c.Sum(c.Op("mul", {x, x}))});
+  auto v = VjpJaxpr(c.jaxpr(), {0, 1});
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  HostValue u = Fill({3}, 5), w{{}, {0.25}};
+  std::vector<HostValue> args = c.args();
+  args.push_back(u);
+  args.push_back(w);
+  auto out = Xshard(*v).Run(args);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->size(), 4u);
+  for (size_t i = 0; i < 3; ++i) {
+    double xi = c.args()[0].v[i], yi = c.args()[1].v[i];
+    EXPECT_NEAR((*out)[0].v[i], std::exp(xi) * yi, 1e-12);
+    EXPECT_NEAR((*out)[2].v[i], u.v[i] * std::exp(xi) * yi + 2 * 0.25 * xi, 1e-12);
+    EXPECT_NEAR((*out)[3].v[i], u.v[i] * std::exp(xi), 1e-12);
+  }
+}
+
 }  // namespace
 }  // namespace xs::fe
