@@ -357,6 +357,7 @@ StatusOr<std::vector<V>> Interpret(const Jaxpr& j, const std::vector<V>& args) {
 
 // Runs `j` through the front end: autodiff's primitives expanded, lowered, compiled, run.
 Xshard::Xshard(const Jaxpr& j) {
+  for (const Var& v : j.invars) in_dtypes_.push_back(v.aval.dtype);
   auto x = ExpandAutodiffPrimitives(j);
   EXPECT_TRUE(x.ok()) << x.status().ToString();
   if (!x.ok()) return;
@@ -367,8 +368,11 @@ Xshard::Xshard(const Jaxpr& j) {
 StatusOr<std::vector<HostValue>> Xshard::Run(const std::vector<HostValue>& args) const {
   if (!compiled_) return Internal("not compiled");
   std::vector<Tensor> in;
-  for (const HostValue& a : args)
-    in.push_back(Tensor::FromArray(Array::FromVector<double>(a.dims, a.v)));
+  for (size_t i = 0; i < args.size(); ++i) {
+    Array a = Array::FromVector<double>(args[i].dims, args[i].v);
+    if (i < in_dtypes_.size() && in_dtypes_[i] != DType::kF64) a = a.Convert(in_dtypes_[i]);
+    in.push_back(Tensor::FromArray(std::move(a)));
+  }
   XS_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunCompiled(*compiled_, in));
   std::vector<HostValue> result;
   for (const Tensor& t : out) {

@@ -102,6 +102,7 @@ class Xshard {
 
  private:
   std::shared_ptr<CompiledJaxpr> compiled_;
+  std::vector<DType> in_dtypes_;  // arguments are converted from f64 to these
 };
 
 inline std::shared_ptr<const Jaxpr> Closed(const Case& c) {

@@ -391,5 +391,38 @@ TEST(AutodiffNumericTest, VjpOfTwoOutputs) {
   }
 }
 
+TEST(AutodiffNumericTest, Bf16WithPreferredF32) {
+  // sum(x @ w) and sum(conv(x, k)) on small-integer bf16 data with f32 accumulation: the
+  // gradients are integer sums (exact in bf16), computed by hand: d/dw[k][j] = sum_i x[i][k],
+  // d/dx[i][k] = sum_j w[k][j]; for the 1x1-kernel conv, d/dk[c][o] = sum of x[..., c].
+  Case c;
+  Atom w = c.In(HostValue{{2, 3}, {1, 2, 3, 4, 5, 6}}, true, DType::kBF16);
+  Atom x = c.In(HostValue{{2, 2}, {1, -1, 2, 3}}, true, DType::kBF16);
+  c.Scalar(c.Sum(c.Op("dot_general", {x, w}, {{"dimension_numbers", IntLists{{1}, {0}, {}, {}}},
+                                              {"preferred_element_type", DType::kF32}})));
+  auto g = GradJaxpr(c.jaxpr(), {0, 1}, false);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto out = Xshard(*g).Run(c.args());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].v, (std::vector<double>{3, 3, 3, 2, 2, 2}));
+  EXPECT_EQ((*out)[1].v, (std::vector<double>{6, 15, 6, 15}));
+
+  Case k;
+  Atom kern = k.In(HostValue{{1, 1, 2, 2}, {1, 2, 3, 4}}, true, DType::kBF16);  // HWIO
+  Atom img = k.In(HostValue{{1, 2, 1, 2}, {1, 2, 3, 4}}, true, DType::kBF16);   // NHWC
+  k.Scalar(k.Sum(k.Op("conv_general_dilated", {img, kern},
+                      {{"window_strides", IntList{1, 1}}, {"padding", IntLists{{0, 0}, {0, 0}}},
+                       {"lhs_dilation", IntList{1, 1}}, {"rhs_dilation", IntList{1, 1}},
+                       {"dimension_numbers", IntLists{{0, 3, 1, 2}, {3, 2, 0, 1}, {0, 3, 1, 2}}},
+                       {"feature_group_count", int64_t{1}}, {"batch_group_count", int64_t{1}},
+                       {"precision", Param{}}, {"preferred_element_type", DType::kF32}})));
+  auto gk = GradJaxpr(k.jaxpr(), {0, 1}, false);
+  ASSERT_TRUE(gk.ok()) << gk.status().ToString();
+  auto outk = Xshard(*gk).Run(k.args());
+  ASSERT_TRUE(outk.ok()) << outk.status().ToString();
+  EXPECT_EQ((*outk)[0].v, (std::vector<double>{4, 4, 6, 6}));  // x channels sum to 4 and 6
+  EXPECT_EQ((*outk)[1].v, (std::vector<double>{3, 7, 3, 7}));  // kernel rows sum to 3 and 7
+}
+
 }  // namespace
 }  // namespace xs::fe

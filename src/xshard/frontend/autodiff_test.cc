@@ -494,5 +494,39 @@ TEST(GradJaxprTest, LongChainIsLinear) {
   EXPECT_EQ(g->eqns.size(), 3u * 3000);
 }
 
+// bf16 operands with preferred_element_type=f32: the f32 cotangent meets a bf16 operand. JAX
+// binds the mixed dot_general; our dot_general needs equal operand dtypes, so the other operand
+// is converted to the cotangent's dtype first, and the result converted back as JAX does.
+TEST(GradJaxprTest, DotGeneralPreferredElementTypeConverts) {
+  Fn f;
+  Atom w = f.In({3, 4}, DType::kBF16), x = f.In({2, 3}, DType::kBF16);
+  Atom d = f.Op("dot_general", {x, w}, {{"dimension_numbers", Dn({1}, {0}, {}, {})},
+                                        {"preferred_element_type", DType::kF32}});
+  auto g = GradJaxpr(f.Done({f.Sum(d, {0, 1})}), {0, 1}, false);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(PrintJaxpr(*g),
+            "{ lambda ; a:bf16[3,4] b:bf16[2,3]. let\n"
+            "    c:f32[2,4] = dot_general[\n"
+            "      dimension_numbers=(([1], [0]), ([], []))\n"
+            "      preferred_element_type=float32\n"
+            "    ] b a\n"
+            "    _:f32[] = reduce_sum[axes=(0, 1)] c\n"
+            "    d:f32[2,4] = broadcast_in_dim[broadcast_dimensions=() shape=(2, 4)] 1.0\n"
+            "    e:f32[2,3] = convert_element_type[new_dtype=float32 weak_type=False] b\n"
+            "    f:f32[4,3] = dot_general[\n"
+            "      dimension_numbers=(([0], [0]), ([], []))\n"
+            "      preferred_element_type=float32\n"
+            "    ] d e\n"
+            "    g:f32[3,4] = transpose[permutation=(1, 0)] f\n"
+            "    h:bf16[3,4] = convert_element_type[new_dtype=bfloat16 weak_type=False] g\n"
+            "    i:f32[3,4] = convert_element_type[new_dtype=float32 weak_type=False] a\n"
+            "    j:f32[2,3] = dot_general[\n"
+            "      dimension_numbers=(([1], [1]), ([], []))\n"
+            "      preferred_element_type=float32\n"
+            "    ] d i\n"
+            "    k:bf16[2,3] = convert_element_type[new_dtype=bfloat16 weak_type=False] j\n"
+            "  in (h, k) }");
+}
+
 }  // namespace
 }  // namespace xs::fe

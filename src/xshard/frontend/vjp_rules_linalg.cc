@@ -69,7 +69,15 @@ StatusOr<Atom> TransposeLhs(Emitter& e, const Atom& g, const AVal& x_aval, const
   IntList out_axes = ArgSort(cat);
   Params p = params;
   p["dimension_numbers"] = dims;
-  XS_ASSIGN_OR_RETURN(Atom dot, e.Op("dot_general", {g, y}, p));
+  // JAX binds g (the output's dtype) with y as they are; our dot_general needs equal operand
+  // dtypes, so y is converted to g's dtype first (exact: it only widens under
+  // preferred_element_type).
+  Atom y_cast = y;
+  if (y.aval().dtype != g.aval().dtype) {
+    XS_ASSIGN_OR_RETURN(y_cast, e.Op("convert_element_type", {y},
+                                     {{"new_dtype", g.aval().dtype}, {"weak_type", false}}));
+  }
+  XS_ASSIGN_OR_RETURN(Atom dot, e.Op("dot_general", {g, y_cast}, p));
   Atom x_bar = dot;
   if (out_axes != Range(0, out_axes.size())) {
     XS_ASSIGN_OR_RETURN(x_bar, e.Op("transpose", {dot}, {{"permutation", out_axes}}));
@@ -163,10 +171,10 @@ StatusOr<Atom> Conv(Emitter& e, const Atom& lhs, const Atom& rhs, const Params& 
   return e.Op("conv_general_dilated", {lhs, rhs}, p);
 }
 
+// x converted to want's dtype (JAX's convert_element_type in the conv transposes), or x.
 StatusOr<Atom> ConvertTo(Emitter& e, const Atom& x, const AVal& want) {
   if (x.aval().dtype == want.dtype) return x;
-  return e.Op("convert_element_type", {x}, {{"new_dtype", want.dtype},
-                                            {"weak_type", want.weak_type}});
+  return e.Op("convert_element_type", {x}, {{"new_dtype", want.dtype}, {"weak_type", false}});
 }
 
 // _conv_general_dilated_transpose_lhs: conv(g, rev(rhs)) with strides and lhs dilation swapped.
@@ -189,6 +197,7 @@ StatusOr<Atom> ConvTransposeLhs(Emitter& e, const Atom& g, const AVal& lhs, cons
     XS_ASSIGN_OR_RETURN(kernel, ReshapeAxisInto(e, rs[0], rs[1], kernel));
   }
   Atom revd = e.Raw(kRev, {kernel}, {kernel.aval()}, {{"dimensions", SpatialOf(rs)}})[0];
+  XS_ASSIGN_OR_RETURN(revd, ConvertTo(e, revd, g.aval()));
   XS_ASSIGN_OR_RETURN(Atom r, Conv(e, g, revd, base, c.lhs_dil, padding, c.strides, c.rhs_dil,
                                    {os, SwapFirstTwo(rs), ls}, groups, 1));
   XS_ASSIGN_OR_RETURN(r, ConvertTo(e, r, lhs));
@@ -212,8 +221,9 @@ StatusOr<Atom> ConvTransposeRhs(Emitter& e, const Atom& g, const Atom& lhs, cons
     int64_t from_rhs = Dilate(win[i], c.rhs_dil[i]) - lo - 1;
     padding.push_back({lo, from_lhs + from_rhs});
   }
+  XS_ASSIGN_OR_RETURN(Atom lhs_cast, ConvertTo(e, lhs, g.aval()));
   // Feature groups become batch groups of the transposed convolution and vice versa.
-  XS_ASSIGN_OR_RETURN(Atom r, Conv(e, lhs, g, base, c.rhs_dil, padding, c.lhs_dil, c.strides,
+  XS_ASSIGN_OR_RETURN(Atom r, Conv(e, lhs_cast, g, base, c.rhs_dil, padding, c.lhs_dil, c.strides,
                                    {SwapFirstTwo(ls), SwapFirstTwo(os), SwapFirstTwo(rs)},
                                    c.bgc, c.fgc));
   return ConvertTo(e, r, rhs);
