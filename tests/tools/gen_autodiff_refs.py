@@ -50,6 +50,8 @@ JAXPRS = [
     ("mul_add_sum", lambda x, y: lax.reduce_sum(lax.add(lax.mul(x, y), x), (0,)),
      (f32(3), f32(3)), (0, 1)),
     ("abs", lambda x: lax.abs(x), (f32(),), 0),
+    ("sub_then_mul", lambda x, y: lax.reduce_sum(lax.mul(lax.sub(x, y), x), (0,)),
+     (f32(3), f32(3)), (0, 1)),
     ("div_both", lambda x, y: lax.div(x, y), (f32(), f32()), (0, 1)),
     ("max_sum", lambda x, y: lax.reduce_sum(lax.max(x, y), (0,)), (f32(3), f32(3)), 0),
     ("unary_chain", lambda x: lax.reduce_sum(

@@ -65,7 +65,10 @@ VjpRule Binary(Side lhs, Side rhs, bool lhs_first = false) {
     AVal avals[2] = {InAval(r, 0), InAval(r, 1)};
     Atom x = r.in[0], y = r.in[1];
     bool active[2] = {r.active[0], r.active[1]};
+    // lhs_first: one linear equation whose transpose rule returns both cotangents before
+    // either is written (add, sub); otherwise two linear terms, each written as transposed.
     return Backward([=](Emitter& e, const std::vector<Ct>& ct, const CtWriter& write) -> Status {
+      std::vector<std::pair<int, Atom>> pending;
       for (int k = 0; k < 2; ++k) {
         int s = lhs_first ? k : 1 - k;
         if (!active[s]) continue;
@@ -74,8 +77,13 @@ VjpRule Binary(Side lhs, Side rhs, bool lhs_first = false) {
         AVal target = avals[s];
         target.weak_type = false;
         XS_ASSIGN_OR_RETURN(Atom u, e.Unbroadcast(target, g));
-        XS_RETURN_IF_ERROR(write(s, u));
+        if (lhs_first) {
+          pending.push_back({s, u});
+        } else {
+          XS_RETURN_IF_ERROR(write(s, u));
+        }
       }
+      for (const auto& [s, u] : pending) XS_RETURN_IF_ERROR(write(s, u));
       return OkStatus();
     });
   }};

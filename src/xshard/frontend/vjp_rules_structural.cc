@@ -173,33 +173,28 @@ void AddStructuralRules(RuleTable& t) {
       const Atom& tc = *ct[0];
       IntList all(tc.aval().rank());
       std::iota(all.begin(), all.end(), 0);
-      Ct t_operand;
-      {
-        IntLists unpad;
-        IntList zeros, limits, strides;
-        for (const IntList& c : config) unpad.push_back({-c[0], -c[1], 0});
-        XS_ASSIGN_OR_RETURN(Atom unpadded, e.Op("pad", {tc, Emitter::Lit(0.0, tc.aval().dtype)},
-                                                {{"padding_config", unpad}}));
-        for (size_t i = 0; i < config.size(); ++i) {
-          zeros.push_back(0);
-          limits.push_back(unpadded.aval().dims[i]);
-          strides.push_back(config[i][2] + 1);
-        }
-        if (active[0]) {
-          XS_ASSIGN_OR_RETURN(t_operand, e.Op("slice", {unpadded},
-                                              {{"start_indices", zeros},
-                                               {"limit_indices", limits},
-                                               {"strides", strides}}));
-        }
+      IntLists unpad;
+      IntList zeros, limits, strides;
+      for (const IntList& c : config) unpad.push_back({-c[0], -c[1], 0});
+      XS_ASSIGN_OR_RETURN(Atom unpadded, e.Op("pad", {tc, Emitter::Lit(0.0, tc.aval().dtype)},
+                                              {{"padding_config", unpad}}));
+      for (size_t i = 0; i < config.size(); ++i) {
+        zeros.push_back(0);
+        limits.push_back(unpadded.aval().dims[i]);
+        strides.push_back(config[i][2] + 1);
       }
-      if (active[0]) XS_RETURN_IF_ERROR(write(0, *t_operand));
+      XS_ASSIGN_OR_RETURN(Atom t_operand, e.Op("slice", {unpadded},
+                                               {{"start_indices", zeros},
+                                                {"limit_indices", limits},
+                                                {"strides", strides}}));
+      Ct t_value;
       if (active[1]) {
-        if (!t_operand) return Unimplemented("pad: cotangent of only the padding value");
         XS_ASSIGN_OR_RETURN(Atom total, ReduceSum(e, tc, all));
-        XS_ASSIGN_OR_RETURN(Atom inner, ReduceSum(e, *t_operand, all));
-        XS_ASSIGN_OR_RETURN(Atom d, e.Op("sub", {total, inner}));
-        XS_RETURN_IF_ERROR(write(1, d));
+        XS_ASSIGN_OR_RETURN(Atom inner, ReduceSum(e, t_operand, all));
+        XS_ASSIGN_OR_RETURN(t_value, e.Op("sub", {total, inner}));
       }
+      if (active[0]) XS_RETURN_IF_ERROR(write(0, t_operand));
+      if (t_value) XS_RETURN_IF_ERROR(write(1, *t_value));
       return OkStatus();
     });
   }};
@@ -212,6 +207,7 @@ void AddStructuralRules(RuleTable& t) {
     return Backward([=](Emitter& e, const std::vector<Ct>& ct, const CtWriter& write) -> Status {
       const AVal& tv = ct[0]->aval();
       int64_t offset = 0;
+      std::vector<std::pair<size_t, Atom>> slices;  // all made before any is written, as JAX
       for (size_t i = 0; i < avals.size(); ++i) {
         IntList start(tv.rank(), 0), limit(tv.dims);
         start[dim] = offset;
@@ -222,8 +218,9 @@ void AddStructuralRules(RuleTable& t) {
                                          {{"start_indices", start},
                                           {"limit_indices", limit},
                                           {"strides", Param{}}}));
-        XS_RETURN_IF_ERROR(write(i, s));
+        slices.push_back({i, s});
       }
+      for (const auto& [i, s] : slices) XS_RETURN_IF_ERROR(write(i, s));
       return OkStatus();
     });
   }};
