@@ -331,7 +331,8 @@ TEST(GradJaxprTest, IdentityAndConstantGiveLiterals) {
   f.In({});
   auto g = GradJaxpr(f.Done({a}), {0, 1}, false);
   ASSERT_TRUE(g.ok());
-  EXPECT_EQ(Normalize(PrintJaxpr(*g)), Normalize("{ lambda ; a:f32[] b:f32[]. let  in (1.0, 0.0) }"));
+  EXPECT_EQ(Normalize(PrintJaxpr(*g)),
+            Normalize("{ lambda ; a:f32[] b:f32[]. let  in (1.0, 0.0) }"));
 }
 
 TEST(GradJaxprTest, Errors) {

@@ -1,7 +1,8 @@
 // VJP rules of the shape primitives (broadcast_in_dim, reshape, squeeze, expand_dims,
 // transpose), the reductions (reduce_sum, reduce_max / reduce_min, reduce_window_sum /
 // reduce_window_max) and the slicing primitives (slice, pad, concatenate, dynamic_slice,
-// dynamic_update_slice), transposed as JAX's rules in jax/_src/lax/{lax,slicing,windowed_reductions}.py.
+// dynamic_update_slice), transposed as JAX's rules in jax/_src/lax/lax.py, slicing.py and
+// windowed_reductions.py.
 #include <algorithm>
 #include <numeric>
 
