@@ -4,6 +4,7 @@
 // unless the first loss equals the one computed here by plain loops, the loss goes down by more
 // than half in 30 steps, and the weights keep their shardings.
 #include <cmath>
+#include <fstream>
 #include <iostream>
 
 #include "xshard/frontend/grad.h"
@@ -47,7 +48,9 @@ Tensor Loss(Tensor w1, Tensor w2, Tensor x, Tensor y) {
   return Mean(IntegerPow(pred - y, 2));
 }
 
-xs::Status Run() {
+// With a directory argument, the train step's global module is written to DIR/train_step.hlo
+// (for tests/tools/check_frontend_hlo.py).
+xs::Status Run(const char* dump_dir) {
   XS_ASSIGN_OR_RETURN(xs::Mesh mesh, xs::Mesh::Create({"data", "model"}, {4, 2}));
   XS_ASSIGN_OR_RETURN(auto batch, MakeSharding(mesh, "P('data', None)"));
   XS_ASSIGN_OR_RETURN(auto cols, MakeSharding(mesh, "P(None, 'model')"));
@@ -79,6 +82,7 @@ xs::Status Run() {
        .name = "train_step"});
 
   XS_ASSIGN_OR_RETURN(Lowered lowered, step.Lower(w1, w2, x, y));
+  if (dump_dir != nullptr) std::ofstream(std::string(dump_dir) + "/train_step.hlo") << lowered.AsText();
   std::string spmd = lowered.Compile().AsText();
   size_t all_reduces = 0;
   for (size_t at = spmd.find("all-reduce("); at != std::string::npos;
@@ -115,8 +119,8 @@ xs::Status Run() {
 
 }  // namespace
 
-int main() {
-  xs::Status s = Run();
+int main(int argc, char** argv) {
+  xs::Status s = Run(argc > 1 ? argv[1] : nullptr);
   if (!s.ok()) std::cerr << s.ToString() << "\n";
   return s.ok() ? 0 : 1;
 }

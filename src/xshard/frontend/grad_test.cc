@@ -92,5 +92,37 @@ TEST(GradTest, NonScalarOutputIsAnError) {
   EXPECT_THAT(g.status().message(), HasSubstr("scalar"));
 }
 
+TEST(GradTest, MaxPoolGradientGoesToEachWindowsMaximum) {
+  // One 2x2 window over [[1, 2], [3, 6]]: d sum(max_pool) / dx is 1 at the 6, 0 elsewhere.
+  Tensor x = Tensor::FromArray(Array::FromVector<float>({1, 2, 2, 1}, {1, 2, 3, 6}));
+  Tensor g = Grad([](Tensor x) { return Sum(MaxPool(x, {2, 2}, {2, 2})); })(x);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(*g.value(), Array::FromVector<float>({1, 2, 2, 1}, {0, 0, 0, 1}));
+}
+
+TEST(GradTest, VjpOfSquareIsTwiceXTimesCotangent) {
+  Tensor x = Tensor::FromArray(Array::FromVector<float>({3}, {1, -2, 3}));
+  StatusOr<VjpResult> r = Vjp([](const std::vector<Tensor>& a) {
+    return std::vector<Tensor>{a[0] * a[0]};
+  }, {x});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r->outputs[0].value(), Array::FromVector<float>({3}, {1, 4, 9}));
+  StatusOr<std::vector<Tensor>> ct =
+      r->backward({Tensor::FromArray(Array::FromVector<float>({3}, {1, 1, 0.5}))});
+  ASSERT_TRUE(ct.ok()) << ct.status().ToString();
+  EXPECT_EQ(*(*ct)[0].value(), Array::FromVector<float>({3}, {2, -4, 3}));
+  EXPECT_FALSE(r->backward({}).ok());
+}
+
+TEST(GradTest, GradThroughAJittedFunction) {
+  JitFunction f = Jit(Sigmoid, {.name = "sigmoid"});
+  Tensor g = Grad(f)(1.0);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_NEAR(g.value()->GetDouble(0), 0.1966119332, 1e-6);
+  StatusOr<Jaxpr> j = MakeJaxpr(Grad(f))(1.0);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_THAT(PrintJaxpr(*j), HasSubstr("pjit["));
+}
+
 }  // namespace
 }  // namespace xs::fe

@@ -86,6 +86,8 @@ StatusOr<std::vector<Tensor>> JitFunction::Call(const std::vector<Tensor>& args)
     StrAppend(&key, args[i].aval().ToString(), "@",
               in_shardings[i] ? in_shardings[i]->ToString() : "-", ";");
   }
+  bool nested = CurrentTrace() != nullptr;
+  if (nested) key = "nested:" + key;
   Cache::Entry entry;
   {
     std::lock_guard<std::mutex> lock(cache_->mu);
@@ -93,11 +95,24 @@ StatusOr<std::vector<Tensor>> JitFunction::Call(const std::vector<Tensor>& args)
     if (it != cache_->entries.end()) entry = it->second;
   }
   if (!entry.jaxpr) {
-    XS_ASSIGN_OR_RETURN(Jaxpr j, TraceFunction(fn_, StrongAVals(args),
+    // Nested in another trace, the shardings become sharding_constraint equations on the inner
+    // jaxpr's inputs and outputs (top level, they are the lowered module's parameter and root
+    // shardings instead).
+    const JitOptions& o = options_;
+    TensorFn traced = !nested ? fn_ : [f = fn_, o](const std::vector<Tensor>& in) {
+      std::vector<Tensor> a = in;
+      for (size_t i = 0; i < a.size() && i < o.in_shardings.size(); ++i)
+        if (o.in_shardings[i]) a[i] = WithShardingConstraint(a[i], *o.in_shardings[i]);
+      std::vector<Tensor> outs = f(a);
+      for (size_t i = 0; i < outs.size() && i < o.out_shardings.size(); ++i)
+        if (o.out_shardings[i]) outs[i] = WithShardingConstraint(outs[i], *o.out_shardings[i]);
+      return outs;
+    };
+    XS_ASSIGN_OR_RETURN(Jaxpr j, TraceFunction(traced, StrongAVals(args),
                                                StrCat("Jit(", options_.name, ")")));
     entry.jaxpr = std::make_shared<const Jaxpr>(std::move(j));
   }
-  if (CurrentTrace() != nullptr) {
+  if (nested) {
     {
       std::lock_guard<std::mutex> lock(cache_->mu);
       cache_->entries[key].jaxpr = entry.jaxpr;

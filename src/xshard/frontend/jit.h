@@ -93,7 +93,8 @@ class JitFunction {
  public:
   JitFunction(TensorFn fn, JitOptions options);
   // Traces once per input signature (avals and shardings), compiles, caches and runs. Inside a
-  // trace, binds a `pjit[jaxpr name]` equation instead.
+  // trace, binds a `pjit[jaxpr name]` equation instead, whose jaxpr constrains its inputs and
+  // outputs to in_shardings / out_shardings with sharding_constraint equations.
   StatusOr<std::vector<Tensor>> Call(const std::vector<Tensor>& args) const;
   // The single result (an error Tensor on failure or when fn has several results).
   template <TensorLike... Args>

@@ -161,10 +161,12 @@ StatusOr<std::shared_ptr<CompiledJaxpr>> CompileJaxpr(
 
 StatusOr<std::vector<Tensor>> RunCompiled(const CompiledJaxpr& compiled,
                                           const std::vector<Tensor>& args) {
+  // Non-owning views of the arguments' values (the Tensors outlive the run): no copy per call.
   std::vector<Array> arrays;
   for (const Tensor& t : args) {
-    XS_ASSIGN_OR_RETURN(Array a, t.value());
-    arrays.push_back(std::move(a));
+    if (!t.ok() || t.is_tracer() || !t.impl()->value) XS_RETURN_IF_ERROR(t.value().status());
+    const Array& v = *t.impl()->value;
+    arrays.push_back(Array::View(v.shape(), const_cast<std::byte*>(v.data())));
   }
   XS_ASSIGN_OR_RETURN(Client * client, DefaultClient());
   if (client->num_devices() < compiled.program->num_devices()) {
@@ -189,6 +191,29 @@ StatusOr<std::vector<Tensor>> RunCompiled(const CompiledJaxpr& compiled,
   return outs;
 }
 
+namespace {
+
+// A cache key for one equation's parameters (nested jaxprs by their printed text).
+void AppendParamsKey(std::string& key, const Params& params) {
+  for (const auto& [name, p] : params) {
+    StrAppend(&key, name, "=");
+    if (const auto* i = std::get_if<int64_t>(&p)) StrAppend(&key, *i);
+    else if (const auto* l = std::get_if<IntList>(&p)) StrAppend(&key, "(", StrJoin(*l, ","), ")");
+    else if (const auto* ls = std::get_if<IntLists>(&p)) {
+      for (const IntList& x : *ls) StrAppend(&key, "(", StrJoin(x, ","), ")");
+    } else if (const auto* t = std::get_if<DType>(&p)) StrAppend(&key, DTypeName(*t));
+    else if (const auto* b = std::get_if<bool>(&p)) StrAppend(&key, *b ? "T" : "F");
+    else if (const auto* d = std::get_if<double>(&p)) StrAppend(&key, *d);
+    else if (const auto* str = std::get_if<std::string>(&p)) StrAppend(&key, *str);
+    else if (const auto* j = std::get_if<std::shared_ptr<const Jaxpr>>(&p)) {
+      if (*j) StrAppend(&key, PrintJaxpr(**j));
+    }
+    key += ' ';
+  }
+}
+
+}  // namespace
+
 std::vector<Tensor> BindEager(const std::string& primitive, const std::vector<Tensor>& inputs,
                               Params params) {
   Jaxpr j;
@@ -201,13 +226,14 @@ std::vector<Tensor> BindEager(const std::string& primitive, const std::vector<Te
     j.invars.push_back(v);
     atoms.push_back(Atom::OfVar(v));
     shardings.push_back(t.sharding() ? std::optional<NamedSharding>(*t.sharding()) : std::nullopt);
-    StrAppend(&key, t.aval().weak_type ? "w" : "s",
+    StrAppend(&key, t.aval().ToString(), t.aval().weak_type ? "w" : "s",
               t.sharding() ? t.sharding()->ToString() : "-", ";");
   }
+  StrAppend(&key, primitive, " ");
+  AppendParamsKey(key, params);
   StatusOr<std::vector<Var>> outs = b.Bind(primitive, atoms, std::move(params));
   if (!outs.ok()) return {ErrorTensor(outs.status())};
   for (const Var& v : *outs) j.outvars.push_back(Atom::OfVar(v));
-  key += PrintJaxpr(j);
   static std::mutex mu;
   static auto* cache = new std::unordered_map<std::string, std::shared_ptr<CompiledJaxpr>>;
   std::shared_ptr<CompiledJaxpr> compiled;

@@ -45,6 +45,9 @@ class Tensor {
   static Tensor Scalar(double value, DType dtype = DType::kF32);
   // A weak-typed f32 scalar: what a C++ double in an operator becomes.
   static Tensor Weak(double value);
+  // A weak-typed s32 scalar: what a C++ int in an operator becomes (it takes a float operand's
+  // type, as `x * 2` does in JAX).
+  static Tensor WeakInt(int64_t value);
   // An error Tensor carrying `status` (which must not be OK).
   static Tensor FromStatus(Status status);
 
@@ -132,9 +135,11 @@ Tensor operator-(const Tensor& x);
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);
+// jnp's true division: integer operands are converted to f32 first (Div is lax.div).
 Tensor operator/(const Tensor& a, const Tensor& b);
-// With a C++ scalar (weak-typed). As JAX traced seed 002, `1 + x` binds `add x 1.0` and
-// `1 / x` binds `div 1.0 x` (commutative ops put the Tensor first).
+// With a C++ scalar (weak-typed: a double is a weak f32, an int a weak s32). As JAX traced seed
+// 002, `1 + x` binds `add x 1.0` and `1 / x` binds `div 1.0 x` (commutative ops put the Tensor
+// first).
 Tensor operator+(const Tensor& a, double b);
 Tensor operator+(double a, const Tensor& b);
 Tensor operator-(const Tensor& a, double b);
@@ -143,6 +148,14 @@ Tensor operator*(const Tensor& a, double b);
 Tensor operator*(double a, const Tensor& b);
 Tensor operator/(const Tensor& a, double b);
 Tensor operator/(double a, const Tensor& b);
+Tensor operator+(const Tensor& a, int b);
+Tensor operator+(int a, const Tensor& b);
+Tensor operator-(const Tensor& a, int b);
+Tensor operator-(int a, const Tensor& b);
+Tensor operator*(const Tensor& a, int b);
+Tensor operator*(int a, const Tensor& b);
+Tensor operator/(const Tensor& a, int b);
+Tensor operator/(int a, const Tensor& b);
 
 // Types and shapes.
 Tensor Astype(const Tensor& x, DType dtype);  // convert_element_type[new_dtype weak_type=False]

@@ -150,7 +150,13 @@ Tensor operator-(const Tensor& x) { return Neg(x); }
 Tensor operator+(const Tensor& a, const Tensor& b) { return Add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return Sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return Mul(a, b); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return Div(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) {
+  if (a.ok() && b.ok() && internal::Category(a.dtype()) < 2 && internal::Category(b.dtype()) < 2) {
+    return Div(internal::ConvertTo(a, DType::kF32, a.aval().weak_type),
+               internal::ConvertTo(b, DType::kF32, b.aval().weak_type));
+  }
+  return Div(a, b);
+}
 Tensor operator+(const Tensor& a, double b) { return Add(a, Tensor::Weak(b)); }
 Tensor operator+(double a, const Tensor& b) { return Add(b, Tensor::Weak(a)); }
 Tensor operator-(const Tensor& a, double b) { return Sub(a, Tensor::Weak(b)); }
@@ -159,6 +165,14 @@ Tensor operator*(const Tensor& a, double b) { return Mul(a, Tensor::Weak(b)); }
 Tensor operator*(double a, const Tensor& b) { return Mul(b, Tensor::Weak(a)); }
 Tensor operator/(const Tensor& a, double b) { return Div(a, Tensor::Weak(b)); }
 Tensor operator/(double a, const Tensor& b) { return Div(Tensor::Weak(a), b); }
+Tensor operator+(const Tensor& a, int b) { return Add(a, Tensor::WeakInt(b)); }
+Tensor operator+(int a, const Tensor& b) { return Add(b, Tensor::WeakInt(a)); }
+Tensor operator-(const Tensor& a, int b) { return Sub(a, Tensor::WeakInt(b)); }
+Tensor operator-(int a, const Tensor& b) { return Sub(Tensor::WeakInt(a), b); }
+Tensor operator*(const Tensor& a, int b) { return Mul(a, Tensor::WeakInt(b)); }
+Tensor operator*(int a, const Tensor& b) { return Mul(b, Tensor::WeakInt(a)); }
+Tensor operator/(const Tensor& a, int b) { return a / Tensor::WeakInt(b); }
+Tensor operator/(int a, const Tensor& b) { return Tensor::WeakInt(a) / b; }
 
 Tensor Where(const Tensor& pred, const Tensor& a, const Tensor& b) {
   std::vector<Tensor> p = internal::Promote({a, b});

@@ -172,5 +172,107 @@ TEST(PmapTest, SumOverDevicesAsSeed002) {
   EXPECT_THAT(bad.status().message(), HasSubstr("has size 16 but there are 8 devices"));
 }
 
+NamedSharding Named(const std::string& spec) {
+  StatusOr<Mesh> mesh = Mesh::Create({"a", "b"}, {4, 2});
+  StatusOr<NamedSharding> s = MakeSharding(*mesh, spec);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return *s;
+}
+
+// Seed 000's case 1 eagerly: x f32[4,16] P(None, 'a') @ y = x.T P('a', None) = 16 (i+1)(j+1).
+TEST(ShardedTest, EagerMatmulOnShardedTensors) {
+  Tensor x = BroadcastTo(Reshape(Astype(Arange(1, 5), DType::kF32), {4, 1}), {4, 16});
+  Tensor xs = DevicePut(x, Named("P(None, 'a')"));
+  Tensor ys = DevicePut(Transpose(x), Named("P('a', None)"));
+  ASSERT_TRUE(xs.ok()) << xs.status().ToString();
+  ASSERT_NE(xs.sharding(), nullptr);
+  StatusOr<std::vector<Array>> pieces = xs.AddressableShards();
+  ASSERT_TRUE(pieces.ok());
+  ASSERT_EQ(pieces->size(), 8u);
+  EXPECT_EQ((*pieces)[2].dims(), std::vector<int64_t>({4, 4}));  // x[:, 4:8] on device 2
+  Tensor z = Matmul(xs, ys);
+  StatusOr<Array> zv = z.value();
+  ASSERT_TRUE(zv.ok()) << zv.status().ToString();
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(zv->GetDouble(i * 4 + j), 16.0 * (i + 1) * (j + 1));
+  JitFunction mm = Jit([](Tensor a, Tensor b) { return Matmul(a, b); }, {.name = "matmul"});
+  StatusOr<Lowered> l = mm.Lower(xs, ys);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_THAT(l->AsText(), HasSubstr("num_partitions=8"));
+  EXPECT_THAT(l->AsText(), HasSubstr("last_tile_dim_replicate"));
+  EXPECT_THAT(l->Compile().AsText(), HasSubstr("all-reduce("));
+}
+
+TEST(ShardedTest, ShardingConstraintTracesAndLowersToTheShardingCustomCall) {
+  NamedSharding s = Named("P('a', None)");
+  auto f = [&](Tensor x) { return WithShardingConstraint(Exp(x), s) * 2.0; };
+  StatusOr<Jaxpr> j = MakeJaxpr(f)(Ones({8, 2}));
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_THAT(PrintJaxpr(*j), HasSubstr("sharding_constraint[\n      sharding=NamedSharding("
+                                        "mesh=Mesh('a': 4, 'b': 2), spec=P('a', None))\n    ] b"));
+  JitFunction jf = Jit(f, {.name = "f"});
+  StatusOr<Lowered> l = jf.Lower(Ones({8, 2}));
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_THAT(l->AsText(), HasSubstr("custom_call_target=\"Sharding\", sharding={devices=[4,1,2]<=[8] "
+                                     "last_tile_dim_replicate}"));
+  // e^0 * 2 on every element.
+  EXPECT_EQ(*jf(Zeros({8, 2})).value(), Array::Full(DType::kF32, {8, 2}, 2));
+}
+
+TEST(ShardedTest, ShardingErrorsNameTheSpecAndShape) {
+  Tensor bad = DevicePut(Ones({4}), Named("P('a', 'b')"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("f32[4]"));
+  StatusOr<Mesh> other = Mesh::Create({"x"}, {2});
+  Tensor a = DevicePut(Ones({4}), Named("P('a')"));
+  Tensor b = DevicePut(Ones({4}), *MakeSharding(*other, "P('x')"));
+  Tensor c = a + b;
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("two meshes"));
+}
+
+TEST(EagerTest, SlicingPaddingAndDims) {
+  Tensor v = Astype(Arange(0, 6), DType::kF32);
+  EXPECT_EQ(*DynamicSlice(v, {Tensor::Scalar(2, DType::kS32)}, {3}).value(),
+            Array::FromVector<float>({3}, {2, 3, 4}));
+  EXPECT_EQ(*DynamicUpdateSlice(v, Ones({2}), {Tensor::Scalar(4, DType::kS32)}).value(),
+            Array::FromVector<float>({6}, {0, 1, 2, 3, 1, 1}));
+  EXPECT_EQ(*Pad(Ones({2}), 0.0, {{1, 2, 1}}).value(),
+            Array::FromVector<float>({6}, {0, 1, 0, 1, 0, 0}));
+  EXPECT_EQ(ExpandDims(v, 0).dims(), std::vector<int64_t>({1, 6}));
+  EXPECT_EQ(Squeeze(Reshape(v, {1, 6, 1}), {0, -1}).dims(), std::vector<int64_t>({6}));
+  EXPECT_EQ(*Min(v).value(), Array::Scalar<float>(0));
+  EXPECT_NEAR(Logistic(Tensor::Scalar(0)).value()->GetDouble(0), 0.5, 1e-7);
+}
+
+TEST(ShardedTest, NestedJitKeepsItsShardingsAsConstraints) {
+  NamedSharding s = Named("P('a')");
+  JitFunction inner = Jit([](Tensor x) { return x * 2.0; },
+                          {.out_shardings = {s}, .name = "double"});
+  JitFunction outer = Jit([&](Tensor x) { return inner(x) + 1.0; }, {.name = "outer"});
+  EXPECT_EQ(*inner(Ones({8})).value(), Array::Full(DType::kF32, {8}, 2));  // top level first
+  StatusOr<Jaxpr> j = MakeJaxpr([&](Tensor x) { return inner(x); })(Ones({8}));
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_THAT(PrintJaxpr(*j), HasSubstr("sharding_constraint"));
+  StatusOr<Lowered> l = outer.Lower(Ones({8}));
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_THAT(l->AsText(), HasSubstr("custom_call_target=\"Sharding\", sharding={devices=[4,2]<=[8] "
+                                     "last_tile_dim_replicate}"));
+  EXPECT_EQ(*outer(Ones({8})).value(), Array::Full(DType::kF32, {8}, 3));
+}
+
+TEST(MakeJaxprTest, IntLiteralsAreWeakLikeJax) {
+  // JAX: make_jaxpr(lambda x: 1 / (1 + jnp.exp(-x)))(1.0) with Python ints prints 1.0 literals;
+  // on an int32 array `x * 2` stays int32 and `x / 2` is true division in f32.
+  StatusOr<Jaxpr> j = MakeJaxpr([](Tensor x) { return 1 / (1 + Exp(-x)); })(1.0);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_THAT(PrintJaxpr(*j), HasSubstr("d:f32[] = add c 1.0\n    e:f32[] = div 1.0 d"));
+  Tensor i = Arange(0, 4);
+  EXPECT_EQ((i * 2).dtype(), DType::kS32);
+  EXPECT_EQ(*(i * 2).value(), Array::FromVector<int32_t>({4}, {0, 2, 4, 6}));
+  EXPECT_EQ(*(i / 2).value(), Array::FromVector<float>({4}, {0, 0.5, 1, 1.5}));
+  EXPECT_EQ((i * 2.0).dtype(), DType::kF32);
+}
+
 }  // namespace
 }  // namespace xs::fe

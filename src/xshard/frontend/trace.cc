@@ -57,6 +57,9 @@ Tensor Tensor::Scalar(double value, DType dtype) {
 Tensor Tensor::Weak(double value) {
   return Tensor(Concrete(Array::Full(DType::kF32, {}, value), true));
 }
+Tensor Tensor::WeakInt(int64_t value) {
+  return Tensor(Concrete(Array::Full(DType::kS32, {}, static_cast<double>(value)), true));
+}
 Tensor Tensor::FromStatus(Status status) { return ErrorTensor(std::move(status)); }
 
 bool Tensor::ok() const { return impl_->status.ok(); }
