@@ -29,12 +29,29 @@ f32 = lambda *d: jnp.zeros(d, jnp.float32)
 DN = (((1,), (0,)), ((), ()))
 BDN = (((2,), (1,)), ((0,), (0,)))
 
+@jax.custom_vjp
+def custom_add(x, y):
+  return x + y
+def _custom_add_fwd(x, y):
+  return x + y, None
+def _custom_add_bwd(_, g):
+  return 2.0 * g, 3.0 * g   # deliberately not the true derivative (seed 001's user backward)
+custom_add.defvjp(_custom_add_fwd, _custom_add_bwd)
+
+
+
+def scalar_custom(x, y):
+  return lax.mul(custom_add(x, y), x)
+
+
 JAXPRS = [
     # name, function, example args, argnums
     ("tanh_times_x", lambda x: lax.mul(lax.tanh(x), x), (f32(),), 0),
     ("mul_add_sum", lambda x, y: lax.reduce_sum(lax.add(lax.mul(x, y), x), (0,)),
      (f32(3), f32(3)), (0, 1)),
     ("abs", lambda x: lax.abs(x), (f32(),), 0),
+    ("sub_then_mul", lambda x, y: lax.reduce_sum(lax.mul(lax.sub(x, y), x), (0,)),
+     (f32(3), f32(3)), (0, 1)),
     ("div_both", lambda x, y: lax.div(x, y), (f32(), f32()), (0, 1)),
     ("max_sum", lambda x, y: lax.reduce_sum(lax.max(x, y), (0,)), (f32(3), f32(3)), 0),
     ("unary_chain", lambda x: lax.reduce_sum(
@@ -56,6 +73,22 @@ JAXPRS = [
         [lax.slice(x, (1,), (5,), (2,)), lax.pad(x, 0.0, ((1, 2, 1),))], 0), (0,)),
      (f32(6),), 0),
     ("no_path_zeros", lambda x, y: lax.reduce_sum(x, (0,)), (f32(3), f32(3)), (0, 1)),
+    ("pad", lambda x: lax.reduce_sum(lax.pad(x, 0.0, ((1, 2, 1),)), (0,)), (f32(4),), 0),
+    ("slice", lambda x: lax.reduce_sum(lax.slice(x, (1,), (6,), (2,)), (0,)), (f32(7),), 0),
+    ("dynamic_slices", lambda x, u: lax.reduce_sum(lax.dynamic_slice(
+        lax.dynamic_update_slice(x, u, (1,)), (2,), (3,)), (0,)), (f32(6), f32(2)), (0, 1)),
+    ("reduce_window_sum", lambda x: lax.reduce_sum(lax.reduce_window(
+        x, 0.0, lax.add, (1, 3), (1, 2), ((0, 0), (1, 1))), (0, 1)), (f32(2, 6),), 0),
+    ("reduce_window_max", lambda x: lax.reduce_sum(lax.reduce_window(
+        x, -np.inf, lax.max, (1, 2), (1, 2), "VALID"), (0, 1)), (f32(2, 6),), 0),
+    ("conv", lambda k, x: lax.reduce_sum(lax.conv_general_dilated(
+        x, k, (1, 1), ((1, 1), (0, 0)), dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        (0, 1, 2, 3)), (f32(3, 2, 1, 2), f32(1, 4, 4, 1)), (0, 1)),
+    ("transpose_squeeze", lambda x: lax.reduce_sum(
+        lax.squeeze(lax.transpose(x, (1, 0, 2)), (0,)), (0, 1)), (f32(2, 1, 3),), 0),
+    ("custom_vjp", scalar_custom, (f32(), f32()), (0, 1)),
+    ("grad_grad_sigmoid", jax.grad(lambda x: lax.div(1.0, lax.add(lax.exp(lax.neg(x)), 1.0))),
+     (f32(),), 0),
     ("pjit_inner", lambda x: lax.reduce_sum(jax.jit(lambda v: lax.mul(lax.sin(v), v))(x), (0,)),
      (f32(3),), 0),
 ]
@@ -98,14 +131,27 @@ def pool_loss(x, c):
                  lax.reduce_sum(lax.integer_pow(av, 2), (0, 1, 2, 3)))
 
 
-@jax.custom_vjp
-def custom_add(x, y):
-  return x + y
-def _custom_add_fwd(x, y):
-  return x + y, None
-def _custom_add_bwd(_, g):
-  return 2.0 * g, 3.0 * g   # deliberately not the true derivative (seed 001's user backward)
-custom_add.defvjp(_custom_add_fwd, _custom_add_bwd)
+def conv_pool(k, x, c):
+  y = lax.conv_general_dilated(x, k, (1, 1), ((1, 1), (1, 1)),
+                               dimension_numbers=("NHWC", "HWIO", "NHWC"))
+  y = lax.max(y, 0.0)
+  p = lax.reduce_window(y, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+  return lax.reduce_sum(lax.mul(p, c), (0, 1, 2, 3))
+
+
+def cnn_loss(k1, k2, w, x, labels):
+  # The flax-style CNN of seed 002 in small: conv SAME, relu, avg pool, conv, relu, max pool,
+  # dense, log_softmax cross-entropy; written with the front end's Tensor ops in the C++ test.
+  dn = ("NHWC", "HWIO", "NHWC")
+  y = lax.conv_general_dilated(x, k1, (1, 1), "SAME", dimension_numbers=dn)
+  y = jnp.maximum(y, 0.0)
+  y = lax.reduce_window(y, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4.0
+  y = lax.conv_general_dilated(y, k2, (1, 1), "SAME", dimension_numbers=dn)
+  y = jnp.maximum(y, 0.0)
+  y = lax.reduce_window(y, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+  logits = y.reshape(2, 16) @ w
+  logp = jax.nn.log_softmax(logits, axis=-1)
+  return -jnp.mean(jnp.sum(labels * logp, axis=-1))
 
 
 def custom_loss(x, y):
@@ -117,6 +163,8 @@ VALUES = [
     ("softmax_xent", softmax_xent, [(3, 3), (4, 3), "labels"], (0, 1)),
     ("pool", pool_loss, [(1, 4, 6, 1), (1, 2, 3, 1)], (0,)),
     ("custom_vjp", custom_loss, [(3,), (3,)], (0, 1)),
+    ("cnn", cnn_loss, [(3, 3, 1, 4), (3, 3, 4, 4), (16, 3), (2, 8, 8, 1), "labels2"], (0, 1, 2)),
+    ("conv_pool", conv_pool, [(3, 3, 3, 4), (2, 6, 6, 3), (2, 3, 3, 4)], (0, 1)),
 ]
 
 
@@ -129,6 +177,8 @@ def write_values():
       for k, s in enumerate(shapes):
         if s == "labels":
           args.append(np.eye(3, dtype=np.float64)[[0, 2, 1, 2]])
+        elif s == "labels2":
+          args.append(np.eye(3, dtype=np.float64)[[2, 0]])
         else:
           args.append(fill(s, k, np.float64))
       val, grads = jax.value_and_grad(fn, argnums=argnums)(*args)

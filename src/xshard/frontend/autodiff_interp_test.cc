@@ -1,5 +1,5 @@
-// The f64 host interpreter of autodiff_interp_test.h: straightforward loops over multi-indices,
-// one function per primitive family, no sharing with the front end's lowering.
+// The f64 host interpreter of autodiff_interp_test.h (straightforward loops over multi-indices,
+// no sharing with the front end's lowering) and the Xshard runner.
 #include "xshard/frontend/autodiff_interp_test.h"
 
 #include <algorithm>
@@ -9,7 +9,10 @@
 #include <map>
 #include <memory>
 
-namespace xs::fe::testing {
+#include "xshard/frontend/autodiff.h"
+#include "xshard/frontend/tensor.h"
+
+namespace xs::fe::adtest {
 namespace {
 
 using V = HostValue;
@@ -34,7 +37,9 @@ int64_t Ravel(const std::vector<int64_t>& idx, const std::vector<int64_t>& dims)
 }
 double At(const V& x, int64_t i) { return x.v.size() == 1 ? x.v[0] : x.v[i]; }
 
-const IntList& Ints(const Eqn& e, const std::string& n) { return std::get<IntList>(e.params.at(n)); }
+const IntList& Ints(const Eqn& e, const std::string& n) {
+  return std::get<IntList>(e.params.at(n));
+}
 const IntLists& Lists(const Eqn& e, const std::string& n) {
   return std::get<IntLists>(e.params.at(n));
 }
@@ -59,6 +64,7 @@ const std::map<std::string, std::function<double(double)>>& Unary() {
       {"cos", [](double x) { return std::cos(x); }},
       {"sharding_constraint", [](double x) { return x; }},
       {"convert_element_type", [](double x) { return x; }},
+      {"not", [](double x) { return x != 0 ? 0.0 : 1.0; }},  // pred only
   };
   return *t;
 }
@@ -79,6 +85,8 @@ const std::map<std::string, std::function<double(double, double)>>& Binary() {
       {"le", [](double a, double b) { return double(a <= b); }},
       {"gt", [](double a, double b) { return double(a > b); }},
       {"ge", [](double a, double b) { return double(a >= b); }},
+      {"and", [](double a, double b) { return double(a != 0 && b != 0); }},  // pred only
+      {"or", [](double a, double b) { return double(a != 0 || b != 0); }},
   };
   return *t;
 }
@@ -136,7 +144,7 @@ StatusOr<V> Eval(const Eqn& e, const std::vector<V>& in, const std::vector<int64
     }
   } else if (p == "reduce_sum" || p == "reduce_max" || p == "reduce_min") {
     const IntList& axes = Ints(e, "axes");
-    double init = p == "reduce_sum" ? 0.0
+    double init = p == "reduce_sum"   ? 0.0
                   : p == "reduce_max" ? -std::numeric_limits<double>::infinity()
                                       : std::numeric_limits<double>::infinity();
     std::fill(out.v.begin(), out.v.end(), init);
@@ -148,8 +156,9 @@ StatusOr<V> Eval(const Eqn& e, const std::vector<V>& in, const std::vector<int64
         }
       }
       double& o = out.v[Ravel(oi, od)];
-      o = p == "reduce_sum" ? o + in[0].v[i] : p == "reduce_max" ? std::max(o, in[0].v[i])
-                                                                 : std::min(o, in[0].v[i]);
+      o = p == "reduce_sum"   ? o + in[0].v[i]
+          : p == "reduce_max" ? std::max(o, in[0].v[i])
+                              : std::min(o, in[0].v[i]);
     }
   } else if (p == "slice") {
     const IntList& start = Ints(e, "start_indices");
@@ -249,9 +258,59 @@ StatusOr<V> Eval(const Eqn& e, const std::vector<V>& in, const std::vector<int64
     for (size_t o = 0; o < best.size(); ++o) {
       if (best[o] >= 0) out.v[best[o]] += src.v[o];
     }
+  } else if (p == "rev") {
+    const IntList& dims = Ints(e, "dimensions");
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<int64_t> ii = Unravel(i, od);
+      for (int64_t d : dims) ii[d] = od[d] - 1 - ii[d];
+      out.v[i] = in[0].v[Ravel(ii, od)];
+    }
+  } else if (p == "conv_general_dilated") {
+    // XLA's semantics with groups: output feature f reads lhs features of group
+    // f / (O / fgc) and lhs batch (f / (O / bgc)) * (N / bgc) + n.
+    const int64_t fgc = std::get<int64_t>(e.params.at("feature_group_count"));
+    const int64_t bgc = std::get<int64_t>(e.params.at("batch_group_count"));
+    const IntLists& dn = Lists(e, "dimension_numbers");
+    const IntList &ls = dn[0], &rs = dn[1], &os = dn[2];
+    size_t ns = ls.size() - 2;
+    const IntList& str = Ints(e, "window_strides");
+    const IntLists& pad = Lists(e, "padding");
+    IntList ld = IntsOr(e, "lhs_dilation", IntList(ns, 1));
+    IntList rd = IntsOr(e, "rhs_dilation", IntList(ns, 1));
+    const V& l = in[0];
+    const V& r = in[1];
+    const int64_t n_lhs = l.dims[ls[0]], o_feat = od[os[1]];
+    std::vector<int64_t> kdims;  // (in features per group, spatial...)
+    kdims.push_back(r.dims[rs[1]]);
+    for (size_t i = 0; i < ns; ++i) kdims.push_back(r.dims[rs[2 + i]]);
+    for (int64_t o = 0; o < n; ++o) {
+      std::vector<int64_t> oi = Unravel(o, od), li(l.dims.size()), ri(r.dims.size());
+      const int64_t f = oi[os[1]];
+      li[ls[0]] = (f / (o_feat / bgc)) * (n_lhs / bgc) + oi[os[0]];
+      ri[rs[0]] = f;
+      const int64_t feature_base = (f / (o_feat / fgc)) * kdims[0];
+      double s = 0;
+      for (int64_t k = 0; k < Count(kdims); ++k) {
+        std::vector<int64_t> ki = Unravel(k, kdims);
+        li[ls[1]] = feature_base + ki[0];
+        ri[rs[1]] = ki[0];
+        bool ok = true;
+        for (size_t i = 0; i < ns && ok; ++i) {
+          int64_t pos = oi[os[2 + i]] * str[i] + ki[1 + i] * rd[i] - pad[i][0];
+          ok = pos >= 0 && pos % ld[i] == 0 && pos / ld[i] < l.dims[ls[2 + i]];
+          li[ls[2 + i]] = pos / std::max<int64_t>(ld[i], 1);
+          ri[rs[2 + i]] = ki[1 + i];
+        }
+        if (ok) s += l.v[Ravel(li, l.dims)] * r.v[Ravel(ri, r.dims)];
+      }
+      out.v[o] = s;
+    }
+  } else if (p == "iota") {
+    int64_t dim = std::get<int64_t>(e.params.at("dimension"));
+    for (int64_t i = 0; i < n; ++i) out.v[i] = static_cast<double>(Unravel(i, od)[dim]);
   } else if (p == "pjit" || p == "custom_vjp_call") {
-    const auto& j = std::get<std::shared_ptr<const Jaxpr>>(
-        e.params.at(p == "pjit" ? "jaxpr" : "call_jaxpr"));
+    const auto& j =
+        std::get<std::shared_ptr<const Jaxpr>>(e.params.at(p == "pjit" ? "jaxpr" : "call_jaxpr"));
     XS_ASSIGN_OR_RETURN(std::vector<V> r, Interpret(*j, in));
     return r[0];
   } else {
@@ -266,7 +325,8 @@ StatusOr<std::vector<V>> Interpret(const Jaxpr& j, const std::vector<V>& args) {
   std::map<int64_t, V> env;
   for (size_t i = 0; i < j.constvars.size(); ++i) {
     V c{j.consts[i].dims(), {}};
-    for (int64_t k = 0; k < j.consts[i].num_elements(); ++k) c.v.push_back(j.consts[i].GetDouble(k));
+    for (int64_t k = 0; k < j.consts[i].num_elements(); ++k)
+      c.v.push_back(j.consts[i].GetDouble(k));
     env[j.constvars[i].id] = c;
   }
   for (size_t i = 0; i < args.size(); ++i) env[j.invars[i].id] = args[i];
@@ -295,4 +355,33 @@ StatusOr<std::vector<V>> Interpret(const Jaxpr& j, const std::vector<V>& args) {
   return out;
 }
 
-}  // namespace xs::fe::testing
+// Runs `j` through the front end: autodiff's primitives expanded, lowered, compiled, run.
+Xshard::Xshard(const Jaxpr& j) {
+  for (const Var& v : j.invars) in_dtypes_.push_back(v.aval.dtype);
+  auto x = ExpandAutodiffPrimitives(j);
+  EXPECT_TRUE(x.ok()) << x.status().ToString();
+  if (!x.ok()) return;
+  auto c = CompileJaxpr(*x, "autodiff_test", {}, {});
+  EXPECT_TRUE(c.ok()) << c.status().ToString() << "\n" << PrintJaxpr(*x);
+  if (c.ok()) compiled_ = *c;
+}
+StatusOr<std::vector<HostValue>> Xshard::Run(const std::vector<HostValue>& args) const {
+  if (!compiled_) return Internal("not compiled");
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < args.size(); ++i) {
+    Array a = Array::FromVector<double>(args[i].dims, args[i].v);
+    if (i < in_dtypes_.size() && in_dtypes_[i] != DType::kF64) a = a.Convert(in_dtypes_[i]);
+    in.push_back(Tensor::FromArray(std::move(a)));
+  }
+  XS_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunCompiled(*compiled_, in));
+  std::vector<HostValue> result;
+  for (const Tensor& t : out) {
+    XS_ASSIGN_OR_RETURN(Array a, t.value());
+    HostValue h{a.dims(), {}};
+    for (int64_t i = 0; i < a.num_elements(); ++i) h.v.push_back(a.GetDouble(i));
+    result.push_back(std::move(h));
+  }
+  return result;
+}
+
+}  // namespace xs::fe::adtest

@@ -1,8 +1,7 @@
 // Numerical tests of GradJaxpr: every differentiated primitive against central finite
-// differences in f64 (through the host interpreter of autodiff_interp_test.h), and composite
-// functions (MLP loss, softmax cross-entropy, max + avg pooling, a custom_vjp) against the values
-// and gradients JAX 0.10.2 computed (tests/data/autodiff/grad_values.txt, made by
-// tests/tools/gen_autodiff_refs.py).
+// differences in f64, evaluated by the front end's own path (ExpandAutodiffPrimitives, then
+// LowerJaxpr + ShardedProgram through CompileJaxpr / RunCompiled) and, as a cross-check, by the
+// independent host interpreter of autodiff_interp_test.h. JAX references: autodiff_jax_test.cc.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,89 +16,27 @@
 namespace xs::fe {
 namespace {
 
-using testing::HostValue;
-using testing::Interpret;
+using namespace adtest;  // NOLINT: test support
 
-Atom F64(double v) { return Atom::OfLiteral(Array::Scalar<double>(v), true); }
-Atom S32(int32_t v) { return Atom::OfLiteral(Array::Scalar<int32_t>(v), false); }
-
-// gen_autodiff_refs.py's fill(): sin(0.7 i + seed) * 1.5 + 0.1 seed.
-HostValue Fill(std::vector<int64_t> dims, int seed) {
-  HostValue h{dims, {}};
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  for (int64_t i = 0; i < n; ++i) h.v.push_back(std::sin(0.7 * i + seed) * 1.5 + 0.1 * seed);
-  return h;
-}
-HostValue Positive(std::vector<int64_t> dims, int seed) {
-  HostValue h = Fill(dims, seed);
-  for (double& x : h.v) x = 0.6 + std::fabs(x);
-  return h;
-}
-
-// A function under test: the jaxpr, its arguments and the argnums to differentiate.
-class Case {
- public:
-  Case() : b_(&j_) {}
-  Atom In(HostValue v, bool wrt = true, DType t = DType::kF64) {
-    Var var = b_.NewVar(AVal{t, v.dims});
-    if (wrt) wrt_.push_back(static_cast<int64_t>(j_.invars.size()));
-    j_.invars.push_back(var);
-    args_.push_back(std::move(v));
-    return Atom::OfVar(var);
-  }
-  Atom Op(const std::string& prim, std::vector<Atom> in, Params p = {}) {
-    auto r = b_.Bind1(prim, std::move(in), std::move(p));
-    EXPECT_TRUE(r.ok()) << prim << ": " << r.status().ToString();
-    return r.ok() ? *r : Atom();
-  }
-  Atom Sum(const Atom& x) {
-    IntList axes;
-    for (int64_t i = 0; i < x.aval().rank(); ++i) axes.push_back(i);
-    return Op("reduce_sum", {x}, {{"axes", axes}});
-  }
-  // Ends with loss = sum(out * W), W a non-differentiated input, so cotangents are not uniform.
-  void Loss(const Atom& out) {
-    Atom w = In(Fill(out.aval().dims, 7), /*wrt=*/false);
-    j_.outvars = {Sum(Op("mul", {out, w}))};
-  }
-  void Scalar(const Atom& out) { j_.outvars = {out}; }
-  void Outs(std::vector<Atom> outs) { j_.outvars = std::move(outs); }
-  std::vector<Atom> OpN(const std::string& prim, std::vector<Atom> in, Params p = {}) {
-    auto r = b_.Bind(prim, std::move(in), std::move(p));
-    EXPECT_TRUE(r.ok()) << prim << ": " << r.status().ToString();
-    std::vector<Atom> out;
-    if (r.ok()) {
-      for (const Var& v : *r) out.push_back(Atom::OfVar(v));
-    }
-    return out;
-  }
-  const Jaxpr& jaxpr() const { return j_; }
-  const std::vector<HostValue>& args() const { return args_; }
-  const std::vector<int64_t>& wrt() const { return wrt_; }
-
- private:
-  Jaxpr j_;
-  JaxprBuilder b_;
-  std::vector<HostValue> args_;
-  std::vector<int64_t> wrt_;
-};
-
-double Eval(const Jaxpr& f, const std::vector<HostValue>& args) {
-  auto r = Interpret(f, args);
+double First(const StatusOr<std::vector<HostValue>>& r) {
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? (*r)[0].v[0] : NAN;
 }
 
-// GradJaxpr's value and gradients (interpreted) against f itself and central differences.
-void CheckFiniteDifferences(const Case& c, double tol = 1e-6) {
+// GradJaxpr's value and gradients against f itself and central differences of f, both run by
+// the front end; the interpreter's gradients must agree too.
+// h and tol are loosened for f32 stretches (the interpreter computes those in f64).
+void CheckFiniteDifferences(const Case& c, double tol = 1e-6, double h = 1e-6,
+                            double interp_tol = 1e-12) {
   auto g = GradJaxpr(c.jaxpr(), c.wrt(), /*with_value=*/true);
   ASSERT_TRUE(g.ok()) << g.status().ToString();
-  auto out = Interpret(*g, c.args());
+  Xshard f_run(c.jaxpr()), g_run(*g);
+  auto out = g_run.Run(c.args());
   ASSERT_TRUE(out.ok()) << out.status().ToString() << "\n" << PrintJaxpr(*g);
+  auto host = Interpret(*g, c.args());
+  ASSERT_TRUE(host.ok()) << host.status().ToString();
   ASSERT_EQ(out->size(), 1 + c.wrt().size());
-  EXPECT_NEAR((*out)[0].v[0], Eval(c.jaxpr(), c.args()), 1e-12);
-  const double h = 1e-6;
+  EXPECT_NEAR((*out)[0].v[0], First(f_run.Run(c.args())), 1e-12);
   for (size_t k = 0; k < c.wrt().size(); ++k) {
     int64_t w = c.wrt()[k];
     const HostValue& grad = (*out)[1 + k];
@@ -108,17 +45,21 @@ void CheckFiniteDifferences(const Case& c, double tol = 1e-6) {
       std::vector<HostValue> plus = c.args(), minus = c.args();
       plus[w].v[i] += h;
       minus[w].v[i] -= h;
-      double fd = (Eval(c.jaxpr(), plus) - Eval(c.jaxpr(), minus)) / (2 * h);
+      double fd = (First(f_run.Run(plus)) - First(f_run.Run(minus))) / (2 * h);
       double got = grad.v.size() == 1 ? grad.v[0] : grad.v[i];
+      double interp = (*host)[1 + k].v.size() == 1 ? (*host)[1 + k].v[0] : (*host)[1 + k].v[i];
       EXPECT_NEAR(got, fd, tol * std::max(1.0, std::fabs(fd)))
-          << "argnum " << w << " element " << i << "\n" << PrintJaxpr(*g);
+          << "argnum " << w << " element " << i << "\n"
+          << PrintJaxpr(*g);
+      EXPECT_NEAR(interp, got, interp_tol * std::max(1.0, std::fabs(got)))
+          << "interpreter vs xshard, argnum " << w << " element " << i;
     }
   }
 }
 
 TEST(AutodiffNumericTest, UnaryPrimitives) {
-  for (const char* op : {"neg", "exp", "log", "tanh", "logistic", "sqrt", "rsqrt", "abs", "sign",
-                         "sin", "cos"}) {
+  for (const char* op :
+       {"neg", "exp", "log", "tanh", "logistic", "sqrt", "rsqrt", "abs", "sign", "sin", "cos"}) {
     SCOPED_TRACE(op);
     Case c;
     Atom x = c.In(std::string(op) == "abs" || std::string(op) == "sign" ? Fill({2, 3}, 1)
@@ -170,7 +111,7 @@ TEST(AutodiffNumericTest, SelectCompareConvert) {
   Atom s = c.Op("select_n", {p, x, c.Op("mul", {y, y})});
   Atom f32 = c.Op("convert_element_type", {s}, {{"new_dtype", DType::kF32}, {"weak_type", false}});
   c.Loss(c.Op("convert_element_type", {f32}, {{"new_dtype", DType::kF64}, {"weak_type", false}}));
-  CheckFiniteDifferences(c);
+  CheckFiniteDifferences(c, /*tol=*/1e-3, /*h=*/1e-2, /*interp_tol=*/1e-6);
 }
 
 TEST(AutodiffNumericTest, ShapePrimitives) {
@@ -178,8 +119,8 @@ TEST(AutodiffNumericTest, ShapePrimitives) {
     SCOPED_TRACE("broadcast_in_dim with a size-1 operand dim");
     Case c;
     Atom x = c.In(Fill({3, 1}, 1));
-    c.Loss(c.Op("broadcast_in_dim", {x}, {{"shape", IntList{2, 3, 4}},
-                                          {"broadcast_dimensions", IntList{1, 2}}}));
+    c.Loss(c.Op("broadcast_in_dim", {x},
+                {{"shape", IntList{2, 3, 4}}, {"broadcast_dimensions", IntList{1, 2}}}));
     CheckFiniteDifferences(c);
   }
   {
@@ -208,7 +149,10 @@ TEST(AutodiffNumericTest, ReduceMaxTiesSplitEvenly) {
   c.Scalar(c.Op("reduce_max", {x}, {{"axes", IntList{0}}}));
   auto g = GradJaxpr(c.jaxpr(), {0}, false);
   ASSERT_TRUE(g.ok()) << g.status().ToString();
-  auto out = Interpret(*g, c.args());
+  auto out = Xshard(*g).Run(c.args());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].v, (std::vector<double>{0.0, 0.5, 0.5}));
+  out = Interpret(*g, c.args());
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ((*out)[0].v, (std::vector<double>{0.0, 0.5, 0.5}));
 }
@@ -218,9 +162,10 @@ TEST(AutodiffNumericTest, SlicingPrimitives) {
     SCOPED_TRACE("slice with strides");
     Case c;
     Atom x = c.In(Fill({6, 5}, 1));
-    c.Loss(c.Op("slice", {x}, {{"start_indices", IntList{1, 0}},
-                               {"limit_indices", IntList{6, 5}},
-                               {"strides", IntList{2, 2}}}));
+    c.Loss(c.Op("slice", {x},
+                {{"start_indices", IntList{1, 0}},
+                 {"limit_indices", IntList{6, 5}},
+                 {"strides", IntList{2, 2}}}));
     CheckFiniteDifferences(c);
   }
   {
@@ -262,16 +207,58 @@ TEST(AutodiffNumericTest, DotGeneral) {
     std::vector<int64_t> a, b;
     IntLists dn;
   };
-  for (const Dot& d : {Dot{{4, 3}, {3, 5}, {{1}, {0}, {}, {}}},
-                       Dot{{3, 4}, {3, 5}, {{0}, {0}, {}, {}}},
-                       Dot{{2, 3, 4}, {2, 4, 5}, {{2}, {1}, {0}, {0}}},
-                       Dot{{4, 2, 3}, {3, 5, 2}, {{2}, {0}, {1}, {2}}}}) {
+  for (const Dot& d :
+       {Dot{{4, 3}, {3, 5}, {{1}, {0}, {}, {}}}, Dot{{3, 4}, {3, 5}, {{0}, {0}, {}, {}}},
+        Dot{{2, 3, 4}, {2, 4, 5}, {{2}, {1}, {0}, {0}}},
+        Dot{{4, 2, 3}, {3, 5, 2}, {{2}, {0}, {1}, {2}}}}) {
     Case c;
     Atom a = c.In(Fill(d.a, 1));
     Atom b = c.In(Fill(d.b, 2));
-    c.Loss(c.Op("dot_general", {a, b}, {{"dimension_numbers", d.dn},
-                                        {"precision", Param{}},
-                                        {"preferred_element_type", DType::kF64}}));
+    c.Loss(c.Op("dot_general", {a, b},
+                {{"dimension_numbers", d.dn},
+                 {"precision", Param{}},
+                 {"preferred_element_type", DType::kF64}}));
+    CheckFiniteDifferences(c);
+  }
+}
+
+TEST(AutodiffNumericTest, ConvGeneralDilated) {
+  struct ConvCase {
+    std::string name;
+    std::vector<int64_t> lhs, rhs;
+    IntLists dn;  // lhs, rhs, out specs
+    IntList strides, lhs_dil, rhs_dil;
+    IntLists padding;
+    int64_t fgc = 1, bgc = 1;
+  };
+  const IntLists nchw = {{0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}};
+  const IntLists nhwc = {{0, 3, 1, 2}, {3, 2, 0, 1}, {0, 3, 1, 2}};  // NHWC, HWIO, NHWC
+  // clang-format off
+  const std::vector<ConvCase> cases = {
+      {"NCHW valid", {2, 3, 5, 4}, {4, 3, 3, 2}, nchw, {1, 1}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}},
+      {"NHWC strided padded", {1, 6, 5, 2}, {3, 2, 2, 3}, nhwc, {2, 1}, {1, 1}, {1, 1},
+       {{1, 1}, {0, 1}}},
+      {"NHWC rhs-dilated", {1, 7, 6, 2}, {2, 2, 2, 3}, nhwc, {1, 2}, {1, 1}, {2, 1},
+       {{1, 0}, {1, 1}}},
+      {"NCHW lhs-dilated (transposed conv)", {1, 2, 3, 3}, {2, 2, 2, 2}, nchw, {1, 1}, {2, 2},
+       {1, 1}, {{1, 1}, {0, 1}}},
+      {"NHWC feature groups", {2, 5, 4, 4}, {3, 2, 2, 6}, nhwc, {1, 1}, {1, 1}, {1, 1},
+       {{1, 1}, {0, 0}}, /*fgc=*/2},
+      {"NCHW batch groups", {4, 2, 4, 3}, {6, 2, 2, 2}, nchw, {1, 1}, {1, 1}, {1, 1},
+       {{0, 0}, {1, 0}}, /*fgc=*/1, /*bgc=*/2},
+  };
+  // clang-format on
+  for (const ConvCase& k : cases) {
+    SCOPED_TRACE(k.name);
+    Case c;
+    Atom lhs = c.In(Fill(k.lhs, 1));
+    Atom rhs = c.In(Fill(k.rhs, 2));
+    c.Loss(c.Op("conv_general_dilated", {lhs, rhs},
+                {{"window_strides", k.strides}, {"padding", k.padding},
+                 {"lhs_dilation", k.lhs_dil}, {"rhs_dilation", k.rhs_dil},
+                 {"dimension_numbers", k.dn}, {"feature_group_count", k.fgc},
+                 {"batch_group_count", k.bgc}, {"precision", Param{}},
+                 {"preferred_element_type", Param{}}}));
     CheckFiniteDifferences(c);
   }
 }
@@ -299,8 +286,6 @@ TEST(AutodiffNumericTest, ReduceWindows) {
   }
 }
 
-std::shared_ptr<const Jaxpr> Closed(const Case& c) { return std::make_shared<Jaxpr>(c.jaxpr()); }
-
 TEST(AutodiffNumericTest, PjitWithTwoOutputsAndAnInactiveInput) {
   Case k;  // inner(v, w, s) = (sin(v) * w, exp(v) * s)
   Atom v = k.In(Fill({3}, 0));
@@ -311,8 +296,8 @@ TEST(AutodiffNumericTest, PjitWithTwoOutputsAndAnInactiveInput) {
   Atom x = c.In(Fill({3}, 1));
   Atom y = c.In(Fill({3}, 2));
   Atom z = c.In(Fill({3}, 3), /*wrt=*/false);
-  std::vector<Atom> p = c.OpN("pjit", {x, y, z}, {{"jaxpr", Closed(k)},
-                                                  {"name", std::string("inner")}});
+  std::vector<Atom> p =
+      c.OpN("pjit", {x, y, z}, {{"jaxpr", Closed(k)}, {"name", std::string("inner")}});
   ASSERT_EQ(p.size(), 2u);
   c.Loss(c.Op("add", {c.Op("mul", {p[0], p[1]}), p[0]}));
   CheckFiniteDifferences(c);
@@ -335,131 +320,108 @@ TEST(AutodiffNumericTest, CustomVjpWithTrueDerivativeAndShardingConstraint) {
   Case c;
   Atom x = c.In(Fill({3}, 1));
   Atom y = c.In(Fill({3}, 2));
-  Atom m = c.Op("custom_vjp_call", {x, y}, {{"call_jaxpr", Closed(call)},
-                                             {"fwd_jaxpr", Closed(fwd)},
-                                             {"bwd_jaxpr", Closed(bwd)},
-                                             {"num_res", int64_t{2}}});
+  Atom m = c.Op("custom_vjp_call", {x, y},
+                {{"call_jaxpr", Closed(call)},
+                 {"fwd_jaxpr", Closed(fwd)},
+                 {"bwd_jaxpr", Closed(bwd)},
+                 {"num_res", int64_t{2}}});
   Atom sc = c.Op("sharding_constraint", {c.Op("sin", {m})},
-                 {{"sharding", std::string("{devices=[2]<=[2]}")}});
+                 {{"sharding", std::string("NamedSharding(mesh=Mesh('x': 3), spec=P('x'))")}});
   c.Loss(sc);
   CheckFiniteDifferences(c);
 }
 
-// JAX's value and gradients: "### name", "value v", "grad argnum g0 g1 ...".
-struct JaxValues {
-  double value = NAN;
-  std::map<int64_t, std::vector<double>> grads;
-};
-std::map<std::string, JaxValues> LoadJaxValues() {
-  std::ifstream in(std::string(XSHARD_SOURCE_DIR) + "/tests/data/autodiff/grad_values.txt");
-  std::map<std::string, JaxValues> out;
-  std::string line, name;
-  while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    std::string tag;
-    ls >> tag;
-    if (tag == "###") {
-      ls >> name;
-    } else if (tag == "value") {
-      ls >> out[name].value;
-    } else if (tag == "grad") {
-      int64_t a;
-      ls >> a;
-      double v;
-      while (ls >> v) out[name].grads[a].push_back(v);
-    }
-  }
-  return out;
-}
-
-void CheckAgainstJax(const Case& c, const JaxValues& ref) {
-  ASSERT_EQ(ref.grads.size(), c.wrt().size()) << "reference missing";
-  auto g = GradJaxpr(c.jaxpr(), c.wrt(), /*with_value=*/true);
-  ASSERT_TRUE(g.ok()) << g.status().ToString();
-  auto out = Interpret(*g, c.args());
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
-  EXPECT_NEAR((*out)[0].v[0], ref.value, 1e-10 * std::max(1.0, std::fabs(ref.value)));
-  for (size_t k = 0; k < c.wrt().size(); ++k) {
-    const std::vector<double>& want = ref.grads.at(c.wrt()[k]);
-    const std::vector<double>& got = (*out)[1 + k].v;
-    ASSERT_EQ(got.size(), want.size()) << "argnum " << c.wrt()[k];
-    for (size_t i = 0; i < want.size(); ++i) {
-      EXPECT_NEAR(got[i], want[i], 1e-10 * std::max(1.0, std::fabs(want[i])))
-          << "argnum " << c.wrt()[k] << " element " << i;
-    }
-  }
-}
-
-IntLists kMatmul = {{1}, {0}, {}, {}};
-
-TEST(AutodiffJaxTest, MlpLoss) {
-  Case c;  // mlp_loss(w1, b1, w2, x)
-  Atom w1 = c.In(Fill({3, 5}, 0));
-  Atom b1 = c.In(Fill({5}, 1));
-  Atom w2 = c.In(Fill({5, 2}, 2));
-  Atom x = c.In(Fill({4, 3}, 3), /*wrt=*/false);
-  Atom pre = c.Op("add", {c.Op("dot_general", {x, w1}, {{"dimension_numbers", kMatmul}}),
-                          c.Op("broadcast_in_dim", {b1}, {{"shape", IntList{4, 5}},
-                                                          {"broadcast_dimensions", IntList{1}}})});
-  Atom out = c.Op("dot_general", {c.Op("tanh", {pre}), w2}, {{"dimension_numbers", kMatmul}});
-  c.Scalar(c.Op("div", {c.Sum(c.Op("integer_pow", {out}, {{"y", int64_t{2}}})), F64(8.0)}));
-  CheckAgainstJax(c, LoadJaxValues()["mlp"]);
-}
-
-TEST(AutodiffJaxTest, SoftmaxCrossEntropy) {
-  Case c;  // softmax_xent(w, x, labels)
-  Atom w = c.In(Fill({3, 3}, 0));
-  Atom x = c.In(Fill({4, 3}, 1));
-  HostValue one_hot{{4, 3}, std::vector<double>(12, 0.0)};
-  for (int r = 0; r < 4; ++r) one_hot.v[r * 3 + std::vector<int>{0, 2, 1, 2}[r]] = 1.0;
-  Atom labels = c.In(one_hot, /*wrt=*/false);
-  Atom logits = c.Op("dot_general", {x, w}, {{"dimension_numbers", kMatmul}});
-  auto back = [&](const Atom& v) {
-    return c.Op("broadcast_in_dim", {v}, {{"shape", IntList{4, 3}},
-                                          {"broadcast_dimensions", IntList{0}}});
-  };
-  Atom m = c.Op("reduce_max", {logits}, {{"axes", IntList{1}}});
-  Atom z = c.Op("sub", {logits, back(m)});
-  Atom lse = c.Op("log", {c.Op("reduce_sum", {c.Op("exp", {z})}, {{"axes", IntList{1}}})});
-  Atom logp = c.Op("sub", {z, back(lse)});
-  c.Scalar(c.Op("neg", {c.Op("div", {c.Sum(c.Op("mul", {labels, logp})), F64(4.0)})}));
-  CheckAgainstJax(c, LoadJaxValues()["softmax_xent"]);
-}
-
-TEST(AutodiffJaxTest, MaxAndAvgPool) {
-  Case c;  // pool_loss(x, c)
-  Atom x = c.In(Fill({1, 4, 6, 1}, 0));
-  Atom w = c.In(Fill({1, 2, 3, 1}, 1), /*wrt=*/false);
-  Atom mx = c.Op("reduce_window_max", {x}, {{"window_dimensions", IntList{1, 2, 2, 1}},
-                                            {"window_strides", IntList{1, 2, 2, 1}},
-                                            {"padding", IntLists{{0, 0}, {0, 0}, {0, 0}, {0, 0}}}});
-  Atom av = c.Op("reduce_window_sum", {x}, {{"window_dimensions", IntList{1, 3, 3, 1}},
-                                            {"window_strides", IntList{1, 1, 1, 1}},
-                                            {"padding", IntLists{{0, 0}, {1, 1}, {1, 1}, {0, 0}}}});
-  c.Scalar(c.Op("add", {c.Sum(c.Op("mul", {mx, w})),
-                        c.Sum(c.Op("integer_pow", {av}, {{"y", int64_t{2}}}))}));
-  CheckAgainstJax(c, LoadJaxValues()["pool"]);
-}
-
-TEST(AutodiffJaxTest, CustomVjpUsesTheUserBackward) {
-  // Seed 001's pattern: a custom Add whose backward is user code (here 2g, 3g on purpose, so
-  // the gradients differ from the true ones and only the user rule can produce JAX's numbers).
-  Case add;
-  Atom ax = add.In(Fill({3}, 0));
-  Atom ay = add.In(Fill({3}, 0));
-  add.Outs({add.Op("add", {ax, ay})});
-  Case bwd;
-  Atom g = bwd.In(Fill({3}, 0));
-  bwd.Outs({bwd.Op("mul", {F64(2.0), g}), bwd.Op("mul", {F64(3.0), g})});
+TEST(AutodiffNumericTest, SecondDerivativeOfSigmoid) {
+  // grad(grad(sigmoid)): the first gradient's add_any / integer_pow / div equations are
+  // differentiated again. Hand-derived: s''(x) = s(1 - s)(1 - 2s) with s = sigmoid(x).
   Case c;
-  Atom x = c.In(Fill({3}, 0));
-  Atom y = c.In(Fill({3}, 1));
-  Atom s = c.Op("custom_vjp_call", {x, y}, {{"call_jaxpr", Closed(add)},
-                                             {"fwd_jaxpr", Closed(add)},
-                                             {"bwd_jaxpr", Closed(bwd)},
-                                             {"num_res", int64_t{0}}});
-  c.Scalar(c.Sum(c.Op("mul", {s, x})));
-  CheckAgainstJax(c, LoadJaxValues()["custom_vjp"]);
+  Atom x = c.In(HostValue{{}, {0.7}});
+  Atom d = c.Op("add", {c.Op("exp", {c.Op("neg", {x})}), F64(1.0)});
+  c.Scalar(c.Op("div", {F64(1.0), d}));
+  auto g1 = GradJaxpr(c.jaxpr(), {0}, false);
+  ASSERT_TRUE(g1.ok()) << g1.status().ToString();
+  auto g2 = GradJaxpr(*g1, {0}, false);
+  ASSERT_TRUE(g2.ok()) << g2.status().ToString();
+  double s = 1 / (1 + std::exp(-0.7));
+  EXPECT_NEAR(First(Xshard(*g2).Run({HostValue{{}, {0.7}}})), s * (1 - s) * (1 - 2 * s), 1e-12);
+  // And a fan-out function whose first gradient has add_any: f = x^2 sin(x) on a vector.
+  Case f;
+  Atom v = f.In(Fill({3}, 1));
+  f.Scalar(f.Sum(f.Op("mul", {f.Op("mul", {v, v}), f.Op("sin", {v})})));
+  auto h1 = GradJaxpr(f.jaxpr(), {0}, false);
+  ASSERT_TRUE(h1.ok());
+  // d/dx of sum(grad) is f''(x) per element: 2 sin + 4x cos - x^2 sin.
+  Jaxpr summed = *h1;
+  {
+    JaxprBuilder b(&summed);
+    summed.outvars = {*b.Bind1("reduce_sum", {summed.outvars[0]}, {{"axes", IntList{0}}})};
+  }
+  auto h2 = GradJaxpr(summed, {0}, false);
+  ASSERT_TRUE(h2.ok()) << h2.status().ToString();
+  auto out = Xshard(*h2).Run(f.args());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  for (size_t i = 0; i < 3; ++i) {
+    double xi = f.args()[0].v[i];
+    EXPECT_NEAR((*out)[0].v[i], 2 * std::sin(xi) + 4 * xi * std::cos(xi) - xi * xi * std::sin(xi),
+                1e-12);
+  }
+}
+
+TEST(AutodiffNumericTest, VjpOfTwoOutputs) {
+  // f(x, y) = (exp(x) * y, sum(x * x)); vjp with cotangents (u, w) is
+  // (u * exp(x) * y + 2 w x, u * exp(x)) by hand.
+  Case c;
+  Atom x = c.In(Fill({3}, 1));
+  Atom y = c.In(Fill({3}, 2));
+  c.Outs({c.Op("mul", {c.Op("exp", {x}), y}), c.Sum(c.Op("mul", {x, x}))});
+  auto v = VjpJaxpr(c.jaxpr(), {0, 1});
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  HostValue u = Fill({3}, 5), w{{}, {0.25}};
+  std::vector<HostValue> args = c.args();
+  args.push_back(u);
+  args.push_back(w);
+  auto out = Xshard(*v).Run(args);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->size(), 4u);
+  for (size_t i = 0; i < 3; ++i) {
+    double xi = c.args()[0].v[i], yi = c.args()[1].v[i];
+    EXPECT_NEAR((*out)[0].v[i], std::exp(xi) * yi, 1e-12);
+    EXPECT_NEAR((*out)[2].v[i], u.v[i] * std::exp(xi) * yi + 2 * 0.25 * xi, 1e-12);
+    EXPECT_NEAR((*out)[3].v[i], u.v[i] * std::exp(xi), 1e-12);
+  }
+}
+
+TEST(AutodiffNumericTest, Bf16WithPreferredF32) {
+  // sum(x @ w) and sum(conv(x, k)) on small-integer bf16 data with f32 accumulation: the
+  // gradients are integer sums (exact in bf16), computed by hand: d/dw[k][j] = sum_i x[i][k],
+  // d/dx[i][k] = sum_j w[k][j]; for the 1x1-kernel conv, d/dk[c][o] = sum of x[..., c].
+  Case c;
+  Atom w = c.In(HostValue{{2, 3}, {1, 2, 3, 4, 5, 6}}, true, DType::kBF16);
+  Atom x = c.In(HostValue{{2, 2}, {1, -1, 2, 3}}, true, DType::kBF16);
+  c.Scalar(c.Sum(c.Op("dot_general", {x, w}, {{"dimension_numbers", IntLists{{1}, {0}, {}, {}}},
+                                              {"preferred_element_type", DType::kF32}})));
+  auto g = GradJaxpr(c.jaxpr(), {0, 1}, false);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto out = Xshard(*g).Run(c.args());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].v, (std::vector<double>{3, 3, 3, 2, 2, 2}));
+  EXPECT_EQ((*out)[1].v, (std::vector<double>{6, 15, 6, 15}));
+
+  Case k;
+  Atom kern = k.In(HostValue{{1, 1, 2, 2}, {1, 2, 3, 4}}, true, DType::kBF16);  // HWIO
+  Atom img = k.In(HostValue{{1, 2, 1, 2}, {1, 2, 3, 4}}, true, DType::kBF16);   // NHWC
+  k.Scalar(k.Sum(k.Op("conv_general_dilated", {img, kern},
+                      {{"window_strides", IntList{1, 1}}, {"padding", IntLists{{0, 0}, {0, 0}}},
+                       {"lhs_dilation", IntList{1, 1}}, {"rhs_dilation", IntList{1, 1}},
+                       {"dimension_numbers", IntLists{{0, 3, 1, 2}, {3, 2, 0, 1}, {0, 3, 1, 2}}},
+                       {"feature_group_count", int64_t{1}}, {"batch_group_count", int64_t{1}},
+                       {"precision", Param{}}, {"preferred_element_type", DType::kF32}})));
+  auto gk = GradJaxpr(k.jaxpr(), {0, 1}, false);
+  ASSERT_TRUE(gk.ok()) << gk.status().ToString();
+  auto outk = Xshard(*gk).Run(k.args());
+  ASSERT_TRUE(outk.ok()) << outk.status().ToString();
+  EXPECT_EQ((*outk)[0].v, (std::vector<double>{4, 4, 6, 6}));  // x channels sum to 4 and 6
+  EXPECT_EQ((*outk)[1].v, (std::vector<double>{3, 7, 3, 7}));  // kernel rows sum to 3 and 7
 }
 
 }  // namespace

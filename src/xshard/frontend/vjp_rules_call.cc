@@ -1,7 +1,7 @@
 // VJP rules of the call-like primitives: pjit (the inner jaxpr is split into a forward pjit that
-// also returns the residuals and a backward pjit of the same name, as JAX 0.10 prints them), custom_vjp_call (the
-// user's fwd_jaxpr inlined in the forward part, bwd_jaxpr in the backward part) and
-// sharding_constraint (the cotangent gets the same constraint).
+// also returns the residuals and a backward pjit of the same name, as JAX 0.10 prints them),
+// custom_vjp_call (the user's fwd_jaxpr inlined in the forward part, bwd_jaxpr in the backward
+// part) and sharding_constraint (the cotangent gets the same constraint).
 #include <algorithm>
 #include <memory>
 #include <set>

@@ -3,6 +3,7 @@
 // into the residuals they compute from primals and the transposes of their linear parts.
 #include <cmath>
 
+#include "xshard/frontend/autodiff.h"
 #include "xshard/frontend/autodiff_internal.h"
 
 namespace xs::fe::ad {
@@ -64,7 +65,10 @@ VjpRule Binary(Side lhs, Side rhs, bool lhs_first = false) {
     AVal avals[2] = {InAval(r, 0), InAval(r, 1)};
     Atom x = r.in[0], y = r.in[1];
     bool active[2] = {r.active[0], r.active[1]};
+    // lhs_first: one linear equation whose transpose rule returns both cotangents before
+    // either is written (add, sub); otherwise two linear terms, each written as transposed.
     return Backward([=](Emitter& e, const std::vector<Ct>& ct, const CtWriter& write) -> Status {
+      std::vector<std::pair<int, Atom>> pending;
       for (int k = 0; k < 2; ++k) {
         int s = lhs_first ? k : 1 - k;
         if (!active[s]) continue;
@@ -73,8 +77,13 @@ VjpRule Binary(Side lhs, Side rhs, bool lhs_first = false) {
         AVal target = avals[s];
         target.weak_type = false;
         XS_ASSIGN_OR_RETURN(Atom u, e.Unbroadcast(target, g));
-        XS_RETURN_IF_ERROR(write(s, u));
+        if (lhs_first) {
+          pending.push_back({s, u});
+        } else {
+          XS_RETURN_IF_ERROR(write(s, u));
+        }
       }
+      for (const auto& [s, u] : pending) XS_RETURN_IF_ERROR(write(s, u));
       return OkStatus();
     });
   }};
@@ -237,6 +246,8 @@ void AddElementwiseRules(RuleTable& t) {
   // add / sub: one linear equation whose transpose writes lhs then rhs.
   t["add"] = Binary({nullptr, Pass}, {nullptr, Pass}, /*lhs_first=*/true);
   t["sub"] = Binary({nullptr, Pass}, {nullptr, Negate}, /*lhs_first=*/true);
+  // add_any (in a gradient being differentiated again): JAX's deflinear2, ct to both.
+  t[kAddAny] = Binary({nullptr, Pass}, {nullptr, Pass}, /*lhs_first=*/true);
   // mul: lhs mul(ct, y), rhs mul(x, ct).
   t["mul"] = Binary(
       {nullptr, [](Emitter& e, const Atom& ct, const Atom&, const Atom& y,

@@ -1,7 +1,9 @@
 // VJP rules of the shape primitives (broadcast_in_dim, reshape, squeeze, expand_dims,
 // transpose), the reductions (reduce_sum, reduce_max / reduce_min, reduce_window_sum /
 // reduce_window_max) and the slicing primitives (slice, pad, concatenate, dynamic_slice,
-// dynamic_update_slice), transposed as JAX's rules in jax/_src/lax/{lax,slicing,windowed_reductions}.py.
+// dynamic_update_slice), transposed as JAX's rules in jax/_src/lax/lax.py, slicing.py and
+// windowed_reductions.py.
+#include <algorithm>
 #include <numeric>
 
 #include "xshard/frontend/autodiff.h"
@@ -31,6 +33,15 @@ StatusOr<Atom> ReshapeTo(Emitter& e, const Atom& t, const std::vector<int64_t>& 
 StatusOr<Atom> ReduceSum(Emitter& e, const Atom& t, const IntList& axes) {
   if (axes.empty()) return t;
   return e.Op("reduce_sum", {t}, {{"axes", axes}});
+}
+
+// lax.expand_dims as JAX emits it: a broadcast_in_dim of `t` to `dims`, t's dims landing at
+// `kept` (the positions that are not new size-1 dims).
+StatusOr<Atom> ExpandTo(Emitter& e, const Atom& t, const std::vector<int64_t>& dims,
+                        const IntList& kept) {
+  if (t.aval().dims == dims) return t;
+  return e.Op("broadcast_in_dim", {t},
+              {{"shape", IntList(dims)}, {"broadcast_dimensions", kept}});
 }
 
 // reduce_sum's transpose: broadcast ct back over the reduced axes.
@@ -98,19 +109,37 @@ void AddStructuralRules(RuleTable& t) {
       if (!kept[i]) axes.push_back(i);
     }
     XS_ASSIGN_OR_RETURN(Atom sum, ReduceSum(e, ct, axes));
-    return ReshapeTo(e, sum, operand.dims);
+    IntList non_unit;
+    for (int64_t i = 0; i < operand.rank(); ++i) {
+      if (operand.dims[i] != 1) non_unit.push_back(i);
+    }
+    return ExpandTo(e, sum, operand.dims, non_unit);
   });
   auto reshape_back = [](Emitter& e, const Atom& ct, const RuleInput& r) {
     return ReshapeTo(e, ct, InAval(r, 0).dims);
   };
   t["reshape"] = Linear(reshape_back);
-  t["squeeze"] = Linear(reshape_back);
-  t["expand_dims"] = Linear(reshape_back);
+  t["expand_dims"] = Linear(reshape_back);  // not a JAX primitive; its inverse is a reshape
+  // squeeze: JAX's expand_dims of ct (a broadcast_in_dim).
+  t["squeeze"] = Linear([](Emitter& e, const Atom& ct, const RuleInput& r) -> StatusOr<Atom> {
+    XS_ASSIGN_OR_RETURN(IntList dims, GetInts(*r.eqn, "dimensions"));
+    const AVal& operand = InAval(r, 0);
+    IntList kept;
+    for (int64_t i = 0; i < operand.rank(); ++i) {
+      if (std::find(dims.begin(), dims.end(), i) == dims.end()) kept.push_back(i);
+    }
+    return ExpandTo(e, ct, operand.dims, kept);
+  });
   t["transpose"] = Linear([](Emitter& e, const Atom& ct, const RuleInput& r) -> StatusOr<Atom> {
     XS_ASSIGN_OR_RETURN(IntList perm, GetInts(*r.eqn, "permutation"));
     IntList inverse(perm.size());
     for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int64_t>(i);
     return e.Op("transpose", {ct}, {{"permutation", inverse}});
+  });
+  // rev (from conv's lhs cotangent, differentiated again): its own transpose.
+  t[kRev] = Linear([](Emitter& e, const Atom& ct, const RuleInput& r) -> StatusOr<Atom> {
+    XS_ASSIGN_OR_RETURN(IntList dims, GetInts(*r.eqn, "dimensions"));
+    return e.Raw(kRev, {ct}, {ct.aval()}, {{"dimensions", dims}})[0];
   });
   t["reduce_sum"] = Linear([](Emitter& e, const Atom& ct, const RuleInput& r) -> StatusOr<Atom> {
     XS_ASSIGN_OR_RETURN(IntList axes, GetInts(*r.eqn, "axes"));
@@ -145,33 +174,28 @@ void AddStructuralRules(RuleTable& t) {
       const Atom& tc = *ct[0];
       IntList all(tc.aval().rank());
       std::iota(all.begin(), all.end(), 0);
-      Ct t_operand;
-      {
-        IntLists unpad;
-        IntList zeros, limits, strides;
-        for (const IntList& c : config) unpad.push_back({-c[0], -c[1], 0});
-        XS_ASSIGN_OR_RETURN(Atom unpadded, e.Op("pad", {tc, Emitter::Lit(0.0, tc.aval().dtype)},
-                                                {{"padding_config", unpad}}));
-        for (size_t i = 0; i < config.size(); ++i) {
-          zeros.push_back(0);
-          limits.push_back(unpadded.aval().dims[i]);
-          strides.push_back(config[i][2] + 1);
-        }
-        if (active[0]) {
-          XS_ASSIGN_OR_RETURN(t_operand, e.Op("slice", {unpadded},
-                                              {{"start_indices", zeros},
-                                               {"limit_indices", limits},
-                                               {"strides", strides}}));
-        }
+      IntLists unpad;
+      IntList zeros, limits, strides;
+      for (const IntList& c : config) unpad.push_back({-c[0], -c[1], 0});
+      XS_ASSIGN_OR_RETURN(Atom unpadded, e.Op("pad", {tc, Emitter::Lit(0.0, tc.aval().dtype)},
+                                              {{"padding_config", unpad}}));
+      for (size_t i = 0; i < config.size(); ++i) {
+        zeros.push_back(0);
+        limits.push_back(unpadded.aval().dims[i]);
+        strides.push_back(config[i][2] + 1);
       }
-      if (active[0]) XS_RETURN_IF_ERROR(write(0, *t_operand));
+      XS_ASSIGN_OR_RETURN(Atom t_operand, e.Op("slice", {unpadded},
+                                               {{"start_indices", zeros},
+                                                {"limit_indices", limits},
+                                                {"strides", strides}}));
+      Ct t_value;
       if (active[1]) {
-        if (!t_operand) return Unimplemented("pad: cotangent of only the padding value");
         XS_ASSIGN_OR_RETURN(Atom total, ReduceSum(e, tc, all));
-        XS_ASSIGN_OR_RETURN(Atom inner, ReduceSum(e, *t_operand, all));
-        XS_ASSIGN_OR_RETURN(Atom d, e.Op("sub", {total, inner}));
-        XS_RETURN_IF_ERROR(write(1, d));
+        XS_ASSIGN_OR_RETURN(Atom inner, ReduceSum(e, t_operand, all));
+        XS_ASSIGN_OR_RETURN(t_value, e.Op("sub", {total, inner}));
       }
+      if (active[0]) XS_RETURN_IF_ERROR(write(0, t_operand));
+      if (t_value) XS_RETURN_IF_ERROR(write(1, *t_value));
       return OkStatus();
     });
   }};
@@ -184,6 +208,7 @@ void AddStructuralRules(RuleTable& t) {
     return Backward([=](Emitter& e, const std::vector<Ct>& ct, const CtWriter& write) -> Status {
       const AVal& tv = ct[0]->aval();
       int64_t offset = 0;
+      std::vector<std::pair<size_t, Atom>> slices;  // all made before any is written, as JAX
       for (size_t i = 0; i < avals.size(); ++i) {
         IntList start(tv.rank(), 0), limit(tv.dims);
         start[dim] = offset;
@@ -194,8 +219,9 @@ void AddStructuralRules(RuleTable& t) {
                                          {{"start_indices", start},
                                           {"limit_indices", limit},
                                           {"strides", Param{}}}));
-        XS_RETURN_IF_ERROR(write(i, s));
+        slices.push_back({i, s});
       }
+      for (const auto& [i, s] : slices) XS_RETURN_IF_ERROR(write(i, s));
       return OkStatus();
     });
   }};
@@ -250,8 +276,17 @@ void AddStructuralRules(RuleTable& t) {
                                           {{"padding_config", config}}));
     IntList ones(window.size(), 1);
     IntLists no_pad(window.size(), IntList{0, 0});
-    return e.Op("reduce_window_sum", {padded},
-                {{"window_dimensions", window}, {"window_strides", ones}, {"padding", no_pad}});
+    Params params = {{"window_dimensions", window}, {"window_strides", ones}, {"padding", no_pad}};
+    // Dilation params (JAX's names) carried when the equation has them; only 1s are supported.
+    for (const char* name : {"base_dilation", "window_dilation"}) {
+      if (!r.eqn->params.count(name)) continue;
+      XS_ASSIGN_OR_RETURN(IntList d, GetInts(*r.eqn, name));
+      if (d != ones) {
+        return Unimplemented("reduce_window_sum: gradient with ", name, " other than 1s");
+      }
+      params[name] = ones;
+    }
+    return e.Op("reduce_window_sum", {padded}, params);
   });
   // reduce_window_max: select_and_scatter_add of ct onto the windows' maxima.
   t["reduce_window_max"] = {[](Emitter&, RuleInput& r) -> StatusOr<Backward> {
