@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """JAX reference values for the C++ front end's tests (src/xshard/frontend/jax_ref_test.cc):
 seed 002's CNN (Conv 32 3x3 SAME, relu, avg_pool 2x2, Conv 64, relu, avg_pool, flatten, Dense 256,
-relu, Dense 10, log_softmax) on one 28x28x1 image, and value_and_grad of the MLP loss
+relu, Dense 10, log_softmax) on one 28x28x1 image, the gradients of sum(conv(x, k)^2) (SAME,
+stride 2, NHWC / HWIO) w.r.t. x and k, and value_and_grad of the MLP loss
 mean((relu(x W1) W2 - y)^2) with its first three SGD steps (lr 0.1). Parameters come from the
 same 32-bit LCG the C++ test uses, so both sides see identical f32 inputs.
 
@@ -52,6 +53,13 @@ def main():
     params = [jnp.asarray(lcg(s, i + 1, -0.1, 0.1)) for i, s in enumerate(shapes)]
     image = jnp.asarray(lcg((28, 28, 1), 99, -1.0, 1.0))
     fmt("cnn_log_softmax", jax.jit(cnn)(params, image))
+
+    cx, ck = jnp.asarray(lcg((1, 5, 5, 2), 21, -1.0, 1.0)), jnp.asarray(lcg((3, 3, 2, 3), 22, -1.0, 1.0))
+    conv_loss = lambda x, k: jnp.sum(lax.conv_general_dilated(
+        x, k, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")) ** 2)
+    gx, gk = jax.grad(conv_loss, argnums=(0, 1))(cx, ck)
+    fmt("conv_grad_x", gx)
+    fmt("conv_grad_k", gk)
 
     w1, w2 = jnp.asarray(lcg((16, 64), 11, -0.3, 0.3)), jnp.asarray(lcg((64, 4), 12, -0.3, 0.3))
     x, y = jnp.asarray(lcg((32, 16), 13, -1.0, 1.0)), jnp.asarray(lcg((32, 4), 14, -1.0, 1.0))

@@ -104,5 +104,18 @@ TEST(JaxRefTest, ShardedMlpValueAndGradSteps) {
   ExpectClose(*w1.value(), refs["mlp_w1_after_3"], 1e-5, "w1 after 3 steps");
 }
 
+// Through the lowering of autodiff's rev (the input cotangent of a strided SAME conv).
+TEST(JaxRefTest, ConvGradients) {
+  auto refs = LoadRefs();
+  ASSERT_TRUE(refs.count("conv_grad_x"));
+  Tensor x = Tensor::FromArray(Lcg({1, 5, 5, 2}, 21, -1, 1));
+  Tensor k = Tensor::FromArray(Lcg({3, 3, 2, 3}, 22, -1, 1));
+  auto loss = [](Tensor x, Tensor k) { return Sum(IntegerPow(Conv(x, k, {2, 2}), 2)); };
+  StatusOr<std::vector<Tensor>> g = Grad(loss, {0, 1}).Call({x, k});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  ExpectClose(*(*g)[0].value(), refs["conv_grad_x"], 1e-4, "d/dx");
+  ExpectClose(*(*g)[1].value(), refs["conv_grad_k"], 1e-4, "d/dk");
+}
+
 }  // namespace
 }  // namespace xs::fe

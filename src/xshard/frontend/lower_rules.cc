@@ -237,6 +237,11 @@ StatusOr<std::vector<Op>> SelectAndScatterAdd(Lowerer& L, const Eqn& e, std::vec
       L.b().SelectAndScatter(in[1], select, w, in[0], zero, L.Reducer(Opcode::kAdd, t))};
 }
 
+StatusOr<std::vector<Op>> Rev(Lowerer& L, const Eqn& e, std::vector<Op> in) {
+  XS_ASSIGN_OR_RETURN(IntList dims, GetInts(e.primitive, e.params, "dimensions"));
+  return std::vector<Op>{L.b().Reverse(in[0], dims)};
+}
+
 StatusOr<std::vector<Op>> Iota(Lowerer& L, const Eqn& e, std::vector<Op>) {
   XS_ASSIGN_OR_RETURN(int64_t dim, GetInt(e.primitive, e.params, "dimension"));
   return std::vector<Op>{L.b().Iota(ShapeOf(OutAVal(e)), dim)};
@@ -306,6 +311,7 @@ const std::map<std::string, LowerRule>& LowerRules() {
     (*r)["reduce_window_sum"] = ReduceWindowRule(Opcode::kAdd, 0);
     (*r)["reduce_window_max"] = ReduceWindowRule(Opcode::kMaximum, -inf);
     (*r)["iota"] = Iota;
+    (*r)["rev"] = Rev;
     (*r)["select_and_scatter_add"] = SelectAndScatterAdd;
     (*r)["sharding_constraint"] = ShardingConstraint;
     (*r)["stop_gradient"] = Identity;
