@@ -1,8 +1,9 @@
 // Grad, ValueAndGrad, Vjp and CustomVjp over Tensor functions (JAX's transformations), built on
 // the Jaxpr autodiff of autodiff.h. Called on tracers (inside MakeJaxpr / Jit) the gradient
 // program's equations are inlined into the current trace, so `MakeJaxpr(Grad(sigmoid))(1.0)`
-// prints seed 002's jaxpr; called on concrete Tensors the gradient program is compiled once per
-// input signature and run.
+// prints seed 002's jaxpr (tracers the function closes over are constants of the gradient, as in
+// JAX); called on concrete Tensors the gradient program is compiled once per input signature
+// and run.
 //
 //   GradFunction g = Grad(sigmoid);              // d/dx of a scalar-valued function
 //   Tensor dx = g(Tensor::Scalar(1.0));          // 0.19661193

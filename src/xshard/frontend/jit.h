@@ -94,7 +94,8 @@ class JitFunction {
   JitFunction(TensorFn fn, JitOptions options);
   // Traces once per input signature (avals and shardings), compiles, caches and runs. Inside a
   // trace, binds a `pjit[jaxpr name]` equation instead, whose jaxpr constrains its inputs and
-  // outputs to in_shardings / out_shardings with sharding_constraint equations.
+  // outputs to in_shardings / out_shardings with sharding_constraint equations; tracers of the
+  // enclosing trace that fn closes over become extra pjit operands (JAX's closure conversion).
   StatusOr<std::vector<Tensor>> Call(const std::vector<Tensor>& args) const;
   // The single result (an error Tensor on failure or when fn has several results).
   template <TensorLike... Args>

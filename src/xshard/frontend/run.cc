@@ -125,7 +125,7 @@ StatusOr<std::shared_ptr<CompiledJaxpr>> CompileJaxpr(
   LowerOptions options;
   options.name = name;
   options.num_partitions = mesh ? mesh->num_devices() : 1;
-  auto to_hlo = [](const std::vector<std::optional<NamedSharding>>& list,
+  auto to_hlo = [&name](const std::vector<std::optional<NamedSharding>>& list,
                    const std::vector<AVal>& avals, const char* what)
       -> StatusOr<std::vector<std::optional<HloSharding>>> {
     std::vector<std::optional<HloSharding>> out;
@@ -135,7 +135,9 @@ StatusOr<std::shared_ptr<CompiledJaxpr>> CompileJaxpr(
         continue;
       }
       StatusOr<HloSharding> h = list[i]->ToHloSharding(static_cast<int>(avals[i].rank()));
-      if (!h.ok()) return Annotate(h.status(), StrCat(what, " ", i, " ", avals[i].ToString(), ": "));
+      if (!h.ok()) {
+        return Annotate(h.status(), StrCat(name, ": ", what, " ", i, " ", avals[i].ToString(), ": "));
+      }
       out.push_back(*h);
     }
     return out;

@@ -37,6 +37,12 @@ Tensor Matmul(const Tensor& a, const Tensor& b) {
                                               " must have rank >= 1; use * for scalars"));
   }
   DType t = p[0].dtype();
+  int64_t ka = p[0].dims()[ra - 1], kb = p[1].dims()[rb == 1 ? 0 : rb - 2];
+  if (ka != kb) {
+    return Tensor::FromStatus(InvalidArgument(
+        "Matmul: ", p[0].aval().ToString(), " @ ", p[1].aval().ToString(), ": the contracted dims ",
+        ka, " and ", kb, " differ; transpose or reshape an operand"));
+  }
   if (ra <= 2 && rb <= 2) {
     return DotGeneral(p[0], p[1], {ra - 1}, {rb == 1 ? 0 : rb - 2}, {}, {}, t);
   }

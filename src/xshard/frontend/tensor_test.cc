@@ -274,5 +274,19 @@ TEST(MakeJaxprTest, IntLiteralsAreWeakLikeJax) {
   EXPECT_EQ((i * 2.0).dtype(), DType::kF32);
 }
 
+TEST(ErrorTest, MatmulAndJitShardingMessagesNameTheOperandsAndTheFix) {
+  Tensor bad = Matmul(Ones({2, 3}), Ones({4, 5}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("Matmul: f32[2,3] @ f32[4,5]: the contracted dims 3 and 4 differ"));
+  StatusOr<Mesh> mesh = Mesh::Create({"a", "b"}, {4, 2});
+  JitFunction f = Jit([](Tensor x) { return x; },
+                      {.in_shardings = {*MakeSharding(*mesh, "P('a', 'b')")}, .name = "ident"});
+  Tensor r = f(Ones({4}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("ident: input 0 f32[4]"));
+  EXPECT_THAT(r.status().message(), HasSubstr("drop entries or reshape the array"));
+}
+
 }  // namespace
 }  // namespace xs::fe
