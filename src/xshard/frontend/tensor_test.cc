@@ -288,5 +288,21 @@ TEST(ErrorTest, MatmulAndJitShardingMessagesNameTheOperandsAndTheFix) {
   EXPECT_THAT(r.status().message(), HasSubstr("drop entries or reshape the array"));
 }
 
+// Regression: constvars were keyed by the concrete Tensor's address only, so a temporary freed
+// during the trace and another allocated at the same address reused the first one's value.
+TEST(MakeJaxprTest, TemporaryConstantsEachKeepTheirValue) {
+  auto f = [](Tensor x) {
+    for (int i = 1; i <= 3; ++i) {
+      x = x + Tensor::FromArray(Array::Full(DType::kF32, {4}, i));  // freed after each add
+    }
+    return x;
+  };
+  StatusOr<Jaxpr> j = MakeJaxpr(f)(Zeros({4}));
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(j->constvars.size(), 3u);
+  JitFunction jf = Jit(f);
+  EXPECT_EQ(*jf(Zeros({4})).value(), Array::Full(DType::kF32, {4}, 6));  // 1 + 2 + 3
+}
+
 }  // namespace
 }  // namespace xs::fe

@@ -53,6 +53,7 @@ StatusOr<Atom> AtomFor(TraceState& trace, const Tensor& t) {
   trace.jaxpr.constvars.push_back(v);
   trace.jaxpr.consts.push_back(*impl.value);
   trace.captured[&impl] = v;
+  trace.kept.push_back(t.impl());
   return Atom::OfVar(v);
 }
 
@@ -193,7 +194,6 @@ StatusOr<Jaxpr> TraceFunction(const TensorFn& fn, const std::vector<AVal>& in,
   Stack().pop_back();
   Status status = FirstError(outs);
   if (status.ok()) status = trace->first_error;
-  Status out_status;
   if (status.ok()) {
     for (const Tensor& t : outs) {
       StatusOr<Atom> a = AtomFor(*trace, t);

@@ -25,7 +25,10 @@ struct TraceState {
   std::unique_ptr<JaxprBuilder> builder;
   bool active = true;
   Status first_error;                         // the first op error seen in this trace
-  std::map<const TensorImpl*, Var> captured;  // concrete non-scalar inputs turned constvars
+  // Concrete non-scalar inputs turned constvars; `kept` holds them so that no address is reused
+  // by another Tensor while the trace runs.
+  std::map<const TensorImpl*, Var> captured;
+  std::vector<std::shared_ptr<TensorImpl>> kept;
   // Closure conversion: tracers of enclosing (still active) traces used here become extra
   // inputs, appended after the declared ones. Only when the tracing caller allows it.
   bool allow_capture = false;
