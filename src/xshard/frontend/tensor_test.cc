@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "xshard/frontend/jit.h"
+#include "xshard/frontend/trace.h"
 
 namespace xs::fe {
 namespace {
@@ -302,6 +303,28 @@ TEST(MakeJaxprTest, TemporaryConstantsEachKeepTheirValue) {
   EXPECT_EQ(j->constvars.size(), 3u);
   JitFunction jf = Jit(f);
   EXPECT_EQ(*jf(Zeros({4})).value(), Array::Full(DType::kF32, {4}, 6));  // 1 + 2 + 3
+}
+
+// Results must own their data: arguments are passed as views, and a result that is (a reshape
+// of) an argument must survive the argument.
+TEST(JitTest, ResultsOutliveTheirArguments) {
+  JitFunction identity = Jit([](Tensor x) { return x; });
+  JitFunction reshape = Jit([](Tensor x) { return Reshape(x, {10, 100}); });
+  Tensor a, b, c;
+  {
+    Tensor x = Tensor::FromArray(Array::Iota(DType::kF32, {1000}));
+    a = identity(x);
+    b = reshape(x);
+    c = Reshape(x, {100, 10});  // eager
+  }
+  std::vector<Tensor> churn;
+  for (int i = 0; i < 8; ++i) churn.push_back(Tensor::FromArray(Array::Full(DType::kF32, {1000}, -1)));
+  EXPECT_EQ(*a.value(), Array::Iota(DType::kF32, {1000}));
+  EXPECT_EQ(*b.value(), Array::Iota(DType::kF32, {1000}).Reshape({10, 100}));
+  EXPECT_EQ(*c.value(), Array::Iota(DType::kF32, {1000}).Reshape({100, 10}));
+  EXPECT_TRUE(a.impl()->value->owns_data());
+  EXPECT_TRUE(b.impl()->value->owns_data());
+  EXPECT_TRUE(c.impl()->value->owns_data());
 }
 
 }  // namespace
