@@ -327,5 +327,32 @@ TEST(JitTest, ResultsOutliveTheirArguments) {
   EXPECT_TRUE(c.impl()->value->owns_data());
 }
 
+TEST(ShardedTest, ShardsOutliveTheirArguments) {
+  NamedSharding rep = Named("P()");
+  NamedSharding rows = Named("P('a')");
+  JitFunction identity = Jit([](Tensor x) { return x; },
+                             {.in_shardings = {rep}, .out_shardings = {rep}, .name = "id"});
+  JitFunction split = Jit([](Tensor x) { return x; },
+                          {.in_shardings = {rep}, .out_shardings = {rows}, .name = "split"});
+  Tensor a, b;
+  {
+    Tensor x = Tensor::FromArray(Array::Iota(DType::kF32, {8, 4}));
+    a = identity(x);
+    b = split(x);
+  }
+  std::vector<Tensor> churn;
+  for (int i = 0; i < 8; ++i) churn.push_back(Tensor::FromArray(Array::Full(DType::kF32, {8, 4}, -1)));
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  StatusOr<std::vector<Array>> sa = a.AddressableShards();
+  StatusOr<std::vector<Array>> sb = b.AddressableShards();
+  ASSERT_TRUE(sa.ok() && sb.ok());
+  ASSERT_EQ(sa->size(), 8u);
+  for (int d = 0; d < 8; ++d) {
+    EXPECT_EQ((*sa)[d], Array::Iota(DType::kF32, {8, 4})) << d;
+    EXPECT_EQ((*sb)[d], Array::Iota(DType::kF32, {8, 4}).Slice({2 * (d / 2), 0}, {2, 4})) << d;
+    EXPECT_TRUE(a.impl()->shards[d].owns_data()) << d;
+  }
+}
+
 }  // namespace
 }  // namespace xs::fe
