@@ -145,6 +145,11 @@ auto MakeJaxpr(F fn, std::string name = "fn") {
 // the axis and the sizes.
 StatusOr<Tensor> Pmap(const TensorFn& fn, const Tensor& x, int64_t in_axis = 0,
                       const std::string& name = "fn");
+// pmap with several arguments and results: in_axes[i] is argument i's mapped dim, or nullopt
+// for an argument every device sees whole (in_axes=None). Mapped dims must have one size.
+StatusOr<std::vector<Tensor>> PmapCall(const TensorFn& fn, const std::vector<Tensor>& args,
+                                       const std::vector<std::optional<int64_t>>& in_axes,
+                                       const std::string& name = "fn");
 
 // ---- implementation of AsTensorFn ----
 namespace internal {

@@ -68,32 +68,48 @@ std::vector<int64_t> WithLead(int64_t lead, std::vector<int64_t> dims) {
 }  // namespace
 
 StatusOr<std::unique_ptr<Module>> LowerPmap(const Jaxpr& jaxpr, int64_t num_devices,
+                                            const std::vector<bool>& mapped,
                                             const std::string& name) {
-  if (jaxpr.invars.size() != 1 || jaxpr.outvars.size() != 1) {
-    return InvalidArgument("Pmap(", name, "): the mapped function must take one Tensor and return "
-                           "one (it takes ", jaxpr.invars.size(), ", returns ",
-                           jaxpr.outvars.size(), ")");
+  if (mapped.size() != jaxpr.invars.size()) {
+    return InvalidArgument("Pmap(", name, "): ", mapped.size(), " in_axes for ",
+                           jaxpr.invars.size(), " inputs");
   }
-  const AVal& in = jaxpr.invars[0].aval;
-  const AVal out = jaxpr.outvars[0].aval();
   ModuleBuilder mb(StrCat("pmap_", name));
   mb.mutable_config().num_partitions = num_devices;
   ComputationBuilder& b = mb.AddEntry("main");
   Lowerer lowerer(mb, b);
-  HloSharding in_s = Stacked(num_devices, in.rank() + 1);
-  HloSharding out_s = Stacked(num_devices, out.rank() + 1);
-  Op arg = b.WithSharding(in_s).Parameter(0, Shape(in.dtype, WithLead(num_devices, in.dims)),
-                                          "Arg_0");
-  Op full = b.WithSharding(in_s).CustomCall("Sharding", {arg}, arg.shape());
-  Op local = b.WithSharding(HloSharding::Manual())
-                 .CustomCall("SPMDFullToShardShape", {full}, Shape(in.dtype, WithLead(1, in.dims)));
-  Op x = b.WithSharding(HloSharding::Manual()).Reshape(local, in.dims);
-  XS_ASSIGN_OR_RETURN(std::vector<Op> outs, lowerer.Body(jaxpr, {x}));
-  Op y = b.WithSharding(HloSharding::Manual()).Reshape(outs[0], WithLead(1, out.dims));
-  Op marked = b.WithSharding(HloSharding::Manual()).CustomCall("Sharding", {y}, y.shape());
-  Op result = b.WithSharding(out_s).CustomCall("SPMDShardToFullShape", {marked},
-                                               Shape(out.dtype, WithLead(num_devices, out.dims)));
-  b.SetRoot(result);
+  std::vector<Op> locals;
+  for (size_t i = 0; i < mapped.size(); ++i) {
+    const AVal& in = jaxpr.invars[i].aval;
+    // A mapped input enters stacked f32[n, ...] tiled along dim 0; a broadcast one (in_axes
+    // None) replicated, as it is.
+    HloSharding s = mapped[i] ? Stacked(num_devices, in.rank() + 1) : HloSharding::Replicate();
+    Shape global(in.dtype, mapped[i] ? WithLead(num_devices, in.dims) : in.dims);
+    Op arg = b.WithSharding(s).Parameter(static_cast<int64_t>(i), global, StrCat("Arg_", i));
+    Op full = b.WithSharding(s).CustomCall("Sharding", {arg}, global);
+    Shape local_shape(in.dtype, mapped[i] ? WithLead(1, in.dims) : in.dims);
+    Op local = b.WithSharding(HloSharding::Manual())
+                   .CustomCall("SPMDFullToShardShape", {full}, local_shape);
+    if (mapped[i]) local = b.WithSharding(HloSharding::Manual()).Reshape(local, in.dims);
+    locals.push_back(local);
+  }
+  XS_ASSIGN_OR_RETURN(std::vector<Op> outs, lowerer.Body(jaxpr, locals));
+  std::vector<Op> results;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const AVal out = jaxpr.outvars[i].aval();
+    Op y = b.WithSharding(HloSharding::Manual()).Reshape(outs[i], WithLead(1, out.dims));
+    Op marked = b.WithSharding(HloSharding::Manual()).CustomCall("Sharding", {y}, y.shape());
+    results.push_back(b.WithSharding(Stacked(num_devices, out.rank() + 1))
+                          .CustomCall("SPMDShardToFullShape", {marked},
+                                      Shape(out.dtype, WithLead(num_devices, out.dims))));
+  }
+  if (results.size() == 1) {
+    b.SetRoot(results[0]);
+  } else {
+    std::vector<HloSharding> elems;
+    for (const Op& r : results) elems.push_back(*r.instruction()->sharding());
+    b.SetRoot(b.WithSharding(HloSharding::Tuple(elems)).Tuple(results));
+  }
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, mb.Build());
   // Everything between the two boundaries runs per device.
   for (Instruction* inst : module->entry()->instructions()) {

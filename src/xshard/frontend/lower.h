@@ -32,12 +32,13 @@ struct LowerOptions {
 // different number of inputs / outputs, and builder errors (naming the op).
 StatusOr<std::unique_ptr<Module>> LowerJaxpr(const Jaxpr& jaxpr, const LowerOptions& options);
 
-// pmap's program: `jaxpr` (one device's function of one input slice) in a manual region over
-// `num_devices` devices. The entry takes the stacked input f32[n, ...] tiled along dim 0, enters
-// the manual region (custom-calls Sharding + SPMDFullToShardShape, as JAX lowers shard_map),
-// drops the leading 1, runs the body, and leaves through SPMDShardToFullShape with the outputs
-// stacked along a new dim 0. Errors: a jaxpr with other than one input and one output.
+// pmap's program: `jaxpr` (one device's function of its input slices) in a manual region over
+// `num_devices` devices. A mapped input (mapped[i]) enters stacked [n, ...] and tiled along dim
+// 0, an unmapped one replicated; both go through custom-calls Sharding + SPMDFullToShardShape
+// (as JAX lowers shard_map), the mapped ones lose their leading 1; each output leaves through
+// SPMDShardToFullShape stacked along a new dim 0 (several outputs: a tuple root).
 StatusOr<std::unique_ptr<Module>> LowerPmap(const Jaxpr& jaxpr, int64_t num_devices,
+                                            const std::vector<bool>& mapped,
                                             const std::string& name);
 
 }  // namespace xs::fe

@@ -173,6 +173,25 @@ TEST(PmapTest, SumOverDevicesAsSeed002) {
   EXPECT_THAT(bad.status().message(), HasSubstr("has size 16 but there are 8 devices"));
 }
 
+// pmap(lambda x, w: (x @ w, sum(x)), in_axes=(0, None)) over 4 devices: x[i] = rows i of
+// arange(8).reshape(4, 2), w = [[1], [10]] shared: x[i] @ w = 2i + 10 (2i + 1), sum = 4i + 1.
+TEST(PmapTest, BroadcastArgumentAndTwoResults) {
+  Tensor x = Reshape(Astype(Arange(0, 8), DType::kF32), {4, 2});
+  Tensor w = Tensor::FromArray(Array::FromVector<float>({2, 1}, {1, 10}));
+  auto fn = [](const std::vector<Tensor>& a) {
+    return std::vector<Tensor>{Matmul(Reshape(a[0], {1, 2}), a[1]), Sum(a[0])};
+  };
+  StatusOr<std::vector<Tensor>> r = PmapCall(fn, {x, w}, {0, std::nullopt}, "f");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ(*(*r)[0].value(), Array::FromVector<float>({4, 1, 1}, {10, 32, 54, 76}));
+  EXPECT_EQ(*(*r)[1].value(), Array::FromVector<float>({4}, {1, 5, 9, 13}));
+  EXPECT_EQ((*(*r)[1].AddressableShards())[2], Array::Scalar<float>(9));
+  StatusOr<std::vector<Tensor>> bad = PmapCall(fn, {x, Ones({3, 2})}, {0, 0}, "f");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("mapped axes have sizes 4 and 3"));
+}
+
 NamedSharding Named(const std::string& spec) {
   StatusOr<Mesh> mesh = Mesh::Create({"a", "b"}, {4, 2});
   StatusOr<NamedSharding> s = MakeSharding(*mesh, spec);
