@@ -53,7 +53,7 @@ Tensor WithShardingConstraint(const Tensor& x, const NamedSharding& sharding);
 
 using TensorFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
-// Adapts a callable taking 1..4 Tensors (or one const std::vector<Tensor>&) and returning a
+// Adapts a callable taking 0..4 Tensors (or one const std::vector<Tensor>&) and returning a
 // Tensor or a std::vector<Tensor>.
 template <typename F>
 TensorFn AsTensorFn(F f);
@@ -177,6 +177,8 @@ template <typename F>
 TensorFn AsTensorFn(F f) {
   if constexpr (std::is_invocable_v<F, const std::vector<Tensor>&>) {
     return [f = std::move(f)](const std::vector<Tensor>& a) { return internal::ToTensors(f(a)); };
+  } else if constexpr (std::is_invocable_v<F>) {
+    return internal::Arity(std::move(f), std::make_index_sequence<0>());
   } else if constexpr (std::is_invocable_v<F, Tensor>) {
     return internal::Arity(std::move(f), std::make_index_sequence<1>());
   } else if constexpr (std::is_invocable_v<F, Tensor, Tensor>) {
@@ -185,7 +187,7 @@ TensorFn AsTensorFn(F f) {
     return internal::Arity(std::move(f), std::make_index_sequence<3>());
   } else {
     static_assert(std::is_invocable_v<F, Tensor, Tensor, Tensor, Tensor>,
-                  "fn must take 1..4 Tensors or one const std::vector<Tensor>&");
+                  "fn must take 0..4 Tensors or one const std::vector<Tensor>&");
     return internal::Arity(std::move(f), std::make_index_sequence<4>());
   }
 }

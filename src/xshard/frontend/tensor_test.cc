@@ -59,6 +59,16 @@ TEST(MakeJaxprTest, JitInsideATraceIsAPjitEquation) {
             "  in (b,) }");
 }
 
+TEST(JitTest, NoArgumentFunctionTracesItsCreationOps) {
+  JitFunction f = Jit([] { return Sum(Arange(0, 5)); }, {.name = "five"});
+  EXPECT_EQ(*f().value(), Array::Scalar<int32_t>(10));
+  StatusOr<Jaxpr> j = MakeJaxpr([] { return Arange(0, 5); })();
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(PrintJaxpr(*j),
+            "{ lambda ; . let\n    a:i32[5] = iota[dimension=0 dtype=int32 shape=(5,)] \n"
+            "  in (a,) }");
+}
+
 TEST(JitTest, SigmoidValuesByHand) {
   JitFunction f = Jit(Sigmoid, {.name = "sigmoid"});
   Tensor y = f(Ones({10}));
