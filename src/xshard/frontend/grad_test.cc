@@ -114,6 +114,15 @@ TEST(GradTest, VjpOfSquareIsTwiceXTimesCotangent) {
   EXPECT_FALSE(r->backward({}).ok());
 }
 
+TEST(GradTest, JitOfGradOfTwoArgumentsKeepsBothArguments) {
+  // d/dx (x * y) = y, d/dy = x at (3, 5).
+  JitFunction f = Jit(Grad([](Tensor x, Tensor y) { return x * y; }, {0, 1}));
+  StatusOr<std::vector<Tensor>> g = f.Call({Tensor::Scalar(3), Tensor::Scalar(5)});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ((*g)[0].value()->GetDouble(0), 5);
+  EXPECT_EQ((*g)[1].value()->GetDouble(0), 3);
+}
+
 TEST(GradTest, GradThroughAJittedFunction) {
   JitFunction f = Jit(Sigmoid, {.name = "sigmoid"});
   Tensor g = Grad(f)(1.0);

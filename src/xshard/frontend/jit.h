@@ -54,7 +54,8 @@ Tensor WithShardingConstraint(const Tensor& x, const NamedSharding& sharding);
 using TensorFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
 // Adapts a callable taking 0..4 Tensors (or one const std::vector<Tensor>&) and returning a
-// Tensor or a std::vector<Tensor>.
+// Tensor or a std::vector<Tensor>; a JitFunction / GradFunction goes through its Call (so
+// Grad(Jit(f)) and Jit(Grad(f)) take f's arguments, however many).
 template <typename F>
 TensorFn AsTensorFn(F f);
 
@@ -175,20 +176,27 @@ TensorFn Arity(F f, std::index_sequence<I...>) {
 
 template <typename F>
 TensorFn AsTensorFn(F f) {
-  if constexpr (std::is_invocable_v<F, const std::vector<Tensor>&>) {
+  if constexpr (requires(const F& g, const std::vector<Tensor>& a) { g.Call(a); }) {
+    // A JitFunction / GradFunction: any number of arguments, through its Call.
+    return [f = std::move(f)](const std::vector<Tensor>& a) -> std::vector<Tensor> {
+      auto r = f.Call(a);
+      if (!r.ok()) return {Tensor::FromStatus(r.status())};
+      return *std::move(r);
+    };
+  } else if constexpr (std::is_invocable_v<F, const std::vector<Tensor>&>) {
     return [f = std::move(f)](const std::vector<Tensor>& a) { return internal::ToTensors(f(a)); };
-  } else if constexpr (std::is_invocable_v<F>) {
-    return internal::Arity(std::move(f), std::make_index_sequence<0>());
   } else if constexpr (std::is_invocable_v<F, Tensor>) {
     return internal::Arity(std::move(f), std::make_index_sequence<1>());
   } else if constexpr (std::is_invocable_v<F, Tensor, Tensor>) {
     return internal::Arity(std::move(f), std::make_index_sequence<2>());
   } else if constexpr (std::is_invocable_v<F, Tensor, Tensor, Tensor>) {
     return internal::Arity(std::move(f), std::make_index_sequence<3>());
-  } else {
-    static_assert(std::is_invocable_v<F, Tensor, Tensor, Tensor, Tensor>,
-                  "fn must take 0..4 Tensors or one const std::vector<Tensor>&");
+  } else if constexpr (std::is_invocable_v<F, Tensor, Tensor, Tensor, Tensor>) {
     return internal::Arity(std::move(f), std::make_index_sequence<4>());
+  } else {
+    static_assert(std::is_invocable_v<F>,
+                  "fn must take 0..4 Tensors or one const std::vector<Tensor>&");
+    return internal::Arity(std::move(f), std::make_index_sequence<0>());
   }
 }
 
