@@ -21,7 +21,8 @@ namespace xs::fe {
 struct LowerOptions {
   std::string name = "fn";  // the module is called jit_<name>
   // One entry per jaxpr input / output (empty vector: none); nullopt leaves the value to
-  // propagation.
+  // propagation, except in a tuple root (several outputs) where some output has a sharding:
+  // there the open ones are {replicated}.
   std::vector<std::optional<HloSharding>> in_shardings;
   std::vector<std::optional<HloSharding>> out_shardings;
   // The module's num_partitions (the device count the shardings refer to).
