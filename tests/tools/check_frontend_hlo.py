@@ -6,7 +6,8 @@ For each DIR/NAME.hlo (written by `example_frontend_seed002 DIR`): XLA parses it
 (num_partitions from the header, SPMD partitioning on). Every module then runs on seeded random
 inputs in XLA on one device (a sharded module with its shardings stripped: the same global
 computation) and through `xshard run --args ... --save` (a sharded module partitioned and run on
-its num_partitions devices), and the outputs must agree to 1e-5 (relative). Prints one line per
+its num_partitions devices), and the outputs must agree to 1e-5 (relative); for sigmoid,
+grad(sigmoid) and square also with jax.jit of the Python function on the same inputs. Prints one line per
 module and exits 1 on any failure.
 
 Usage, from the repository root:
@@ -27,6 +28,15 @@ import jax  # noqa: E402
 from jax._src.lib import xla_client as xc, _jax  # noqa: E402
 
 DTYPES = {"f32": np.float32, "s32": np.int32, "f16": np.float16}
+
+
+def sigmoid(x):
+    return 1 / (1 + jax.numpy.exp(-x))
+
+
+# Modules whose function JAX itself can run: their xshard outputs must also match jax.jit's.
+JAX_FUNCTIONS = {"sigmoid.hlo": sigmoid, "grad_sigmoid.hlo": jax.grad(sigmoid),
+                 "square.hlo": lambda x: x * x}
 
 
 def params(text):
@@ -107,12 +117,17 @@ def main():
                 failed = True
                 continue
             got = [np.load(os.path.join(tmp, "out", f"out{i}.npy")) for i in range(len(want))]
+        count = sum(w.size for w in want)
+        if name in JAX_FUNCTIONS:
+            want.append(np.asarray(jax.jit(JAX_FUNCTIONS[name])(*args)))
+            got.append(got[0])
         worst = max(float(np.max(np.abs(g - w) / (1 + np.abs(w)))) for g, w in zip(got, want))
         ok = worst <= 1e-5
         failed |= not ok
         how = (f"XLA partitions it for {n}; values: XLA on one device with the shardings stripped, "
                f"xshard on {n} devices" if n > 1 else "one device")
-        print(f"{name}: XLA and xshard run agree on {sum(w.size for w in want)} values "
+        also = ", jax.jit of the same function" if name in JAX_FUNCTIONS else ""
+        print(f"{name}: XLA{also} and xshard run agree on {count} values "
               f"({how}; max rel diff {worst:.2e}){'' if ok else '  FAIL'}")
     return 1 if failed else 0
 
