@@ -3,6 +3,7 @@
 #include "xshard/frontend/lower.h"
 
 #include "xshard/frontend/lower_internal.h"
+#include "xshard/passes/dce.h"
 
 namespace xs::fe {
 
@@ -52,7 +53,11 @@ StatusOr<std::unique_ptr<Module>> LowerJaxpr(const Jaxpr& jaxpr, const LowerOpti
     }
   }
   b.SetRoot(root);
-  return mb.Build();
+  // Values nothing uses (a primal output autodiff keeps, `_` in the jaxpr) are dropped, as in the
+  // HLO JAX prints for jit(grad(sigmoid)).
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, mb.Build());
+  XS_RETURN_IF_ERROR(RemoveDeadCode(*module).status());
+  return module;
 }
 
 namespace {

@@ -1,8 +1,8 @@
 // Lowering: a Jaxpr becomes a global HLO Module (JAX's jit(...).lower(...)): module
 // `jit_<name>`, entry `main`, one parameter `Arg_<i>` per input with its sharding, the root with
 // the output shardings, scalar literals as `constant` + `broadcast`, sharding_constraint as the
-// custom-call Sharding JAX emits, pjit and custom_vjp_call inlined. The text is readable by
-// `xshard run` and by XLA.
+// custom-call Sharding JAX emits, pjit and custom_vjp_call inlined, unused values removed. The
+// text is readable by `xshard run` and by XLA.
 #ifndef XSHARD_FRONTEND_LOWER_H_
 #define XSHARD_FRONTEND_LOWER_H_
 

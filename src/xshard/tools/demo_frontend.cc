@@ -27,7 +27,10 @@ Status Seed002(DemoContext& ctx) {
   out << fe::PrintJaxpr(j) << "\n\njit(sigmoid).lower(jnp.ones(10)).compiler_ir('hlo')\n";
   fe::JitFunction sigmoid = fe::Jit(Sigmoid, {.name = "sigmoid"});
   XS_ASSIGN_OR_RETURN(fe::Lowered lowered, sigmoid.Lower(fe::Ones({10})));
-  out << lowered.AsText() << "\n";
+  out << lowered.AsText() << "\njit(grad(sigmoid)).lower(1.0).compiler_ir('hlo')\n";
+  XS_ASSIGN_OR_RETURN(fe::Lowered lowered_grad,
+                      fe::Jit(fe::Grad(Sigmoid), {.name = "sigmoid"}).Lower(Tensor::Scalar(1.0)));
+  out << lowered_grad.AsText() << "\n";
   XS_ASSIGN_OR_RETURN(Array g, fe::Grad(Sigmoid)(1.0).value());
   out << "grad(sigmoid)(1.0) = " << g.ToString() << "\n\n";
 
