@@ -189,9 +189,19 @@ StatusOr<Jaxpr> TraceFunction(const TensorFn& fn, const std::vector<AVal>& in,
     impl->atom = Atom::OfVar(v);
     args.emplace_back(impl);
   }
-  Stack().push_back(trace);
-  std::vector<Tensor> outs = fn(args);
-  Stack().pop_back();
+  std::vector<Tensor> outs;
+  {
+    // Popped however fn leaves (an exception included), so the stack never keeps a dead trace.
+    struct Pop {
+      TraceState* trace;
+      ~Pop() {
+        Stack().pop_back();
+        trace->active = false;
+      }
+    } pop{trace.get()};
+    Stack().push_back(trace);
+    outs = fn(args);
+  }
   Status status = FirstError(outs);
   if (status.ok()) status = trace->first_error;
   if (status.ok()) {
