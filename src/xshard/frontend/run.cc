@@ -161,6 +161,44 @@ StatusOr<std::shared_ptr<CompiledJaxpr>> CompileJaxpr(
   return result;
 }
 
+namespace {
+
+// Runs the program; arguments whose device buffers already have the sharding the program wants
+// go to the devices as they are (replicated ones as views of the global value), as JAX passes
+// committed arrays. Any other argument sends the whole call through ShardedProgram::Run, which
+// scatters the global values.
+StatusOr<ShardedResult> RunWithPlacement(const CompiledJaxpr& compiled, Client& client,
+                                         const std::vector<Tensor>& args,
+                                         const std::vector<Array>& globals) {
+  const ShardedProgram& program = *compiled.program;
+  int64_t n = program.num_devices();
+  bool placed = n > 1 && program.argument_shardings().size() == args.size();
+  std::vector<std::vector<Array>> shards(n, std::vector<Array>(args.size()));
+  for (size_t i = 0; placed && i < args.size(); ++i) {
+    const TensorImpl& t = *args[i].impl();
+    const HloSharding& want = program.argument_shardings()[i];
+    if (want.IsReplicated()) {
+      for (int64_t d = 0; d < n; ++d) {
+        shards[d][i] = Array::View(globals[i].shape(), const_cast<std::byte*>(globals[i].data()));
+      }
+      continue;
+    }
+    placed = want.IsTiled() && t.sharding && static_cast<int64_t>(t.shards.size()) == n;
+    if (!placed) break;
+    StatusOr<HloSharding> have = t.sharding->ToHloSharding(static_cast<int>(t.aval.rank()));
+    placed = have.ok() && *have == want;
+    for (int64_t d = 0; placed && d < n; ++d) {
+      const Array& piece = t.shards[d];
+      shards[d][i] = Array::View(piece.shape(), const_cast<std::byte*>(piece.data()));
+    }
+  }
+  if (!placed) return program.Run(client, globals);
+  XS_ASSIGN_OR_RETURN(SpmdResult r, program.RunPlaced(client, shards));
+  return program.AssembleOutputs(std::move(r.outputs));
+}
+
+}  // namespace
+
 StatusOr<std::vector<Tensor>> RunCompiled(const CompiledJaxpr& compiled,
                                           const std::vector<Tensor>& args) {
   // Non-owning views of the arguments' values (the Tensors outlive the run): no copy per call.
@@ -176,7 +214,7 @@ StatusOr<std::vector<Tensor>> RunCompiled(const CompiledJaxpr& compiled,
                            " devices but the default client has ", client->num_devices(),
                            "; SetDefaultClient with more devices (or XSHARD_DEVICES)");
   }
-  XS_ASSIGN_OR_RETURN(ShardedResult r, compiled.program->Run(*client, arrays));
+  XS_ASSIGN_OR_RETURN(ShardedResult r, RunWithPlacement(compiled, *client, args, arrays));
   std::vector<Tensor> outs;
   for (size_t i = 0; i < r.outputs.size(); ++i) {
     auto impl = std::make_shared<TensorImpl>();

@@ -383,5 +383,27 @@ TEST(ShardedTest, ShardsOutliveTheirArguments) {
   }
 }
 
+// Sharded Tensors go to the devices as the buffers they hold; with 10 elements over 4 devices
+// the pieces are padded (3, 3, 3, 1 + 2 padding), and reductions must not see the padding.
+TEST(ShardedTest, UnevenShardsReusedAcrossCalls) {
+  Tensor x = DevicePut(Astype(Arange(0, 10), DType::kF32), Named("P('a')"));
+  ASSERT_TRUE(x.ok()) << x.status().ToString();
+  EXPECT_EQ(*Sum(x).value(), Array::Scalar<float>(45));
+  EXPECT_EQ(Max(-x).value()->GetDouble(0), 0.0);  // -0.0, the negated 0
+  Tensor y = x * 2.0;  // stays sharded
+  ASSERT_NE(y.sharding(), nullptr);
+  EXPECT_EQ(*Sum(y).value(), Array::Scalar<float>(90));
+  EXPECT_EQ(*Min(y + 1.0).value(), Array::Scalar<float>(1));
+  // 1..10: a min that saw the padding would be 0.
+  Tensor w = DevicePut(Astype(Arange(1, 11), DType::kF32), Named("P('a')"));
+  EXPECT_EQ(*Min(w).value(), Array::Scalar<float>(1));
+  EXPECT_EQ(*Min(w * 2.0).value(), Array::Scalar<float>(2));
+  EXPECT_EQ(*Min(Exp(w - 1.0)).value(), Array::Scalar<float>(1));
+  JitFunction f = Jit([](Tensor a, Tensor b) { return Sum(a * b); }, {.name = "dot"});
+  Tensor z = DevicePut(Ones({10}), Named("P('b')"));
+  EXPECT_EQ(*f(x, z).value(), Array::Scalar<float>(45));
+  EXPECT_EQ(*f(x, x).value(), Array::Scalar<float>(285));  // sum of squares 0..9
+}
+
 }  // namespace
 }  // namespace xs::fe
