@@ -41,7 +41,8 @@ std::string AValsText(const std::vector<AVal>& in);
 // holds): "NamedSharding(mesh=Mesh('a': 4, 'b': 2), spec=P('a', None))".
 StatusOr<NamedSharding> ParseNamedShardingText(std::string_view text);
 
-// The contraction / windowing / call rules (primitives_contract.cc), added to `table`.
+// The contraction / windowing / call / autodiff-only rules (primitives_contract.cc), added to
+// `table`.
 void AddContractionRules(std::map<std::string, Rule>& table);
 
 }  // namespace xs::fe::internal

@@ -370,20 +370,6 @@ const std::map<std::string, Rule>& Table() {
     (*t)["iota"] = Iota;
     (*t)["sharding_constraint"] = Identity;
     (*t)["stop_gradient"] = Identity;
-    (*t)["rev"] = [](const std::string& prim, const std::vector<AVal>& in, const Params& p) -> Out {
-      XS_RETURN_IF_ERROR(CheckArity(prim, in, 1, 1));
-      XS_ASSIGN_OR_RETURN(IntList dims, GetInts(prim, p, "dimensions"));
-      XS_RETURN_IF_ERROR(CheckAxes(prim, in[0], dims, "dimensions"));
-      return std::vector<AVal>{in[0]};
-    };
-    // autodiff's cotangent of reduce_window_max (autodiff.h): typed like its operand.
-    (*t)["select_and_scatter_add"] = [](const std::string& prim, const std::vector<AVal>& in,
-                                        const Params&) -> Out {
-      XS_RETURN_IF_ERROR(CheckArity(prim, in, 2, 2));
-      AVal out = in[1];
-      out.weak_type = false;
-      return std::vector<AVal>{out};
-    };
     AddContractionRules(*t);
     return t;
   }();

@@ -1,6 +1,6 @@
 // Abstract evaluation of the contractions (dot_general, conv_general_dilated), the windowed
-// reductions (reduce_window_sum / reduce_window_max) and the call primitives (pjit,
-// custom_vjp_call), with JAX's parameter names.
+// reductions (reduce_window_sum / reduce_window_max), the call primitives (pjit,
+// custom_vjp_call) and autodiff's rev / select_and_scatter_add, with JAX's parameter names.
 #include <algorithm>
 
 #include "xshard/base/strings.h"
@@ -191,6 +191,26 @@ Out CustomVjpCall(const std::string& prim, const std::vector<AVal>& in, const Pa
   return OutAVals(*call);
 }
 
+// autodiff's own primitives (autodiff.h): rev[dimensions] and select_and_scatter_add (typed
+// like its operand, the second input).
+Out Rev(const std::string& prim, const std::vector<AVal>& in, const Params& p) {
+  XS_RETURN_IF_ERROR(CheckArity(prim, in, 1, 1));
+  XS_ASSIGN_OR_RETURN(IntList dims, GetInts(prim, p, "dimensions"));
+  for (int64_t d : dims) {
+    if (d < 0 || d >= in[0].rank()) {
+      return InvalidArgument(prim, ": dimension ", d, " is not a dim of ", in[0].ToString());
+    }
+  }
+  return std::vector<AVal>{in[0]};
+}
+
+Out SelectAndScatterAdd(const std::string& prim, const std::vector<AVal>& in, const Params&) {
+  XS_RETURN_IF_ERROR(CheckArity(prim, in, 2, 2));
+  AVal out = in[1];
+  out.weak_type = false;
+  return std::vector<AVal>{out};
+}
+
 }  // namespace
 
 void AddContractionRules(std::map<std::string, Rule>& table) {
@@ -200,6 +220,8 @@ void AddContractionRules(std::map<std::string, Rule>& table) {
   table["reduce_window_max"] = ReduceWindow;
   table["pjit"] = Pjit;
   table["custom_vjp_call"] = CustomVjpCall;
+  table["rev"] = Rev;
+  table["select_and_scatter_add"] = SelectAndScatterAdd;
 }
 
 }  // namespace xs::fe::internal
