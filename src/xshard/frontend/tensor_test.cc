@@ -405,5 +405,27 @@ TEST(ShardedTest, UnevenShardsReusedAcrossCalls) {
   EXPECT_EQ(*f(x, x).value(), Array::Scalar<float>(285));  // sum of squares 0..9
 }
 
+TEST(JitTest, OutputsThatAreInputsLiteralsOrRepeated) {
+  JitFunction f = Jit([](Tensor x) {
+    Tensor y = x + 1.0;
+    return std::vector<Tensor>{x, y, y, Tensor::Scalar(7)};
+  }, {.name = "outs"});
+  StatusOr<std::vector<Tensor>> r = f.Call({Ones({2})});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 4u);
+  EXPECT_EQ(*(*r)[0].value(), Array::Full(DType::kF32, {2}, 1));
+  EXPECT_EQ(*(*r)[1].value(), Array::Full(DType::kF32, {2}, 2));
+  EXPECT_EQ(*(*r)[2].value(), Array::Full(DType::kF32, {2}, 2));
+  EXPECT_EQ(*(*r)[3].value(), Array::Scalar<float>(7));
+  StatusOr<Jaxpr> j = MakeJaxpr([](Tensor x) {
+    return std::vector<Tensor>{x, Tensor::Scalar(7)};
+  })(Ones({2}));
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ(PrintJaxpr(*j), "{ lambda ; a:f32[2]. let in (a, 7.0) }");
+  Tensor one = f(Ones({2}));  // four results through operator()
+  ASSERT_FALSE(one.ok());
+  EXPECT_THAT(one.status().message(), HasSubstr("returns 4 results; use Call()"));
+}
+
 }  // namespace
 }  // namespace xs::fe
