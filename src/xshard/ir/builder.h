@@ -132,6 +132,10 @@ class ComputationBuilder {
   Op Reduce(std::vector<Op> xs, std::vector<Op> inits, const ComputationBuilder& reducer,
             std::vector<int64_t> dims);
   Op ReduceWindow(Op x, Op init, const ComputationBuilder& reducer, Window window);
+  // select-and-scatter: each window of `operand` picks one element with `select` (pred(a, b):
+  // keep a) and `scatter`-combines its `source` element there, onto `init` elsewhere.
+  Op SelectAndScatter(Op operand, const ComputationBuilder& select, Window window, Op source,
+                      Op init, const ComputationBuilder& scatter);
   Op Sort(std::vector<Op> operands, const ComputationBuilder& comparator, int64_t dimension,
           bool is_stable = false);
 

@@ -248,6 +248,16 @@ Op ComputationBuilder::ReduceWindow(Op x, Op init, const ComputationBuilder& red
               {{CallRole::kToApply, reducer.raw_}});
 }
 
+Op ComputationBuilder::SelectAndScatter(Op operand, const ComputationBuilder& select,
+                                        Window window, Op source, Op init,
+                                        const ComputationBuilder& scatter) {
+  Attributes a;
+  a.window = std::move(window);
+  return Emit("SelectAndScatter", Opcode::kSelectAndScatter, {operand, source, init},
+              Placeholder(), std::move(a),
+              {{CallRole::kSelect, select.raw_}, {CallRole::kScatter, scatter.raw_}});
+}
+
 Op ComputationBuilder::Sort(std::vector<Op> operands, const ComputationBuilder& comparator,
                             int64_t dimension, bool is_stable) {
   Attributes a = WithDims({dimension});

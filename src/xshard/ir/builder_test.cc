@@ -60,6 +60,41 @@ TEST(BuilderTest, SeedSigmoidHasXlaShapesAndNames) {
                                              "exponential.5", "add.6", "divide.7"}));
 }
 
+TEST(BuilderTest, SelectAndScatterTakesBothComputationsAndTheWindow) {
+  // max_pool's gradient over 2x2 windows of f32[4,4]: one source element per window.
+  ModuleBuilder mb("sas");
+  ComputationBuilder& ge = mb.AddComputation("ge");
+  ge.Compare(ge.Parameter(0, F32({}), "a"), ge.Parameter(1, F32({}), "b"),
+             ComparisonDirection::kGe);
+  ComputationBuilder& add = mb.AddComputation("add");
+  add.Add(add.Parameter(0, F32({}), "x"), add.Parameter(1, F32({}), "y"));
+  ComputationBuilder& main = mb.AddEntry("main");
+  Op operand = main.Parameter(0, F32({4, 4}), "operand");
+  Op source = main.Parameter(1, F32({2, 2}), "source");
+  Window w;
+  w.dims = {WindowDim{2, 2, 0, 0, 1, 1, false}, WindowDim{2, 2, 0, 0, 1, 1, false}};
+  Op s = main.SelectAndScatter(operand, ge, w, source, main.Scalar(0.0f), add);
+  auto m = mb.Build();
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(s.instruction()->opcode(), Opcode::kSelectAndScatter);
+  EXPECT_EQ(s.shape().ToString(), "f32[4,4]{1,0}");
+  ASSERT_EQ(s.instruction()->called_computations().size(), 2u);
+  // A source that does not match the window count is an error naming the op.
+  ModuleBuilder bad("bad");
+  ComputationBuilder& ge2 = bad.AddComputation("ge");
+  ge2.Compare(ge2.Parameter(0, F32({}), "a"), ge2.Parameter(1, F32({}), "b"),
+              ComparisonDirection::kGe);
+  ComputationBuilder& add2 = bad.AddComputation("add");
+  add2.Add(add2.Parameter(0, F32({}), "x"), add2.Parameter(1, F32({}), "y"));
+  ComputationBuilder& main2 = bad.AddEntry("main");
+  main2.SelectAndScatter(main2.Parameter(0, F32({4, 4}), "o"), ge2, w,
+                         main2.Parameter(1, F32({3, 2}), "s"), main2.Scalar(0.0f), add2);
+  auto err = bad.Build();
+  ASSERT_FALSE(err.ok());
+  EXPECT_NE(err.status().message().find("SelectAndScatter"), std::string::npos)
+      << err.status().message();
+}
+
 TEST(BuilderTest, FirstErrorNamesTheOpAndLaterOpsAreNoOps) {
   ModuleBuilder mb("m");
   ComputationBuilder& b = mb.AddEntry("main");

@@ -46,7 +46,7 @@ Status RunDemo(const DemoFlags& flags) {
 std::vector<DemoSection> DemoSections() {
   std::vector<DemoSection> sections;
   for (auto group : {Seed000DemoSections, ShardingDemoSections, RuntimeDemoSections,
-                     CmmDemoSections, Seed004DemoSections}) {
+                     CmmDemoSections, Seed004DemoSections, FrontendDemoSections}) {
     for (DemoSection& s : group()) sections.push_back(std::move(s));
   }
   return sections;

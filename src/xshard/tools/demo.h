@@ -45,6 +45,7 @@ std::vector<DemoSection> RuntimeDemoSections();   // demo_runtime.cc: seeds 001 
 std::vector<DemoSection> Seed000DemoSections();   // demo_seed000.cc: seed 000 end to end
 std::vector<DemoSection> CmmDemoSections();       // demo_cmm.cc: seed 003's collective matmuls
 std::vector<DemoSection> Seed004DemoSections();   // demo_seed004.cc: seed 004's bf16 GEMM
+std::vector<DemoSection> FrontendDemoSections();  // demo_frontend.cc: seeds 002 / 001, C++ front end
 
 // Prints "name: dtype[dims] NamedSharding(...)", its HloSharding (V1 and iota forms) and the
 // drawing, as the seed notebooks' visualize_array_sharding cells show it.

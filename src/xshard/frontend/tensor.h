@@ -1,0 +1,215 @@
+// Tensor: a jnp-style array for C++. Eager by default (each op runs at once as a small program,
+// compiled once per primitive, parameters and input types), traced inside MakeJaxpr / Jit /
+// Grad (each op appends a JAX-named equation to the current Jaxpr). A global Tensor may carry a
+// NamedSharding (DevicePut, jit.h); eager ops on sharded tensors run partitioned on the mesh's
+// devices and keep a sharding on their results.
+//
+//   Tensor x = Tensor::FromArray(Array::Full(DType::kF32, {10}, 1.0));
+//   Tensor y = 1 / (1 + Exp(-x));      // traced: neg, exp, add c 1.0, div 1.0 d (seed 002)
+//   StatusOr<Array> v = y.value();
+//
+// Errors. Operators cannot return a Status, so a mistake (shape mismatch in `a + b`, a bad axis,
+// a tracer used after its trace ended) yields an *error Tensor*: ok() is false, status() holds
+// the message (naming the op, the shapes and the fix), and every op taking it returns it again.
+// The error surfaces at the first value() / Jit / MakeJaxpr call, which returns that Status.
+// Nothing aborts.
+//
+// C++ doubles in operators are weak-typed scalars (JAX's Python scalars): `x * 2.0` keeps x's
+// dtype and traces as `mul x 2.0`. Binary ops broadcast by numpy rules (rank-0 operands are
+// passed as they are, as JAX passes literals) and promote dtypes (weak < int < float, wider wins).
+#ifndef XSHARD_FRONTEND_TENSOR_H_
+#define XSHARD_FRONTEND_TENSOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "xshard/base/status.h"
+#include "xshard/core/array.h"
+#include "xshard/frontend/jaxpr.h"
+#include "xshard/sharding/named_sharding.h"
+
+namespace xs::fe {
+
+struct TensorImpl;
+
+class Tensor {
+ public:
+  // An error Tensor ("uninitialized Tensor"); assign a real one.
+  Tensor();
+  // A concrete, unsharded array.
+  static Tensor FromArray(Array value);
+  // A strongly typed scalar (f32 unless told).
+  static Tensor Scalar(double value, DType dtype = DType::kF32);
+  // A weak-typed f32 scalar: what a C++ double in an operator becomes.
+  static Tensor Weak(double value);
+  // A weak-typed s32 scalar: what a C++ int in an operator becomes (it takes a float operand's
+  // type, as `x * 2` does in JAX).
+  static Tensor WeakInt(int64_t value);
+  // An error Tensor carrying `status` (which must not be OK).
+  static Tensor FromStatus(Status status);
+
+  bool ok() const;
+  const Status& status() const;  // OK unless an error Tensor
+  const AVal& aval() const;      // f32[] for an error Tensor
+  DType dtype() const { return aval().dtype; }
+  const std::vector<int64_t>& dims() const { return aval().dims; }
+  int64_t rank() const { return aval().rank(); }
+  // True inside a trace (MakeJaxpr / Jit / Grad): the Tensor is a variable of the trace.
+  bool is_tracer() const;
+
+  // The global value. Errors: an error Tensor's status; a tracer ("cannot read the value of a
+  // traced Tensor ..."; return it from the function instead).
+  StatusOr<Array> value() const;
+  // The sharding of a global array, or nullptr (unsharded, or a tracer).
+  const NamedSharding* sharding() const;
+  // Each device's buffer (jax.Array.addressable_shards): for a sharded array, shard d is the box
+  // mesh device d holds; an unsharded array has one shard, itself. Errors as value().
+  StatusOr<std::vector<Array>> AddressableShards() const;
+  // The value as JAX prints an array ("[1. 2.]"), "Traced<f32[10]>" for a tracer, or
+  // "Error(...)".
+  std::string ToString() const;
+
+  // Internal (frontend): the shared state behind the handle.
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// Arguments of Jit / MakeJaxpr calls: Tensors as they are, Arrays as unsharded Tensors, C++
+// numbers as strongly typed f32 scalars (JAX traces a Python float argument as f32[]).
+inline Tensor AsTensor(const Tensor& t) { return t; }
+inline Tensor AsTensor(const Array& a) { return Tensor::FromArray(a); }
+inline Tensor AsTensor(double v) { return Tensor::Scalar(v); }
+template <typename T>
+concept TensorLike = requires(const T& t) { AsTensor(t); };
+
+// Binds `primitive` (a JAX primitive name with its parameters, see jaxpr.h) to `inputs`:
+// traced when a trace is active, else run eagerly. No promotion or broadcasting: the inputs must
+// already satisfy AbstractEval. Returns one Tensor per output (error Tensors on failure).
+std::vector<Tensor> Bind(const std::string& primitive, const std::vector<Tensor>& inputs,
+                         Params params = {});
+Tensor Bind1(const std::string& primitive, const std::vector<Tensor>& inputs, Params params = {});
+
+// Elementwise, unary.
+Tensor Neg(const Tensor& x);
+Tensor Exp(const Tensor& x);
+Tensor Log(const Tensor& x);
+Tensor Tanh(const Tensor& x);
+Tensor Logistic(const Tensor& x);  // jax.nn.sigmoid: one `logistic` equation
+Tensor Sqrt(const Tensor& x);
+Tensor Rsqrt(const Tensor& x);
+Tensor Abs(const Tensor& x);
+Tensor Sign(const Tensor& x);
+Tensor Sin(const Tensor& x);
+Tensor Cos(const Tensor& x);
+Tensor Relu(const Tensor& x);        // max(x, 0.0)
+Tensor IntegerPow(const Tensor& x, int64_t y);
+Tensor StopGradient(const Tensor& x);
+
+// Elementwise, binary (numpy broadcasting and promotion).
+Tensor Add(const Tensor& a, const Tensor& b);
+Tensor Sub(const Tensor& a, const Tensor& b);
+Tensor Mul(const Tensor& a, const Tensor& b);
+Tensor Div(const Tensor& a, const Tensor& b);
+Tensor Maximum(const Tensor& a, const Tensor& b);
+Tensor Minimum(const Tensor& a, const Tensor& b);
+Tensor Pow(const Tensor& a, const Tensor& b);  // float `pow`; use IntegerPow for int exponents
+Tensor Eq(const Tensor& a, const Tensor& b);
+Tensor Ne(const Tensor& a, const Tensor& b);
+Tensor Lt(const Tensor& a, const Tensor& b);
+Tensor Le(const Tensor& a, const Tensor& b);
+Tensor Gt(const Tensor& a, const Tensor& b);
+Tensor Ge(const Tensor& a, const Tensor& b);
+Tensor LogicalAnd(const Tensor& a, const Tensor& b);
+Tensor LogicalOr(const Tensor& a, const Tensor& b);
+Tensor LogicalNot(const Tensor& a);
+// jnp.where(pred, a, b): select_n(pred, b, a) after broadcasting the three.
+Tensor Where(const Tensor& pred, const Tensor& a, const Tensor& b);
+
+Tensor operator-(const Tensor& x);
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+// jnp's true division: integer operands are converted to f32 first (Div is lax.div).
+Tensor operator/(const Tensor& a, const Tensor& b);
+// With a C++ scalar (weak-typed: a double is a weak f32, an int a weak s32). As JAX traced seed
+// 002, `1 + x` binds `add x 1.0` and `1 / x` binds `div 1.0 x` (commutative ops put the Tensor
+// first).
+Tensor operator+(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator/(double a, const Tensor& b);
+Tensor operator+(const Tensor& a, int b);
+Tensor operator+(int a, const Tensor& b);
+Tensor operator-(const Tensor& a, int b);
+Tensor operator-(int a, const Tensor& b);
+Tensor operator*(const Tensor& a, int b);
+Tensor operator*(int a, const Tensor& b);
+Tensor operator/(const Tensor& a, int b);
+Tensor operator/(int a, const Tensor& b);
+
+// Types and shapes.
+Tensor Astype(const Tensor& x, DType dtype);  // convert_element_type[new_dtype weak_type=False]
+Tensor BroadcastTo(const Tensor& x, std::vector<int64_t> dims);  // numpy rules
+// jnp.reshape: one dim may be -1 (inferred).
+Tensor Reshape(const Tensor& x, std::vector<int64_t> dims);
+Tensor Transpose(const Tensor& x, std::vector<int64_t> permutation = {});  // {}: reversed
+Tensor Squeeze(const Tensor& x, std::vector<int64_t> axes);
+Tensor ExpandDims(const Tensor& x, int64_t axis);
+Tensor Slice(const Tensor& x, std::vector<int64_t> start, std::vector<int64_t> limit,
+             std::vector<int64_t> strides = {});
+// lax.dynamic_slice: `start` holds one integer scalar Tensor per dim.
+Tensor DynamicSlice(const Tensor& x, const std::vector<Tensor>& start,
+                    std::vector<int64_t> sizes);
+Tensor DynamicUpdateSlice(const Tensor& x, const Tensor& update, const std::vector<Tensor>& start);
+Tensor Concatenate(const std::vector<Tensor>& xs, int64_t axis);
+// lax.pad with (low, high, interior) per dim.
+Tensor Pad(const Tensor& x, double value, std::vector<std::vector<int64_t>> config);
+
+// Reductions over `axes` ({}: all; negative axes count from the end).
+Tensor Sum(const Tensor& x, std::vector<int64_t> axes = {});
+Tensor Max(const Tensor& x, std::vector<int64_t> axes = {});
+Tensor Min(const Tensor& x, std::vector<int64_t> axes = {});
+Tensor Mean(const Tensor& x, std::vector<int64_t> axes = {});
+Tensor Argmax(const Tensor& x, int64_t axis);
+// log_softmax over `axis` (flax's nn.log_softmax).
+Tensor LogSoftmax(const Tensor& x, int64_t axis = -1);
+
+// Contractions.
+// lax.dot_general: contracting {lhs, rhs} and batch {lhs, rhs} dims; preferred_element_type
+// sets the result dtype (nullopt: the inputs').
+Tensor DotGeneral(const Tensor& a, const Tensor& b, std::vector<int64_t> lhs_contracting,
+                  std::vector<int64_t> rhs_contracting, std::vector<int64_t> lhs_batch = {},
+                  std::vector<int64_t> rhs_batch = {},
+                  std::optional<DType> preferred_element_type = std::nullopt);
+// jnp.matmul for rank 1 / 2 operands (x @ y).
+Tensor Matmul(const Tensor& a, const Tensor& b);
+// jnp.einsum for two operands without repeated indices within one operand: "ij,jk->ik",
+// "bij,bjk->bik".
+Tensor Einsum(const std::string& spec, const Tensor& a, const Tensor& b);
+// flax nn.Conv on NHWC input with an HWIO kernel: padding "SAME" or "VALID".
+Tensor Conv(const Tensor& x, const Tensor& kernel, std::vector<int64_t> strides = {},
+            const std::string& padding = "SAME");
+// flax avg_pool / max_pool on NHWC input, VALID padding.
+Tensor AvgPool(const Tensor& x, std::vector<int64_t> window, std::vector<int64_t> strides);
+Tensor MaxPool(const Tensor& x, std::vector<int64_t> window, std::vector<int64_t> strides);
+
+// Creation (eager unless a trace is active, where they are equations).
+Tensor Iota(DType dtype, std::vector<int64_t> dims, int64_t dimension = 0);
+Tensor Arange(int64_t start, int64_t stop, DType dtype = DType::kS32);
+Tensor Full(std::vector<int64_t> dims, double value, DType dtype = DType::kF32);
+Tensor Zeros(std::vector<int64_t> dims, DType dtype = DType::kF32);
+Tensor Ones(std::vector<int64_t> dims, DType dtype = DType::kF32);
+
+}  // namespace xs::fe
+
+#endif  // XSHARD_FRONTEND_TENSOR_H_
