@@ -15,6 +15,9 @@
                8 devices): under mpirun -np 2 / -np 4 equal the one-process run bitwise and JAX's
                outputs (tests/data/shardy/*.out0.npy) to 1e-5.
   cli_bench    bench collectives / run / cmm under mpirun -np 2 print their results once.
+  trace        `xshard run --trace` under mpirun -np 2 (8 devices): one file per process, and
+               scripts/merge_traces.py joins them into one trace with a track for each of the 8
+               devices.
   killed_rank  a 3-process SPMD loop of all-reduces; process 1 gets kill -9 after 2 s. Default
                mpirun: it ends every process within seconds naming the killed rank (no hang, no
                process left). --enable-recovery: the two survivors end with xshard's error naming
@@ -220,6 +223,38 @@ ENTRY e {
 """
 
 
+def trace(args):
+    d = SRC / "tests/data/shardy"
+    with tempfile.TemporaryDirectory() as tmp:
+        given = pathlib.Path(tmp) / "run.json"
+        p, _ = run(mpirun(args, 2) + [f"{args.build}/xshard", "run", str(d / "psum.hlo"),
+                                      "--devices", "8", "--args", str(d / "psum.arg0.npy"),
+                                      "--trace", str(given)])
+        if p.returncode != 0:
+            print("mpirun -np 2 xshard run --trace:", p.stderr[-2000:])
+            return 1
+        parts = sorted(x.name for x in pathlib.Path(tmp).glob("run.process*.json"))
+        print("per-process traces:", parts)
+        if parts != ["run.process0.json", "run.process1.json"]:
+            return 1
+        m = subprocess.run([sys.executable, str(SRC / "scripts/merge_traces.py"), str(given)],
+                           capture_output=True, text=True, timeout=60)
+        print(m.stdout, m.stderr)
+        if m.returncode != 0:
+            return 1
+        import json
+        events = json.loads(given.read_text())["traceEvents"]
+        tracks = {e["tid"] for e in events if e.get("ph") == "X" and e.get("pid") == 0}
+        print("device tracks in the merged trace:", sorted(tracks))
+        if tracks != set(range(8)):
+            return 1
+        missing = subprocess.run([sys.executable, str(SRC / "scripts/merge_traces.py"),
+                                  str(pathlib.Path(tmp) / "none.json")],
+                                 capture_output=True, text=True, timeout=60)
+        print("no per-process files:", missing.returncode, missing.stderr.strip())
+        return 0 if missing.returncode == 1 and "no none.process" in missing.stderr else 1
+
+
 def xshard_pids(exe, tag):
     """(pid, MPI rank) of the running `exe` processes whose environment holds `tag` (this test's
     own, not those of tests running beside it)."""
@@ -406,6 +441,7 @@ def main():
         "cli_global": lambda: cli_global(args),
         "cli_shard_map": lambda: cli_shard_map(args),
         "cli_bench": lambda: cli_bench(args),
+        "trace": lambda: trace(args),
         "killed_rank": lambda: killed_rank(args),
         "netns": lambda: netns(args),
     }

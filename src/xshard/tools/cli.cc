@@ -205,7 +205,8 @@ void AddTraceFlag(CLI::App* cmd, std::string& path) {
   cmd->add_option("--trace", path,
                   "Write a Chrome trace (opens in Perfetto) to this file at exit: one track per\n"
                   "device with every step, collectives with their bytes and groups, asynchronous\n"
-                  "ones from start to done (under mpirun: FILE.process<r>.json per process)");
+                  "ones from start to done (under mpirun: FILE.process<r>.json per process;\n"
+                  "scripts/merge_traces.py FILE joins them)");
 }
 
 Status StartTrace(const std::string& given) {
