@@ -2,7 +2,6 @@
 // select-and-scatter, gather, scatter, sort. Reducer / comparator computations are recognized
 // (add, max, compare LT, ...) for the kernels' typed loops, else run per element as scalar plans.
 #include "xshard/kernels/convolution.h"
-#include "xshard/kernels/compute_gate.h"
 #include "xshard/kernels/dot.h"
 #include "xshard/kernels/gather_scatter.h"
 #include "xshard/kernels/reduce.h"
@@ -64,16 +63,7 @@ Status RunDot(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& rhs = OperandArray(step, frame, 1);
   // The plan writes every element (DotPlan::Run: `out` need not be zeroed): the planned buffer.
   std::shared_ptr<Array> out = NewArray(step.dot_plan->result_shape(), ctx);
-  // A product in row parts runs them on this device's intra-op threads, plus one more thread when
-  // the compute gate has a slot free right now (the other devices wait, e.g. at an all-reduce).
-  int threads = std::max(1, ctx.options.intra_op_threads);
-  ComputeGate* gate = ctx.options.compute_gate;
-  const bool second_slot = step.dot_plan->row_parts() > threads && gate != nullptr && ctx.in_gate &&
-                           gate->TryEnter();
-  if (second_slot) ++threads;
-  const Status st = step.dot_plan->Run(lhs.data(), rhs.data(), out->data(), nullptr, threads);
-  if (second_slot) gate->Leave();
-  XS_RETURN_IF_ERROR(st);
+  XS_RETURN_IF_ERROR(step.dot_plan->Run(lhs.data(), rhs.data(), out->data()));
   frame.slots[step.out] = OwnedSlot(std::move(out));
   return OkStatus();
 }

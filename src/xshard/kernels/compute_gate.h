@@ -33,13 +33,6 @@ class ComputeGate {
     busy_.fetch_add(1, std::memory_order_seq_cst);
     semaphore_.acquire();
   }
-  // Takes a slot only if one is free now (a device that already holds one may take a second for
-  // a kernel it can split: the cores are idle otherwise); true when taken. Leave() gives it back.
-  bool TryEnter() {
-    if (!semaphore_.try_acquire()) return false;
-    busy_.fetch_add(1, std::memory_order_seq_cst);
-    return true;
-  }
   void Leave() {
     semaphore_.release();
     busy_.fetch_sub(1, std::memory_order_seq_cst);

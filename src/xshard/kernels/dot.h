@@ -59,14 +59,8 @@ class DotPlan {
 
   // out = dot(lhs, rhs): row-major buffers of the planned shapes; `out` need not be zeroed.
   // `scratch` holds scratch_bytes() (64-byte aligned) or is null (a per-thread buffer is reused).
-  // `threads` > 1 runs the row parts (row_parts()) on that many threads of the process pool
-  // (ParallelFor); the result is the same bit for bit whatever `threads` is.
   Status Run(const std::byte* lhs, const std::byte* rhs, std::byte* out,
-             std::byte* scratch = nullptr, int threads = 1) const;
-  // Independent products a Run makes of equal row blocks: 2 for large oneDNN products without a
-  // looped batch dim (each half its own call, so a device alone at the end of a step can use a
-  // second core), else 1.
-  int row_parts() const;
+             std::byte* scratch = nullptr) const;
   // Checks the operands' shapes against the plan and returns a new result array.
   StatusOr<Array> Run(const Array& lhs, const Array& rhs) const;
 

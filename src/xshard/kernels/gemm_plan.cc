@@ -128,7 +128,6 @@ struct DotPlan::Impl {
   int64_t out_offset = 0;
   std::unique_ptr<OneDnnMatmul> onednn;
   int onednn_batch_dims = 0;  // innermost batch_dims taken by one oneDNN call (0, 1 or 2)
-  int row_parts = 1;          // oneDNN calls of m / row_parts rows each (no batch dims)
   int64_t onednn_work = 0;  // multiply-adds per oneDNN call
 };
 
@@ -286,13 +285,6 @@ Status RunOne(DotPlan::Engine engine, const DotPlan::Impl& p, const std::byte* a
   }
 }
 
-// oneDNN products without batch dims of at least this many multiply-adds and an even m >=
-// 2 * kSplitMinRows run as two calls of m / 2 rows, always (so the result never depends on how many
-// threads ran them): the transformer block's per-device MLP products (512 x 512 x 1024) are the
-// last steps of a call, when 7 of 8 devices wait at the all-reduce and a core idles.
-constexpr int64_t kSplitMinWork = int64_t{1} << 27;
-constexpr int64_t kSplitMinRows = 128;
-
 // Small and medium f32 products (per call, the kind a device of a sharded model runs: attention
 // heads, per-device projections) run through oneDNN's brgemm: measured on the transformer block of
 // bench/jax_compare (8 devices, 1 thread each) ~6 % less CPU per call than OpenBLAS, whose sgemm
@@ -402,12 +394,10 @@ StatusOr<std::shared_ptr<const DotPlan>> DotPlan::Create(const Shape& lhs, const
       OneDnnMatmulShape s;
       s.a_type = s.w_type = p.compute;
       s.out_type = p.out_compute;
-      s.m = p.m / p.row_parts;
+      s.m = p.m;
       s.n = p.n;
       s.k = p.k;
-      // Without batch dims the (size-1) batch strides are those of one dense call's operands:
-      // oneDNN takes others for a non-plain layout and gives no brgemm.
-      const BatchDim inner = p.batch_dims.empty() ? BatchDim{1, s.m * p.k, p.k * p.n, s.m * p.n}
+      const BatchDim inner = p.batch_dims.empty() ? BatchDim{1, p.m * p.k, p.k * p.n, p.m * p.n}
                                                   : p.batch_dims.back();
       s.batch = inner.size;
       s.a_strides = {inner.lhs, p.lhs.row_stride, p.lhs.col_stride};
@@ -420,9 +410,6 @@ StatusOr<std::shared_ptr<const DotPlan>> DotPlan::Create(const Shape& lhs, const
       return OneDnnMatmul::Create(s);
     };
     const bool empty = p.batch * p.m * p.n * p.k == 0;
-    if (p.batch_dims.empty() && p.m % 2 == 0 && p.m >= 2 * kSplitMinRows && p.m * p.n * p.k >= kSplitMinWork) {
-      p.row_parts = 2;
-    }
     // Two batch dims that do not merge (the attention's [batch, heads], heads strided inside a row)
     // go to oneDNN in one 4-d call when its brgemm takes them as they lie: per-device products of
     // bench/jax_compare's transformer block measured (gemm_bench BM_AttentionDot, one thread)
@@ -462,9 +449,8 @@ StatusOr<std::shared_ptr<const DotPlan>> DotPlan::Create(const Shape& lhs, const
     } else if (mm.ok()) {
       p.onednn = std::move(*mm);
       p.onednn_batch_dims = p.batch_dims.empty() ? 0 : 1;
-      p.onednn_work = (p.batch_dims.empty() ? 1 : p.batch_dims.back().size) * p.m / p.row_parts * p.n * p.k;
-    } else {
-      p.row_parts = 1;  // no oneDNN bf16 (or fast f32) here: f32 GEMM, bf16 on converted copies
+      p.onednn_work = (p.batch_dims.empty() ? 1 : p.batch_dims.back().size) * p.m * p.n * p.k;
+    } else {  // no oneDNN bf16 (or fast f32) here: f32 GEMM, bf16 on converted copies
       engine = Engine::kBlas;
       p.compute = p.out_compute = DType::kF32;
       XS_RETURN_IF_ERROR(plan_operands(false));
@@ -490,7 +476,6 @@ std::string DotPlan::ToString() const {
                          p.batch, " m=", p.m, " n=", p.n, " k=", p.k, " lhs=",
                          p.lhs.trans ? "T" : "N", " rhs=", p.rhs.trans ? "T" : "N",
                          " copies=", copied_operands_);
-  if (p.row_parts > 1) StrAppend(&s, " row_parts=", p.row_parts);
   if (p.onednn) StrAppend(&s, " impl=", p.onednn->impl());
   return s;
 }
@@ -511,10 +496,8 @@ const std::byte* PrepareOperand(const OperandPlan& p, const std::byte* data, std
 
 }  // namespace
 
-int DotPlan::row_parts() const { return impl_->row_parts; }
-
 Status DotPlan::Run(const std::byte* lhs, const std::byte* rhs, std::byte* out,
-                    std::byte* scratch, int threads) const {
+                    std::byte* scratch) const {
   const Impl& p = *impl_;
   if (engine_ == Engine::kEmpty) return OkStatus();
   if (p.k == 0) {
@@ -537,14 +520,6 @@ Status DotPlan::Run(const std::byte* lhs, const std::byte* rhs, std::byte* out,
       lc += idx[i] * p.batch_dims[i].out;
     }
     if (Interrupted()) return OkStatus();  // a stopped run drops the output
-    if (p.row_parts > 1) {
-      // Row blocks of op(A) and C (no batch dims here): the same calls on 1 or more threads.
-      const int64_t rows = p.m / p.row_parts;
-      XS_RETURN_IF_ERROR(ParallelForStatus(p.row_parts, threads, [&](int64_t part) {
-        return RunOne(engine_, p, a + part * rows * p.lhs.row_stride * es, b, c + part * rows * p.n * os);
-      }));
-      break;
-    }
     XS_RETURN_IF_ERROR(RunOne(engine_, p, a + la * es, b + lb * es, c + lc * os));
     size_t i = looped;
     while (i > 0 && ++idx[i - 1] == p.batch_dims[i - 1].size) idx[--i] = 0;

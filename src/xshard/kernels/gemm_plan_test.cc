@@ -245,35 +245,6 @@ TEST(DotPlan, AttentionHeadsBatchDimsGoToOneDnnInOneCall) {
   }
 }
 
-// A large oneDNN product without batch dims runs as two row halves: the same calls on one
-// thread or on two (bit for bit), close to the reference; a small one and a batched one do not split.
-TEST(DotPlan, LargeOneDnnProductRunsInRowHalvesOnOneOrTwoThreads) {
-  const DType f = DType::kF32;
-  const Shape x(f, {2, 128, 512}), w(f, {512, 1024});  // a device's first MLP product, m = 256
-  const DotDimensionNumbers dn = Dn({}, {}, {2}, {0});
-  auto plan = DotPlan::Create(x, w, dn, f);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  std::mt19937 rng(31);
-  const Array a = Random(f, x.dims(), rng), b = Random(f, w.dims(), rng);
-  // Where a plain f32 product gets oneDNN's brgemm (AVX-512 CPUs), so do the halves.
-  auto plain = DotPlan::Create(Shape(f, {128, 64}), Shape(f, {64, 96}), Dn({}, {}, {1}, {0}), f);
-  ASSERT_TRUE(plain.ok());
-  if ((*plain)->engine() == DotPlan::Engine::kOneDnn) {
-    EXPECT_EQ((*plan)->engine(), DotPlan::Engine::kOneDnn) << (*plan)->ToString();
-    EXPECT_EQ((*plan)->row_parts(), 2) << (*plan)->ToString();
-  }
-  Array one((*plan)->result_shape()), two((*plan)->result_shape());
-  ASSERT_TRUE((*plan)->Run(a.data(), b.data(), one.data(), nullptr, 1).ok());
-  ASSERT_TRUE((*plan)->Run(a.data(), b.data(), two.data(), nullptr, 2).ok());
-  EXPECT_EQ(0, std::memcmp(one.data(), two.data(), one.byte_size()));
-  ExpectClose(one, *DotGeneralReference(a, b, dn, f), 1e-4, 1e-4, (*plan)->ToString());
-  auto small = DotPlan::Create(Shape(f, {256, 64}), Shape(f, {64, 64}), Dn({}, {}, {1}, {0}), f);
-  auto batched = DotPlan::Create(Shape(f, {4, 256, 512}), Shape(f, {4, 512, 256}), Dn({0}, {0}, {2}, {1}), f);
-  ASSERT_TRUE(small.ok() && batched.ok());
-  EXPECT_EQ((*small)->row_parts(), 1);
-  EXPECT_EQ((*batched)->row_parts(), 1);
-}
-
 // One plan run by several threads at once (devices share plans): every result matches.
 // f32: a device's projection in a sharded transformer ([2, 64, 128] . [128, 96]) goes to
 // oneDNN's brgemm when it has one here; a 2048^3 product stays on OpenBLAS. Both agree with the

@@ -16,24 +16,6 @@
 namespace xs {
 namespace {
 
-// TryEnter takes a slot only while one is free and never waits; Leave gives either kind back.
-TEST(ComputeGate, TryEnterTakesOnlyAFreeSlot) {
-  ComputeGate gate(2);
-  EXPECT_FALSE(gate.Busy());
-  gate.Enter();
-  EXPECT_TRUE(gate.TryEnter());   // the second slot
-  EXPECT_FALSE(gate.TryEnter());  // full: returns at once
-  gate.Leave();
-  EXPECT_TRUE(gate.TryEnter());
-  gate.Leave();
-  gate.Leave();
-  EXPECT_FALSE(gate.Busy());
-  EXPECT_TRUE(gate.TryEnter());
-  EXPECT_TRUE(gate.TryEnter());
-  gate.Leave();
-  gate.Leave();
-}
-
 TEST(ComputeGate, AtMostSlotsThreadsAreInsideAtOnce) {
   ComputeGate gate(2);
   std::atomic<int> inside{0}, most{0};
