@@ -1,7 +1,9 @@
 // GEMM at the machine's limit: xshard's DotPlan against the best direct library calls measured
 // in the same run (OpenBLAS sgemm in one call or as column halves on 1-thread calls, oneDNN f32
-// and bf16 matmul), plus the tiled transpose. Targets (issue 9): f32 2048^3 >= 90 % of the best
-// OpenBLAS call, bf16 2048x2048 @ 2048x1024 >= 85 % of the best oneDNN call. Run with
+// and bf16 matmul), plus the tiled transpose, and one device's products of bench/jax_compare's
+// transformer block on one thread (attention q.k / v.p per engine, the projections). Targets
+// (issue 9): f32 2048^3 >= 90 % of the best OpenBLAS call, bf16 2048x2048 @ 2048x1024 >= 85 % of
+// the best oneDNN call. Run with
 //   ./build/bench/gemm_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //       --benchmark_enable_random_interleaving=true
 // and compare the medians' GFLOP/s counters.
