@@ -9,6 +9,9 @@
 #include <cstring>
 #include <type_traits>
 
+#include "xshard/ir/opcode.h"
+#include "xshard/kernels/elementwise.h"
+
 namespace xs {
 namespace {
 
@@ -205,6 +208,28 @@ CombineFn Lookup(ReductionKind reduction, DType dtype) {
 
 }  // namespace
 
+namespace {
+
+// f32 / f64 sums and products through the elementwise add / multiply kernels (Highway, the CPU's
+// widest vectors; IEEE operations, so bit for bit the loops above, which compile to SSE2 only):
+// all-reduces of activations and gradients. Wrapped to the CombineFn argument order.
+template <Opcode kOp, DType kType>
+void VectorCombine(std::byte* dst, const std::byte* a, const std::byte* b, int64_t n) {
+  static const kernels::BinaryKernel kernel = *kernels::FindBinaryKernel(kOp, kType);
+  kernel(a, b, dst, n);
+}
+
+CombineFn LookupFast(ReductionKind reduction, DType dtype) {
+  const bool sum = reduction == ReductionKind::kSum, product = reduction == ReductionKind::kProduct;
+  if (dtype == DType::kF32 && sum) return &VectorCombine<Opcode::kAdd, DType::kF32>;
+  if (dtype == DType::kF32 && product) return &VectorCombine<Opcode::kMultiply, DType::kF32>;
+  if (dtype == DType::kF64 && sum) return &VectorCombine<Opcode::kAdd, DType::kF64>;
+  if (dtype == DType::kF64 && product) return &VectorCombine<Opcode::kMultiply, DType::kF64>;
+  return Lookup(reduction, dtype);
+}
+
+}  // namespace
+
 Status CheckReduction(ReductionKind reduction, DType dtype, std::string_view op_name) {
   if (Lookup(reduction, dtype) != nullptr) return OkStatus();
   const std::string_view r = ReductionKindName(reduction);
@@ -228,7 +253,7 @@ Status CheckReduction(ReductionKind reduction, DType dtype, std::string_view op_
 
 void Combine(ReductionKind reduction, DType dtype, std::byte* dst, const std::byte* a,
              const std::byte* b, int64_t count) {
-  CombineFn fn = Lookup(reduction, dtype);
+  CombineFn fn = LookupFast(reduction, dtype);
   XS_CHECK(fn != nullptr, "Combine: ", ReductionKindName(reduction), " on ", DTypeName(dtype));
   fn(dst, a, b, count);
 }
@@ -241,7 +266,7 @@ void ReduceMany(ReductionKind reduction, DType dtype, std::byte* dst,
     if (dst != srcs[0]) std::memmove(dst, srcs[0], static_cast<size_t>(count * es));
     return;
   }
-  CombineFn fn = Lookup(reduction, dtype);
+  CombineFn fn = LookupFast(reduction, dtype);
   XS_CHECK(fn != nullptr, "ReduceMany: ", ReductionKindName(reduction), " on ", DTypeName(dtype));
   // 16 KiB tiles keep the partial result in L1 while every source streams through once.
   const int64_t tile = std::max<int64_t>(1, 16384 / es);

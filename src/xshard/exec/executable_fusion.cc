@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "xshard/kernels/elementwise.h"
+#include "xshard/kernels/fill_simd.h"
 #include "xshard/kernels/parallel.h"
 #include "xshard/exec/executable_plan.h"
 #include "xshard/exec/fusion_plan.h"
@@ -15,24 +16,7 @@ namespace {
 // Loops smaller than this run on the calling thread alone.
 constexpr int64_t kParallelElements = int64_t{1} << 16;
 
-template <typename T>
-void FillTyped(std::byte* dst, const std::byte* elem, int64_t n) {
-  T v;
-  std::memcpy(&v, elem, sizeof(T));
-  T* d = reinterpret_cast<T*>(dst);
-  for (int64_t i = 0; i < n; ++i) d[i] = v;
-}
-
-void FillElements(std::byte* dst, const std::byte* elem, int64_t n, int esize) {
-  switch (esize) {
-    case 1: std::memset(dst, static_cast<int>(elem[0]), static_cast<size_t>(n)); return;
-    case 2: FillTyped<uint16_t>(dst, elem, n); return;
-    case 4: FillTyped<uint32_t>(dst, elem, n); return;
-    case 8: FillTyped<uint64_t>(dst, elem, n); return;
-    default:
-      for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * esize, elem, static_cast<size_t>(esize));
-  }
-}
+using kernels::FillRun;  // vector stores (kernels/fill_simd.h)
 
 // Elements [off, off + n) of broadcast(operand) along the loop dims: runs along the last dim are
 // copied (stride 1), filled (stride 0) or gathered.
@@ -60,7 +44,7 @@ void Gather(const FusedOp& op, const std::vector<int64_t>& dims, const std::byte
     if (s == 1) {
       std::memcpy(o, base + src * esize, static_cast<size_t>(run * esize));
     } else if (s == 0) {
-      FillElements(o, base + src * esize, run, esize);
+      FillRun(o, base + src * esize, run, esize);
     } else {
       for (int64_t k = 0; k < run; ++k) {
         std::memcpy(o + k * esize, base + (src + k * s) * esize, static_cast<size_t>(esize));
@@ -100,7 +84,7 @@ void RunOp(const FusedLoop& f, const FusedOp& op, std::byte* const* p,
       std::memcpy(out, p[op.in[0]], static_cast<size_t>(n * f.values[op.out].esize));
       return;
     case FusedOpKind::kFill:
-      FillElements(out, inputs[op.in[0]], n, f.values[op.out].esize);
+      FillRun(out, inputs[op.in[0]], n, f.values[op.out].esize);
       return;
     case FusedOpKind::kIota:
       if (op.unary == nullptr) {
@@ -197,7 +181,7 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
   std::shared_ptr<Array> reduced;
   if (f.has_reduce) {
     reduced = NewArray(f.reduce.inst->shape(), ctx);  // the planned buffer, filled below
-    FillElements(reduced->data(), inputs[f.reduce.init], reduced->num_elements(),
+    FillRun(reduced->data(), inputs[f.reduce.init], reduced->num_elements(),
                  static_cast<int>(DTypeSize(reduced->dtype())));
   }
   int threads = ctx.options.intra_op_threads > 0 ? ctx.options.intra_op_threads : kernels::CoreCount();

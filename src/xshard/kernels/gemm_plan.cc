@@ -127,6 +127,7 @@ struct DotPlan::Impl {
   UnaryKernel out_convert = nullptr;  // engine result -> result type
   int64_t out_offset = 0;
   std::unique_ptr<OneDnnMatmul> onednn;
+  int onednn_batch_dims = 0;  // innermost batch_dims taken by one oneDNN call (0, 1 or 2)
   int64_t onednn_work = 0;  // multiply-adds per oneDNN call
 };
 
@@ -388,7 +389,8 @@ StatusOr<std::shared_ptr<const DotPlan>> DotPlan::Create(const Shape& lhs, const
   XS_RETURN_IF_ERROR(plan_operands(false));
 
   if (engine == Engine::kOneDnn) {
-    auto make = [&]() -> StatusOr<std::unique_ptr<OneDnnMatmul>> {
+    // `dims_in_call`: batch dims one call takes (1: the innermost; 2: the two innermost).
+    auto make = [&](int dims_in_call = 1) -> StatusOr<std::unique_ptr<OneDnnMatmul>> {
       OneDnnMatmulShape s;
       s.a_type = s.w_type = p.compute;
       s.out_type = p.out_compute;
@@ -400,11 +402,32 @@ StatusOr<std::shared_ptr<const DotPlan>> DotPlan::Create(const Shape& lhs, const
       s.batch = inner.size;
       s.a_strides = {inner.lhs, p.lhs.row_stride, p.lhs.col_stride};
       s.w_strides = {inner.rhs, p.rhs.row_stride, p.rhs.col_stride};
+      if (dims_in_call == 2) {
+        const BatchDim& outer = p.batch_dims[p.batch_dims.size() - 2];
+        s.outer = outer.size;
+        s.outer_strides = {outer.lhs, outer.rhs, outer.out};
+      }
       return OneDnnMatmul::Create(s);
     };
+    const bool empty = p.batch * p.m * p.n * p.k == 0;
+    // Two batch dims that do not merge (the attention's [batch, heads], heads strided inside a row)
+    // go to oneDNN in one 4-d call when its brgemm takes them as they lie: per-device products of
+    // bench/jax_compare's transformer block measured (gemm_bench BM_AttentionDot, one thread)
+    // 612 / 661 us CPU against 702 / 755 us for the per-head OpenBLAS loop, and 1-d oneDNN calls
+    // of those strides get no brgemm.
+    if (!empty && p.batch_dims.size() >= 2) {
+      StatusOr<std::unique_ptr<OneDnnMatmul>> two = make(2);
+      if (two.ok() && (*two)->impl().rfind("brg", 0) == 0) {
+        p.onednn = std::move(*two);
+        p.onednn_batch_dims = 2;
+        p.onednn_work = p.batch_dims.back().size * p.batch_dims[p.batch_dims.size() - 2].size * p.m * p.n * p.k;
+      }
+    }
     StatusOr<std::unique_ptr<OneDnnMatmul>> mm =
-        p.batch * p.m * p.n * p.k == 0 ? StatusOr<std::unique_ptr<OneDnnMatmul>>(nullptr) : make();
-    if (p.compute == DType::kF32) {
+        empty || p.onednn ? StatusOr<std::unique_ptr<OneDnnMatmul>>(nullptr) : make();
+    if (p.onednn) {
+      // planned above
+    } else if (p.compute == DType::kF32) {
       // f32 through oneDNN only where its brgemm kernel takes the operands as they lie: every
       // other case is OpenBLAS's (no copies, no reference kernel).
       if (mm.ok() && *mm && (*mm)->impl().rfind("brg", 0) != 0) mm = Internal("not brgemm");
@@ -422,8 +445,10 @@ StatusOr<std::shared_ptr<const DotPlan>> DotPlan::Create(const Shape& lhs, const
         XS_RETURN_IF_ERROR(plan_operands(false));
       }
     }
-    if (mm.ok()) {
+    if (p.onednn) {
+    } else if (mm.ok()) {
       p.onednn = std::move(*mm);
+      p.onednn_batch_dims = p.batch_dims.empty() ? 0 : 1;
       p.onednn_work = (p.batch_dims.empty() ? 1 : p.batch_dims.back().size) * p.m * p.n * p.k;
     } else {  // no oneDNN bf16 (or fast f32) here: f32 GEMM, bf16 on converted copies
       engine = Engine::kBlas;
@@ -483,8 +508,8 @@ Status DotPlan::Run(const std::byte* lhs, const std::byte* rhs, std::byte* out,
   const std::byte* a = PrepareOperand(p.lhs, lhs, scratch);
   const std::byte* b = PrepareOperand(p.rhs, rhs, scratch);
   std::byte* c = p.out_convert ? scratch + p.out_offset : out;
-  // oneDNN takes the innermost batch dim in one call; the other engines loop over all.
-  const size_t looped = p.batch_dims.size() - (engine_ == Engine::kOneDnn && !p.batch_dims.empty());
+  // oneDNN takes the innermost one or two batch dims in one call; the other engines loop over all.
+  const size_t looped = p.batch_dims.size() - (engine_ == Engine::kOneDnn ? p.onednn_batch_dims : 0);
   const int64_t es = p.lhs.elem_size, os = DTypeSize(p.out_compute);
   std::vector<int64_t> idx(looped, 0);
   while (true) {

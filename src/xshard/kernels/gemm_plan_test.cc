@@ -200,6 +200,51 @@ TEST(DotPlan, Bf16UsesOneDnnWithoutCopies) {
   }
 }
 
+// The attention's batched dots with the heads a batch dim inside a row ([b, s, h, d] from a
+// reshape): the [b, h] batch dims do not merge, and oneDNN takes both in one 4-d call, with no
+// copies, where its brgemm runs here (f32 and bf16). A third batch dim in front is looped over.
+// All agree with the reference.
+TEST(DotPlan, AttentionHeadsBatchDimsGoToOneDnnInOneCall) {
+  struct Case {
+    Shape lhs, rhs;
+    DotDimensionNumbers dn;
+    const char* what;
+  };
+  for (DType t : {DType::kF32, DType::kBF16}) {
+    const std::vector<Case> cases = {
+        {Shape(t, {2, 48, 4, 16}), Shape(t, {2, 48, 4, 16}), Dn({0, 2}, {0, 2}, {3}, {3}), "q.k over d"},
+        {Shape(t, {2, 48, 4, 16}), Shape(t, {2, 4, 48, 48}), Dn({0, 2}, {0, 1}, {1}, {3}), "v.p over s"},
+        {Shape(t, {3, 2, 32, 4, 8}), Shape(t, {3, 2, 32, 4, 8}), Dn({0, 1, 3}, {0, 1, 3}, {4}, {4}),
+         "three batch dims"},
+    };
+    std::mt19937 rng(21);
+    for (const Case& c : cases) {
+      auto plan = DotPlan::Create(c.lhs, c.rhs, c.dn, DType::kF32);
+      ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+      const std::string what = std::string(c.what) + " " + (*plan)->ToString();
+      if (OneDnnMatmul::Supports(t) && (*plan)->ToString().find("brg") != std::string::npos) {
+        EXPECT_EQ((*plan)->engine(), DotPlan::Engine::kOneDnn) << what;
+        EXPECT_EQ((*plan)->copied_operands(), 0) << what;
+      }
+      const Array a = Random(t, c.lhs.dims(), rng), b = Random(t, c.rhs.dims(), rng);
+      ExpectClose(*(*plan)->Run(a, b), *DotGeneralReference(a, b, c.dn, DType::kF32), 1e-5, 1e-5, what);
+    }
+  }
+  // Where a plain f32 product gets oneDNN's brgemm (AVX-512 CPUs), the full-size per-device q.k
+  // and v.p of bench/jax_compare's transformer block do too (before: a per-head OpenBLAS loop).
+  const DType f = DType::kF32;
+  auto plain = DotPlan::Create(Shape(f, {128, 64}), Shape(f, {64, 96}), Dn({}, {}, {1}, {0}), f);
+  ASSERT_TRUE(plain.ok());
+  if ((*plain)->engine() == DotPlan::Engine::kOneDnn) {
+    auto qk = DotPlan::Create(Shape(f, {2, 256, 4, 64}), Shape(f, {2, 256, 4, 64}), Dn({0, 2}, {0, 2}, {3}, {3}), f);
+    auto pv = DotPlan::Create(Shape(f, {2, 256, 4, 64}), Shape(f, {2, 4, 256, 256}), Dn({0, 2}, {0, 1}, {1}, {3}), f);
+    ASSERT_TRUE(qk.ok() && pv.ok());
+    EXPECT_EQ((*qk)->engine(), DotPlan::Engine::kOneDnn) << (*qk)->ToString();
+    EXPECT_EQ((*pv)->engine(), DotPlan::Engine::kOneDnn) << (*pv)->ToString();
+    EXPECT_EQ((*qk)->copied_operands() + (*pv)->copied_operands(), 0);
+  }
+}
+
 // One plan run by several threads at once (devices share plans): every result matches.
 // f32: a device's projection in a sharded transformer ([2, 64, 128] . [128, 96]) goes to
 // oneDNN's brgemm when it has one here; a 2048^3 product stays on OpenBLAS. Both agree with the

@@ -105,11 +105,19 @@ StatusOr<std::unique_ptr<OneDnnMatmul>> OneDnnMatmul::Create(const OneDnnMatmulS
   XS_ASSIGN_OR_RETURN(dnnl::memory::data_type wt, DnnlType(s.w_type));
   XS_ASSIGN_OR_RETURN(dnnl::memory::data_type ot, DnnlType(s.out_type));
   using dims = dnnl::memory::dims;
-  const dnnl::memory::desc a({s.batch, s.m, s.k}, at, dims{s.a_strides[0], s.a_strides[1], s.a_strides[2]});
-  const dnnl::memory::desc w({s.batch, s.k, s.n}, wt, dims{s.w_strides[0], s.w_strides[1], s.w_strides[2]});
-  const dnnl::memory::desc o({s.batch, s.m, s.n}, ot, dims{s.m * s.n, s.n, 1});
   std::unique_ptr<OneDnnMatmul> mm(new OneDnnMatmul());
   try {
+    dnnl::memory::desc a, w, o;
+    if (s.outer > 1) {
+      const auto& os = s.outer_strides;
+      a = dnnl::memory::desc({s.outer, s.batch, s.m, s.k}, at, dims{os[0], s.a_strides[0], s.a_strides[1], s.a_strides[2]});
+      w = dnnl::memory::desc({s.outer, s.batch, s.k, s.n}, wt, dims{os[1], s.w_strides[0], s.w_strides[1], s.w_strides[2]});
+      o = dnnl::memory::desc({s.outer, s.batch, s.m, s.n}, ot, dims{os[2], s.m * s.n, s.n, 1});
+    } else {
+      a = dnnl::memory::desc({s.batch, s.m, s.k}, at, dims{s.a_strides[0], s.a_strides[1], s.a_strides[2]});
+      w = dnnl::memory::desc({s.batch, s.k, s.n}, wt, dims{s.w_strides[0], s.w_strides[1], s.w_strides[2]});
+      o = dnnl::memory::desc({s.batch, s.m, s.n}, ot, dims{s.m * s.n, s.n, 1});
+    }
     mm->state_ = std::make_unique<State>(dnnl::matmul::desc(a, w, o));
     mm->impl_name_ = mm->state_->Get(omp_get_max_threads()).pd->impl_info_str();
   } catch (const dnnl::error& e) {

@@ -14,11 +14,15 @@
 namespace xs::kernels {
 
 // out[b, i, j] = sum_p a[b, i, p] * w[b, p, j]; strides in elements {batch, row, col}, the
-// result dense row-major [batch, m, n].
+// result dense row-major [batch, m, n]. With outer > 1 a second, outer batch dim comes first:
+// out[o, b, i, j] = sum_p a[o, b, i, p] * w[o, b, p, j], its strides {a, w, out} in
+// outer_strides (the attention's [batch, heads] dims, heads strided inside a row).
 struct OneDnnMatmulShape {
   DType a_type = DType::kBF16, w_type = DType::kBF16, out_type = DType::kF32;
   int64_t batch = 1, m = 0, n = 0, k = 0;
   std::array<int64_t, 3> a_strides{}, w_strides{};
+  int64_t outer = 1;
+  std::array<int64_t, 3> outer_strides{};
 };
 
 class OneDnnMatmul {

@@ -3,10 +3,13 @@
 // bf16 per-step rounding; blocked sums against exact and double-precision references.
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "gtest/gtest.h"
+#include "xshard/kernels/elementwise_simd.h"
 #include "xshard/kernels/reduce.h"
+#include "xshard/kernels/reduce_simd.h"
 
 namespace xs::kernels {
 namespace {
@@ -96,6 +99,53 @@ TEST(ReduceRange, LongRowMaxMinKnownValues) {
       EXPECT_TRUE((std::isnan(g) && std::isnan(w)) || (g == w && std::signbit(g) == std::signbit(w))) << i;
     }
   }
+}
+
+// VectorMaxMin on every Highway target this CPU runs, against the one-by-one loop: random rows of
+// every length 0..300 (all vector widths' main loops and tails), the extreme planted at the first,
+// the last and a middle position, and a NaN planted anywhere (first, vector body, tail) makes it
+// decline; an extreme that is a zero is reported (callers check its sign themselves).
+template <class T>
+void CheckVectorMaxMin() {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-100, 100);
+  for (int64_t n = 0; n <= 300; ++n) {
+    std::vector<T> x(n);
+    for (T& v : x) v = static_cast<T>(u(rng));
+    for (int64_t where : {int64_t{0}, n / 2, n - 1}) {
+      if (n == 0) break;
+      std::vector<T> y = x;
+      y[where] = static_cast<T>(where % 2 ? 1e6 : -1e6);
+      for (bool max : {true, false}) {
+        T want = y[0];
+        for (T v : y) want = max ? (v > want ? v : want) : (v < want ? v : want);
+        T got = 0;
+        ASSERT_TRUE(VectorMaxMin(y.data(), n, max, &got)) << n;
+        EXPECT_EQ(got, want) << "n=" << n << " where=" << where << " max=" << max;
+      }
+      y[(where * 7 + 3) % n] = std::numeric_limits<T>::quiet_NaN();
+      T untouched = 42;
+      EXPECT_FALSE(VectorMaxMin(y.data(), n, true, &untouched)) << n;
+      EXPECT_FALSE(VectorMaxMin(y.data(), n, false, &untouched)) << n;
+      EXPECT_EQ(untouched, 42);
+    }
+  }
+  T r = 0;
+  EXPECT_FALSE(VectorMaxMin(static_cast<const T*>(nullptr), 0, true, &r));
+  std::vector<T> zeros(100, T(-0.0));
+  zeros[50] = T(-3);
+  ASSERT_TRUE(VectorMaxMin(zeros.data(), 100, true, &r));
+  EXPECT_EQ(r, 0);
+}
+
+TEST(ReduceRange, VectorMaxMinEqualsSequentialOnEveryTarget) {
+  for (int64_t target : simd::SupportedTargets()) {
+    simd::UseTargetForTest(target);
+    SCOPED_TRACE(simd::TargetName(target));
+    CheckVectorMaxMin<float>();
+    CheckVectorMaxMin<double>();
+  }
+  simd::UseTargetForTest(0);
 }
 
 // Rows of a multiple of kSumBlock elements sum in blocks: integer-valued rows (every partial sum

@@ -125,6 +125,50 @@ TEST(SpmdExecutor, AllReduceCrossReplicaWithEmptyGroupsSumsEveryReplica) {
   for (int d = 0; d < 4; ++d) EXPECT_THAT(I32(r->outputs[d][0]), ElementsAre(6, 10)) << d;
 }
 
+// All-reduce and all-gather results land in the device's arena without a zero-fill first: every
+// algorithm must write all of them. Two calls on one client reuse the arena, so stale values of
+// the first call would show in the second; sizes below and above the eager limit, all algorithms.
+TEST(SpmdExecutor, AllReduceAndAllGatherOverwriteTheirWholeArenaBufferOnEveryCall) {
+  for (CollectiveAlgorithm algorithm : {CollectiveAlgorithm::kDirect, CollectiveAlgorithm::kRing,
+                                        CollectiveAlgorithm::kRecursiveDoubling}) {
+    for (int64_t k : {int64_t{6}, int64_t{40000}}) {
+      const std::string text = Hlo("num_partitions=8", StrCat(R"(
+  p = s32[)", k, R"(] parameter(0)
+  ar = s32[)", k, R"(] all-reduce(p), channel_id=1, replica_groups={{0,1},{2,3},{4,5},{6,7}}, use_global_device_ids=true, to_apply=sum
+  ag = s32[)", 8 * k, R"(] all-gather(p), channel_id=2, replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}, use_global_device_ids=true
+  ROOT t = (s32[)", k, "], s32[", 8 * k, R"(]) tuple(ar, ag))"));
+      std::unique_ptr<Module> m = testing::ValueOrFail(ParseHloModule(text));
+      std::unique_ptr<SpmdExecutable> exe = testing::ValueOrFail(SpmdExecutable::Create(*m));
+      ClientOptions o;
+      o.num_devices = 8;
+      o.algorithm = algorithm;
+      std::unique_ptr<Client> client = testing::ValueOrFail(Client::Create(o));
+      for (int32_t call = 0; call < 2; ++call) {
+        // Call 0: device d holds d*1000 + j; call 1: -(d + 1) everywhere (pair sums -(2d + 3)).
+        std::vector<std::vector<Array>> args(8);
+        for (int32_t d = 0; d < 8; ++d) {
+          std::vector<int32_t> v(k);
+          for (int64_t j = 0; j < k; ++j) v[j] = call == 0 ? d * 1000 + static_cast<int32_t>(j) : -(d + 1);
+          args[d].push_back(Array::FromVector<int32_t>({k}, v));
+        }
+        StatusOr<SpmdResult> r = exe->Run(*client, args);
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+        if (call == 0) continue;
+        for (int32_t d = 0; d < 8; ++d) {
+          const std::vector<int32_t> ar = I32(r->outputs[d][0]), ag = I32(r->outputs[d][1]);
+          const int32_t pair = d / 2 * 2;
+          for (int64_t j = 0; j < k; ++j) {
+            ASSERT_EQ(ar[j], -(pair + 1) - (pair + 2)) << "device " << d << " element " << j << " k " << k;
+          }
+          for (int64_t j = 0; j < 8 * k; ++j) {
+            ASSERT_EQ(ag[j], -(j / k + 1)) << "device " << d << " element " << j << " k " << k;
+          }
+        }
+      }
+    }
+  }
+}
+
 struct ReducerCase {
   const char* op;      // to_apply root
   const char* dtype;   // element type
