@@ -219,7 +219,8 @@ Status RunCall(CommState& s, LocalOp op) {
       continue;
     }
     if (s.cv.wait_until(lock, deadline) == std::cv_status::timeout &&
-        std::chrono::steady_clock::now() >= deadline) {
+        std::chrono::steady_clock::now() >= deadline &&
+        !std::all_of(s.calls.begin(), s.calls.end(), [k](uint64_t c) { return c >= k; })) {
       Status e = DeadlineExceeded(
           s.posted[i].Label(), ": timed out after ", s.options.timeout.count(), " ms on device ",
           s.options.device_ids[s.local_ranks[i]],

@@ -60,6 +60,14 @@ Status ShareInputs(Client& client, StatusOr<std::vector<Array>> loaded,
   return mpi::BroadcastArrays(args, loaded.status(), 0, client.options().collective_timeout);
 }
 
+StatusOr<bool> AgreeWithRankZero(Client& client, bool mine) {
+  if (!client.distributed()) return mine;
+  std::vector<Array> flag = {Array::Scalar<int32_t>(mine ? 1 : 0)};
+  XS_RETURN_IF_ERROR(
+      mpi::BroadcastArrays(flag, OkStatus(), 0, client.options().collective_timeout));
+  return flag[0].GetDouble(0) != 0;
+}
+
 void SilenceOtherRanks() {
   if (CliProcessRank() != 0 && std::getenv("XSHARD_MPI_ALL_OUTPUT") == nullptr) {
     std::fflush(stdout);

@@ -20,6 +20,10 @@ int64_t CliProcessRank();
 // The global inputs: `loaded` (what this process read) without MPI; under MPI, rank 0's `loaded`
 // (or its error) sent to every process.
 Status ShareInputs(Client& client, StatusOr<std::vector<Array>> loaded, std::vector<Array>& args);
+// Rank 0's `mine` on every process: for decisions every process must take alike (whether an
+// adaptive timing loop goes on: each process's own clock would make them run different numbers
+// of calls, and the extra call of one would wait for peers that left). `mine` without MPI.
+StatusOr<bool> AgreeWithRankZero(Client& client, bool mine);
 // Under mpirun, ranks other than 0 print nothing to stdout (XSHARD_MPI_ALL_OUTPUT=1 keeps it);
 // errors still go to every rank's stderr.
 void SilenceOtherRanks();

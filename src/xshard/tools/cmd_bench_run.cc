@@ -61,7 +61,9 @@ struct Timings {
   double cpu_ms = 0;       // CPU time of all threads over the timed calls (less load-dependent)
 };
 
-StatusOr<Timings> Time(const BenchRunFlags& f, const Call& call) {
+// `client`: the SPMD runs' client (null for one device); under mpirun rank 0's clock decides when
+// an adaptive loop ends, so that every process makes the same number of calls.
+StatusOr<Timings> Time(const BenchRunFlags& f, const Call& call, Client* client) {
   for (int64_t i = 0; i < f.warmup; ++i) XS_RETURN_IF_ERROR(call());
   Timings out;
   std::vector<double>& ms = out.ms;
@@ -70,9 +72,13 @@ StatusOr<Timings> Time(const BenchRunFlags& f, const Call& call) {
   for (int64_t i = 0;; ++i) {
     if (f.iters) {
       if (i >= *f.iters) break;
-    } else if ((i >= kMinIters && total >= kMinSeconds) || (i >= kFewIters && total >= kMaxSeconds) ||
-               i >= kMaxIters) {
-      break;
+    } else {
+      bool done = (i >= kMinIters && total >= kMinSeconds) ||
+                  (i >= kFewIters && total >= kMaxSeconds) || i >= kMaxIters;
+      if (client != nullptr) {
+        XS_ASSIGN_OR_RETURN(done, AgreeWithRankZero(*client, done));
+      }
+      if (done) break;
     }
     const auto start = std::chrono::steady_clock::now();
     XS_RETURN_IF_ERROR(call());
@@ -85,9 +91,10 @@ StatusOr<Timings> Time(const BenchRunFlags& f, const Call& call) {
 }
 
 // Time under a RunWatch: Ctrl-C and --timeout stop the calls and say where the devices were.
-StatusOr<Timings> Watched(const BenchRunFlags& f, RunMonitor& monitor, const Call& call) {
+StatusOr<Timings> Watched(const BenchRunFlags& f, RunMonitor& monitor, const Call& call,
+                          Client* client = nullptr) {
   RunWatch watch(monitor, "bench run", f.run.timeout, std::chrono::milliseconds(0));
-  StatusOr<Timings> timings = Time(f, call);
+  StatusOr<Timings> timings = Time(f, call, client);
   if (monitor.stopped()) return Annotate(watch.Finish(timings.status()), StrCat(f.run.file, ": "));
   return timings;
 }
@@ -155,7 +162,7 @@ Status BenchGlobal(const BenchRunFlags& f, const Module& module) {
   XS_ASSIGN_OR_RETURN(Timings ms, Watched(f, monitor, [&]() -> Status {
                         StatusOr<SpmdResult> r = (*program)->RunPlaced(*client, shards, options);
                         return r.ok() ? OkStatus() : Annotate(r.status(), StrCat(f.run.file, ": "));
-                      }));
+                      }, client.get()));
   PrintStats(f, StrCat("global module partitioned for ", n, " devices"), ms);
   return OkStatus();
 }
@@ -193,7 +200,7 @@ Status BenchSpmd(const BenchRunFlags& f, const Module& module) {
   XS_ASSIGN_OR_RETURN(Timings ms, Watched(f, monitor, [&]() -> Status {
                         StatusOr<SpmdResult> r = (*spmd)->Run(*client, args, options);
                         return r.ok() ? OkStatus() : Annotate(r.status(), StrCat(f.run.file, ": "));
-                      }));
+                      }, client.get()));
   PrintStats(f, StrCat("SPMD module on ", n, " devices"), ms);
   return OkStatus();
 }
