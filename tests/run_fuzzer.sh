@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs one libFuzzer target briefly from its committed seed inputs; new inputs go to a temp dir so
-# the repository is never written. Exit 77 (ctest: skipped) when the target was not built.
+# the repository is never written. Exit 77 (ctest: skipped) when the target was not built; a
+# finding exits 1 (libFuzzer's own default, 77, would read as "skipped").
 set -u
 # Usage: run_fuzzer.sh BINARY SECONDS SEED_DIR...
 binary=$1 seconds=$2
@@ -14,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 for seeds in "$@"; do
   [ -d "$seeds" ] && find "$seeds" -maxdepth 1 -type f -exec cp {} "$work"/ \;
 done
-"$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+"$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -error_exitcode=1 -print_final_stats=1 \
   -artifact_prefix="$work/" "$work" 2>&1 | tail -n 25
 status=${PIPESTATUS[0]}
 if [ "$status" -ne 0 ]; then
