@@ -25,6 +25,14 @@ class AllocationFailure : public std::bad_alloc {
   std::string message_;
 };
 
+// Host memory for a buffer of `bytes` (> 0), freed with std::free; nullptr when the host has
+// none. 64-byte aligned; buffers of kHugeBufferBytes or more are 2 MiB aligned and advised to
+// use transparent huge pages (streamed loops then miss the TLB far less), rounded up to 2 MiB.
+inline constexpr size_t kHugeBufferBytes = size_t{4} << 20;
+void* AllocateBuffer(size_t bytes);
+// The size AllocateBuffer really takes for `bytes` (what a cache of freed buffers keys on).
+size_t BufferCapacity(size_t bytes);
+
 }  // namespace xs
 
 #endif  // XSHARD_CORE_ALLOCATION_FAILURE_H_

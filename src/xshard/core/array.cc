@@ -11,10 +11,13 @@
 #include <mutex>
 #include <unordered_map>
 
+#include <sys/mman.h>
+
 namespace xs {
 namespace {
 
 constexpr size_t kAlignment = 64;
+constexpr size_t kHugePage = size_t{2} << 20;
 
 // One element, held exactly: integers (and pred) as int64 / uint64, floats and complex as doubles
 // (every float type xshard has is exactly representable in double).
@@ -285,17 +288,33 @@ Array Array::View(Shape shape, std::byte* data, std::shared_ptr<const void> keep
   return a;
 }
 
+size_t BufferCapacity(size_t bytes) {
+  const size_t align = bytes >= kHugeBufferBytes ? kHugePage : kAlignment;
+  return std::max<size_t>(kAlignment, (bytes + align - 1) / align * align);
+}
+
+void* AllocateBuffer(size_t bytes) {
+  const size_t capacity = BufferCapacity(bytes);
+  if (capacity < kHugeBufferBytes) return std::aligned_alloc(kAlignment, capacity);
+  void* p = std::aligned_alloc(kHugePage, capacity);
+  // Advice only: without transparent huge pages (or with them off) the call fails harmlessly.
+  if (p != nullptr) madvise(p, capacity, MADV_HUGEPAGE);
+  return p;
+}
+
 Array::Array(Shape shape, NoInit) : shape_(shape.dtype(), shape.dims()) {
   XS_CHECK(shape.IsArray(), "Array needs an array shape, got ", shape.ToString());
   for (int64_t d : shape_.dims()) XS_CHECK(d >= 0, "Array needs static dims, got ", shape.ToString());
   // Round up to the alignment (aligned_alloc requires it) and never allocate zero bytes, so
   // data() is a valid pointer even for empty arrays.
   const size_t bytes = static_cast<size_t>(shape_.byte_size());
-  const size_t padded = std::max<size_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+  const size_t padded = BufferCapacity(bytes);
   std::byte* p = LargeBufferCache::Get().Take(padded);
-  if (p == nullptr) p = static_cast<std::byte*>(std::aligned_alloc(kAlignment, padded));
+  if (p == nullptr) p = static_cast<std::byte*>(AllocateBuffer(padded));
   if (p == nullptr) throw AllocationFailure(static_cast<int64_t>(padded), shape_.ToString());
-  if (padded > bytes) std::memset(p + bytes, 0, padded - bytes);  // the tail padding only
+  // The tail padding to the next 64 bytes only (a huge buffer's rounding beyond is never read).
+  const size_t tail_end = std::min(padded, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+  if (tail_end > bytes) std::memset(p + bytes, 0, tail_end - bytes);
   data_ = std::unique_ptr<std::byte[], FreeDeleter>(p, FreeDeleter{false, padded, nullptr});
 }
 

@@ -279,7 +279,7 @@ std::shared_ptr<std::byte> Executable::LeaseArena(bool fused) const {
     }
   }
   if (data == nullptr) {
-    data = static_cast<std::byte*>(std::aligned_alloc(kBufferAlignment, static_cast<size_t>(bytes)));
+    data = static_cast<std::byte*>(AllocateBuffer(static_cast<size_t>(bytes)));
     if (data == nullptr) throw AllocationFailure(bytes, "the executor's arena");
   }
   // The pool outlives the Executable while a result still views one of its arenas.
