@@ -3,6 +3,7 @@
 // (tests/data/autodiff/grad_jaxprs.txt, made by tests/tools/gen_autodiff_refs.py), compared
 // after a normalisation of both sides; plus the error cases and the call primitives' shapes.
 #include "xshard/frontend/autodiff.h"
+#include "xshard/frontend/seed002_jaxprs_test.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -93,18 +94,7 @@ TEST(GradJaxprTest, SigmoidPrintsAsSeed002) {
   x = f.Op("add", {x, F32(1)});
   x = f.Op("div", {F32(1), x});
   EXPECT_EQ(GradText(f.Done({x}), {0}),
-            "{ lambda ; a:f32[]. let\n"
-            "    b:f32[] = neg a\n"
-            "    c:f32[] = exp b\n"
-            "    d:f32[] = add c 1.0\n"
-            "    _:f32[] = div 1.0 d\n"
-            "    e:f32[] = integer_pow[y=-2] d\n"
-            "    f:f32[] = mul 1.0 e\n"
-            "    g:f32[] = mul f 1.0\n"
-            "    h:f32[] = neg g\n"
-            "    i:f32[] = mul h c\n"
-            "    j:f32[] = neg i\n"
-            "  in (j,) }");
+            testing::kGradSigmoidJaxpr);
 }
 
 IntLists Dn(IntList lc, IntList rc, IntList lb, IntList rb) { return {lc, rc, lb, rb}; }

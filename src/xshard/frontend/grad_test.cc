@@ -1,6 +1,7 @@
 // Grad / ValueAndGrad / CustomVjp wired to the front end: seed 002's grad(sigmoid) jaxpr and
 // values, jit(grad(sigmoid)), seed 001's custom Add backward, against hand-computed values.
 #include "xshard/frontend/grad.h"
+#include "xshard/frontend/seed002_jaxprs_test.h"
 
 #include <cmath>
 
@@ -18,18 +19,7 @@ TEST(GradTest, MakeJaxprOfGradSigmoidAsSeed002) {
   StatusOr<Jaxpr> j = MakeJaxpr(Grad(Sigmoid))(1.0);
   ASSERT_TRUE(j.ok()) << j.status().ToString();
   EXPECT_EQ(PrintJaxpr(*j),
-            "{ lambda ; a:f32[]. let\n"
-            "    b:f32[] = neg a\n"
-            "    c:f32[] = exp b\n"
-            "    d:f32[] = add c 1.0\n"
-            "    _:f32[] = div 1.0 d\n"
-            "    e:f32[] = integer_pow[y=-2] d\n"
-            "    f:f32[] = mul 1.0 e\n"
-            "    g:f32[] = mul f 1.0\n"
-            "    h:f32[] = neg g\n"
-            "    i:f32[] = mul h c\n"
-            "    j:f32[] = neg i\n"
-            "  in (j,) }");
+            testing::kGradSigmoidJaxpr);
 }
 
 TEST(GradTest, GradSigmoidValueByHand) {

@@ -2,6 +2,7 @@
 // sigmoid on f32[] and f32[10] and of grad(sigmoid), JAX 0.10.2's dot_general layout, and shapes
 // computed by hand for every primitive family.
 #include "xshard/frontend/jaxpr.h"
+#include "xshard/frontend/seed002_jaxprs_test.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -63,18 +64,7 @@ TEST(PrintJaxprTest, GradSigmoidWithUnusedOutputAsSeed002) {
   Atom i = *b.Bind1("mul", {h, c});
   j.outvars = {*b.Bind1("neg", {i})};
   EXPECT_EQ(PrintJaxpr(j),
-            "{ lambda ; a:f32[]. let\n"
-            "    b:f32[] = neg a\n"
-            "    c:f32[] = exp b\n"
-            "    d:f32[] = add c 1.0\n"
-            "    _:f32[] = div 1.0 d\n"
-            "    e:f32[] = integer_pow[y=-2] d\n"
-            "    f:f32[] = mul 1.0 e\n"
-            "    g:f32[] = mul f 1.0\n"
-            "    h:f32[] = neg g\n"
-            "    i:f32[] = mul h c\n"
-            "    j:f32[] = neg i\n"
-            "  in (j,) }");
+            testing::kGradSigmoidJaxpr);
 }
 
 // Seed 002's make_jaxpr(jit(sigmoid)) with today's primitive name (pjit[jaxpr name]): the nested
@@ -88,17 +78,7 @@ TEST(PrintJaxprTest, NestedPjitContinuesNames) {
   j.outvars = {*b.Bind1("pjit", {Atom::OfVar(a)},
                         {{"jaxpr", inner}, {"name", std::string("sigmoid")}})};
   EXPECT_EQ(PrintJaxpr(j),
-            "{ lambda ; a:f32[]. let\n"
-            "    b:f32[] = pjit[\n"
-            "      jaxpr={ lambda ; c:f32[]. let\n"
-            "          d:f32[] = neg c\n"
-            "          e:f32[] = exp d\n"
-            "          f:f32[] = add e 1.0\n"
-            "          g:f32[] = div 1.0 f\n"
-            "        in (g,) }\n"
-            "      name=sigmoid\n"
-            "    ] a\n"
-            "  in (b,) }");
+            testing::kJitSigmoidJaxpr);
 }
 
 // JAX 0.10.2: make_jaxpr(jnp.dot)(ones((2,3)), ones((3,4))) breaks the long parameter list.

@@ -9,6 +9,7 @@
 
 #include "xshard/frontend/jit.h"
 #include "xshard/frontend/trace.h"
+#include "xshard/frontend/seed002_jaxprs_test.h"
 
 namespace xs::fe {
 namespace {
@@ -46,17 +47,7 @@ TEST(MakeJaxprTest, JitInsideATraceIsAPjitEquation) {
   StatusOr<Jaxpr> j = MakeJaxpr([&](Tensor x) { return f(x); })(1.0);
   ASSERT_TRUE(j.ok()) << j.status().ToString();
   EXPECT_EQ(PrintJaxpr(*j),
-            "{ lambda ; a:f32[]. let\n"
-            "    b:f32[] = pjit[\n"
-            "      jaxpr={ lambda ; c:f32[]. let\n"
-            "          d:f32[] = neg c\n"
-            "          e:f32[] = exp d\n"
-            "          f:f32[] = add e 1.0\n"
-            "          g:f32[] = div 1.0 f\n"
-            "        in (g,) }\n"
-            "      name=sigmoid\n"
-            "    ] a\n"
-            "  in (b,) }");
+            testing::kJitSigmoidJaxpr);
 }
 
 TEST(JitTest, NoArgumentFunctionTracesItsCreationOps) {
