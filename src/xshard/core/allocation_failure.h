@@ -1,4 +1,5 @@
-// AllocationFailure: what Array's constructors throw when the host cannot give them memory. The
+// Host buffers: AllocateBuffer (arrays and the executor's arenas; huge pages for large ones) and
+// AllocationFailure, what Array's constructors throw when the host cannot give them memory. The
 // CLI's command runner and the SPMD executor's device threads turn it into a ResourceExhausted
 // Status (exit 1 with one line), so memory the up-front estimate missed still never aborts.
 #ifndef XSHARD_CORE_ALLOCATION_FAILURE_H_

@@ -1,11 +1,13 @@
 // Array storage, typed access, XLA-style conversion, box copies and equality. Expected values are
 // derived by hand from the rules (XLA convert semantics, IEEE rounding) or from ml_dtypes.
 #include "xshard/core/array.h"
+#include "xshard/core/allocation_failure.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <limits>
 
@@ -40,6 +42,22 @@ TEST(ArrayTest, StorageIs64ByteAlignedAndZeroFilled) {
     EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data()) % 64, 0u);
     for (int64_t i = 0; i < a.num_elements(); ++i) EXPECT_EQ(a.GetDouble(i), 0.0);
   }
+}
+
+TEST(ArrayTest, LargeBuffersAreHugePageAlignedAndSmallOnes64Bytes) {
+  EXPECT_EQ(BufferCapacity(1), 64u);
+  EXPECT_EQ(BufferCapacity(100), 128u);
+  EXPECT_EQ(BufferCapacity(kHugeBufferBytes - 1), kHugeBufferBytes);
+  EXPECT_EQ(BufferCapacity(kHugeBufferBytes), kHugeBufferBytes);
+  EXPECT_EQ(BufferCapacity(kHugeBufferBytes + 1), kHugeBufferBytes + (size_t{2} << 20));
+  // f32[1100,1000] is 4.4 MB: its storage starts on a 2 MiB boundary and the values round-trip.
+  Array a = Array::Full(DType::kF32, {1100, 1000}, 1.5);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data()) % (size_t{2} << 20), 0u);
+  EXPECT_EQ(a.GetDouble(1100 * 1000 - 1), 1.5);
+  void* small = AllocateBuffer(1000);
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small) % 64, 0u);
+  std::free(small);
 }
 
 TEST(ArrayTest, ConstructorDropsLayoutAndDynamicFlags) {
