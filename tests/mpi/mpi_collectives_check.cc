@@ -366,8 +366,13 @@ int main(int argc, char** argv) {
   if (mode == "collectives") code = RunCollectives(**client);
   if (mode == "mismatch") code = RunMismatch(**client);
   if (mode == "early" || mode == "late") code = RunAbsent(**client, mode == "late");
-  // The MPI state is broken after a failed collective: no Finalize.
-  if (mode != "collectives") return code;
+  // The MPI state is broken after a failed collective: no Finalize. A process that exits without
+  // it makes mpirun end the others, so each waits for its peers to have printed their line.
+  if (mode != "collectives") {
+    std::fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    return code;
+  }
   client->reset();
   mpi::Finalize();
   return code;

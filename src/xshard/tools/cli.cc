@@ -393,7 +393,11 @@ int RunCli(int argc, char** argv) {
     if (status.ok()) EndMpi(true);
     if (!status.ok()) {
       const std::string process = CliUsesMpi() ? StrCat(" (process ", CliProcessRank(), ")") : "";
-      std::cerr << "xshard " << c.app->get_name() << process << ": error: " << status.message() << "\n";
+      // One write, so that the lines of several mpirun processes sharing a stderr never interleave.
+      const std::string line =
+          StrCat("xshard ", c.app->get_name(), process, ": error: ", status.message(), "\n");
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      std::fflush(stderr);
       EndMpi(false);
       // A run stopped by Ctrl-C / SIGTERM exits as a shell reports a SIGINT kill.
       return status.code() == StatusCode::kCancelled ? 130 : 1;
