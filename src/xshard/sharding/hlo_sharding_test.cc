@@ -309,6 +309,9 @@ TEST(HloShardingTest, ParseErrorsNameTheColumnAndTheRule) {
   EXPECT_THAT(ParseError("{replicated devices=[2]0,1}"),
               HasSubstr("replicated shardings should not have any devices assigned"));
   EXPECT_THAT(ParseError("{maximal}"), HasSubstr("maximal shardings should have exactly one"));
+  // Found by hlo_sharding_fuzz: a negative id parsed, and its tiled form did not.
+  EXPECT_THAT(ParseError("{maximal_mesh[device_id=-5]}"),
+              HasSubstr("device_id=-5 is not a device id: give a whole number >= 0"));
   EXPECT_THAT(ParseError("{devices=[2]0}"),
               HasSubstr("non-maximal shardings must have more than one device assigned"));
   EXPECT_THAT(ParseError("{foo}"), HasSubstr("at column 2: unexpected token in sharding "

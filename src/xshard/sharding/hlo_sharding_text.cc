@@ -497,7 +497,12 @@ StatusOr<HloSharding> ShardingParser::MeshAxes() {
       return Error(at, "expected device_id= attribute in maximal_mesh");
     }
     int64_t device;
+    const size_t device_at = pos_;
     XS_RETURN_IF_ERROR(Int(&device));
+    if (device < 0) {
+      return Error(device_at, StrCat("device_id=", device, " is not a device id: give a whole "
+                                     "number >= 0, like {maximal_mesh[device_id=0]}"));
+    }
     m.maximal_device = device;
     XS_RETURN_IF_ERROR(Expect(']', "expected ']' to end maximal_mesh"));
     XS_RETURN_IF_ERROR(metadata_if_present());
