@@ -100,6 +100,31 @@ TEST(GradJaxprTest, SigmoidPrintsAsSeed002) {
 IntLists Dn(IntList lc, IntList rc, IntList lb, IntList rb) { return {lc, rc, lb, rb}; }
 
 // The functions of gen_autodiff_refs.py's JAXPRS, equation for equation.
+// custom_add(x, y) * x, where custom_add is a custom_vjp_call of x + y whose user backward is
+// (2g, 3g) (deliberately not the true derivative).
+Jaxpr CustomAddTimesX() {
+  auto call = std::make_shared<Jaxpr>();
+  {
+    Fn c;
+    Atom x = c.In({}), y = c.In({});
+    *call = c.Done({c.Op("add", {x, y})});
+  }
+  auto bwd = std::make_shared<Jaxpr>();
+  {
+    Fn c;
+    Atom g = c.In({});
+    *bwd = c.Done({c.Op("mul", {F32(2), g}), c.Op("mul", {F32(3), g})});
+  }
+  Fn f;
+  Atom x = f.In({}), y = f.In({});
+  Atom s = f.Op("custom_vjp_call", {x, y},
+                {{"call_jaxpr", std::shared_ptr<const Jaxpr>(call)},
+                 {"fwd_jaxpr", std::shared_ptr<const Jaxpr>(call)},
+                 {"bwd_jaxpr", std::shared_ptr<const Jaxpr>(bwd)},
+                 {"num_res", int64_t{0}}});
+  return f.Done({f.Op("mul", {s, x})});
+}
+
 std::map<std::string, std::pair<Jaxpr, std::vector<int64_t>>> JaxCases() {
   std::map<std::string, std::pair<Jaxpr, std::vector<int64_t>>> c;
   {
@@ -255,27 +280,7 @@ std::map<std::string, std::pair<Jaxpr, std::vector<int64_t>>> JaxCases() {
     Atom q = f.Op("squeeze", {t}, {{"dimensions", IntList{0}}});
     c["transpose_squeeze"] = {f.Done({f.Sum(q, {0, 1})}), {0}};
   }
-  {
-    // custom_add(x, y) * x, custom_add's backward being (2g, 3g).
-    auto call = std::make_shared<Jaxpr>();
-    auto bwd = std::make_shared<Jaxpr>();
-    {
-      Fn a;
-      Atom x = a.In({}), y = a.In({});
-      *call = a.Done({a.Op("add", {x, y})});
-      Fn b;
-      Atom g = b.In({});
-      *bwd = b.Done({b.Op("mul", {F32(2), g}), b.Op("mul", {F32(3), g})});
-    }
-    Fn f;
-    Atom x = f.In({}), y = f.In({});
-    Atom s = f.Op("custom_vjp_call", {x, y},
-                  {{"call_jaxpr", std::shared_ptr<const Jaxpr>(call)},
-                   {"fwd_jaxpr", std::shared_ptr<const Jaxpr>(call)},
-                   {"bwd_jaxpr", std::shared_ptr<const Jaxpr>(bwd)},
-                   {"num_res", int64_t{0}}});
-    c["custom_vjp"] = {f.Done({f.Op("mul", {s, x})}), {0, 1}};
-  }
+  c["custom_vjp"] = {CustomAddTimesX(), {0, 1}};
   {
     // grad(grad(sigmoid)): the function differentiated is grad(sigmoid)'s jaxpr.
     Fn f;
@@ -365,26 +370,7 @@ TEST(VjpJaxprTest, TakesOneCotangentPerOutput) {
 // custom_vjp_call: the user's forward inlined before the backward part, the user's backward
 // (deliberately 2*g, 3*g, not the true derivative) after it.
 TEST(GradJaxprTest, CustomVjpCallInlinesUserRules) {
-  auto call = std::make_shared<Jaxpr>();
-  {
-    Fn c;
-    Atom x = c.In({}), y = c.In({});
-    *call = c.Done({c.Op("add", {x, y})});
-  }
-  auto bwd = std::make_shared<Jaxpr>();
-  {
-    Fn c;
-    Atom g = c.In({});
-    *bwd = c.Done({c.Op("mul", {F32(2), g}), c.Op("mul", {F32(3), g})});
-  }
-  Fn f;
-  Atom x = f.In({}), y = f.In({});
-  Atom s = f.Op("custom_vjp_call", {x, y},
-                {{"call_jaxpr", std::shared_ptr<const Jaxpr>(call)},
-                 {"fwd_jaxpr", std::shared_ptr<const Jaxpr>(call)},
-                 {"bwd_jaxpr", std::shared_ptr<const Jaxpr>(bwd)},
-                 {"num_res", int64_t{0}}});
-  auto g = GradJaxpr(f.Done({f.Op("mul", {s, x})}), {0, 1}, false);
+  auto g = GradJaxpr(CustomAddTimesX(), {0, 1}, false);
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   EXPECT_EQ(PrintJaxpr(*g),
             "{ lambda ; a:f32[] b:f32[]. let\n"
