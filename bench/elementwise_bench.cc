@@ -79,10 +79,11 @@ void BM_Memcpy(benchmark::State& state) {
 }
 
 // tanh(x) * logistic(y) + x * 0.5 on f32[4096, 4096] (64 MiB per operand) the way a fused loop
-// runs it: every op a kernel call on a 4096-element tile (16 KiB, L1-resident temporaries).
+// runs it: every op a kernel call on a tile of state.range(0) elements (the executor's is 512,
+// exec/fusion_plan.h: 2 KiB per f32 temporary, so the temporaries and the input tiles stay in L1).
 // bytes_per_second counts x, y and the result once.
 void BM_Chain(benchmark::State& state, Path path) {
-  constexpr int64_t kTile = 4096;
+  const int64_t kTile = state.range(0);
   const int64_t n = int64_t{4096} * 4096, bytes = n * 4;
   Buffer x(bytes), y(bytes), out(bytes), t1(kTile * 4), t2(kTile * 4), half(kTile * 4);
   Fill(x.p, n, -4, 4, 1);
@@ -164,8 +165,8 @@ XS_BINARY_BENCH(multiply, Opcode::kMultiply)
 // Wall time, as `xshard bench run` reports it: under load a CPU-time rate would overstate the
 // bandwidth the executor is compared against (executor_targets.py's chain target).
 BENCHMARK(BM_Memcpy)->Arg(kTileBytes)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Chain, scalar, Path::kScalar)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Chain, vector, Path::kVector)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Chain, scalar, Path::kScalar)->Arg(512)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Chain, vector, Path::kVector)->Arg(512)->Arg(2048)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace xs::kernels
