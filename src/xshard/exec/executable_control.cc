@@ -135,20 +135,30 @@ Status PrepareCustomCall(const Instruction& inst, Step& step, const Program& pro
   XS_RETURN_IF_ERROR(PrepareExtraCustomCall(inst, step, program, &handled));
   if (handled) return OkStatus();
   const std::string target = inst.attrs().custom_call_target.value_or("");
-  // xla.sdy.FuncResultSharding: JAX's Shardy lowering marks each result's sharding with it.
-  static constexpr std::string_view kIdentities[] = {"Sharding", "SPMDFullToShardShape",
-                                                      "SPMDShardToFullShape", "xla.sdy.FuncResultSharding"};
+  // Custom-calls that pass their operand through: sharding annotations (xla.sdy.FuncResultSharding:
+  // JAX's Shardy lowering marks each result's sharding with it), the manual-region converters on
+  // one device, propagation barriers, and memory-space / layout hints (host offloading, pinning),
+  // which have no effect on a host run.
+  static constexpr std::string_view kIdentities[] = {
+      "Sharding",       "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.FuncResultSharding",
+      "ShardBarrierFrom", "ShardBarrierTo",     "MoveToHost",           "MoveToDevice",
+      "PinToDevice",    "PinToDeviceSram",      "LayoutConstraint"};
   if (std::find(std::begin(kIdentities), std::end(kIdentities), target) == std::end(kIdentities)) {
-    return UnsupportedInstruction(inst, StrCat("custom_call_target=\"", target,
-                                               "\" (supported: Sharding, SPMDFullToShardShape, "
-                                               "SPMDShardToFullShape, xla.sdy.FuncResultSharding, TopK, __op$block_scaled_dot, "
-                                               "lapack_?potrf_ffi, lapack_?getrf_ffi, lapack_?trsm_ffi)"));
+    std::string known;
+    for (std::string_view t : kIdentities) known += StrCat(t, ", ");
+    return UnsupportedInstruction(
+        inst, StrCat("custom_call_target=\"", target, "\" (supported: ", known,
+                     "TopK, __op$block_scaled_dot, lapack_?potrf_ffi, lapack_?getrf_ffi, lapack_?trsm_ffi, "
+                     "_SPMDInternalOp_RotateRight, _SPMDInternalOp_MultiRotate, _SPMDInternalOp_Wrap, "
+                     "_SPMDInternalOp_MultiSlice, _SPMDInternalOp_MultiPad)"));
   }
   if (inst.operand_count() != 1 || !inst.operand(0)->shape().Compatible(inst.shape())) {
+    const bool converter = target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape";
     return UnsupportedInstruction(inst, StrCat("custom-call ", target, " changes the shape from ",
                                                inst.operand_count() == 1 ? inst.operand(0)->shape().ToString(false) : "?",
                                                " to ", inst.shape().ToString(false),
-                                               ", which needs more than one device"));
+                                               converter ? ", which needs more than one device"
+                                                         : "; it passes one operand through unchanged"));
   }
   step.run = &RunIdentity;
   return OkStatus();

@@ -382,6 +382,10 @@ Status PrepareExtraCustomCall(const Instruction& inst, Step& step, const Program
     *handled = true;
     return PrepareLapack(inst, target, step);
   }
+  if (IsSpmdInternalCustomCall(target)) {
+    *handled = true;
+    return PrepareSpmdInternalCustomCall(inst, target, step);
+  }
   if (target == "__op$block_scaled_dot") {
     *handled = true;
     if (inst.operand_count() < 2 || inst.operand_count() > 4 || !inst.shape().IsArray()) {
@@ -394,7 +398,10 @@ Status PrepareExtraCustomCall(const Instruction& inst, Step& step, const Program
   return OkStatus();
 }
 
+void RegisterScanHandlers(HandlerTable& t);  // executable_scan.cc
+
 void RegisterExtraOpHandlers(HandlerTable& t) {
+  RegisterScanHandlers(t);
   auto set = [&t](Opcode op, PrepareFn f) { t[static_cast<int>(op)] = f; };
   set(Opcode::kTopK, &PrepareTopK);
   set(Opcode::kFft, &PrepareFft);

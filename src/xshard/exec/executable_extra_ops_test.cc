@@ -4,23 +4,15 @@
 #include <complex>
 
 #include "gtest/gtest.h"
+#include "xshard/exec/exec_test_util.h"
 #include "xshard/exec/executable.h"
 #include "xshard/text/parser.h"
 
 namespace xs {
 namespace {
 
-StatusOr<std::vector<Array>> RunText(std::string_view text, std::vector<Array> args) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
-  if (!m.ok()) return m.status();
-  return Execute(**m, args);
-}
-
-std::vector<double> Doubles(const Array& a) {
-  std::vector<double> v;
-  for (int64_t i = 0; i < a.num_elements(); ++i) v.push_back(a.GetDouble(i));
-  return v;
-}
+using testing::Doubles;
+using testing::RunText;
 
 TEST(ExecutableExtraOps, TopKOpAndJaxCustomCall) {
   constexpr std::string_view kOp = R"(

@@ -177,6 +177,10 @@ void RegisterControlHandlers(HandlerTable& table);
 void RegisterExtraOpHandlers(HandlerTable& table);  // executable_extra_ops.cc
 // Custom-call targets with a kernel of their own (TopK); sets *handled when `inst`'s target is one.
 Status PrepareExtraCustomCall(const Instruction& inst, Step& step, const Program& program, bool* handled);
+// XLA's _SPMDInternalOp_{RotateRight,MultiRotate,Wrap,MultiSlice,MultiPad} custom-calls
+// (executable_spmd_internal.cc).
+bool IsSpmdInternalCustomCall(std::string_view target);
+Status PrepareSpmdInternalCustomCall(const Instruction& inst, std::string_view target, Step& step);
 
 // ---- helpers for handlers ----
 

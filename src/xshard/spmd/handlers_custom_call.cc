@@ -1,7 +1,11 @@
 // custom-calls the partitioner understands: "Sharding" (an annotation: the operand is resharded
 // to it, no instruction remains), and the manual-region boundaries "SPMDFullToShardShape" (the
 // tiled value's local piece becomes the manual value) and "SPMDShardToFullShape" (the manual
-// piece becomes the local piece of the tiled value). Other targets run on replicated operands.
+// piece becomes the local piece of the tiled value). The identities -- propagation barriers
+// (ShardBarrierFrom / ShardBarrierTo) and memory-space / layout hints (MoveToHost, MoveToDevice,
+// PinToDevice, PinToDeviceSram, LayoutConstraint), which have no effect on host memory -- pass
+// their operand on in its own sharding, resharded only if the propagated target differs. Other
+// targets run on replicated operands.
 #include "xshard/spmd/handlers.h"
 
 namespace xs::spmd::internal {
@@ -90,6 +94,13 @@ Status HandleCustomCall(const Instruction& inst, Context& ctx) {
       return OkStatus();
     }
     return ctx.Finish(inst, x, "Sharding annotation");
+  }
+  static constexpr std::string_view kIdentities[] = {"ShardBarrierFrom", "ShardBarrierTo", "MoveToHost",
+                                                      "MoveToDevice",     "PinToDevice",    "PinToDeviceSram",
+                                                      "LayoutConstraint"};
+  if (std::find(std::begin(kIdentities), std::end(kIdentities), target) != std::end(kIdentities) &&
+      inst.operand_count() == 1 && inst.operand(0)->shape().Compatible(inst.shape())) {
+    return ctx.Finish(inst, ctx.Get(inst.operand(0)), StrCat(target, " (an identity)"));
   }
   if ((target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape") && inst.operand_count() == 1) {
     return Boundary(inst, ctx);

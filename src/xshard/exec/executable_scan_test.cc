@@ -1,0 +1,141 @@
+// scan and rng-get-and-update-state, against values worked out by hand.
+#include "gtest/gtest.h"
+#include "xshard/exec/exec_test_util.h"
+#include "xshard/exec/executable.h"
+#include "xshard/text/parser.h"
+
+namespace xs {
+namespace {
+
+using testing::Doubles;
+
+StatusOr<std::unique_ptr<Executable>> Compile(std::string_view text, std::unique_ptr<Module>* keep) {
+  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
+  if (!m.ok()) return m.status();
+  *keep = std::move(*m);
+  return Executable::Create(**keep);
+}
+
+StatusOr<std::vector<Array>> RunWith(const Executable& e, std::vector<Array> args) {
+  return e.Run(std::span<const Array>(args), ExecuteOptions{});
+}
+
+// A running sum whose output is the carry before the add (an exclusive scan) and a second,
+// non-commutative carry (c2' = 10 * c2 + x) that pins down the parameter order.
+constexpr std::string_view kScan = R"(
+HloModule m
+body {
+  x = f32[] parameter(0)
+  c1 = f32[] parameter(1)
+  c2 = f32[] parameter(2)
+  s = f32[] add(x, c1)
+  ten = f32[] constant(10)
+  t = f32[] multiply(c2, ten)
+  u = f32[] add(t, x)
+  ROOT r = (f32[], f32[], f32[]) tuple(c1, s, u)
+}
+ENTRY main {
+  p = f32[4] parameter(0)
+  z = f32[] constant(0)
+  ROOT s = (f32[4], f32[], f32[]) scan(p, z, z), dimensions={0}, num_carries=2, is_reverse=REVERSE, to_apply=body
+})";
+
+TEST(Scan, ForwardExclusiveSumAndOrderedCarry) {
+  std::unique_ptr<Module> m;
+  std::string text(kScan);
+  text.replace(text.find("REVERSE"), 7, "false");
+  StatusOr<std::unique_ptr<Executable>> e = Compile(text, &m);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  StatusOr<std::vector<Array>> r = RunWith(**e, {Array::FromVector<float>({4}, {1, 2, 3, 4})});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ(Doubles((*r)[0]), (std::vector<double>{0, 1, 3, 6}));
+  EXPECT_EQ(Doubles((*r)[1]), (std::vector<double>{10}));
+  EXPECT_EQ(Doubles((*r)[2]), (std::vector<double>{1234}));
+}
+
+TEST(Scan, ReverseRunsFromTheEnd) {
+  std::unique_ptr<Module> m;
+  std::string text(kScan);
+  text.replace(text.find("REVERSE"), 7, "true");
+  StatusOr<std::unique_ptr<Executable>> e = Compile(text, &m);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  StatusOr<std::vector<Array>> r = RunWith(**e, {Array::FromVector<float>({4}, {1, 2, 3, 4})});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Doubles((*r)[0]), (std::vector<double>{9, 7, 4, 0}));
+  EXPECT_EQ(Doubles((*r)[1]), (std::vector<double>{10}));
+  EXPECT_EQ(Doubles((*r)[2]), (std::vector<double>{4321}));
+}
+
+TEST(Scan, SlicesAlongAnInnerDimension) {
+  constexpr std::string_view kText = R"(
+HloModule m
+body {
+  x = s32[2] parameter(0)
+  c = s32[2] parameter(1)
+  s = s32[2] add(x, c)
+  ROOT r = (s32[2], s32[2]) tuple(s, s)
+}
+ENTRY main {
+  p = s32[2,3] parameter(0)
+  z = s32[] constant(0)
+  zb = s32[2] broadcast(z), dimensions={}
+  ROOT s = (s32[2,3], s32[2]) scan(p, zb), dimensions={1}, num_carries=1, is_associative=true, to_apply=body
+})";
+  std::unique_ptr<Module> m;
+  StatusOr<std::unique_ptr<Executable>> e = Compile(kText, &m);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  StatusOr<std::vector<Array>> r = RunWith(**e, {Array::FromVector<int32_t>({2, 3}, {1, 2, 3, 10, 20, 30})});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Doubles((*r)[0]), (std::vector<double>{1, 3, 6, 10, 30, 60}));
+  EXPECT_EQ(Doubles((*r)[1]), (std::vector<double>{6, 60}));
+}
+
+TEST(Scan, MalformedScansAreClearErrors) {
+  constexpr std::string_view kWrongBody = R"(
+HloModule m
+body {
+  x = f32[] parameter(0)
+  c = f32[] parameter(1)
+  ROOT r = (f32[2], f32[]) tuple(x, c)
+}
+ENTRY main {
+  p = f32[4] parameter(0)
+  z = f32[] constant(0)
+  ROOT s = (f32[4], f32[]) scan(p, z), dimensions={0}, num_carries=1, to_apply=body
+})";
+  std::unique_ptr<Module> m;
+  StatusOr<std::unique_ptr<Executable>> e = Compile(kWrongBody, &m);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("must return each output's slice"), std::string::npos) << e.status().ToString();
+  std::string no_carries(kWrongBody);
+  no_carries.replace(no_carries.find(", num_carries=1"), 15, "");
+  e = Compile(no_carries, &m);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("needs num_carries=N"), std::string::npos) << e.status().ToString();
+}
+
+TEST(RngGetAndUpdateState, ReturnsTheStateThenAdvancesItByDelta) {
+  constexpr std::string_view kText = R"(
+HloModule m
+ENTRY main {
+  a = u64[2] rng-get-and-update-state(), delta=4096
+  b = u64[2] rng-get-and-update-state(), delta=1
+  ROOT t = (u64[2], u64[2]) tuple(a, b)
+})";
+  std::unique_ptr<Module> m;
+  StatusOr<std::unique_ptr<Executable>> e = Compile(kText, &m);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  StatusOr<std::vector<Array>> r = RunWith(**e, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // Each instruction keeps its own state, starting at 0; a second run continues it.
+  EXPECT_EQ(Doubles((*r)[0]), (std::vector<double>{0, 0}));
+  EXPECT_EQ(Doubles((*r)[1]), (std::vector<double>{0, 0}));
+  r = RunWith(**e, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Doubles((*r)[0]), (std::vector<double>{4096, 0}));
+  EXPECT_EQ(Doubles((*r)[1]), (std::vector<double>{1, 0}));
+}
+
+}  // namespace
+}  // namespace xs
