@@ -27,8 +27,8 @@ using spmd::PartitionForm;
 
 // Ops with a non-barrier rule that the executor does not run yet.
 const std::set<Opcode> kExecutorGaps = {
-    // Stateful random state / dynamic-shape ops with no kernel yet.
-    Opcode::kRngGetAndUpdateState, Opcode::kSetDimensionSize,
+    // Dynamic-shape ops with no kernel yet.
+    Opcode::kSetDimensionSize,
     // collective-reduce (parsed for completeness) has neither kernel nor shape inference yet.
     Opcode::kCollectiveReduce,
 };

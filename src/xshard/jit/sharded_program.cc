@@ -51,6 +51,11 @@ bool NeedsPartitioning(const Module& module) {
   for (const Computation* c : module.computations()) {
     for (const Instruction* inst : c->instructions()) {
       if (inst->has_sharding()) return true;
+      // Shardy's round-trip form: the sharding only in a frontend attribute (imported at partitioning).
+      if (const auto& fa = inst->attrs().frontend_attributes) {
+        for (const auto& [key, value] : *fa)
+          if (key == "xla.sdy.sharding") return true;
+      }
     }
   }
   return false;

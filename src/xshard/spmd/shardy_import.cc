@@ -328,10 +328,84 @@ Status FindOuterAxes(const Module& module, const std::vector<std::pair<Instructi
 
 }  // namespace
 
+// Instructions outside shard_map bodies whose sharding is only Shardy's xla.sdy.sharding frontend
+// attribute (the form XLA's Shardy round trip writes: no sharding={...} beside it) get its GSPMD
+// equivalent; open dims become closed ones (an HloSharding on a non-annotation cannot say "may be
+// sharded further"). A mesh the module does not name, or an attribute that does not parse or fit
+// the shape, is an error naming the instruction.
+Status ImportFrontendShardings(Module& module, const std::map<std::string, SdyMesh>& meshes,
+                               const std::set<Computation*>& manual_bodies) {
+  for (Computation* c : module.computations()) {
+    if (manual_bodies.count(c) != 0) continue;
+    for (Instruction* inst : c->instructions()) {
+      if (inst->has_sharding() || !inst->attrs().frontend_attributes) continue;
+      std::optional<std::string> value;
+      for (const auto& [key, v] : *inst->attrs().frontend_attributes)
+        if (key == "xla.sdy.sharding") value = v;
+      if (!value) continue;
+      auto fail = [&](std::string_view why) {
+        return InvalidArgument("'", inst->name(), "': its xla.sdy.sharding ", *value, " ", why);
+      };
+      std::vector<SdyTensorSharding> per_value;
+      if (StatusOr<std::vector<SdyTensorSharding>> pv = ParseSdyShardingPerValue(*value); pv.ok()) {
+        per_value = *std::move(pv);
+      } else if (StatusOr<SdyTensorSharding> one = ParseSdyTensorSharding(*value); one.ok()) {
+        per_value.push_back(*std::move(one));
+      } else {
+        return fail(StrCat("does not parse: ", one.status().message()));
+      }
+      std::vector<Shape> leaves;
+      if (inst->shape().IsTuple()) {
+        for (const Shape& e : inst->shape().tuple_shapes()) leaves.push_back(e);
+      } else {
+        leaves.push_back(inst->shape());
+      }
+      if (per_value.size() != leaves.size()) {
+        return fail(StrCat("has ", per_value.size(), " shardings for ", leaves.size(), " values"));
+      }
+      std::vector<HloSharding> shardings;
+      for (size_t i = 0; i < leaves.size(); ++i) {
+        auto mesh = meshes.find(per_value[i].mesh);
+        if (mesh == meshes.end()) return fail(StrCat("names mesh '", per_value[i].mesh, "', which xla.sdy.meshes does not define"));
+        if (!leaves[i].IsArray() || leaves[i].rank() != static_cast<int64_t>(per_value[i].dims.size())) {
+          return fail(StrCat("does not fit the shape ", leaves[i].ToString(false)));
+        }
+        XS_ASSIGN_OR_RETURN(HloSharding h, SdyToHloSharding(mesh->second, per_value[i],
+                                                            static_cast<int>(leaves[i].rank()), {}));
+        shardings.push_back(std::move(h));
+      }
+      inst->set_sharding(shardings.size() == 1 && !inst->shape().IsTuple() ? std::move(shardings[0])
+                                                                           : HloSharding::Tuple(std::move(shardings)));
+    }
+  }
+  return OkStatus();
+}
+
+int64_t ShardyMeshDevices(const Module& module) {
+  int64_t n = 1;
+  for (const auto& [name, value] : module.config().other) {
+    if (name != "frontend_attributes") continue;
+    std::optional<std::string> text = HeaderAttribute(value, "xla.sdy.meshes");
+    if (!text) continue;
+    StatusOr<std::map<std::string, SdyMesh>> meshes = ParseSdyMeshes(*text);
+    if (!meshes.ok()) continue;
+    for (const auto& [mesh_name, mesh] : *meshes) {
+      int64_t size = 1;
+      for (int64_t a : mesh.axis_sizes) size *= a;
+      n = std::max(n, size);
+    }
+  }
+  return n;
+}
+
 Status ImportShardyManualComputations(Module& module) {
   std::vector<Instruction*> to_local, to_global;
+  bool frontend_shardings = false;
   for (Computation* c : module.computations()) {
     for (Instruction* inst : c->instructions()) {
+      if (!inst->has_sharding() && inst->attrs().frontend_attributes) {
+        for (const auto& [key, v] : *inst->attrs().frontend_attributes) frontend_shardings |= key == "xla.sdy.sharding";
+      }
       if (inst->opcode() != Opcode::kCustomCall || !inst->attrs().custom_call_target) continue;
       const std::string& target = *inst->attrs().custom_call_target;
       if (target.rfind(kPrefix, 0) != 0 || target == "xla.sdy.FuncResultSharding") continue;
@@ -344,7 +418,7 @@ Status ImportShardyManualComputations(Module& module) {
       }
     }
   }
-  if (to_local.empty() && to_global.empty()) return OkStatus();
+  if (to_local.empty() && to_global.empty() && !frontend_shardings) return OkStatus();
 
   ShardyContext ctx;
   for (const auto& [name, value] : module.config().other) {
@@ -352,6 +426,10 @@ Status ImportShardyManualComputations(Module& module) {
     if (std::optional<std::string> meshes = HeaderAttribute(value, "xla.sdy.meshes")) {
       XS_ASSIGN_OR_RETURN(ctx.meshes, ParseSdyMeshes(*meshes));
     }
+  }
+  if (to_local.empty() && to_global.empty()) {
+    // No shard_maps: only instructions annotated the Shardy way (none when the module names no mesh).
+    return ctx.meshes.empty() ? OkStatus() : ImportFrontendShardings(module, ctx.meshes, {});
   }
   if (ctx.meshes.empty()) {
     return InvalidArgument("module '", module.name(), "' has xla.sdy shard_map custom-calls but no "
@@ -414,7 +492,7 @@ Status ImportShardyManualComputations(Module& module) {
     }
     XS_RETURN_IF_ERROR(ReplaceBoundary(l2g, results));
   }
-  return OkStatus();
+  return ImportFrontendShardings(module, ctx.meshes, done);
 }
 
 }  // namespace xs

@@ -61,12 +61,19 @@ StatusOr<HloSharding> SdyToHloSharding(const SdyMesh& mesh, const SdyTensorShard
 // Rewrites every xla.sdy.GlobalToLocalShape into Sharding(global) + SPMDFullToShardShape(manual),
 // every xla.sdy.LocalToGlobalShape into Sharding(manual) + SPMDShardToFullShape(global), and gives
 // the instructions of each manual computation body (and what it calls) the manual sharding, as
-// JAX's GSPMD lowering writes them. A module without xla.sdy custom-calls is left unchanged.
+// JAX's GSPMD lowering writes them. Instructions outside those bodies annotated only with an
+// xla.sdy.sharding frontend attribute (XLA's Shardy round-trip form) get its GSPMD sharding (open
+// dims closed). A module with neither is left unchanged.
 // A shard_map nested in another is manual over both sets of axes (the outer ones form the manual
 // subgroup on both sides of its boundaries, as JAX's GSPMD lowering writes them).
 // Forms not handled (sub-axes, unreduced axes, other xla.sdy targets) return
 // Unimplemented naming the instruction and suggesting jax_use_shardy_partitioner=False.
 Status ImportShardyManualComputations(Module& module);
+
+// The most devices a mesh of the module's xla.sdy.meshes frontend attribute spans (the product of
+// its axis sizes), or 1 when it names none or they do not parse (the device count of a module
+// annotated the Shardy way, where the instructions' sharding={...} would otherwise name it).
+int64_t ShardyMeshDevices(const Module& module);
 
 }  // namespace xs
 

@@ -184,5 +184,35 @@ ENTRY main {
   EXPECT_TRUE(ImportShardyManualComputations(**plain).ok());
 }
 
+// XLA's Shardy round-trip form: the sharding only in an xla.sdy.sharding frontend attribute
+// (the corpus's shardy_xla_pass_test/Scan*.hlo); the module's mesh gives the device count.
+TEST(ImportShardyTest, FrontendAttributeShardingsOutsideShardMaps) {
+  constexpr std::string_view kText = R"(HloModule m, frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<["a"=2, "b"=4]>}}
+ENTRY main {
+  p = f32[16,32] parameter(0), frontend_attributes={xla.sdy.sharding="#sdy.sharding<@mesh, [{\"a\", ?}, {\"b\", ?}]>"}
+  q = f32[16,32] parameter(1), frontend_attributes={xla.sdy.sharding="#sdy.sharding<@mesh, [{}, {\"a\"}]>"}
+  ROOT r = f32[16,32] add(p, q)
+}
+)";
+  auto module = ParseHloModule(kText);
+  ASSERT_TRUE(module.ok()) << module.status().message();
+  EXPECT_EQ(ShardyMeshDevices(**module), 8);
+  ASSERT_TRUE(ImportShardyManualComputations(**module).ok());
+  const Instruction* root = (*module)->entry()->root();
+  EXPECT_EQ(root->operand(0)->sharding()->ToString(), "{devices=[2,4]<=[8]}");
+  // Dim 1 over 'a' (the major axis: devices 0-3 | 4-7), replicated over 'b'.
+  EXPECT_EQ(root->operand(1)->sharding()->ToString(), "{devices=[1,2,4]<=[8] last_tile_dim_replicate}");
+  EXPECT_FALSE(root->has_sharding());
+  // A mesh the module does not define is an error naming the instruction.
+  std::string bad(kText);
+  bad.replace(bad.find("@mesh, [{}"), 5, "@other");
+  auto other = ParseHloModule(bad);
+  ASSERT_TRUE(other.ok()) << other.status().message();
+  Status s = ImportShardyManualComputations(**other);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'q'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("names mesh 'other'"), std::string::npos) << s.message();
+}
+
 }  // namespace
 }  // namespace xs

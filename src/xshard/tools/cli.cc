@@ -20,6 +20,7 @@
 #include "xshard/core/allocation_failure.h"
 #include "xshard/ir/verifier.h"
 #include "xshard/jit/host_memory.h"
+#include "xshard/spmd/shardy_import.h"
 #include "xshard/text/parser.h"
 
 namespace xs::tools {
@@ -330,7 +331,7 @@ int64_t AnnotatedDevices(const Module& m) {
       if (inst->sharding()) n = std::max(n, AnnotatedDevices(*inst->sharding()));
     }
   }
-  return n;
+  return std::max(n, ShardyMeshDevices(m));
 }
 
 int RunCli(int argc, char** argv) {
