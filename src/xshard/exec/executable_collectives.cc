@@ -317,6 +317,7 @@ Status PrepareAsyncStart(const Instruction& inst, Step& step, const Program& pro
 void RegisterCollectiveHandlers(HandlerTable& t) {
   auto set = [&t](Opcode op, PrepareFn f) { t[static_cast<int>(op)] = f; };
   for (Opcode op : {Opcode::kAllReduce, Opcode::kAllGather, Opcode::kReduceScatter, Opcode::kAllToAll,
+                    Opcode::kRaggedAllToAll,
                     Opcode::kCollectivePermute, Opcode::kCollectiveBroadcast, Opcode::kAllReduceStart,
                     Opcode::kAllGatherStart, Opcode::kCollectivePermuteStart}) {
     set(op, &PrepareCollectiveChecked);

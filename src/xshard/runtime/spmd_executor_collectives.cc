@@ -26,6 +26,7 @@ constexpr CollectiveOpInfo kCollectiveOps[] = {
     {Opcode::kAllReduceStart, CollectiveKind::kAllReduce, true, false},
     {Opcode::kReduceScatter, CollectiveKind::kReduceScatter, true, false},
     {Opcode::kAllToAll, CollectiveKind::kAllToAll, false, false},
+    {Opcode::kRaggedAllToAll, CollectiveKind::kAllToAll, false, false},
     {Opcode::kCollectiveBroadcast, CollectiveKind::kCollectiveBroadcast, false, false},
     {Opcode::kCollectivePermute, CollectiveKind::kCollectivePermute, false, false},
     {Opcode::kCollectivePermuteStart, CollectiveKind::kCollectivePermute, false, true},
@@ -129,6 +130,36 @@ Status CheckShapes(const PlannedCollective& op, const std::vector<Shape>& operan
   return OkStatus();
 }
 
+// ragged-all-to-all(input, output, input_offsets, send_sizes, output_offsets, recv_sizes): the
+// result is `output`'s shape; input and output share a dtype and every dim but the first (the
+// rows sent); the four index arrays are 1-D integers with one entry per group member.
+Status CheckRaggedShapes(const PlannedCollective& op, const std::vector<Shape>& operands) {
+  if (operands.size() != 6 || op.results.size() != 1) {
+    return InvalidArgument(op.name, " needs (input, output, input_offsets, send_sizes, output_offsets, "
+                           "recv_sizes) and an array result");
+  }
+  const Shape& in = operands[0];
+  const Shape& out = operands[1];
+  auto rest = [](const Shape& s) { return std::vector<int64_t>(s.dims().begin() + 1, s.dims().end()); };
+  if (in.rank() < 1 || out.rank() != in.rank() || in.dtype() != out.dtype() || rest(in) != rest(out) ||
+      !op.results[0].Compatible(out)) {
+    return InvalidArgument(op.name, ": input ", DimsText(in), ", output ", DimsText(out), " and result ",
+                           DimsText(op.results[0]), " must share a dtype and all dims but the first, the "
+                           "result being the output's shape");
+  }
+  for (int64_t g = 0; op.groups && g < op.groups->num_groups(); ++g) {
+    const int64_t n = static_cast<int64_t>(op.groups->group(g).size());
+    for (size_t k = 2; k < 6; ++k) {
+      const Shape& s = operands[k];
+      if (s.rank() != 1 || s.dims()[0] != n || (s.dtype() != DType::kS32 && s.dtype() != DType::kS64)) {
+        return InvalidArgument(op.name, ": operand ", k, " (", DimsText(s), ") must be s32[", n, "] or s64[", n,
+                               "]: one offset or size per member of a group of ", n);
+      }
+    }
+  }
+  return OkStatus();
+}
+
 StatusOr<PlannedCollective> PlanOne(const Instruction& inst, const CollectiveOpInfo& info,
                                     int64_t replicas, int64_t partitions) {
   const Attributes& attrs = inst.attrs();
@@ -174,6 +205,11 @@ StatusOr<PlannedCollective> PlanOne(const Instruction& inst, const CollectiveOpI
   }
   if (info.kind == CollectiveKind::kAllReduce || info.kind == CollectiveKind::kReduceScatter) {
     XS_ASSIGN_OR_RETURN(op.reduction, DetectReduction(inst));
+  }
+  if (inst.opcode() == Opcode::kRaggedAllToAll) {
+    op.ragged = true;
+    XS_RETURN_IF_ERROR(CheckRaggedShapes(op, operands));
+    return op;
   }
   const size_t num_dims = attrs.dimensions ? attrs.dimensions->size() : 0;
   if (info.kind == CollectiveKind::kAllToAll && num_dims == 0) {
@@ -244,8 +280,12 @@ Status RunReduceScatter(const PlannedCollective& op, Communicator& comm,
   return OkStatus();
 }
 
+Status RunRaggedAllToAll(const PlannedCollective& op, Communicator& comm, const CollectiveCall& call,
+                         std::span<const Array* const> in, std::vector<Array>& out);
+
 Status RunAllToAll(const PlannedCollective& op, Communicator& comm, const CollectiveCall& call,
                    std::span<const Array* const> in, std::vector<Array>& out, std::vector<uint64_t>* handles) {
+  if (op.ragged) return RunRaggedAllToAll(op, comm, call, in, out);  // synchronous: sizes first
   if (!op.tuple_all_to_all) {
     for (size_t i = 0; i < in.size(); ++i) {
       XS_RETURN_IF_ERROR(comm.AllToAll(Leaf(call, handles), *op.groups, ConstBufferView::Of(*in[i]),
@@ -258,6 +298,70 @@ Status RunAllToAll(const PlannedCollective& op, Communicator& comm, const Collec
   for (const Array* a : in) ins.push_back(ConstBufferView::Of(*a));
   for (Array& a : out) outs.push_back(BufferView::Of(a));
   return comm.AllToAllTuple(Leaf(call, handles), *op.groups, ins, outs);
+}
+
+// ragged-all-to-all as XLA defines it: member i sends rows [input_offsets[j], + send_sizes[j]) of
+// its input to member j, which writes them at rows [output_offsets[j], + send_sizes[j]) of its
+// copy of `output` (the offsets are the sender's view of the receiver's buffer); rows nobody
+// writes keep `output`'s values. The sizes the sender gives decide (recv_sizes is not read).
+// Built from two collectives every communicator has: an all-gather of each member's send sizes
+// and output offsets, then a tuple all-to-all of the pieces padded to the largest one.
+Status RunRaggedAllToAll(const PlannedCollective& op, Communicator& comm, const CollectiveCall& call,
+                         std::span<const Array* const> in, std::vector<Array>& out) {
+  const Array& input = *in[0];
+  const Array& output = *in[1];
+  const int64_t n = in[2]->num_elements();
+  const int64_t me = op.groups->IndexInGroup(call.rank);
+  const int64_t row_bytes = input.dims().empty() ? 0 : input.byte_size() / std::max<int64_t>(1, input.dims()[0]);
+  auto read = [](const Array& a, int64_t i) {
+    return a.dtype() == DType::kS32 ? int64_t{reinterpret_cast<const int32_t*>(a.data())[i]}
+                                    : reinterpret_cast<const int64_t*>(a.data())[i];
+  };
+  // This member's (send_sizes, output_offsets), gathered from every member of the group.
+  Array mine(Shape(DType::kS64, {1, 2 * n}));
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t start = read(*in[2], j), size = read(*in[3], j);
+    if (size < 0 || start < 0 || start + size > input.dims()[0]) {
+      return InvalidArgument(op.name, " on device ", call.rank, ": rows [", start, ", ", start + size,
+                             ") for member ", j, " are outside the input's ", input.dims()[0], " rows");
+    }
+    reinterpret_cast<int64_t*>(mine.data())[j] = size;
+    reinterpret_cast<int64_t*>(mine.data())[n + j] = read(*in[4], j);
+  }
+  Array all(Shape(DType::kS64, {n, 2 * n}));
+  XS_RETURN_IF_ERROR(comm.AllGather(call, *op.groups, ConstBufferView::Of(mine), BufferView::Of(all), 0));
+  const int64_t* meta = reinterpret_cast<const int64_t*>(all.data());
+  int64_t largest = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < n; ++j) largest = std::max(largest, meta[i * 2 * n + j]);
+  }
+  std::memcpy(out[0].data(), output.data(), static_cast<size_t>(output.byte_size()));
+  if (largest == 0) return OkStatus();
+  std::vector<int64_t> piece_dims = input.dims();
+  piece_dims[0] = largest;
+  std::vector<Array> sends, receives;
+  for (int64_t j = 0; j < n; ++j) {
+    sends.emplace_back(Shape(input.dtype(), piece_dims));
+    receives.emplace_back(Shape(input.dtype(), piece_dims));
+    std::memcpy(sends.back().data(), input.data() + read(*in[2], j) * row_bytes,
+                static_cast<size_t>(read(*in[3], j) * row_bytes));
+  }
+  std::vector<ConstBufferView> send_views;
+  std::vector<BufferView> receive_views;
+  for (const Array& a : sends) send_views.push_back(ConstBufferView::Of(a));
+  for (Array& a : receives) receive_views.push_back(BufferView::Of(a));
+  XS_RETURN_IF_ERROR(comm.AllToAllTuple(call, *op.groups, send_views, receive_views));
+  const int64_t out_rows = output.dims()[0];
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t size = meta[i * 2 * n + me], offset = meta[i * 2 * n + n + me];
+    if (size == 0) continue;
+    if (offset < 0 || offset + size > out_rows) {
+      return InvalidArgument(op.name, ": member ", i, " writes rows [", offset, ", ", offset + size,
+                             ") of device ", call.rank, "'s output, which has ", out_rows, " rows");
+    }
+    std::memcpy(out[0].data() + offset * row_bytes, receives[i].data(), static_cast<size_t>(size * row_bytes));
+  }
+  return OkStatus();
 }
 
 Status RunPermute(const PlannedCollective& op, Communicator& comm, const CollectiveCall& call,
@@ -383,7 +487,7 @@ StatusOr<std::vector<Array>> CommunicatorCollectiveRunner::Call(
     std::vector<uint64_t>* handles, std::span<Array* const> into) {
   const PlannedCollective* op = plan_.Find(&inst);
   if (op == nullptr) return Internal("collective '", inst.name(), "' was not planned");
-  if (!op->tuple_all_to_all && operands.size() != op->results.size()) {
+  if (!op->tuple_all_to_all && !op->ragged && operands.size() != op->results.size()) {
     return Internal(op->name, " got ", operands.size(), " operand leaves for ",
                     op->results.size(), " results");
   }

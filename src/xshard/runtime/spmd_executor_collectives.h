@@ -35,6 +35,7 @@ struct PlannedCollective {
   ReductionKind reduction = ReductionKind::kSum;
   int dim = 0;                   // gathered / scattered / all-to-all split-and-concat dim
   bool tuple_all_to_all = false;  // all-to-all without dimensions={..}: operand j to member j
+  bool ragged = false;            // ragged-all-to-all (kind kAllToAll): RunRaggedAllToAll
   std::vector<Shape> results;     // leaves of the (non -start) result
 };
 

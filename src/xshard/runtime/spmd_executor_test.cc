@@ -376,6 +376,51 @@ TEST(SpmdExecutor, ReduceScatterOverIotaPairsOnEightDevices) {
   EXPECT_THAT(I32(r->outputs[7][0]), ElementsAre(132));  // 61 + 71
 }
 
+// ragged-all-to-all on 3 devices. Device i sends (i + j) % 3 rows to device j, taken from its
+// input [10i, 10i+1, ...] in member order; receivers place senders in order:
+//   send sizes    0: [0,1,2]  1: [1,2,0]  2: [2,0,1]     input offsets 0: [0,0,1] 1: [0,1,3] 2: [0,2,2]
+//   output offsets (where in device j's output sender i writes) 0: [0,0,0] 1: [0,1,2] 2: [1,3,2]
+// Device 0 gets [10] from 1 at row 0 and [20,21] from 2 at row 1; device 1 gets [0] from 0 and
+// [11,12] from 1; device 2 gets [1,2] from 0 and [22] from 2. Other rows keep the output's -1.
+TEST(SpmdExecutor, RaggedAllToAllPlacesEachSendersRowsAtItsOffsets) {
+  const std::string text = Hlo("num_partitions=3", R"(
+  input = s32[6] parameter(0)
+  output = s32[6] parameter(1)
+  input_offsets = s32[3] parameter(2)
+  send_sizes = s32[3] parameter(3)
+  output_offsets = s32[3] parameter(4)
+  recv_sizes = s32[3] parameter(5)
+  ROOT r = s32[6] ragged-all-to-all(input, output, input_offsets, send_sizes, output_offsets, recv_sizes), channel_id=1, replica_groups={{0,1,2}})");
+  const std::vector<std::vector<int32_t>> sizes = {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}};
+  const std::vector<std::vector<int32_t>> in_off = {{0, 0, 1}, {0, 1, 3}, {0, 2, 2}};
+  const std::vector<std::vector<int32_t>> out_off = {{0, 0, 0}, {0, 1, 2}, {1, 3, 2}};
+  std::vector<std::vector<Array>> args(3);
+  for (int32_t i = 0; i < 3; ++i) {
+    std::vector<int32_t> input(6);
+    for (int32_t k = 0; k < 6; ++k) input[k] = 10 * i + k;
+    args[i] = {Array::FromVector<int32_t>({6}, input), Array::FromVector<int32_t>({6}, std::vector<int32_t>(6, -1)),
+               Array::FromVector<int32_t>({3}, in_off[i]), Array::FromVector<int32_t>({3}, sizes[i]),
+               Array::FromVector<int32_t>({3}, out_off[i]), Array::FromVector<int32_t>({3}, sizes[i])};
+  }
+  StatusOr<SpmdResult> r = RunSpmd(text, args);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_THAT(I32(r->outputs[0][0]), ElementsAre(10, 20, 21, -1, -1, -1));
+  EXPECT_THAT(I32(r->outputs[1][0]), ElementsAre(0, 11, 12, -1, -1, -1));
+  EXPECT_THAT(I32(r->outputs[2][0]), ElementsAre(1, 2, 22, -1, -1, -1));
+  // A write past the receiver's rows is an error naming the sender and the rows.
+  args[2][4] = Array::FromVector<int32_t>({3}, {1, 3, 6});
+  r = RunSpmd(text, args);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("member 2 writes rows [6, 7) of device 2's output, which has 6 rows"));
+  // Offsets arrays must have one entry per member.
+  EXPECT_THAT(PlanError(Hlo("num_partitions=2", R"(
+  input = s32[6] parameter(0)
+  output = s32[6] parameter(1)
+  o = s32[3] parameter(2)
+  ROOT r = s32[6] ragged-all-to-all(input, output, o, o, o, o), channel_id=1, replica_groups={{0,1}})")).message(),
+              HasSubstr("must be s32[2] or s64[2]: one offset or size per member of a group of 2"));
+}
+
 TEST(SpmdExecutor, AllToAllInTwoGroupsOfFourOnEightDevices) {
   // [2,4]<=[8]: {0,1,2,3},{4,5,6,7}. Device d holds [10d, 10d+1, 10d+2, 10d+3]; member m of a
   // group receives element m of each member: device 5 (m = 1) gets [41, 51, 61, 71].
