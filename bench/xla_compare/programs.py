@@ -342,4 +342,5 @@ def all_programs():
         _seed000("inner", P(None, "a"), P("a", None)),
         _seed000("mismatch", P(None, "a"), P("b", None)),
     ]
-    return progs
+    from programs_more import more_programs  # noqa: E402  (it imports this module's helpers)
+    return progs + more_programs()

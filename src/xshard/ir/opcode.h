@@ -149,7 +149,7 @@ inline constexpr uint32_t kOnTypeMask = kOnAny;
   V(kMultiply, "multiply", 2, kOpBinary | kOnAny)                                  \
   V(kNegate, "negate", 1, kOpUnary | kOnNumeric)                                   \
   V(kNot, "not", 1, kOpUnary | kOnPred | kOnInt)                                   \
-  V(kOptimizationBarrier, "opt-barrier", 1, kOpReplicatedForm)                     \
+  V(kOptimizationBarrier, "opt-barrier", 1, kOpNone)                               \
   V(kOr, "or", 2, kOpBinary | kOnPred | kOnInt)                                    \
   V(kOutfeed, "outfeed", 2, kOpSideEffect)                                         \
   V(kPad, "pad", 2, kOpNone)                                                       \

@@ -52,6 +52,7 @@ struct HandlerTable {
     set(Opcode::kGather, &HandleGather);
     set(Opcode::kScatter, &HandleScatter);
     set(Opcode::kTuple, &HandleTuple);
+    set(Opcode::kOptimizationBarrier, &HandleOptimizationBarrier);
     set(Opcode::kGetTupleElement, &HandleGetTupleElement);
     set(Opcode::kWhile, &HandleWhile);
     set(Opcode::kConditional, &HandleConditional);

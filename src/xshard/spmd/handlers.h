@@ -114,6 +114,7 @@ Status HandleParameter(const Instruction& inst, Context& ctx);    // handlers_so
 Status HandleConstant(const Instruction& inst, Context& ctx);
 Status HandleIota(const Instruction& inst, Context& ctx);
 Status HandleTuple(const Instruction& inst, Context& ctx);        // handlers_control.cc
+Status HandleOptimizationBarrier(const Instruction& inst, Context& ctx);  // handlers_control.cc
 Status HandleGetTupleElement(const Instruction& inst, Context& ctx);
 Status HandleWhile(const Instruction& inst, Context& ctx);
 Status HandleConditional(const Instruction& inst, Context& ctx);

@@ -45,6 +45,16 @@ Status HandleTuple(const Instruction& inst, Context& ctx) {
   return OkStatus();
 }
 
+// opt-barrier (jax.checkpoint's remat boundary): the value passes through leaf by leaf, each in
+// the sharding propagation gave it (its operand's, unless a user asked for another).
+Status HandleOptimizationBarrier(const Instruction& inst, Context& ctx) {
+  XS_ASSIGN_OR_RETURN(PartitionedValue x,
+                      ctx.Get(inst.operand(0)).Reshard(ctx.TargetOf(inst), "optimization barrier operand"));
+  Instruction* barrier = ctx.em().Add(Opcode::kOptimizationBarrier, x.hlo()->shape(), {x.hlo()});
+  ctx.Set(&inst, PartitionedValue(barrier, inst.shape(), x.sharding(), &ctx.em()));
+  return OkStatus();
+}
+
 Status HandleGetTupleElement(const Instruction& inst, Context& ctx) {
   return ctx.Finish(inst, ctx.Get(inst.operand(0)).TupleElement(static_cast<int>(inst.tuple_index())));
 }

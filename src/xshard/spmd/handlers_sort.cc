@@ -1,5 +1,6 @@
 // sort along a sharded dim without gathering it (XLA's strategy): the sorted dim's mesh axes move
-// to another, unsharded dim of the same operands (all-to-all), every partition sorts its whole
+// to another dim of the same operands (all-to-all; after that dim's own axes when it has some and
+// still divides evenly), every partition sorts its whole
 // rows, and the result moves back to its target (all-to-all). Chosen when that costs less than
 // the rule handler's plan, which gathers the sorted dim; sorts along unsharded dims are the rule
 // handler's (the other dims stay sharded).
@@ -32,10 +33,15 @@ StatusOr<bool> TrySortByMovingTheAxes(const Instruction& inst, Context& ctx) {
   const HloSharding target = ctx.TargetOf(inst);
   const int64_t rule_cost = RulePlanCost(inst, ctx, RuleConfig{});
   for (int j = 0; j < shape.rank(); ++j) {
-    if (j == d || !axes->dims[j].empty()) continue;
+    if (j == d) continue;
+    // Dim j takes the sorted dim's axes after its own (XLA does the same when every dim is
+    // sharded), as long as it still divides evenly.
     AxesSharding moved = *axes;
-    moved.dims[j] = moved.dims[d];
+    moved.dims[j].insert(moved.dims[j].end(), moved.dims[d].begin(), moved.dims[d].end());
     moved.dims[d].clear();
+    int64_t pieces = 1;
+    for (int a : moved.dims[j]) pieces *= mesh.axis_size(a);
+    if (!axes->dims[j].empty() && shape.dims()[j] % pieces != 0) continue;
     const HloSharding s = mesh.ToHloSharding(moved);
     int64_t cost = 0;
     for (int64_t i = 0; i < inst.operand_count(); ++i) {

@@ -32,6 +32,17 @@ TEST(SortHandlerTest, SortedDimShardedMovesItsSplitToAnotherDim) {
   EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-to-all", "all-to-all"}));
 }
 
+// Both dims sharded (a P('x', 'y') on 4 x 2): the sorted dim's 'x' joins 'y' on dim 1 (16 columns,
+// 2 per device), two all-to-alls of 384 B each per device, where gathering dim 0 over 'x' would
+// receive 1.5 KiB.
+TEST(SortHandlerTest, SortedDimsAxesJoinAnAlreadyShardedDim) {
+  const PartitionResult r = Check(StrCat(kLt, R"(ENTRY e {
+  a = f32[64,16] parameter(0), sharding={devices=[4,2]<=[8]}
+  ROOT s = f32[64,16] sort(a), dimensions={0}, to_apply=lt, sharding={devices=[4,2]<=[8]}
+})"), 8);
+  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-to-all", "all-to-all"}));
+}
+
 TEST(SortHandlerTest, KeysWithPositionsAndUnevenRows) {
   Check(StrCat(kLtPair, R"(ENTRY e {
   a = f32[16,6] parameter(0), sharding={devices=[4,1]<=[4]}

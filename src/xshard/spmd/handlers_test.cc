@@ -279,6 +279,26 @@ ENTRY e {
   EXPECT_TRUE(Kinds(r).empty());
 }
 
+// jax.checkpoint's remat boundary: the sharded values pass through the opt-barrier as they are
+// (it used to be computed on replicated operands: an all-gather per leaf).
+TEST(ControlHandlerTest, OptimizationBarrierKeepsEachLeafsSharding) {
+  PartitionResult r = Check(R"(ENTRY e {
+  w = f32[8,8] parameter(0), sharding={devices=[1,4]<=[4]}
+  x = f32[8,8] parameter(1), sharding={devices=[4,1]<=[4]}
+  t = (f32[8,8], f32[8,8]) tuple(w, x)
+  b = (f32[8,8], f32[8,8]) opt-barrier(t)
+  w2 = f32[8,8] get-tuple-element(b), index=0
+  x2 = f32[8,8] get-tuple-element(b), index=1
+  ROOT s = (f32[8,8], f32[8,8]) tuple(w2, x2), sharding={{devices=[1,4]<=[4]}, {devices=[4,1]<=[4]}}
+})", 4);
+  EXPECT_TRUE(Kinds(r).empty());
+  bool kept = false;
+  for (const Instruction* inst : r.module->entry()->instructions()) {
+    if (inst->opcode() == Opcode::kOptimizationBarrier) kept = inst->shape().ToString(false) == "(f32[8,2], f32[2,8])";
+  }
+  EXPECT_TRUE(kept) << PrintHloModule(*r.module);
+}
+
 TEST(ControlHandlerTest, ConditionalAndCallPartitionTheirComputations) {
   Check(R"(
 neg { x = f32[8] parameter(0)
