@@ -1,7 +1,9 @@
 """More programs for bench/xla_compare: the everyday JAX features past the first suite's
 (activations and their erf, logsumexp, depthwise and transposed convolutions, int8 matmuls,
 random numbers, segment sums, argsort, complex FFTs, data-dependent while loops, cond, vmap,
-remat, integer and bit ops, f16), each on sharded inputs.
+remat, integer and bit ops, f16, a KV-cache decode step, special functions, pad modes, multi-key
+sorts, permutations, out-of-range gathers, cumulative ops, associative scans, searchsorted,
+mixed precision), each on sharded inputs.
 """
 import jax
 import jax.numpy as jnp
@@ -77,6 +79,62 @@ def _attention_heads(q, k):
     return jax.nn.softmax(jnp.einsum("bhqd,bhkd->bhqk", q, k) / 4.0, axis=-1)
 
 
+
+def _kv_cache_step(cache, new, pos):
+    # A decode step's cache write at a runtime position, then attention over the cache.
+    cache = jax.lax.dynamic_update_slice(cache, new[:, None], (0, pos[0], 0))
+    scores = jnp.einsum("bd,bsd->bs", new, cache)
+    return cache, jax.nn.softmax(scores, axis=-1)
+
+
+def _special(x):
+    return (jax.lax.lgamma(jnp.abs(x) + 0.5), jax.lax.digamma(jnp.abs(x) + 0.5),
+            jax.scipy.special.erfinv(jnp.tanh(x) * 0.9), jax.lax.rsqrt(jnp.abs(x) + 1.0), jnp.expm1(x), jnp.log1p(jnp.abs(x)))
+
+
+def _pads(x):
+    return (jnp.pad(x, ((1, 2), (0, 0)), mode="reflect"), jnp.pad(x, ((2, 1), (0, 0)), mode="edge"),
+            jnp.pad(x, ((1, 1), (0, 0)), mode="wrap"))
+
+
+def _two_key_sort(a, b):
+    return jax.lax.sort((a, b, jnp.arange(a.shape[0], dtype=jnp.int32)), num_keys=2)
+
+
+def _random_perm(key_data, x):
+    key = jax.random.wrap_key_data(key_data)
+    return jax.random.permutation(key, x, axis=0), jax.random.categorical(key, x, axis=-1)
+
+
+def _gather_fill(table, idx):
+    return jnp.take(table, idx, axis=0, mode="fill", fill_value=-1.0) + jnp.take(table, -idx - 1, axis=0, mode="wrap")
+
+
+def _cum_ops(x):
+    return jax.lax.cummax(x, axis=0), jax.lax.cumprod(x * 0.1 + 1.0, axis=1), jax.lax.cumsum(x, axis=0, reverse=True)
+
+
+def _associative_scan(x):
+    return jax.lax.associative_scan(jnp.add, x, axis=0)
+
+
+def _searchsorted(edges, x):
+    return jnp.searchsorted(edges, x), jnp.interp(x, edges, edges * 2.0 + 1.0)
+
+
+def _mixed_precision_step(w, x, y):
+    def loss(w):
+        h = (x.astype(jnp.bfloat16) @ w.astype(jnp.bfloat16)).astype(jnp.float32)
+        return jnp.mean((h - y) ** 2) * 128.0
+
+    g = jax.grad(loss)(w) / 128.0
+    return w - 0.1 * g
+
+
+def _tri_masks(x):
+    return jnp.tril(x) - jnp.triu(x, k=1) * 2.0, jnp.outer(x[0], x[:, 0])
+
+
 def more_programs():
     m24, an_xy = (2, 4), ("x", "y")
     m8, an_x = (8,), ("x",)
@@ -140,4 +198,32 @@ def more_programs():
                 lambda mesh: _smap(mesh, lambda v: jax.lax.pmax(v, "x") + jax.lax.axis_index("x"),
                                    in_specs=(P("x"),), out_specs=P("x")),
                 m8, an_x, [P("x")], None, lambda: [_rand((16,), 227)]),
+        Program("kv_cache_step", "decode step: cache write at a runtime position, attention over it, batch over x",
+                _plain(_kv_cache_step), m8, an_x, [P("x"), P("x"), P()], None,
+                lambda: [_rand((8, 12, 16), 228), _rand((8, 16), 229), np.array([5], np.int32)]),
+        Program("special_fns", "lgamma, digamma, erfinv, rsqrt, expm1, log1p on a sharded array",
+                _plain(_special), m24, an_xy, [P("x", "y")], None, lambda: [_rand((8, 16), 230)]),
+        Program("pad_modes", "jnp.pad reflect / edge / wrap along the sharded dim",
+                _plain(_pads), m8, an_x, [P("x", None)], None, lambda: [_rand((16, 3), 231)]),
+        Program("sort_two_keys", "lax.sort with num_keys=2 and a payload, sorted dim sharded",
+                _plain(_two_key_sort), m8, an_x, [P("x"), P("x")], None,
+                lambda: [_ids((32,), 4, 232).astype(np.float32), _rand((32,), 233)]),
+        Program("random_permutation", "jax.random.permutation and categorical, rows sharded",
+                _plain(_random_perm), m8, an_x, [P(), P("x", None)], None,
+                lambda: [key, _rand((16, 6), 234)]),
+        Program("gather_fill_wrap", "jnp.take mode=fill and mode=wrap with out-of-range ids, table rows sharded",
+                _plain(_gather_fill), m8, an_x, [P("x", None), P()], None,
+                lambda: [_rand((16, 4), 235), np.random.default_rng(236).integers(-20, 20, (10,)).astype(np.int32)]),
+        Program("cum_ops", "cummax / cumprod / reverse cumsum, both dims sharded",
+                _plain(_cum_ops), m24, an_xy, [P("x", "y")], None, lambda: [_rand((16, 8), 237)]),
+        Program("associative_scan", "lax.associative_scan(add) along the sharded dim",
+                _plain(_associative_scan), m8, an_x, [P("x", None)], None, lambda: [_rand((16, 4), 238)]),
+        Program("searchsorted_interp", "searchsorted and interp of sharded queries",
+                _plain(_searchsorted), m8, an_x, [P(), P("x")], None,
+                lambda: [np.sort(_rand((9,), 239)), _rand((32,), 240)]),
+        Program("mixed_precision_step", "bf16 compute / f32 master weights SGD step with loss scaling",
+                _plain(_mixed_precision_step), m24, an_xy, [P(None, "y"), P("x", None), P("x", "y")], None,
+                lambda: [_rand((16, 16), 241, scale=0.25), _rand((8, 16), 242), _rand((8, 16), 243)]),
+        Program("tri_outer", "tril / triu masks and an outer product of a row and a column",
+                _plain(_tri_masks), m8, an_x, [P("x", None)], None, lambda: [_rand((8, 8), 244)]),
     ]

@@ -2,9 +2,13 @@
 // (XLA's "trivially sliced operand" strategy): each partition looks up (or scatters into) its own
 // shard with the indices moved to the shard's origin; gather masks the lookups that fall outside
 // the shard and sums the partial results over the indexed axes, scatter lets the out-of-shard
-// updates drop (scatter skips out-of-bounds windows). Chosen when it costs less than the rule
-// handler's plans (index / operand passthrough, batch dims), which handle every other case.
+// updates drop (scatter skips out-of-bounds windows). A scatter whose updates are split along their
+// scatter dims may instead scatter locally into the combiner's identity and all-reduce
+// (TryPartialScatter). Each is chosen when it costs less than the rule handler's plans (index /
+// operand passthrough, batch dims), which handle every other case.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "xshard/spmd/handlers.h"
 
@@ -312,6 +316,112 @@ StatusOr<bool> TryShardedOperandScatter(const Instruction& inst, Context& ctx) {
   return true;
 }
 
+// The combiner of a scatter's to_apply when it is one commutative, associative op of its two
+// scalar parameters (add, multiply, minimum, maximum, and, or), with that op's identity; nullopt
+// otherwise (or when the identity is not exact in the dtype).
+struct Combiner {
+  Opcode op;
+  double identity;
+};
+std::optional<Combiner> ScatterCombiner(const Instruction& inst, DType dtype) {
+  const Computation* f = inst.to_apply();
+  if (f == nullptr || f->num_parameters() != 2 || f->root() == nullptr) return std::nullopt;
+  const Instruction* root = f->root();
+  if (root->operand_count() != 2 || root->operand(0)->opcode() != Opcode::kParameter ||
+      root->operand(1)->opcode() != Opcode::kParameter ||
+      root->operand(0)->parameter_number() == root->operand(1)->parameter_number()) {
+    return std::nullopt;
+  }
+  const bool fp = IsFloating(dtype);
+  const bool small_int = IsInteger(dtype) && DTypeBitWidth(dtype) <= 32;
+  switch (root->opcode()) {
+    case Opcode::kAdd: return dtype == DType::kPred ? std::nullopt : std::optional<Combiner>({Opcode::kAdd, 0.0});
+    case Opcode::kMultiply: return dtype == DType::kPred ? std::nullopt : std::optional<Combiner>({Opcode::kMultiply, 1.0});
+    case Opcode::kMaximum:
+      if (fp) return Combiner{Opcode::kMaximum, -std::numeric_limits<double>::infinity()};
+      if (small_int) return Combiner{Opcode::kMaximum, IsSignedInteger(dtype) ? -std::ldexp(1.0, DTypeBitWidth(dtype) - 1) : 0.0};
+      return std::nullopt;
+    case Opcode::kMinimum:
+      if (fp) return Combiner{Opcode::kMinimum, std::numeric_limits<double>::infinity()};
+      if (small_int) {
+        return Combiner{Opcode::kMinimum, IsSignedInteger(dtype) ? std::ldexp(1.0, DTypeBitWidth(dtype) - 1) - 1
+                                                                 : std::ldexp(1.0, DTypeBitWidth(dtype)) - 1};
+      }
+      return std::nullopt;
+    case Opcode::kOr: return dtype == DType::kPred ? std::optional<Combiner>({Opcode::kOr, 0.0}) : std::nullopt;
+    case Opcode::kAnd: return dtype == DType::kPred ? std::optional<Combiner>({Opcode::kAnd, 1.0}) : std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+// Scatter whose updates (and their indices) are split along the updates' scatter dims, with a
+// commutative, associative combiner: every partition scatters its own updates into the
+// combiner's identity, the partial results are combined over those axes (an all-reduce: XLA's
+// plan) and the operand is combined in once. Chosen over the rule plan, which gathers the updates,
+// when it costs less: small outputs, many updates (segment sums, histograms, a replicated
+// table's gradient from a large batch). Updates split unevenly are left to the rule plan (their
+// padding would be scattered).
+StatusOr<bool> TryPartialScatter(const Instruction& inst, Context& ctx) {
+  if (inst.operand_count() != 3 || !inst.shape().IsArray()) return false;
+  const ScatterDimensionNumbers& sd = *inst.attrs().scatter;
+  if (!sd.input_batching_dims.empty()) return false;
+  const PartitionedValue& x = ctx.Get(inst.operand(0));
+  const PartitionedValue& idx = ctx.Get(inst.operand(1));
+  const PartitionedValue& upd = ctx.Get(inst.operand(2));
+  if (x.partial() || idx.partial() || upd.partial()) return false;
+  const Shape& operand = x.global_shape();
+  const Shape& indices = idx.global_shape();
+  const Shape& updates = upd.global_shape();
+  std::optional<Combiner> combiner = ScatterCombiner(inst, operand.dtype());
+  const HloSharding target = ctx.TargetOf(inst);
+  if (!combiner || target.IsManual() || !target.subgroup_types().empty()) return false;
+  const TileMesh& mesh = ctx.state().mesh;
+  std::optional<AxesSharding> ia = ViewOf(idx.sharding(), indices.rank(), mesh);
+  std::optional<AxesSharding> ua = ViewOf(upd.sharding(), updates.rank(), mesh);
+  if (!ia || !ua) return false;
+  const int ivd = static_cast<int>(sd.index_vector_dim);
+  if (ivd < indices.rank() && !ia->dims[ivd].empty()) return false;
+  // The updates' scatter dims pair with the indices' dims other than index_vector_dim, in order.
+  std::vector<int> index_dims;
+  for (int d = 0; d < indices.rank(); ++d) {
+    if (d != ivd) index_dims.push_back(d);
+  }
+  std::vector<int> axes;
+  size_t k = 0;
+  for (int d = 0; d < updates.rank(); ++d) {
+    if (Contains(sd.update_window_dims, d)) {
+      if (!ua->dims[d].empty()) return false;  // window dims whole
+      continue;
+    }
+    if (k >= index_dims.size() || ua->dims[d] != ia->dims[index_dims[k]]) return false;
+    int64_t pieces = 1;
+    for (int a : ua->dims[d]) pieces *= mesh.axis_size(a);
+    if (updates.dim(d) % pieces != 0) return false;
+    axes.insert(axes.end(), ua->dims[d].begin(), ua->dims[d].end());
+    ++k;
+  }
+  if (axes.empty() || k != index_dims.size()) return false;
+  ModuleState& state = ctx.state();
+  const int64_t cost = ReshardCost(state, operand, HloSharding::Replicate(), PartialReduction{axes, nullptr}, target) +
+                       ReshardCost(state, operand, x.sharding(), std::nullopt, target);
+  if (cost >= RulePlanCost(inst, ctx, PositionalConfig(inst))) return false;
+
+  Emitter& em = ctx.em();
+  Instruction* identity = Splat(em, operand, operand.dtype(), combiner->identity);
+  std::unique_ptr<Instruction> clone = inst.CloneWithNewOperands({identity, idx.hlo(), upd.hlo()});
+  clone->set_shape(operand);
+  clone->set_sharding(std::nullopt);
+  clone->set_calls({{inst.calls()[0].role, state.Clone(*inst.calls()[0].computation)}});
+  Instruction* local = em.AddInstruction(std::move(clone));
+  PartitionedValue partial(local, operand, HloSharding::Replicate(), &em,
+                           PartialReduction{axes, state.Reducer(combiner->op, operand.dtype())});
+  XS_ASSIGN_OR_RETURN(PartitionedValue combined, partial.Reshard(target, "combine the partitions' scatters"));
+  XS_ASSIGN_OR_RETURN(PartitionedValue base, x.Reshard(target, "operand 0"));
+  Instruction* out = em.Binary(combiner->op, base.hlo(), combined.hlo());
+  ctx.Set(&inst, PartitionedValue(out, inst.shape(), target, &em));
+  return true;
+}
+
 }  // namespace
 
 Status HandleGather(const Instruction& inst, Context& ctx) {
@@ -321,6 +431,9 @@ Status HandleGather(const Instruction& inst, Context& ctx) {
 
 Status HandleScatter(const Instruction& inst, Context& ctx) {
   XS_ASSIGN_OR_RETURN(bool done, TryShardedOperandScatter(inst, ctx));
+  if (!done) {
+    XS_ASSIGN_OR_RETURN(done, TryPartialScatter(inst, ctx));
+  }
   return done ? OkStatus() : PartitionByRule(inst, ctx, PositionalConfig(inst));
 }
 

@@ -158,6 +158,32 @@ TEST(GatherHandlerTest, SmallTableWithManyLookupsIsGathered) {
 
 // The embedding gradient: scatter-add into a zero table sharded over its rows needs no
 // collectives (updates for other shards are out of bounds and skipped).
+// jax.ops.segment_sum with the rows over 4 devices into a small replicated result: each device
+// scatters its rows into zeros and one all-reduce sums them (gathering the updates and ids moved
+// 2.5x the bytes); the operand (not zero here) is added once.
+TEST(ScatterHandlerTest, ShardedUpdatesIntoASmallResultAreScatteredLocallyAndAllReduced) {
+  const char* kScatter = R"(ENTRY e {
+  t = f32[8,4] parameter(0), sharding={replicated}
+  ids = s32[32,1] parameter(1), sharding={devices=[4,1]<=[4]}
+  u = f32[32,4] parameter(2), sharding={devices=[4,1]<=[4]}
+  ROOT s = f32[8,4] scatter(t, ids, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=COMBINER, sharding={replicated}
+})";
+  std::string text = StrCat(kSum, kScatter);
+  text.replace(text.find("COMBINER"), 8, "sum");
+  EXPECT_EQ(Kinds(Check(text, 4)), (std::vector<std::string>{"all-reduce"}));
+  // max: the identity is -inf, and the operand is combined with max once.
+  const char* kMaxF = "mx { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] maximum(a, b) }\n";
+  text = StrCat(kMaxF, kScatter);
+  text.replace(text.find("COMBINER"), 8, "mx");
+  EXPECT_EQ(Kinds(Check(text, 4)), (std::vector<std::string>{"all-reduce"}));
+  // 30 rows do not split evenly over 4: the padding rows must not be scattered (rule plan).
+  text = StrCat(kSum, kScatter);
+  text.replace(text.find("COMBINER"), 8, "sum");
+  text.replace(text.find("s32[32,1]"), 9, "s32[30,1]");
+  text.replace(text.find("f32[32,4]"), 9, "f32[30,4]");
+  Check(text, 4);
+}
+
 TEST(ScatterHandlerTest, ScatterAddIntoARowShardedTableNeedsNoCollectives) {
   const PartitionResult r = Check(StrCat(kSum, R"(ENTRY e {
   zero = f32[] constant(0)
