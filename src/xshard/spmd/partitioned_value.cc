@@ -42,7 +42,8 @@ StatusOr<PartitionedValue> ReshardTiled(const PartitionedValue& v, const HloShar
       {"permute", internal::PermuteRoute},
       {"all-to-all + permute", internal::AllToAllPermuteRoute},
       {"all-to-all + halo + permute", internal::AllToAllHaloPermuteRoute},
-      {"full", internal::FullRoute}};
+      {"full", internal::FullRoute},
+      {"masked all-reduce", internal::MaskedAllReduceRoute}};
   ModuleState& state = v.emitter().state();
   // The cheapest route depends only on the key: dry-run the routes once per key.
   const ReshardKey key = MakeReshardKey(kRouteDecision, state, v.global_shape(), v.sharding(),

@@ -268,6 +268,44 @@ StatusOr<PartitionedValue> FullRoute(const PartitionedValue& v, const HloShardin
   return LocalSliceRoute(value, target);
 }
 
+StatusOr<PartitionedValue> MaskedAllReduceRoute(const PartitionedValue& v, const HloSharding& target,
+                                                std::string_view why) {
+  const HloSharding& s = v.sharding();
+  Emitter& em = v.emitter();
+  if (!target.IsReplicated() || !s.IsTiled() || !s.subgroup_types().empty() || s.ReplicateOnLastTileDim() ||
+      s.tile_assignment().num_devices() != em.num_partitions()) {
+    return FailedPrecondition("needs every element on exactly one device and a replicated target");
+  }
+  XS_ASSIGN_OR_RETURN(ShardLayout layout, v.Layout());
+  const Shape& local = v.hlo()->shape();
+  const DType dtype = local.dtype();
+  std::vector<int> padded_dims;
+  std::vector<int64_t> padded(local.rank());
+  for (int d = 0; d < local.rank(); ++d) {
+    padded_dims.push_back(d);
+    // Room for the last piece that holds real elements (it starts before dims[d]); pieces that
+    // start past it are all zeros, and the clamped start dynamic-update-slice gives them lands
+    // them on the buffer's end, where they add nothing.
+    padded[d] = layout.tiles()[d] > 1 ? layout.dims()[d] + layout.shard_dims()[d] - 1 : layout.dims()[d];
+  }
+  // Zeros (false) in the padding, placed at the piece's offset in a zero buffer of about the
+  // global shape, then summed (or-ed) over every device and cut to the global shape.
+  XS_ASSIGN_OR_RETURN(Instruction* piece, v.PadWithValue(nullptr, padded_dims));
+  const Shape full_shape(dtype, padded);
+  Instruction* full = em.Broadcast(em.ZeroOf(dtype), full_shape, {});
+  std::vector<Instruction*> operands = {full, piece};
+  for (int d = 0; d < local.rank(); ++d) operands.push_back(em.TileStart(layout, d));
+  Instruction* placed = em.Add(Opcode::kDynamicUpdateSlice, full_shape, std::move(operands));
+  std::vector<int> all_axes(em.mesh().num_axes());
+  for (int a = 0; a < em.mesh().num_axes(); ++a) all_axes[a] = a;
+  Computation* reducer =
+      em.scratch() ? nullptr : em.state().Reducer(dtype == DType::kPred ? Opcode::kOr : Opcode::kAdd, dtype);
+  Instruction* x = em.AllReduce(placed, reducer, em.GroupsOver(all_axes),
+                                Why(why, "sum the zero-padded pieces (cheaper than gathering them)"));
+  x = em.Slice(x, v.global_shape().dims());
+  return PartitionedValue(x, v.global_shape(), HloSharding::Replicate(), &em);
+}
+
 StatusOr<PartitionedValue> ResolvePartial(const PartitionedValue& v, const HloSharding& target,
                                           std::string_view why) {
   Emitter& em = v.emitter();

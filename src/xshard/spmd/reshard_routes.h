@@ -68,6 +68,13 @@ std::string RouteReason(std::string_view why, std::string_view what);
 StatusOr<PartitionedValue> FullRoute(const PartitionedValue& v, const HloSharding& target,
                                      std::string_view why);
 
+// To replication when every element lives on exactly one device: each device zeroes its
+// padding, places its piece at its offset in a zero buffer of the (padded) global shape, and one
+// all-reduce sums them. Cheaper than gathering when the pieces are mostly padding (a row sliced
+// out of a dim split over more devices than it has rows: XLA's plan for `x[0]`).
+StatusOr<PartitionedValue> MaskedAllReduceRoute(const PartitionedValue& v, const HloSharding& target,
+                                                std::string_view why);
+
 // Partial results: reduce-scatter over the partial axes that the target puts next on some dim,
 // all-reduce over the rest. Returns the value without partial results.
 StatusOr<PartitionedValue> ResolvePartial(const PartitionedValue& v, const HloSharding& target,
