@@ -35,7 +35,9 @@ PolicyTable MakeTable() {
   // Concatenate and dynamic-slice go forward at level 0 (with conditions), backward from 1.
   SetAll(t, {Opcode::kConcatenate, Opcode::kDynamicSlice},
          [](OpPolicy& p) { p.forward_level = 0; });
-  SetAll(t, {Opcode::kDynamicSlice, Opcode::kDynamicUpdateSlice, Opcode::kSort},
+  // (Not sort: its other dims pass their axes on, as under Shardy, JAX's default; the
+  // partitioner then moves or gathers the sorted dim's axes, handlers_sort.cc.)
+  SetAll(t, {Opcode::kDynamicSlice, Opcode::kDynamicUpdateSlice},
          [](OpPolicy& p) { p.skip_if_need_replication_sharded = true; });
   SetAll(t, {Opcode::kBroadcast}, [](OpPolicy& p) {
     p.forward_level = 3;

@@ -56,6 +56,20 @@ TEST(PropagationTest, ElementwiseChainTakesTheOperandSharding) {
   EXPECT_EQ(r.Origin("x"), "user annotation");
 }
 
+// A sort along a sharded dim still passes its other dims' axes on (as Shardy's rule does; GSPMD
+// stops there): jnp.argsort(x, axis=0) of x P('a', 'b') keys and positions sorted in P(None, 'b').
+TEST(PropagationTest, SortAlongAShardedDimKeepsTheOtherDimsAxes) {
+  Outcome r = Propagate(Module8(kToOutput, std::string("  x = f32[16,8] parameter(0), sharding=") + kPab +
+                                           "\n  i = s32[16,8] iota(), iota_dimension=0"
+                                           "\n  ROOT s = (f32[16,8], s32[16,8]) sort(x, i), dimensions={0}, to_apply=lt\n") +
+                        "\nlt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  c = s32[] parameter(2)\n"
+                        "  d = s32[] parameter(3)\n  ROOT r = pred[] compare(a, b), direction=LT\n}\n");
+  ASSERT_TRUE(r.result.ok()) << r.result.status().message();
+  const std::string pb = "{devices=[1,2,4]<=[4,2]T(1,0) last_tile_dim_replicate}";  // P(None, 'b')
+  EXPECT_EQ(r.Sharding("s"), "{" + pb + ", " + pb + "}");
+  EXPECT_EQ(r.Sharding("i"), pb);
+}
+
 TEST(PropagationTest, OutputsAreOpenAsUnderJaxAndParametersClosedUnlessAllowed) {
   // No allow_spmd_sharding_propagation_* in the header: the output is open anyway (JAX compiles
   // with it open and does not print the flag), the unannotated parameter y is closed.
