@@ -3,7 +3,8 @@
 random numbers, segment sums, argsort, complex FFTs, data-dependent while loops, cond, vmap,
 remat, integer and bit ops, f16, a KV-cache decode step, special functions, pad modes, multi-key
 sorts, permutations, out-of-range gathers, cumulative ops, associative scans, searchsorted,
-mixed precision), each on sharded inputs.
+mixed precision, an FSDP Adam step, a top-2 MoE layer, a ResNet block, a scan over stacked layers,
+expert parallelism by all_to_all), each on sharded inputs.
 """
 import jax
 import jax.numpy as jnp
@@ -135,6 +136,81 @@ def _tri_masks(x):
     return jnp.tril(x) - jnp.triu(x, k=1) * 2.0, jnp.outer(x[0], x[:, 0])
 
 
+def _fsdp_adam_step(w1, w2, g, m1, m2, mg, v1, v2, vg, x, y):
+    # A two-layer model with layer norm; params sharded FSDP-style (rows over x); one Adam step.
+    params, m, v = (w1, w2, g), (m1, m2, mg), (v1, v2, vg)
+
+    def loss(p):
+        w1, w2, g = p
+        h = x @ w1
+        mu = jnp.mean(h, axis=-1, keepdims=True)
+        var = jnp.var(h, axis=-1, keepdims=True)
+        h = (h - mu) * jax.lax.rsqrt(var + 1e-5) * g
+        logits = jax.nn.relu(h) @ w2
+        return -jnp.mean(jnp.sum(jax.nn.log_softmax(logits) * y, axis=-1))
+
+    grads = jax.grad(loss)(params)
+    b1, b2, lr, eps = 0.9, 0.999, 1e-2, 1e-8
+    m = jax.tree.map(lambda a, g: b1 * a + (1 - b1) * g, m, grads)
+    v = jax.tree.map(lambda a, g: b2 * a + (1 - b2) * g * g, v, grads)
+    params = jax.tree.map(lambda p, a, b: p - lr * a / (jnp.sqrt(b) + eps), params, m, v)
+    return params, m, v
+
+
+def _fsdp_args():
+    w1, w2, g = _rand((16, 32), 250, scale=0.25), _rand((32, 8), 251, scale=0.2), np.ones((32,), np.float32)
+    zeros = [np.zeros_like(a) for a in (w1, w2, g)]
+    labels = np.eye(8, dtype=np.float32)[_ids((16,), 8, 252)]
+    return [w1, w2, g, *zeros, *(np.abs(z) + 1e-3 for z in zeros), _rand((16, 16), 253), labels]
+
+
+def _moe(x, router, experts):
+    # Top-2 routing with one-hot dispatch / combine einsums (the common JAX MoE layer).
+    logits = x @ router
+    gates, idx = jax.lax.top_k(jax.nn.softmax(logits, axis=-1), 2)
+    dispatch = jax.nn.one_hot(idx, experts.shape[0])                      # [t, 2, e]
+    expert_in = jnp.einsum("tke,td->etd", dispatch, x)
+    expert_out = jnp.tanh(jnp.einsum("etd,edf->etf", expert_in, experts))
+    return jnp.einsum("tke,tk,etf->tf", dispatch, gates, expert_out)
+
+
+def _resnet_block(x, w1, w2, scale, bias):
+    # conv -> batch norm (batch statistics) -> relu -> conv -> residual.
+    def bn(h):
+        mean = jnp.mean(h, axis=(0, 1, 2))
+        var = jnp.var(h, axis=(0, 1, 2))
+        return (h - mean) * jax.lax.rsqrt(var + 1e-5) * scale + bias
+
+    conv = lambda h, w: jax.lax.conv_general_dilated(h, w, (1, 1), "SAME",
+                                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    h = jax.nn.relu(bn(conv(x, w1)))
+    return jax.nn.relu(x + conv(h, w2))
+
+
+def _scan_layers_grad(ws, x):
+    # "Scan over layers" with stacked weights, and its weight gradient (Flax nn.scan's pattern).
+    def loss(ws):
+        def layer(h, w):
+            return h + jnp.tanh(h @ w), None
+
+        h, _ = jax.lax.scan(layer, x, ws)
+        return jnp.sum(h * h)
+
+    return jax.grad(loss)(ws)
+
+
+def _smap_expert_all_to_all(mesh):
+    # Expert parallelism in shard_map: tokens grouped per destination expert shard are exchanged
+    # with all_to_all, transformed by the local expert, and sent back.
+    def body(tokens, w):
+        # tokens: [n_dev, t, d] grouped by destination; w: [1, d, d] the local expert.
+        routed = jax.lax.all_to_all(tokens, "x", 0, 0, tiled=True)
+        out = jnp.tanh(jnp.einsum("std,de->ste", routed, w[0]))
+        return jax.lax.all_to_all(out, "x", 0, 0, tiled=True)
+
+    return _smap(mesh, body, in_specs=(P("x"), P("x")), out_specs=P("x"))
+
+
 def more_programs():
     m24, an_xy = (2, 4), ("x", "y")
     m8, an_x = (8,), ("x",)
@@ -226,4 +302,20 @@ def more_programs():
                 lambda: [_rand((16, 16), 241, scale=0.25), _rand((8, 16), 242), _rand((8, 16), 243)]),
         Program("tri_outer", "tril / triu masks and an outer product of a row and a column",
                 _plain(_tri_masks), m8, an_x, [P("x", None)], None, lambda: [_rand((8, 8), 244)]),
+        Program("fsdp_adam_step", "layer-norm MLP, params FSDP over x, batch over x, one Adam step",
+                _plain(_fsdp_adam_step), m8, an_x,
+                [P("x")] * 11, None, _fsdp_args),
+        Program("moe_top2", "top-2 MoE layer (one-hot dispatch / combine einsums), tokens over x, experts over y",
+                _plain(_moe), m24, an_xy, [P("x", None), P(), P("y")], None,
+                lambda: [_rand((16, 8), 254), _rand((8, 4), 255), _rand((4, 8, 8), 256, scale=0.3)]),
+        Program("resnet_block", "conv / batch-norm (batch statistics) / relu / conv / residual, batch over x",
+                _plain(_resnet_block), m8, an_x, [P("x"), P(), P(), P(), P()], None,
+                lambda: [_rand((8, 6, 6, 4), 257), _rand((3, 3, 4, 4), 258, scale=0.2),
+                         _rand((3, 3, 4, 4), 259, scale=0.2), np.ones((4,), np.float32), np.zeros((4,), np.float32)]),
+        Program("scan_layers_grad", "lax.scan over 4 stacked layers and its weight gradient, batch over x, width over y",
+                _plain(_scan_layers_grad), m24, an_xy, [P(None, None, "y"), P("x", None)], None,
+                lambda: [_rand((4, 16, 16), 260, scale=0.2), _rand((8, 16), 261)]),
+        Program("smap_expert_a2a", "expert parallelism: shard_map all_to_all tokens to their expert and back",
+                _smap_expert_all_to_all, m8, an_x, [P("x"), P("x")], None,
+                lambda: [_rand((64, 3, 8), 262), _rand((8, 8, 8), 263, scale=0.3)]),
     ]
