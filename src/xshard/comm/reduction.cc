@@ -210,9 +210,10 @@ CombineFn Lookup(ReductionKind reduction, DType dtype) {
 
 namespace {
 
-// f32 / f64 sums and products through the elementwise add / multiply kernels (Highway, the CPU's
-// widest vectors; IEEE operations, so bit for bit the loops above, which compile to SSE2 only):
-// all-reduces of activations and gradients. Wrapped to the CombineFn argument order.
+// f32 / f64 (and bf16 / f16) sums and products through the elementwise add / multiply kernels
+// (Highway, the CPU's widest vectors; the same operations and rounding, so bit for bit the loops
+// above, which compile to SSE2 only): all-reduces of activations and gradients. Wrapped to the
+// CombineFn argument order.
 template <Opcode kOp, DType kType>
 void VectorCombine(std::byte* dst, const std::byte* a, const std::byte* b, int64_t n) {
   static const kernels::BinaryKernel kernel = *kernels::FindBinaryKernel(kOp, kType);
@@ -225,6 +226,12 @@ CombineFn LookupFast(ReductionKind reduction, DType dtype) {
   if (dtype == DType::kF32 && product) return &VectorCombine<Opcode::kMultiply, DType::kF32>;
   if (dtype == DType::kF64 && sum) return &VectorCombine<Opcode::kAdd, DType::kF64>;
   if (dtype == DType::kF64 && product) return &VectorCombine<Opcode::kMultiply, DType::kF64>;
+  // bf16 / f16: widened to f32, combined, rounded to nearest even once, as the scalar loops
+  // (checked bit for bit, NaN / inf / ties / subnormals included, in reduction_test.cc).
+  if (dtype == DType::kBF16 && sum) return &VectorCombine<Opcode::kAdd, DType::kBF16>;
+  if (dtype == DType::kBF16 && product) return &VectorCombine<Opcode::kMultiply, DType::kBF16>;
+  if (dtype == DType::kF16 && sum) return &VectorCombine<Opcode::kAdd, DType::kF16>;
+  if (dtype == DType::kF16 && product) return &VectorCombine<Opcode::kMultiply, DType::kF16>;
   return Lookup(reduction, dtype);
 }
 

@@ -4,9 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <complex>
 #include <limits>
+#include <type_traits>
 
 #include "xshard/core/array.h"
 
@@ -142,6 +144,42 @@ void CheckFloatSumProduct() {
 TEST(ReductionTest, FloatSumsAndProductsAreTheIeeeOperationsBitForBit) {
   CheckFloatSumProduct<float>();
   CheckFloatSumProduct<double>();
+}
+
+// bf16 / f16 sums and products (vector kernels) equal widening, the f32 operation and one
+// round-to-nearest-even, bit for bit, over every 16-bit pattern (NaNs, infinities, subnormals,
+// ties) against a spread of second operands, at lengths that end in vector tails.
+template <typename H>
+void CheckHalfSumProduct(float (*to_f32)(H), H (*from_f32)(float)) {
+  std::vector<H> a, b;
+  for (uint32_t bits = 0; bits < 65536; ++bits) {
+    a.push_back(std::bit_cast<H>(static_cast<uint16_t>(bits)));
+    b.push_back(std::bit_cast<H>(static_cast<uint16_t>((bits * 40503u + 12345u) & 0xffffu)));
+  }
+  const DType dtype = std::is_same_v<H, BFloat16> ? DType::kBF16 : DType::kF16;
+  for (ReductionKind kind : {ReductionKind::kSum, ReductionKind::kProduct}) {
+    for (int64_t n : {int64_t{65536}, int64_t{65533}, int64_t{7}}) {
+      std::vector<H> out(n);
+      Combine(kind, dtype, reinterpret_cast<std::byte*>(out.data()), reinterpret_cast<const std::byte*>(a.data()),
+              reinterpret_cast<const std::byte*>(b.data()), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const float x = to_f32(a[i]), y = to_f32(b[i]);
+        const H want = from_f32(kind == ReductionKind::kSum ? x + y : x * y);
+        const uint16_t got_bits = std::bit_cast<uint16_t>(out[i]), want_bits = std::bit_cast<uint16_t>(want);
+        if (std::isnan(to_f32(want))) {
+          ASSERT_TRUE(std::isnan(to_f32(out[i]))) << i;
+        } else {
+          ASSERT_EQ(got_bits, want_bits) << "n=" << n << " i=" << i << " x=" << x << " y=" << y;
+        }
+      }
+    }
+  }
+}
+
+TEST(ReductionTest, HalfSumsAndProductsRoundOnceBitForBit) {
+  CheckHalfSumProduct<BFloat16>([](BFloat16 h) { return BFloat16ToFloat(h); },
+                                [](float f) { return FloatToBFloat16(f); });
+  CheckHalfSumProduct<Half>([](Half h) { return HalfToFloat(h); }, [](float f) { return FloatToHalf(f); });
 }
 
 TEST(ReductionTest, CheckNamesTheReducerAndType) {
