@@ -50,6 +50,10 @@ Blocks BlocksOf(const Shape& s, int64_t d) {
 
 Status RunScan(const Step& step, Frame& frame, RunContext& ctx) {
   const ScanParams& p = ScanOf(step);
+  // The inputs are held before the carries are taken: one value may be both (scan(x, x)), and
+  // taking its last use moves it out of the frame.
+  std::vector<std::shared_ptr<Array>> inputs;
+  for (int k = 0; k < p.inputs; ++k) inputs.push_back(frame.slots[step.operands[k]].array);
   std::vector<Slot> carries;
   for (int k = 0; k < p.carries; ++k) carries.push_back(TakeOperand(step, frame, p.inputs + k));
   const Shape& result = step.inst->shape();
@@ -62,7 +66,7 @@ Status RunScan(const Step& step, Frame& frame, RunContext& ctx) {
     const int64_t i = p.reverse ? p.length - 1 - s : s;
     std::vector<Slot> args;
     for (int k = 0; k < p.inputs; ++k) {
-      const Array& x = OperandArray(step, frame, k);
+      const Array& x = *inputs[k];
       const Blocks b = BlocksOf(x.shape(), p.dim);
       auto slice = AdoptArray(Array::Uninitialized(Shape(x.dtype(), Without(x.shape().dims(), p.dim))), ctx);
       for (int64_t o = 0; o < b.outer; ++o) {

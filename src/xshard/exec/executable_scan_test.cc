@@ -91,6 +91,31 @@ ENTRY main {
   EXPECT_EQ(Doubles((*r)[1]), (std::vector<double>{6, 60}));
 }
 
+// One value as both the scanned input and the initial carry (its last use is the carry).
+TEST(Scan, OneValueAsInputAndCarry) {
+  constexpr std::string_view kText = R"(
+HloModule m
+body {
+  x = f32[2] parameter(0)
+  c = f32[2,2] parameter(1)
+  b = f32[2,2] broadcast(x), dimensions={1}
+  s = f32[2,2] add(c, b)
+  ROOT r = (f32[2], f32[2,2]) tuple(x, s)
+}
+ENTRY main {
+  p = f32[2,2] parameter(0)
+  ROOT s = (f32[2,2], f32[2,2]) scan(p, p), dimensions={0}, num_carries=1, to_apply=body
+})";
+  std::unique_ptr<Module> m;
+  StatusOr<std::unique_ptr<Executable>> e = Compile(kText, &m);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  StatusOr<std::vector<Array>> r = RunWith(**e, {Array::FromVector<float>({2, 2}, {1, 2, 3, 4})});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Doubles((*r)[0]), (std::vector<double>{1, 2, 3, 4}));
+  // carry = p + row 0 + row 1 broadcast along rows: [[1+1+3, 2+2+4], [3+1+3, 4+2+4]].
+  EXPECT_EQ(Doubles((*r)[1]), (std::vector<double>{5, 8, 7, 10}));
+}
+
 TEST(Scan, MalformedScansAreClearErrors) {
   constexpr std::string_view kWrongBody = R"(
 HloModule m
