@@ -25,18 +25,6 @@ StatusOr<T> Required(const Instruction& inst, const std::optional<T>& v, std::st
   return *v;
 }
 
-// ---- results ----
-
-void SetArray(const Step& step, Frame& frame, RunContext& ctx, Array a) {
-  frame.slots[step.out] = OwnedSlot(AdoptArray(std::move(a), ctx));
-}
-
-void SetTuple(const Step& step, Frame& frame, RunContext& ctx, std::vector<Array> arrays) {
-  std::vector<Slot> elements;
-  for (Array& a : arrays) elements.push_back(OwnedSlot(AdoptArray(std::move(a), ctx)));
-  frame.slots[step.out] = TupleSlot(std::move(elements));
-}
-
 // Parameters a step keeps (Step::extra points at one of these).
 struct TopKParams : ExtraParams {
   int64_t k = 0;

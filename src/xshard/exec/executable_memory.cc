@@ -235,6 +235,16 @@ std::shared_ptr<Array> NewArray(const Shape& shape, RunContext& ctx) {
   });
 }
 
+void SetArray(const Step& step, Frame& frame, RunContext& ctx, Array a) {
+  frame.slots[step.out] = OwnedSlot(AdoptArray(std::move(a), ctx));
+}
+
+void SetTuple(const Step& step, Frame& frame, RunContext& ctx, std::vector<Array> arrays) {
+  std::vector<Slot> elements;
+  for (Array& a : arrays) elements.push_back(OwnedSlot(AdoptArray(std::move(a), ctx)));
+  frame.slots[step.out] = TupleSlot(std::move(elements));
+}
+
 std::shared_ptr<Array> AdoptArray(Array array, RunContext& ctx) {
   const int64_t bytes = array.byte_size();
   ctx.memory.Add(bytes);

@@ -203,6 +203,9 @@ Slot SharedSlot(const Array* array);
 Slot ZeroSlot(const Shape& shape, RunContext& ctx);
 // A result for a tuple value from its element slots.
 Slot TupleSlot(std::vector<Slot> elements);
+// The step's result: an array a kernel returned / a tuple of them, counted in ctx.memory.
+void SetArray(const Step& step, Frame& frame, RunContext& ctx, Array a);
+void SetTuple(const Step& step, Frame& frame, RunContext& ctx, std::vector<Array> arrays);
 
 // The array in operand i's slot (XS_CHECK: an array).
 const Array& OperandArray(const Step& step, const Frame& frame, int i);

@@ -97,12 +97,10 @@ Status RunScan(const Step& step, Frame& frame, RunContext& ctx) {
   return OkStatus();
 }
 
-StatusOr<int64_t> IntAttr(const Instruction& inst, std::string_view name, std::optional<int64_t> fallback) {
+// A required integer attribute xshard keeps verbatim (num_carries, delta).
+StatusOr<int64_t> IntAttr(const Instruction& inst, std::string_view name) {
   std::optional<std::string_view> v = inst.attrs().Other(name);
-  if (!v) {
-    if (fallback) return *fallback;
-    return InvalidArgument(OpcodeName(inst.opcode()), " '", inst.name(), "' needs ", name, "=N");
-  }
+  if (!v) return InvalidArgument(OpcodeName(inst.opcode()), " '", inst.name(), "' needs ", name, "=N");
   int64_t n = 0;
   if (!ParseInt64(*v, &n)) {
     return InvalidArgument(OpcodeName(inst.opcode()), " '", inst.name(), "': ", name, "=", *v, " is not an integer");
@@ -122,7 +120,7 @@ Status PrepareScan(const Instruction& inst, Step& step, const Program& program) 
     return InvalidArgument("scan '", inst.name(), "': ", std::forward<decltype(parts)>(parts)...);
   };
   auto p = std::make_shared<ScanParams>();
-  XS_ASSIGN_OR_RETURN(int64_t carries, IntAttr(inst, "num_carries", std::nullopt));
+  XS_ASSIGN_OR_RETURN(int64_t carries, IntAttr(inst, "num_carries"));
   XS_ASSIGN_OR_RETURN(p->reverse, BoolAttr(inst, "is_reverse"));
   XS_ASSIGN_OR_RETURN(bool associative, BoolAttr(inst, "is_associative"));
   (void)associative;
@@ -206,13 +204,12 @@ Status RunRngGetAndUpdateState(const Step& step, Frame& frame, RunContext& ctx) 
     p.low += p.delta;
     if (p.low < low) ++p.high;  // carry into the high word
   }
-  frame.slots[step.out] =
-      OwnedSlot(AdoptArray(Array::FromVector<uint64_t>({2}, {low, high}), ctx));
+  SetArray(step, frame, ctx, Array::FromVector<uint64_t>({2}, {low, high}));
   return OkStatus();
 }
 
 Status PrepareRngGetAndUpdateState(const Instruction& inst, Step& step, const Program&) {
-  XS_ASSIGN_OR_RETURN(int64_t delta, IntAttr(inst, "delta", std::nullopt));
+  XS_ASSIGN_OR_RETURN(int64_t delta, IntAttr(inst, "delta"));
   const Shape& s = inst.shape();
   if (!s.IsArray() || s.dtype() != DType::kU64 || s.dims() != std::vector<int64_t>{2}) {
     return InvalidArgument("rng-get-and-update-state '", inst.name(), "' must return u64[2], got ", s.ToString(false));

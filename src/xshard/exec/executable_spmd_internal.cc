@@ -120,29 +120,22 @@ struct InternalOpParams : ExtraParams {
 
 const InternalOpParams& ParamsOf(const Step& step) { return static_cast<const InternalOpParams&>(*step.extra); }
 
+// x[start:limit] along dim, whole along the other dims.
+Array SliceAlong(const Array& x, int64_t dim, int64_t start, int64_t limit) {
+  std::vector<SliceDim> s;
+  for (int64_t d = 0; d < x.shape().rank(); ++d) {
+    s.push_back(d == dim ? SliceDim{start, limit, 1} : SliceDim{0, x.shape().dims()[d], 1});
+  }
+  return kernels::Slice(x, s);
+}
+
 // x rotated left by r along dim (0 <= r < n): concat(x[r:n], x[0:r]).
 Array RotateLeft(const Array& x, int64_t dim, int64_t r) {
   const int64_t n = x.shape().dims()[dim];
   if (n == 0 || r == 0) return Array(x);
-  std::vector<SliceDim> hi, lo;
-  for (int64_t d = 0; d < x.shape().rank(); ++d) {
-    const int64_t size = x.shape().dims()[d];
-    hi.push_back({d == dim ? r : 0, size, 1});
-    lo.push_back({0, d == dim ? r : size, 1});
-  }
-  const Array a = kernels::Slice(x, hi), b = kernels::Slice(x, lo);
+  const Array a = SliceAlong(x, dim, r, n), b = SliceAlong(x, dim, 0, r);
   const Array* parts[] = {&a, &b};
   return kernels::Concatenate(parts, dim);
-}
-
-void SetResults(const Step& step, Frame& frame, RunContext& ctx, std::vector<Array> arrays, bool tuple) {
-  if (!tuple) {
-    frame.slots[step.out] = OwnedSlot(AdoptArray(std::move(arrays[0]), ctx));
-    return;
-  }
-  std::vector<Slot> elements;
-  for (Array& a : arrays) elements.push_back(OwnedSlot(AdoptArray(std::move(a), ctx)));
-  frame.slots[step.out] = TupleSlot(std::move(elements));
 }
 
 Status RunInternalOp(const Step& step, Frame& frame, RunContext& ctx) {
@@ -157,13 +150,7 @@ Status RunInternalOp(const Step& step, Frame& frame, RunContext& ctx) {
       break;
     case Kind::kWrap: {
       const int64_t n = x.shape().dims()[p.dim];
-      std::vector<SliceDim> tail, head;
-      for (int64_t d = 0; d < x.shape().rank(); ++d) {
-        const int64_t size = x.shape().dims()[d];
-        tail.push_back({d == p.dim ? n - p.left : 0, size, 1});
-        head.push_back({0, d == p.dim ? p.right : size, 1});
-      }
-      const Array a = kernels::Slice(x, tail), c = kernels::Slice(x, head);
+      const Array a = SliceAlong(x, p.dim, n - p.left, n), c = SliceAlong(x, p.dim, 0, p.right);
       const Array* parts[] = {&a, &x, &c};
       out.push_back(kernels::Concatenate(parts, p.dim));
       break;
@@ -186,7 +173,11 @@ Status RunInternalOp(const Step& step, Frame& frame, RunContext& ctx) {
       break;
     }
   }
-  SetResults(step, frame, ctx, std::move(out), tuple);
+  if (tuple) {
+    SetTuple(step, frame, ctx, std::move(out));
+  } else {
+    SetArray(step, frame, ctx, std::move(out[0]));
+  }
   return OkStatus();
 }
 

@@ -84,6 +84,10 @@ int64_t RulePlanCost(const Instruction& inst, Context& ctx, const RuleConfig& co
 // and the update (updates), since they address global positions.
 RuleConfig PositionalConfig(const Instruction& inst);
 
+// True when `c` is (x, y) -> x op y for an op all-reduce can combine with (add, multiply,
+// maximum, minimum, and, or; handlers_reduce.cc).
+bool IsCollectiveReducer(const Computation& c);
+
 // Handlers, one per op family.
 using Handler = Status (*)(const Instruction&, Context&);
 // The handler of `op` (handler_table.cc); HandleReplicated for ops without a partitioned form.

@@ -325,13 +325,8 @@ struct Combiner {
 };
 std::optional<Combiner> ScatterCombiner(const Instruction& inst, DType dtype) {
   const Computation* f = inst.to_apply();
-  if (f == nullptr || f->num_parameters() != 2 || f->root() == nullptr) return std::nullopt;
+  if (f == nullptr || !IsCollectiveReducer(*f)) return std::nullopt;
   const Instruction* root = f->root();
-  if (root->operand_count() != 2 || root->operand(0)->opcode() != Opcode::kParameter ||
-      root->operand(1)->opcode() != Opcode::kParameter ||
-      root->operand(0)->parameter_number() == root->operand(1)->parameter_number()) {
-    return std::nullopt;
-  }
   const bool fp = IsFloating(dtype);
   const bool small_int = IsInteger(dtype) && DTypeBitWidth(dtype) <= 32;
   switch (root->opcode()) {

@@ -13,7 +13,6 @@
 #include "xshard/spmd/shard_layout.h"
 
 namespace xs::spmd::internal {
-namespace {
 
 // True when `c` is (x, y) -> x op y for an op all-reduce can combine with.
 bool IsCollectiveReducer(const Computation& c) {
@@ -28,6 +27,8 @@ bool IsCollectiveReducer(const Computation& c) {
   const bool params = a->opcode() == Opcode::kParameter && b->opcode() == Opcode::kParameter && a != b;
   return known && params;
 }
+
+namespace {
 
 // The reduce cloned onto local operands with local result leaves `results`.
 StatusOr<Instruction*> LocalReduce(const Instruction& inst, Context& ctx, std::vector<Instruction*> operands,

@@ -19,6 +19,13 @@ bool IsPrefix(const Axes& a, const Axes& b) {
 
 bool Contains(const Axes& v, int a) { return std::find(v.begin(), v.end(), a) != v.end(); }
 
+// Every axis of the mesh (all-reduces over all devices).
+std::vector<int> AllAxes(const TileMesh& mesh) {
+  std::vector<int> axes(mesh.num_axes());
+  for (int a = 0; a < mesh.num_axes(); ++a) axes[a] = a;
+  return axes;
+}
+
 std::string Why(std::string_view why, std::string_view what) {
   return why.empty() ? std::string(what) : StrCat(why, ": ", what);
 }
@@ -296,11 +303,9 @@ StatusOr<PartitionedValue> MaskedAllReduceRoute(const PartitionedValue& v, const
   std::vector<Instruction*> operands = {full, piece};
   for (int d = 0; d < local.rank(); ++d) operands.push_back(em.TileStart(layout, d));
   Instruction* placed = em.Add(Opcode::kDynamicUpdateSlice, full_shape, std::move(operands));
-  std::vector<int> all_axes(em.mesh().num_axes());
-  for (int a = 0; a < em.mesh().num_axes(); ++a) all_axes[a] = a;
   Computation* reducer =
       em.scratch() ? nullptr : em.state().Reducer(dtype == DType::kPred ? Opcode::kOr : Opcode::kAdd, dtype);
-  Instruction* x = em.AllReduce(placed, reducer, em.GroupsOver(all_axes),
+  Instruction* x = em.AllReduce(placed, reducer, em.GroupsOver(AllAxes(em.mesh())),
                                 Why(why, "sum the zero-padded pieces (cheaper than gathering them)"));
   x = em.Slice(x, v.global_shape().dims());
   return PartitionedValue(x, v.global_shape(), HloSharding::Replicate(), &em);
@@ -354,11 +359,9 @@ StatusOr<PartitionedValue> BroadcastFromMaximal(const PartitionedValue& v, std::
                                  ComparisonDirection::kEq);
   Instruction* mask = em.Broadcast(here, local.WithDType(DType::kPred), {});
   Instruction* kept = em.Select(mask, v.hlo(), em.Broadcast(em.ZeroOf(dtype), local, {}));
-  std::vector<int> all_axes(em.mesh().num_axes());
-  for (int a = 0; a < em.mesh().num_axes(); ++a) all_axes[a] = a;
   Computation* reducer =
       em.scratch() ? nullptr : em.state().Reducer(dtype == DType::kPred ? Opcode::kOr : Opcode::kAdd, dtype);
-  Instruction* x = em.AllReduce(kept, reducer, em.GroupsOver(all_axes),
+  Instruction* x = em.AllReduce(kept, reducer, em.GroupsOver(AllAxes(em.mesh())),
                                 Why(why, StrCat("broadcast the value held by device ", v.sharding().device())));
   return PartitionedValue(x, v.global_shape(), HloSharding::Replicate(), &em);
 }
