@@ -127,6 +127,7 @@ Status PrepareScan(const Instruction& inst, Step& step, const Program& program) 
   const std::vector<int64_t> dims = inst.attrs().dimensions.value_or(std::vector<int64_t>{});
   if (dims.size() != 1) return error("needs dimensions={d} with one scan dimension");
   p->dim = dims[0];
+  if (p->dim < 0) return error("dimensions={", p->dim, "} must name a dim (>= 0) of the inputs and outputs");
   if (carries < 0 || carries > inst.operand_count()) {
     return error("num_carries=", carries, " must be between 0 and its ", inst.operand_count(), " operands");
   }

@@ -138,6 +138,20 @@ ENTRY main {
   e = Compile(no_carries, &m);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("needs num_carries=N"), std::string::npos) << e.status().ToString();
+  // A negative scan dimension with no inputs (only carries and outputs) used to index out of bounds.
+  constexpr std::string_view kNegative = R"(
+HloModule m
+body {
+  c = f32[] parameter(0)
+  ROOT r = (f32[], f32[]) tuple(c, c)
+}
+ENTRY main {
+  z = f32[] constant(1)
+  ROOT s = (f32[4], f32[]) scan(z), dimensions={-1}, num_carries=1, to_apply=body
+})";
+  e = Compile(kNegative, &m);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("dimensions={-1} must name a dim"), std::string::npos) << e.status().ToString();
 }
 
 TEST(RngGetAndUpdateState, ReturnsTheStateThenAdvancesItByDelta) {
