@@ -3,7 +3,8 @@
 and of the layers below it in docs/architecture.md's graph:
 
     base -> core -> sharding -> ir -> text -> rules -> propagation -> spmd -> passes
-                                      ir -> kernels -> exec, comm -> mpi -> runtime -> shard_map -> cmm
+                                      ir -> kernels -> exec, comm -> mpi, cuda; exec + comm -> runtime
+                                         runtime + mpi + cuda -> platform; runtime -> shard_map -> cmm
                                              passes + runtime -> jit
                                                         everything -> tools
     base -> testing (test binaries only)
@@ -35,12 +36,14 @@ EDGES = {
     "exec": ["kernels"],
     "comm": ["kernels"],
     "mpi": ["comm"],
-    "runtime": ["exec", "comm", "mpi"],
+    "cuda": ["exec", "comm"],
+    "runtime": ["exec", "comm"],
+    "platform": ["runtime", "mpi", "cuda"],
     "shard_map": ["runtime"],
     "cmm": ["shard_map"],
     "jit": ["passes", "runtime"],
     "frontend": ["jit", "shard_map"],
-    "tools": ["jit", "passes", "runtime", "shard_map", "cmm", "frontend"],
+    "tools": ["jit", "passes", "runtime", "platform", "shard_map", "cmm", "frontend"],
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"xshard/([a-z_]+)/')
 CMAKE_DEP = re.compile(r"\bxs_([a-z_]+)\b")

@@ -48,6 +48,10 @@ struct FusedOp {
   int out = -1;              // value id
   int64_t inner = 1, size = 1;          // kIota: (linear / inner) % size
   std::vector<int64_t> strides;         // kGather: operand element stride per loop dim (0: repeated)
+  // The instruction the op computes (kFill: the scalar operand it fills from; kGather: the
+  // broadcast; kIota: the iota; kCopy of a uniform output: that member). Backends that generate
+  // code from the plan (cuda/) read the opcode, attributes and dtypes from it.
+  const Instruction* inst = nullptr;
 };
 
 struct FusedOutput {

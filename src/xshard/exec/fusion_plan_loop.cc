@@ -105,6 +105,7 @@ class LoopBuilder {
       fill.kind = FusedOpKind::kFill;
       fill.in[0] = loop_->values[v].input;
       fill.out = v;
+      fill.inst = o;
       loop_->prologue.push_back(fill);
     } else if (!members_.count(o) && IsFusionGenerator(*o)) {
       v = Generate(*o);
@@ -144,6 +145,7 @@ class LoopBuilder {
       }
     }
     op.out = v;
+    op.inst = &gen;
     loop_->body.push_back(op);
     return v;
   }
@@ -200,6 +202,7 @@ class LoopBuilder {
         break;
     }
     for (size_t i = 0; i < ins.size(); ++i) op.in[i] = ins[i];
+    op.inst = &m;
     const DType t = m.shape().dtype();
     if (uniform) {
       op.out = NewValue(FusedValueKind::kUniform, t);
@@ -210,6 +213,7 @@ class LoopBuilder {
       op = FusedOp{};
       op.kind = FusedOpKind::kCopy;
       op.in[0] = value_of_[&m];
+      op.inst = &m;
     }
     if (output) {
       op.out = NewValue(FusedValueKind::kOutput, t);

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The GPU check, in two halves, for a GPU machine that cannot build xshard itself (no Highway, no
+# oneDNN headers, no network):
+#
+#   scripts/gpu-check.sh pack      # here, on a build machine: builds xshard and the CUDA test
+#                                  # binary, packs them with the shared libraries ldd names (less
+#                                  # glibc and the CUDA toolkit's own) and the XLA corpus into
+#                                  # gpu-pack/ (git-ignored; ~20 MB with xz)
+#   scripts/gpu-check.sh run       # there, from the checkout root with gpu-pack/ carried along:
+#                                  # the `cuda` tests, the XLA corpus and the jax_compare programs
+#                                  # on the GPU against the CPU executor, then bench/gpu_compare.py's
+#                                  # table (JAX on the GPU vs xshard on 1 and N virtual devices)
+#
+# `run` takes under 8 minutes on an H200; set GPU_CHECK_QUICK=1 for a 2-minute smoke run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PACK=gpu-pack
+
+pack() {
+  local build=${BUILD_DIR:-build}
+  cmake --build "$build" -j "$(nproc)" --target xshard xs_cuda_test
+  rm -rf "$PACK" && mkdir -p "$PACK/bin" "$PACK/lib" "$PACK/corpus"
+  cp "$build/xshard" "$build/src/xshard/cuda/xs_cuda_test" "$PACK/bin/"
+  # Every shared library the binaries name, except glibc's and the CUDA toolkit's (the GPU machine
+  # has the same CUDA 13 libraries; xshard opens them itself, see cuda/dynamic_library.h).
+  for bin in "$PACK"/bin/*; do
+    ldd "$bin" | awk '/=> \// {print $3}'
+  done | sort -u | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libstdc++.so*|libgcc_s.so*) ;;
+      libcuda*|libcublas*|libnvrtc*|libnccl*|libcudnn*|libcudart*) ;;
+      *) cp -L "$lib" "$PACK/lib/" ;;
+    esac
+  done
+  local corpus=${XSHARD_CORPUS_DIR:-../shared/corpus/xla}
+  if [[ -d $corpus ]]; then cp -r "$corpus/." "$PACK/corpus/"; fi
+  tar -C "$PACK" -cJf "$PACK.tar.xz" . && rm -rf "$PACK" && mkdir "$PACK" && mv "$PACK.tar.xz" "$PACK/"
+  grep -qx "/$PACK/" .git/info/exclude 2>/dev/null || echo "/$PACK/" >> .git/info/exclude
+  du -sh "$PACK"
+  echo "carry '$PACK' to the GPU machine and run: scripts/gpu-check.sh run"
+}
+
+run() {
+  [[ -f $PACK/gpu-pack.tar.xz ]] || { echo "error: $PACK/gpu-pack.tar.xz not found: run 'scripts/gpu-check.sh pack' on a build machine and carry $PACK" >&2; exit 1; }
+  local dir=/tmp/xshard-gpu-pack
+  rm -rf "$dir" && mkdir -p "$dir" && tar -C "$dir" -xJf "$PACK/gpu-pack.tar.xz"
+  export LD_LIBRARY_PATH="$dir/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export XSHARD_CORPUS_DIR="$dir/corpus" XSHARD_SOURCE_DIR="$PWD" XSHARD_CACHE_DIR=/tmp/xshard-kernel-cache
+  local xs="$dir/bin/xshard" rc=0
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || true
+  echo "== 1. the cuda tests (GPU tests, the corpus and the jax_compare programs against the CPU executor)"
+  "$dir/bin/xs_cuda_test" --gtest_brief=1 || rc=1
+  echo "== 2. xshard demo --platform cuda"
+  "$xs" demo --platform cuda --devices 8 | tail -n 20 || rc=1
+  echo "== 3. bench/gpu_compare.py"
+  local quick=()
+  [[ ${GPU_CHECK_QUICK:-0} == 1 ]] && quick=(--quick)
+  python3 bench/gpu_compare.py --xshard "$xs" "${quick[@]}" --json /tmp/gpu_compare.json || rc=1
+  [[ -n ${OUT:-} ]] && cp /tmp/gpu_compare.json "$OUT/" 2>/dev/null || true
+  return $rc
+}
+
+case "${1:-}" in
+  pack) pack ;;
+  run) run ;;
+  *) echo "usage: scripts/gpu-check.sh pack|run" >&2; exit 1 ;;
+esac
