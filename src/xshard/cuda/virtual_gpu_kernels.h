@@ -1,0 +1,61 @@
+// The kernels behind collectives between virtual devices of one GPU: one kernel reads the peers'
+// buffers directly (one address space) and writes the caller's output. Two generated sources: a
+// strided multi-piece copy (all-gather, all-to-all, permute, broadcast), and an element-wise
+// reduction per (reducer, dtype) with XLA's semantics (comm/reduction.h: left to right in group
+// order, 16-bit floats rounded after every step, integers wrapping, NaN-propagating min / max).
+// Both load and store 16 bytes at a time when every pointer and stride allows it.
+#ifndef XSHARD_CUDA_VIRTUAL_GPU_KERNELS_H_
+#define XSHARD_CUDA_VIRTUAL_GPU_KERNELS_H_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "xshard/base/status.h"
+#include "xshard/comm/communicator.h"
+#include "xshard/cuda/kernel_source.h"
+
+namespace xs::cuda {
+
+// The most peers one kernel reads (pointers travel in the kernel's parameters).
+inline constexpr int kMaxCollectivePeers = 64;
+// The most dims a strided copy keeps after merging contiguous dims.
+inline constexpr int kMaxCopyDims = 6;
+
+// The copy kernel's source (entry point xs_collective_copy).
+KernelSource CollectiveCopySource();
+// The reduction kernel of `reduction` over `dtype` (entry point xs_collective_reduce). Error
+// (Unimplemented, naming both) for complex, s4 / u4 and f8 types; and / or on floats are
+// InvalidArgument as in comm/reduction.h.
+StatusOr<KernelSource> CollectiveReduceSource(ReductionKind reduction, DType dtype);
+// Every source the virtual-GPU communicator can generate (for compile checks).
+std::vector<KernelSource> AllCollectiveSources();
+
+// One strided copy of several pieces of equal shape: piece p copies `dims` elements (row-major
+// index space) from src[p] (element strides src_strides) to dst[p] (dst_strides).
+struct CopyJob {
+  std::vector<const std::byte*> src;
+  std::vector<std::byte*> dst;
+  std::vector<int64_t> dims, src_strides, dst_strides;  // in elements
+  int64_t element_bytes = 4;
+};
+// Enqueues `job` on `stream` of GPU `device` (merging contiguous dims, widening the unit to 16
+// bytes where the pointers and strides allow). Error when more than kMaxCollectivePeers pieces or
+// more than kMaxCopyDims dims remain after merging.
+Status EnqueueCopy(const CopyJob& job, int device, cudaStream_t stream);
+
+// out[r, i] = srcs[0][r, i] (op) srcs[1][r, i] (op) ... for `rows` rows of `row_elements`
+// elements; source rows start src_row_stride elements apart, output rows row_elements apart.
+struct ReduceJob {
+  ReductionKind reduction = ReductionKind::kSum;
+  DType dtype = DType::kF32;
+  std::vector<const std::byte*> srcs;
+  std::byte* out = nullptr;
+  int64_t rows = 1, row_elements = 0, src_row_stride = 0;
+};
+Status EnqueueReduce(const ReduceJob& job, int device, cudaStream_t stream);
+
+}  // namespace xs::cuda
+
+#endif  // XSHARD_CUDA_VIRTUAL_GPU_KERNELS_H_
