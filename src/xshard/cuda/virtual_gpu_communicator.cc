@@ -6,9 +6,7 @@
 #include <cstring>
 #include <set>
 
-#include "xshard/comm/collective_shapes.h"
 #include "xshard/comm/inprocess_communicator.h"
-#include "xshard/comm/reduction.h"
 #include "xshard/cuda/cuda_status.h"
 #include "xshard/cuda/virtual_gpu_kernels.h"
 
@@ -47,7 +45,7 @@ struct VirtualGpuCommunicator::Op {
 
 namespace {
 
-constexpr int kMaxDims = 8;
+constexpr int kMaxDims = kMaxCollectiveDims;
 
 // What each rank publishes at the first rendezvous; followed by `ntuple` input pointers.
 struct Header {
@@ -93,51 +91,6 @@ int64_t Product(std::span<const int64_t> dims, size_t from, size_t to) {
   int64_t p = 1;
   for (size_t i = from; i < to; ++i) p *= dims[i];
   return p;
-}
-
-// Local checks (XLA's shape rules) before the rank publishes anything.
-Status CheckOp(const VirtualGpuCommunicator::Op& op, std::string_view name, int64_t n) {
-  if (op.in.dims.size() > static_cast<size_t>(kMaxDims)) {
-    return Unimplemented(name, ": arrays of rank ", op.in.dims.size(), " (at most ", kMaxDims,
-                         " on virtual GPU devices)");
-  }
-  switch (op.kind) {
-    case CollectiveKind::kAllGather: {
-      XS_ASSIGN_OR_RETURN(auto dims, AllGatherDims(name, op.in.dims, op.dim0, n));
-      return CheckOutput(name, op.in, op.out, dims);
-    }
-    case CollectiveKind::kReduceScatter: {
-      XS_RETURN_IF_ERROR(CheckReduction(op.reduction, op.in.dtype, name));
-      XS_ASSIGN_OR_RETURN(auto dims, ReduceScatterDims(name, op.in.dims, op.dim0, n));
-      return CheckOutput(name, op.in, op.out, dims);
-    }
-    case CollectiveKind::kAllReduce:
-      XS_RETURN_IF_ERROR(CheckReduction(op.reduction, op.in.dtype, name));
-      return CheckOutput(name, op.in, op.out, op.in.dims);
-    case CollectiveKind::kAllToAll: {
-      if (!op.tuple_in.empty() || !op.tuple_out.empty()) {
-        if (static_cast<int64_t>(op.tuple_in.size()) != n ||
-            static_cast<int64_t>(op.tuple_out.size()) != n) {
-          return InvalidArgument(name, ": the tuple all-to-all has ", op.tuple_in.size(),
-                                 " operands and ", op.tuple_out.size(), " results but its group has ",
-                                 n, " members; pass one operand per member");
-        }
-        for (size_t j = 0; j < op.tuple_in.size(); ++j) {
-          if (op.tuple_in[j].dtype != op.in.dtype || !std::ranges::equal(op.tuple_in[j].dims, op.in.dims)) {
-            return InvalidArgument(name, ": tuple operand ", j, " is ", op.tuple_in[j].ShapeString(),
-                                   " but operand 0 is ", op.in.ShapeString(),
-                                   "; every operand of a tuple all-to-all has the same shape");
-          }
-          XS_RETURN_IF_ERROR(CheckOutput(name, op.tuple_in[j], op.tuple_out[j], op.tuple_in[j].dims));
-        }
-        return OkStatus();
-      }
-      XS_ASSIGN_OR_RETURN(auto dims, AllToAllDims(name, op.in.dims, op.dim0, op.dim1, n));
-      return CheckOutput(name, op.in, op.out, dims);
-    }
-    default:
-      return CheckOutput(name, op.in, op.out, op.in.dims);
-  }
 }
 
 }  // namespace
@@ -222,7 +175,10 @@ Status VirtualGpuCommunicator::Run(const CollectiveCall& call, Op& op) {
   const std::span<const int64_t> group =
       op.groups != nullptr ? op.groups->GroupOf(call.rank) : std::span<const int64_t>();
   const int64_t m = static_cast<int64_t>(group.size());
-  if (Status s = CheckOp(op, name, std::max<int64_t>(m, 1)); !s.ok()) {
+  if (Status s = CheckCollectiveArgs({op.kind, op.reduction, op.dim0, op.dim1, op.in, op.out,
+                                       op.tuple_in, op.tuple_out},
+                                      name, std::max<int64_t>(m, 1));
+      !s.ok()) {
     host_->Abort(s);
     return s;
   }

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "xshard/base/strings.h"
+#include "xshard/comm/collective_shapes.h"
 #include "xshard/comm/reduction.h"
 #include "xshard/cuda/kernel_loader.h"
 
@@ -223,6 +224,51 @@ std::vector<KernelSource> AllCollectiveSources() {
   }
   return out;
 }
+
+Status CheckCollectiveArgs(const CollectiveArgs& op, std::string_view name, int64_t n) {
+  if (op.in.dims.size() > static_cast<size_t>(kMaxCollectiveDims)) {
+    return Unimplemented(name, ": arrays of rank ", op.in.dims.size(), " (at most ", kMaxCollectiveDims,
+                         " on virtual GPU devices)");
+  }
+  switch (op.kind) {
+    case CollectiveKind::kAllGather: {
+      XS_ASSIGN_OR_RETURN(auto dims, AllGatherDims(name, op.in.dims, op.dim0, n));
+      return CheckOutput(name, op.in, op.out, dims);
+    }
+    case CollectiveKind::kReduceScatter: {
+      XS_RETURN_IF_ERROR(CheckReduction(op.reduction, op.in.dtype, name));
+      XS_ASSIGN_OR_RETURN(auto dims, ReduceScatterDims(name, op.in.dims, op.dim0, n));
+      return CheckOutput(name, op.in, op.out, dims);
+    }
+    case CollectiveKind::kAllReduce:
+      XS_RETURN_IF_ERROR(CheckReduction(op.reduction, op.in.dtype, name));
+      return CheckOutput(name, op.in, op.out, op.in.dims);
+    case CollectiveKind::kAllToAll: {
+      if (!op.tuple_in.empty() || !op.tuple_out.empty()) {
+        if (static_cast<int64_t>(op.tuple_in.size()) != n ||
+            static_cast<int64_t>(op.tuple_out.size()) != n) {
+          return InvalidArgument(name, ": the tuple all-to-all has ", op.tuple_in.size(),
+                                 " operands and ", op.tuple_out.size(), " results but its group has ",
+                                 n, " members; pass one operand per member");
+        }
+        for (size_t j = 0; j < op.tuple_in.size(); ++j) {
+          if (op.tuple_in[j].dtype != op.in.dtype || !std::ranges::equal(op.tuple_in[j].dims, op.in.dims)) {
+            return InvalidArgument(name, ": tuple operand ", j, " is ", op.tuple_in[j].ShapeString(),
+                                   " but operand 0 is ", op.in.ShapeString(),
+                                   "; every operand of a tuple all-to-all has the same shape");
+          }
+          XS_RETURN_IF_ERROR(CheckOutput(name, op.tuple_in[j], op.tuple_out[j], op.tuple_in[j].dims));
+        }
+        return OkStatus();
+      }
+      XS_ASSIGN_OR_RETURN(auto dims, AllToAllDims(name, op.in.dims, op.dim0, op.dim1, n));
+      return CheckOutput(name, op.in, op.out, dims);
+    }
+    default:
+      return CheckOutput(name, op.in, op.out, op.in.dims);
+  }
+}
+
 
 Status EnqueueCopy(const CopyJob& job, int device, cudaStream_t stream) {
   const size_t pieces = job.src.size();

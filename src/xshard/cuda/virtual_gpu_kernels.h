@@ -23,6 +23,23 @@ inline constexpr int kMaxCollectivePeers = 64;
 // The most dims a strided copy keeps after merging contiguous dims.
 inline constexpr int kMaxCopyDims = 6;
 
+// The most dims of an array a GPU collective takes.
+inline constexpr int kMaxCollectiveDims = 8;
+
+// One rank's collective arguments, checked before it publishes anything (XLA's shape rules from
+// comm/collective_shapes.h, the reducer against the dtype, tuple operand counts and shapes).
+// `n` is the size of the rank's group.
+struct CollectiveArgs {
+  CollectiveKind kind = CollectiveKind::kBarrier;
+  ReductionKind reduction = ReductionKind::kSum;
+  int dim0 = 0, dim1 = 0;
+  ConstBufferView in;
+  BufferView out;
+  std::span<const ConstBufferView> tuple_in;
+  std::span<const BufferView> tuple_out;
+};
+Status CheckCollectiveArgs(const CollectiveArgs& args, std::string_view name, int64_t n);
+
 // The copy kernel's source (entry point xs_collective_copy).
 KernelSource CollectiveCopySource();
 // The reduction kernel of `reduction` over `dtype` (entry point xs_collective_reduce). Error
