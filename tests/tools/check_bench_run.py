@@ -26,6 +26,11 @@ def main():
     header = re.fullmatch(r".+: (.+), (\d+) warmup, (\d+) timed iterations", lines[0])
     if not header:
         problems.append(f"header line: {lines[0]!r}")
+    # The CPU's features and the GEMM path per dtype, e.g. "cpu: AMD EPYC (avx2 ...) gemm: f32 ...".
+    if len(lines) < 2 or not re.fullmatch(r"cpu: .+ \(.+\) gemm: f32 .+, bf16 .+, f16 .+", lines[1]):
+        problems.append(f"cpu / gemm line: {lines[1:2]!r}")
+    else:
+        del lines[1]
     if lines[1:3] != ["", "Results:"]:
         problems.append(f"expected a blank line and 'Results:', got {lines[1:3]!r}")
     values = {}

@@ -4,7 +4,11 @@
 
 #ifdef XSHARD_WITH_CUDA
 
+#include <cmath>
+#include <random>
+
 #include "xshard/cuda/conv.h"
+#include "xshard/kernels/convolution.h"
 #include "xshard/testing/value_or_fail.h"
 #include "xshard/text/parser.h"
 
@@ -96,6 +100,62 @@ TEST(ConvPlanGpu, CreateWithoutGpuFailsCleanly) {
   StatusOr<ConvPlan> p = ConvPlan::Create(c.inst(), gpu);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().message().find('\n'), std::string::npos) << p.status().message();
+}
+
+// With a GPU: random operands through ConvPlan against the CPU's direct loop in f64.
+void CheckAgainstCpu(std::string_view x, std::string_view k, std::string_view out,
+                     std::string_view attrs, double tol) {
+  if (!DeviceCount().ok()) {
+    GTEST_SKIP() << NoGpuReason();
+  }
+  Conv c = MakeConv(x, k, out, attrs);
+  const Instruction& inst = c.inst();
+  ConvPlan plan = ValueOrFail(ConvPlan::Create(inst, ValueOrFail(GetDeviceInfo(0))));
+  ASSERT_TRUE(plan.kernel_permutation().empty()) << plan.layout().ToString();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(-1, 1);
+  auto random = [&](const Shape& s) {
+    Array a = Array::Full(DType::kF64, s.dims(), 0);
+    for (int64_t i = 0; i < a.num_elements(); ++i) a.SetDouble(i, u(rng));
+    return a.Convert(s.dtype());
+  };
+  Array xa = random(inst.operand(0)->shape()), ka = random(inst.operand(1)->shape());
+  kernels::ConvolutionParams p;
+  p.window = *inst.attrs().window;
+  p.dims = *inst.attrs().conv_dims;
+  p.feature_group_count = inst.attrs().feature_group_count;
+  Array want = ValueOrFail(kernels::ConvolutionReference(xa.Convert(DType::kF64), ka.Convert(DType::kF64),
+                                                         p, DType::kF64));
+  void *dx = nullptr, *dk = nullptr, *dy = nullptr, *ws = nullptr;
+  const int64_t out_bytes = inst.shape().byte_size();
+  ASSERT_EQ(cudaMalloc(&dx, xa.byte_size()), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dk, ka.byte_size()), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dy, out_bytes), cudaSuccess);
+  if (plan.workspace_bytes() > 0) {
+    ASSERT_EQ(cudaMalloc(&ws, plan.workspace_bytes()), cudaSuccess);
+  }
+  cudaMemcpy(dx, xa.data(), xa.byte_size(), cudaMemcpyHostToDevice);
+  cudaMemcpy(dk, ka.data(), ka.byte_size(), cudaMemcpyHostToDevice);
+  Status run = plan.Run(nullptr, dx, dk, dy, ws);
+  ASSERT_TRUE(run.ok()) << run.message();
+  Array got = Array::Full(inst.shape().dtype(), inst.shape().dims(), 0);
+  ASSERT_EQ(cudaMemcpy(got.data(), dy, out_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (void* q : {dx, dk, dy, ws}) cudaFree(q);
+  Array got64 = got.Convert(DType::kF64);
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    ASSERT_NEAR(got64.GetDouble(i), want.GetDouble(i), tol) << "element " << i << " of " << plan.layout().ToString();
+  }
+}
+
+TEST(ConvPlanGpu, NchwF32HighestMatchesCpu) {
+  CheckAgainstCpu("f32[2,3,9,9]", "f32[8,3,3,3]", "f32[2,8,5,5]",
+                  "window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01, "
+                  "operand_precision={highest,highest}", 1e-4);
+}
+
+TEST(ConvPlanGpu, NhwcF16GroupedMatchesCpu) {
+  CheckAgainstCpu("f16[2,8,8,4]", "f16[4,3,3,2]", "f16[2,6,6,4]",
+                  "window={size=3x3}, dim_labels=b01f_o01i->b01f, feature_group_count=2", 2e-2);
 }
 
 }  // namespace

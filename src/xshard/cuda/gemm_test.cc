@@ -222,6 +222,16 @@ void CheckAgainstCpu(std::string_view lhs, std::string_view rhs, std::string_vie
   }
 }
 
+TEST(GemmPlanGpu, CreateWithoutGpuFailsWithOneLine) {
+  if (DeviceCount().ok()) GTEST_SKIP() << "a GPU is present: the no-GPU path is not reachable";
+  Dot d = MakeDot("f32[4,16]", "f32[16,8]", "f32[4,8]",
+                  "lhs_contracting_dims={1}, rhs_contracting_dims={0}");
+  StatusOr<GemmPlan> p = GemmPlan::Create(d.inst(), DeviceInfo{});
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().message().find('\n'), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find("cuda"), std::string::npos) << p.status().message();
+}
+
 TEST(GemmPlanGpu, F32HighestMatchesCpu) {
   CheckAgainstCpu("f32[64,96]", "f32[48,96]", "f32[64,48]",
                   "lhs_contracting_dims={1}, rhs_contracting_dims={1}, "

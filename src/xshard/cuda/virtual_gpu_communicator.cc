@@ -153,6 +153,14 @@ Status VirtualGpuCommunicator::Finish(int64_t rank, uint64_t handle) {
 }
 
 Status VirtualGpuCommunicator::Run(const CollectiveCall& call, Op& op) {
+  // Any failure aborts the communicator (the first reason wins), so that no peer waits for this
+  // rank at a later rendezvous.
+  Status s = RunOnRank(call, op);
+  if (!s.ok() && call.rank >= 0 && call.rank < num_ranks()) host_->Abort(s);
+  return s;
+}
+
+Status VirtualGpuCommunicator::RunOnRank(const CollectiveCall& call, Op& op) {
   const int64_t n = num_ranks();
   const std::string name(call.op_name.empty() ? CollectiveKindName(op.kind) : call.op_name);
   if (call.rank < 0 || call.rank >= n) {

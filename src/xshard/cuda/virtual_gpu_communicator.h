@@ -86,6 +86,7 @@ class VirtualGpuCommunicator final : public Communicator {
  private:
   explicit VirtualGpuCommunicator(VirtualGpuOptions options);
   Status Run(const CollectiveCall& call, Op& op);
+  Status RunOnRank(const CollectiveCall& call, Op& op);
 
   VirtualGpuOptions options_;
   std::unique_ptr<InProcessCommunicator> host_;

@@ -173,14 +173,18 @@ std::string OpBody(const TypeInfo& info, ReductionKind r) {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-StatusOr<cudaKernel_t> Kernel(const KernelSource& src, int device) {
+// The loaded kernel for (source family, reducer, dtype, GPU), generating the source only the
+// first time (a collective launches one per call, so the lookup must stay cheap).
+template <typename MakeSource>
+StatusOr<cudaKernel_t> Kernel(int family, ReductionKind r, DType t, int device, MakeSource make) {
   static std::mutex mu;
-  static auto* cache = new std::map<std::pair<std::string, int>, cudaKernel_t>();
-  const auto key = std::make_pair(src.code, device);
+  static auto* cache = new std::map<std::tuple<int, int, int, int>, cudaKernel_t>();
+  const auto key = std::make_tuple(family, static_cast<int>(r), static_cast<int>(t), device);
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache->find(key); it != cache->end()) return it->second;
   }
+  XS_ASSIGN_OR_RETURN(KernelSource src, make());
   XS_ASSIGN_OR_RETURN(cudaKernel_t k, LoadKernel(src, device));
   std::lock_guard<std::mutex> lock(mu);
   (*cache)[key] = k;
@@ -342,7 +346,8 @@ Status EnqueueCopy(const CopyJob& job, int device, cudaStream_t stream) {
     args.src[p] = job.src[p];
     args.dst[p] = job.dst[p];
   }
-  XS_ASSIGN_OR_RETURN(cudaKernel_t k, Kernel(CollectiveCopySource(), device));
+  XS_ASSIGN_OR_RETURN(cudaKernel_t k, Kernel(0, ReductionKind::kSum, DType::kU8, device,
+                                              []() -> StatusOr<KernelSource> { return CollectiveCopySource(); }));
   void* params[] = {&args};
   return LaunchKernel(k, Grid(count, pieces), dim3(256), params, 0, stream);
 }
@@ -354,7 +359,6 @@ Status EnqueueReduce(const ReduceJob& job, int device, cudaStream_t stream) {
     return Unimplemented("a virtual-GPU reduction over ", n, " devices: at most ",
                          kMaxCollectivePeers, " are supported");
   }
-  XS_ASSIGN_OR_RETURN(KernelSource src, CollectiveReduceSource(job.reduction, job.dtype));
   const int64_t es = DTypeSize(job.dtype);
   bool vec = (job.row_elements * es) % 16 == 0 && (job.rows == 1 || (job.src_row_stride * es) % 16 == 0) &&
              reinterpret_cast<uintptr_t>(job.out) % 16 == 0;
@@ -372,7 +376,9 @@ Status EnqueueReduce(const ReduceJob& job, int device, cudaStream_t stream) {
   args.rows = job.rows;
   args.row_elems = job.row_elements;
   args.src_row_stride = job.src_row_stride;
-  XS_ASSIGN_OR_RETURN(cudaKernel_t k, Kernel(src, device));
+  XS_ASSIGN_OR_RETURN(cudaKernel_t k, Kernel(1, job.reduction, job.dtype, device, [&] {
+                        return CollectiveReduceSource(job.reduction, job.dtype);
+                      }));
   void* params[] = {&args};
   const int64_t units = job.rows * job.row_elements / (vec ? 16 / es : 1);
   return LaunchKernel(k, Grid(units, 1), dim3(256), params, 0, stream);

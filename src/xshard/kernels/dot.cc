@@ -138,18 +138,6 @@ StatusOr<Array> DotGeneralReference(const Array& lhs, const Array& rhs,
   return out;
 }
 
-std::string BlasCoreTypeToForce(const std::string& corename, bool cpu_has_avx512) {
-  if (!cpu_has_avx512) return "";
-  return corename == "Haswell" || corename == "Zen" ? "SkylakeX" : "";
-}
-
-std::string BlasCoreTypeToForce() {
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
-                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-                      __builtin_cpu_supports("avx512vl");
-  return BlasCoreTypeToForce(openblas_get_corename(), avx512);
-}
-
 void SetBlasThreads(int n) {
   static const int kDefault = openblas_get_num_threads();  // captured once, never changed
   openblas_set_num_threads(n > 0 ? n : kDefault);

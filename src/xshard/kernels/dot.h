@@ -4,8 +4,10 @@
 // transA / transB flags and leading dims (an operand is copied only when no strided view fits);
 // bf16 x bf16 -> bf16 / f32 through oneDNN matmul (f32 accumulation, no widening copies); other
 // float mixes (f16: oneDNN 2.6 has no f16 matmul on CPU) convert to f32, run sgemm, round once;
-// integer and pred results use a naive loop that wraps like XLA. The BLAS / oneDNN thread count
-// is process-wide: see SetBlasThreads.
+// integer and pred results use a naive loop that wraps like XLA. Which library runs which dtype
+// follows the CPU's features (cpu_features.h: f32 goes to oneDNN when the loaded OpenBLAS core is
+// below the CPU; f16 to oneDNN where it has an f16 kernel). Threads: SetBlasThreads, and the
+// device's DeviceThreadShare (parallel.h) when several devices compute at once.
 #ifndef XSHARD_KERNELS_DOT_H_
 #define XSHARD_KERNELS_DOT_H_
 
@@ -75,19 +77,10 @@ class DotPlan {
   std::unique_ptr<Impl> impl_;
 };
 
-// The OPENBLAS_CORETYPE worth forcing on this CPU, or "" when the loaded library's own choice is
-// right. OpenBLAS 0.3.21 (Debian 12) runs AVX-512 CPUs it does not know (AMD Zen 4 / 5) on its
-// Haswell (AVX2) kernels at about half the sgemm speed (DESIGN.md: ~215 vs ~405 GFLOP/s with
-// SkylakeX); this returns "SkylakeX" when the library picked Haswell or Zen and the CPU (and OS)
-// support AVX-512 F / CD / BW / DQ / VL. The variable only acts before the library loads, so the
-// CLI re-executes itself once with it (tools/main.cc).
-std::string BlasCoreTypeToForce();
-// The decision above from its inputs (for tests).
-std::string BlasCoreTypeToForce(const std::string& corename, bool cpu_has_avx512);
-
 // Sets the number of threads OpenBLAS uses for every GEMM in this process
-// (openblas_set_num_threads). The single-device executor uses all cores; N virtual devices
-// each running their own GEMMs should use 1 (measured: P devices x 1 thread loses only a few %).
+// (openblas_set_num_threads). The single-device executor uses the thread budget; a run of N
+// devices at once uses 1, and each device splits its big GEMMs over its DeviceThreadShare on
+// xshard's pool (concurrent multi-threaded callers queue on OpenBLAS's one thread server).
 // n <= 0 restores the library default (OPENBLAS_NUM_THREADS or the core count).
 void SetBlasThreads(int n);
 // The thread count OpenBLAS currently uses.

@@ -11,6 +11,7 @@
 
 #include "xshard/kernels/dot.h"
 #include "xshard/core/allocation_failure.h"
+#include "xshard/kernels/cpu_features.h"
 #include "xshard/kernels/elementwise.h"
 #include "xshard/kernels/numeric.h"
 #include "xshard/kernels/onednn_matmul.h"
@@ -197,21 +198,22 @@ std::vector<int64_t> FreeDims(int rank, const std::vector<int64_t>& batch,
 
 template <typename T>
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-          int64_t ldb, T* c) {
+          int64_t ldb, T* c, int64_t ldc) {
   const auto trans_a = ta ? CblasTrans : CblasNoTrans;
   const auto trans_b = tb ? CblasTrans : CblasNoTrans;
   const blasint M = static_cast<blasint>(m), N = static_cast<blasint>(n), K = static_cast<blasint>(k);
   const blasint LA = static_cast<blasint>(lda), LB = static_cast<blasint>(ldb);
+  const blasint LC = static_cast<blasint>(ldc);
   if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, trans_a, trans_b, M, N, K, 1.0f, a, LA, b, LB, 0.0f, c, N);
+    cblas_sgemm(CblasRowMajor, trans_a, trans_b, M, N, K, 1.0f, a, LA, b, LB, 0.0f, c, LC);
   } else if constexpr (std::is_same_v<T, double>) {
-    cblas_dgemm(CblasRowMajor, trans_a, trans_b, M, N, K, 1.0, a, LA, b, LB, 0.0, c, N);
+    cblas_dgemm(CblasRowMajor, trans_a, trans_b, M, N, K, 1.0, a, LA, b, LB, 0.0, c, LC);
   } else if constexpr (std::is_same_v<T, std::complex<float>>) {
     const T one(1), zero(0);
-    cblas_cgemm(CblasRowMajor, trans_a, trans_b, M, N, K, &one, a, LA, b, LB, &zero, c, N);
+    cblas_cgemm(CblasRowMajor, trans_a, trans_b, M, N, K, &one, a, LA, b, LB, &zero, c, LC);
   } else {
     const T one(1), zero(0);
-    cblas_zgemm(CblasRowMajor, trans_a, trans_b, M, N, K, &one, a, LA, b, LB, &zero, c, N);
+    cblas_zgemm(CblasRowMajor, trans_a, trans_b, M, N, K, &one, a, LA, b, LB, &zero, c, LC);
   }
 }
 
@@ -238,6 +240,22 @@ void NaiveGemm(const DotPlan::Impl& p, const std::byte* a, const std::byte* b, s
 // fewest rows a block has.
 constexpr int64_t kGemmBlockWork = int64_t{1} << 30;
 constexpr int64_t kGemmBlockRows = 1024;
+// A device sharing the cores with other devices splits its GEMM over its DeviceThreadShare into
+// blocks of at least this many multiply-adds (~1 ms on one AVX-512 core, against a pool wake-up
+// of ~30 us) and kSplitMinDim rows or columns.
+constexpr int64_t kSplitMinWork = int64_t{1} << 26;
+constexpr int64_t kSplitMinDim = 64;
+
+// Blocks a BLAS product is split into for the calling device (1: one call, as OpenBLAS threads
+// it). Only when other devices compute at once: then OpenBLAS runs single-threaded and the blocks
+// go to xshard's pool, each a one-thread call.
+int64_t GemmSplits(const DotPlan::Impl& p) {
+  const DeviceThreadShare share = CurrentDeviceThreadShare();
+  if (!share.concurrent || share.threads <= 1) return 1;
+  const int64_t work = p.m * p.n * p.k;
+  return std::max<int64_t>(1, std::min<int64_t>({share.threads, work / kSplitMinWork,
+                                                 std::max(p.m, p.n) / kSplitMinDim}));
+}
 
 // One [m, n] (or, for oneDNN, the innermost batch dim at once) product at the given pointers.
 
@@ -248,7 +266,9 @@ Status RunOne(DotPlan::Engine engine, const DotPlan::Impl& p, const std::byte* a
       // A parallel region costs a thread wake-up (~30 us, far more on a loaded machine): small
       // products run on the calling thread alone (measured 64^3: 0.8 us on 1 thread, 2.8 us on
       // 2 once warm, milliseconds while the second thread is descheduled).
-      const int64_t threads = std::min<int64_t>(BlasThreads(), 1 + p.onednn_work / kOneDnnWorkPerThread);
+      const DeviceThreadShare share = CurrentDeviceThreadShare();
+      const int64_t budget = share.threads > 0 ? share.threads : BlasThreads();
+      const int64_t threads = std::min<int64_t>(budget, 1 + p.onednn_work / kOneDnnWorkPerThread);
       return p.onednn->Run(a, b, c, static_cast<int>(threads));
     }
     case DotPlan::Engine::kBlas: {
@@ -257,18 +277,43 @@ Status RunOne(DotPlan::Engine engine, const DotPlan::Impl& p, const std::byte* a
       // Each block packs B again (N x K copies against rows x N x K multiply-adds), so blocks have
       // at least kGemmBlockRows rows: f32 4096x2048x2048 on one thread (4 blocks) measured 707 ms
       // median against 696 ms unblocked, inside the +-3 % noise of interleaved runs.
-      const int64_t per_row = std::max<int64_t>(1, p.n * p.k);
-      const int64_t rows =
-          p.m > kGemmBlockWork / per_row ? std::max<int64_t>(kGemmBlockRows, kGemmBlockWork / per_row) : p.m;
+      //
+      // Split over the device's threads (GemmSplits), the larger of m and n is cut, so that the
+      // operand each block packs again (all of B for row blocks, all of A for column blocks) is
+      // the smaller one.
+      const int64_t splits = GemmSplits(p);
+      const bool by_rows = p.m >= p.n;
+      const int64_t span = by_rows ? p.m : p.n;
       auto call = [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* A = reinterpret_cast<const T*>(a);
-        for (int64_t r0 = 0; r0 < p.m; r0 += rows) {
-          if (r0 > 0 && Interrupted()) return;  // the output is unfinished and dropped
-          Gemm<T>(p.lhs.trans, p.rhs.trans, std::min(rows, p.m - r0), p.n, p.k,
-                  A + (p.lhs.trans ? r0 : r0 * p.lhs.ld), p.lhs.ld, reinterpret_cast<const T*>(b),
-                  p.rhs.ld, reinterpret_cast<T*>(c) + r0 * p.n);
+        const T* B = reinterpret_cast<const T*>(b);
+        T* C = reinterpret_cast<T*>(c);
+        // Rows [m0, m1) x columns [n0, n1) of C, in row blocks of at most kGemmBlockWork.
+        auto block = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+          const int64_t per_row = std::max<int64_t>(1, (n1 - n0) * p.k);
+          const int64_t rows = m1 - m0 > kGemmBlockWork / per_row
+                                   ? std::max<int64_t>(kGemmBlockRows, kGemmBlockWork / per_row)
+                                   : m1 - m0;
+          for (int64_t r0 = m0; r0 < m1; r0 += rows) {
+            if (r0 > m0 && Interrupted()) return;  // the output is unfinished and dropped
+            Gemm<T>(p.lhs.trans, p.rhs.trans, std::min(rows, m1 - r0), n1 - n0, p.k,
+                    A + (p.lhs.trans ? r0 : r0 * p.lhs.ld), p.lhs.ld,
+                    B + (p.rhs.trans ? n0 * p.rhs.ld : n0), p.rhs.ld, C + r0 * p.n + n0, p.n);
+          }
+        };
+        if (splits <= 1) {
+          block(0, p.m, 0, p.n);
+          return;
         }
+        ParallelFor(splits, static_cast<int>(splits), [&](int64_t i) {
+          const int64_t lo = span * i / splits, hi = span * (i + 1) / splits;
+          if (by_rows) {
+            block(lo, hi, 0, p.n);
+          } else {
+            block(0, p.m, lo, hi);
+          }
+        });
       };
       switch (p.compute) {
         case DType::kF32: call(TypeTag<float>{}); break;
@@ -292,6 +337,15 @@ Status RunOne(DotPlan::Engine engine, const DotPlan::Impl& p, const std::byte* a
 // scales them over threads well. XSHARD_F32_ONEDNN=0 / 1 forces the choice (A/B runs).
 constexpr int64_t kOneDnnF32MaxWork = int64_t{1} << 30;
 
+// When the loaded OpenBLAS core is below the CPU (a VM hiding its model, a user's
+// OPENBLAS_CORETYPE, the Python module, which cannot re-execute itself), f32 goes to oneDNN at
+// every size: 2048^3 on this Zen 4 with OpenBLAS forced to Prescott took 518 ms against 179 ms
+// through oneDNN on one thread.
+bool OpenBlasBelowCpu() {
+  static const bool below = HostGemmPath().f32 == GemmLibrary::kOneDnn;
+  return below;
+}
+
 bool UseOneDnnForF32(int64_t work) {
   static const int forced = [] {
     const char* v = std::getenv("XSHARD_F32_ONEDNN");
@@ -299,7 +353,15 @@ bool UseOneDnnForF32(int64_t work) {
   }();
   static const bool supported = OneDnnMatmul::Supports(DType::kF32);
   if (forced >= 0) return forced == 1 && supported;
+  if (work > 0 && OpenBlasBelowCpu()) return supported;
   return work > 0 && work <= kOneDnnF32MaxWork && supported;
+}
+
+// f16 x f16 through oneDNN where it has a non-reference f16 kernel (AVX512_FP16 CPUs with a
+// oneDNN that has one; oneDNN 2.6 on AVX-512 without FP16 has none, so f16 runs on f32 copies).
+bool OneDnnF16() {
+  static const bool yes = HostGemmPath().f16 == HalfPath::kOneDnn;
+  return yes;
 }
 
 bool FitsBlasInt(std::initializer_list<int64_t> values) {
@@ -334,14 +396,23 @@ StatusOr<std::shared_ptr<const DotPlan>> DotPlan::Create(const Shape& lhs, const
 
   // Engine and compute types.
   const bool half_result = result == DType::kF16 || result == DType::kBF16;
-  const bool bf16_operands = lhs.dtype() == DType::kBF16 && rhs.dtype() == DType::kBF16;
+  // bf16 x bf16 -> bf16 / f32 and (where oneDNN has the kernel) f16 x f16 -> f16 / f32.
+  const bool half_onednn =
+      (lhs.dtype() == DType::kBF16 && rhs.dtype() == DType::kBF16 &&
+       (result == DType::kBF16 || result == DType::kF32)) ||
+      (lhs.dtype() == DType::kF16 && rhs.dtype() == DType::kF16 &&
+       (result == DType::kF16 || result == DType::kF32) && OneDnnF16());
   Engine engine;
   const bool f32_operands = lhs.dtype() == DType::kF32 && rhs.dtype() == DType::kF32;
-  if (bf16_operands && (result == DType::kBF16 || result == DType::kF32)) {
+  // f32 products through oneDNN; other mixes computed in f32 join them when OpenBLAS is below
+  // the CPU (their operands are converted to f32 copies first, as for OpenBLAS).
+  const bool f32_route = (f32_operands && result == DType::kF32) ||
+                         ((half_result || result == DType::kF32) && OpenBlasBelowCpu());
+  if (half_onednn) {
     engine = Engine::kOneDnn;
-    p.compute = DType::kBF16;
+    p.compute = lhs.dtype();
     p.out_compute = result;
-  } else if (f32_operands && result == DType::kF32 && UseOneDnnForF32(p.batch * p.m * p.n * p.k)) {
+  } else if (f32_route && UseOneDnnForF32(p.batch * p.m * p.n * p.k)) {
     engine = Engine::kOneDnn;
     p.compute = p.out_compute = DType::kF32;
   } else if (half_result || result == DType::kF32 || result == DType::kF64 ||
@@ -429,8 +500,9 @@ StatusOr<std::shared_ptr<const DotPlan>> DotPlan::Create(const Shape& lhs, const
       // planned above
     } else if (p.compute == DType::kF32) {
       // f32 through oneDNN only where its brgemm kernel takes the operands as they lie: every
-      // other case is OpenBLAS's (no copies, no reference kernel).
-      if (mm.ok() && *mm && (*mm)->impl().rfind("brg", 0) != 0) mm = Internal("not brgemm");
+      // other case is OpenBLAS's (no copies, no reference kernel). Below-CPU OpenBLAS loses to
+      // any of oneDNN's jit kernels (gemm:jit too).
+      if (mm.ok() && *mm && (*mm)->impl().rfind("brg", 0) != 0 && !OpenBlasBelowCpu()) mm = Internal("not brgemm");
     } else if (!mm.ok()) {  // a layout only oneDNN's reference kernel takes: copy the operands dense
       XS_RETURN_IF_ERROR(plan_operands(true));
       mm = make();

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "xshard/kernels/cpu_features.h"
 #include "xshard/kernels/dot.h"
 #include "xshard/kernels/elementwise.h"
 #include "xshard/kernels/onednn_matmul.h"
@@ -263,7 +264,9 @@ TEST(DotPlan, F32EngineByProblemSize) {
   ExpectClose(*(*small)->Run(a, b), *DotGeneralReference(a, b, dn, f), 1e-5, 1e-5, (*small)->ToString());
   auto big = DotPlan::Create(Shape(f, {2048, 2048}), Shape(f, {2048, 2048}), Dn({}, {}, {1}, {0}), f);
   ASSERT_TRUE(big.ok());
-  EXPECT_EQ((*big)->engine(), DotPlan::Engine::kBlas) << (*big)->ToString();
+  // OpenBLAS below the CPU (e.g. OPENBLAS_CORETYPE=Prescott): every f32 size goes to oneDNN.
+  const bool below = HostGemmPath().f32 == GemmLibrary::kOneDnn;
+  EXPECT_EQ((*big)->engine(), below ? DotPlan::Engine::kOneDnn : DotPlan::Engine::kBlas) << (*big)->ToString();
 }
 
 TEST(DotPlan, ConcurrentRunsOfOnePlanAgree) {
@@ -312,12 +315,37 @@ TEST(DotPlan, RejectsMismatchedOperandsAtRun) {
   EXPECT_NE(twice.status().message().find("listed twice"), std::string::npos) << twice.status().message();
 }
 
-TEST(BlasCoreType, ForcesSkylakeXOnlyForAvx2KernelsOnAvx512Cpus) {
-  EXPECT_EQ(BlasCoreTypeToForce("Haswell", true), "SkylakeX");
-  EXPECT_EQ(BlasCoreTypeToForce("Zen", true), "SkylakeX");
-  EXPECT_EQ(BlasCoreTypeToForce("Haswell", false), "");
-  EXPECT_EQ(BlasCoreTypeToForce("SkylakeX", true), "");
-  EXPECT_EQ(BlasCoreTypeToForce("Cooperlake", true), "");
+// A device sharing the cores with other devices splits a big BLAS product into row blocks
+// (m >= n) or column blocks (n > m) on the pool, each a one-thread call: same values as one call.
+TEST(DotPlan, SplitOverTheDeviceThreadShareMatchesOneCall) {
+  std::mt19937 rng(29);
+  const int saved = BlasThreads();
+  struct Split {
+    std::vector<int64_t> lhs, rhs;
+    DotDimensionNumbers dn;
+  };
+  const Split cases[] = {
+      {{800, 1024}, {1024, 400}, Dn({}, {}, {1}, {0})},  // rows: A N, B N
+      {{1024, 300}, {520, 1024}, Dn({}, {}, {0}, {1})},  // columns: A T, B T
+      {{300, 1024}, {1024, 520}, Dn({}, {}, {1}, {0})},  // columns: A N, B N
+      {{2, 512, 1024}, {2, 1024, 300}, Dn({0}, {0}, {2}, {1})},  // batched
+  };
+  for (const Split& c : cases) {
+    const Array lhs = Random(DType::kF64, c.lhs, rng), rhs = Random(DType::kF64, c.rhs, rng);
+    auto plan = DotPlan::Create(lhs.shape(), rhs.shape(), c.dn, DType::kF64);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    ASSERT_EQ((*plan)->engine(), DotPlan::Engine::kBlas);
+    SetBlasThreads(1);
+    auto whole = (*plan)->Run(lhs, rhs);
+    ASSERT_TRUE(whole.ok()) << whole.status().message();
+    for (int threads : {2, 3, 5}) {
+      ScopedDeviceThreadShare share({threads, /*concurrent=*/true});
+      auto split = (*plan)->Run(lhs, rhs);
+      ASSERT_TRUE(split.ok()) << split.status().message();
+      ExpectClose(*split, *whole, 1e-12, 1e-12, StrCat((*plan)->ToString(), " threads=", threads));
+    }
+  }
+  SetBlasThreads(saved);
 }
 
 TEST(Transpose, TiledMatchesReferenceForRandomPermutationsAndElementSizes) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -18,6 +19,9 @@ namespace xs::kernels {
 namespace {
 
 thread_local const std::atomic<bool>* t_interrupt = nullptr;
+thread_local DeviceThreadShare t_share;
+
+constexpr int kMaxWorkers = 1024;
 
 bool IsSet(const std::atomic<bool>* flag) { return flag != nullptr && flag->load(std::memory_order_relaxed); }
 
@@ -25,6 +29,7 @@ struct Loop {
   const std::function<void(int64_t)>* fn = nullptr;
   int64_t n = 0;
   const std::atomic<bool>* interrupt = nullptr;  // the caller's stop flag, seen by every worker
+  DeviceThreadShare share;                         // the caller's, seen by every worker
   std::atomic<int64_t> next{0};
   int wanted = 0;  // workers still to join (guarded by the pool mutex)
   int active = 0;  // workers inside Work (guarded by the pool mutex)
@@ -34,7 +39,9 @@ struct Loop {
 
 void Work(Loop& loop) {
   const std::atomic<bool>* saved = t_interrupt;
+  const DeviceThreadShare saved_share = t_share;
   t_interrupt = loop.interrupt;  // kernels nested in fn poll the caller's flag
+  t_share = loop.share;
   for (;;) {
     const int64_t i = loop.next.fetch_add(1, std::memory_order_relaxed);
     if (i >= loop.n || IsSet(loop.interrupt)) break;
@@ -47,21 +54,27 @@ void Work(Loop& loop) {
     }
   }
   t_interrupt = saved;
+  t_share = saved_share;
 }
 
 class Pool {
  public:
-  // Runs `loop` with up to `helpers` workers besides the calling thread.
+  // Runs `loop` with up to `helpers` workers besides the calling thread. Concurrent callers (the
+  // devices of one run) each get their own helpers: the pool grows until its idle workers cover
+  // every queued loop's wanted helpers.
   void Run(Loop& loop, int helpers) {
     {
       std::unique_lock<std::mutex> l(mu_);
-      while (static_cast<int>(workers_.size()) < helpers) {
+      int wanted = helpers;
+      for (const Loop* q : queue_) wanted += q->wanted;
+      while (static_cast<int>(workers_.size()) - busy_ < wanted &&
+             static_cast<int>(workers_.size()) < kMaxWorkers) {
         try {
           workers_.emplace_back([this] { WorkerMain(); });
         } catch (const std::system_error&) {
           // No thread to be had (ulimit -v / -u, a cgroup's pids limit): run with the workers
           // there are; the calling thread alone finishes the loop if there are none.
-          helpers = static_cast<int>(workers_.size());
+          helpers = std::min(helpers, static_cast<int>(workers_.size()));
           break;
         }
       }
@@ -88,10 +101,12 @@ class Pool {
       work_cv_.wait(l, [&] { return !queue_.empty(); });
       Loop* loop = queue_.front();
       ++loop->active;
+      ++busy_;
       if (--loop->wanted <= 0) queue_.pop_front();
       l.unlock();
       Work(*loop);
       l.lock();
+      --busy_;
       if (--loop->active == 0) done_cv_.notify_all();
     }
   }
@@ -99,6 +114,7 @@ class Pool {
   std::mutex mu_;
   std::condition_variable work_cv_, done_cv_;
   std::deque<Loop*> queue_;
+  int busy_ = 0;  // workers inside a loop
   std::vector<std::thread> workers_;  // never joined: the pool lives as long as the process
 };
 
@@ -111,15 +127,47 @@ constexpr int kMaxThreads = 256;
 
 }  // namespace
 
+namespace {
+
+constexpr int64_t kMaxBudget = 4096;
+
+// XSHARD_NUM_THREADS: 0 when unset, -1 when not a whole number from 1 to kMaxBudget.
+int64_t BudgetFromEnv(const char** text) {
+  const char* v = std::getenv("XSHARD_NUM_THREADS");
+  *text = v;
+  if (v == nullptr || *v == 0) return 0;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  return *end == 0 && n >= 1 && n <= kMaxBudget ? n : -1;
+}
+
+}  // namespace
+
 int CoreCount() {
   static const int cores = [] {
     cpu_set_t set;
     CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    int n = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) n = std::max(1, CPU_COUNT(&set));
+    const char* text = nullptr;
+    const int64_t budget = BudgetFromEnv(&text);
+    return budget > 0 ? static_cast<int>(budget) : n;
   }();
   return cores;
 }
+
+Status CheckThreadBudgetEnv() {
+  const char* text = nullptr;
+  if (BudgetFromEnv(&text) >= 0) return OkStatus();
+  return InvalidArgument("XSHARD_NUM_THREADS='", text, "' is not a thread count: set a whole number from 1 to ",
+                         kMaxBudget, ", or unset it to use every core");
+}
+
+ScopedDeviceThreadShare::ScopedDeviceThreadShare(DeviceThreadShare share) : saved_(t_share) { t_share = share; }
+
+ScopedDeviceThreadShare::~ScopedDeviceThreadShare() { t_share = saved_; }
+
+DeviceThreadShare CurrentDeviceThreadShare() { return t_share; }
 
 void ParallelFor(int64_t n, int threads, const std::function<void(int64_t)>& fn) {
   if (n <= 0) return;
@@ -132,6 +180,7 @@ void ParallelFor(int64_t n, int threads, const std::function<void(int64_t)>& fn)
   loop.fn = &fn;
   loop.n = n;
   loop.interrupt = t_interrupt;
+  loop.share = t_share;
   ThePool().Run(loop, threads - 1);
   if (loop.error) std::rethrow_exception(loop.error);
 }

@@ -13,8 +13,37 @@
 
 namespace xs::kernels {
 
-// Cores this process may run on (sched_getaffinity; at least 1).
+// The process's thread budget: the cores it may run on (sched_getaffinity), or
+// XSHARD_NUM_THREADS when that is set to a whole number from 1 to 4096. Every executor splits this
+// among the devices that compute at once (devices x threads each <= the budget).
 int CoreCount();
+// OK when XSHARD_NUM_THREADS is unset or a whole number from 1 to 4096; else an error naming the
+// value and the fix (CoreCount ignores such a value).
+Status CheckThreadBudgetEnv();
+
+// The threads the device computing on this thread may use inside one op, and whether other
+// devices compute at the same time. The SPMD executor sets it on each device's thread for a run;
+// kernels that call a library with its own threads read it: with `concurrent` set, OpenBLAS runs
+// single-threaded (its pthread build serves every caller from one shared thread server, so
+// concurrent multi-threaded callers queue behind each other) and a big GEMM is split into
+// `threads` blocks on this pool instead; oneDNN gets `threads` OpenMP threads of the device's
+// own team. Pool workers running a loop see the caller's share.
+struct DeviceThreadShare {
+  int threads = 0;  // 0: none set (the process-wide BLAS thread count applies)
+  bool concurrent = false;
+};
+class ScopedDeviceThreadShare {
+ public:
+  explicit ScopedDeviceThreadShare(DeviceThreadShare share);
+  ~ScopedDeviceThreadShare();
+  ScopedDeviceThreadShare(const ScopedDeviceThreadShare&) = delete;
+  ScopedDeviceThreadShare& operator=(const ScopedDeviceThreadShare&) = delete;
+
+ private:
+  DeviceThreadShare saved_;
+};
+// The calling thread's share (threads 0 when none is set).
+DeviceThreadShare CurrentDeviceThreadShare();
 
 // Calls fn(i) exactly once for each i in [0, n), on up to `threads` threads (the caller counts as
 // one; threads <= 1 or n <= 1 runs inline in order). Returns when every call has finished. An
@@ -42,7 +71,8 @@ class ScopedInterrupt {
 // True once the calling thread's stop flag is set (false without one). Cheap: one relaxed load.
 bool Interrupted();
 
-// Workers the pool has started so far (for tests; grows to the largest `threads` - 1 requested).
+// Workers the pool has started so far (for tests; grows to the helpers that concurrent callers
+// want at once: the sum of their `threads` - 1).
 int PoolWorkerCount();
 
 }  // namespace xs::kernels

@@ -1,9 +1,13 @@
 // Tests of the process thread pool: every index exactly once, errors propagate, nesting and
-// concurrent callers finish.
+// concurrent callers finish, each concurrent caller gets its threads; the device thread share and
+// the XSHARD_NUM_THREADS check.
 #include "xshard/kernels/parallel.h"
 
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -111,6 +115,57 @@ TEST(ParallelFor, StopsStartingCallsOnceTheCallersFlagIsSet) {
 }
 
 TEST(ParallelFor, CoreCountIsPositive) { EXPECT_GE(CoreCount(), 1); }
+
+// Devices calling at once each get their own helpers: 6 callers x 3 threads = 18 calls that can
+// only finish if all 18 run at the same time (the pool must grow past one caller's wants).
+TEST(ParallelFor, ConcurrentCallersEachGetTheirThreads) {
+  constexpr int kCallers = 6, kThreads = 3, kAll = kCallers * kThreads;
+  std::atomic<int> arrived{0};
+  std::atomic<int> met{0};
+  auto rendezvous = [&](int64_t) {
+    arrived.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (arrived.load() < kAll && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    if (arrived.load() >= kAll) met.fetch_add(1);
+  };
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c) callers.emplace_back([&] { ParallelFor(kThreads, kThreads, rendezvous); });
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(met.load(), kAll);
+  EXPECT_GE(PoolWorkerCount(), kCallers * (kThreads - 1));
+}
+
+TEST(ParallelFor, WorkersSeeTheCallersDeviceThreadShare) {
+  ScopedDeviceThreadShare share({3, /*concurrent=*/true});
+  std::atomic<int> wrong{0};
+  ParallelFor(64, 4, [&](int64_t) {
+    const DeviceThreadShare seen = CurrentDeviceThreadShare();
+    if (seen.threads != 3 || !seen.concurrent) wrong.fetch_add(1);
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  });
+  EXPECT_EQ(wrong.load(), 0);
+  {
+    ScopedDeviceThreadShare inner({1, false});
+    EXPECT_EQ(CurrentDeviceThreadShare().threads, 1);
+  }
+  EXPECT_EQ(CurrentDeviceThreadShare().threads, 3);
+}
+
+TEST(ParallelFor, ThreadBudgetEnvIsCheckedNamingTheValue) {
+  const char* saved = std::getenv("XSHARD_NUM_THREADS");
+  const std::string keep = saved ? saved : "";
+  setenv("XSHARD_NUM_THREADS", "two", 1);
+  Status bad = CheckThreadBudgetEnv();
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("XSHARD_NUM_THREADS='two'"), std::string::npos) << bad.message();
+  setenv("XSHARD_NUM_THREADS", "0", 1);
+  EXPECT_FALSE(CheckThreadBudgetEnv().ok());
+  setenv("XSHARD_NUM_THREADS", "3", 1);
+  EXPECT_TRUE(CheckThreadBudgetEnv().ok());
+  unsetenv("XSHARD_NUM_THREADS");
+  EXPECT_TRUE(CheckThreadBudgetEnv().ok());
+  if (saved) setenv("XSHARD_NUM_THREADS", keep.c_str(), 1);
+}
 
 }  // namespace
 }  // namespace xs::kernels

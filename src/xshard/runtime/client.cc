@@ -9,6 +9,7 @@
 #include <malloc.h>
 
 #include "xshard/kernels/compute_gate.h"
+#include "xshard/kernels/parallel.h"
 #include "xshard/runtime/device_threads.h"
 #include "xshard/comm/inprocess_communicator.h"
 #include "xshard/mpi/mpi_communicator.h"
@@ -92,7 +93,9 @@ StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
     return InvalidArgument("the collective timeout must be positive, got ",
                            options.collective_timeout.count(), " ms");
   }
-  const int64_t cores = options.num_cores > 0 ? options.num_cores : AvailableCores();
+  // The thread budget: the cores this process may use, or XSHARD_NUM_THREADS (kernels::CoreCount).
+  XS_RETURN_IF_ERROR(kernels::CheckThreadBudgetEnv());
+  const int64_t cores = options.num_cores > 0 ? options.num_cores : kernels::CoreCount();
   ReturnBigBuffersToTheSystem();
   return std::unique_ptr<Client>(new Client(std::move(options), cores));
 }

@@ -46,7 +46,7 @@ struct ClientOptions {
   std::chrono::milliseconds collective_timeout{30000};
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kDirect;
   int64_t device_memory_limit = 0;  // bytes per device; 0 = unlimited
-  int64_t num_cores = 0;            // 0: the cores this process may use
+  int64_t num_cores = 0;            // 0: the cores this process may use, or XSHARD_NUM_THREADS
   std::optional<WaitPolicy> wait_policy;  // default: DefaultWaitPolicy(devices, cores)
   int64_t eager_bytes = 64 * 1024;        // see InProcessOptions::eager_bytes
   // Devices spread over MPI processes (Client::CreateMpi sets it): process p hosts devices

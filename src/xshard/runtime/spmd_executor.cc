@@ -1,5 +1,6 @@
 // SpmdExecutable: one plan shared by every device, one Executable::Run per device thread with its
 // partition / replica id and a CollectiveRunner over the run's Communicator.
+#include <algorithm>
 #include <functional>
 
 #include "xshard/ir/attributes.h"
@@ -11,6 +12,7 @@
 #include "xshard/comm/collectives.h"
 #include "xshard/comm/communicator.h"
 #include "xshard/kernels/compute_gate.h"
+#include "xshard/kernels/parallel.h"
 #include "xshard/comm/replica_groups.h"
 #include "xshard/exec/run_monitor.h"
 
@@ -127,11 +129,17 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
                                       return d >= static_cast<int64_t>(devices.size()) ||
                                              client.IsLocal(devices[d]);
                                     }));
-  // OpenBLAS's thread count is process-wide: set it here, while no device runs.
-  // Devices computing at once in this process (MPI mode: this process's share).
+  // One thread budget (client.num_cores(): the cores, or XSHARD_NUM_THREADS) split among the
+  // devices computing at once in this process (MPI mode: this process's share); --blas-threads
+  // caps a device's GEMM threads, never raises them past its share. OpenBLAS's thread count is
+  // process-wide (set here, while no device runs): 1 when several devices run, since its pthread
+  // build serves every caller from one thread server and concurrent multi-threaded callers queue;
+  // each device then splits its big GEMMs over its share on xshard's pool (DeviceThreadShare).
   const int64_t running = client.distributed() ? client.options().devices_per_process : n;
-  kernels::SetBlasThreads(options.blas_threads > 0 ? options.blas_threads
-                                                   : static_cast<int>(client.IntraOpThreads(running)));
+  const int64_t fair_share = client.IntraOpThreads(running);
+  const int gemm_threads = static_cast<int>(
+      options.blas_threads > 0 ? std::min<int64_t>(options.blas_threads, fair_share) : fair_share);
+  kernels::SetBlasThreads(running > 1 ? 1 : gemm_threads);
 
   SpmdResult result;
   result.outputs.resize(n);
@@ -150,7 +158,8 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
     o.collectives = &runner;
     o.max_while_iterations = options.max_while_iterations;
     o.compute_gate = gate;
-    o.intra_op_threads = static_cast<int>(client.IntraOpThreads(running));
+    o.intra_op_threads = static_cast<int>(fair_share);
+    kernels::ScopedDeviceThreadShare share({gemm_threads, /*concurrent=*/running > 1});
     RunMonitor* monitor = options.monitor != nullptr && rank < options.monitor->num_devices() ? options.monitor : nullptr;
     if (monitor != nullptr) {
       o.monitor = monitor;

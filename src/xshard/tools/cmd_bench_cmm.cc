@@ -12,6 +12,7 @@
 
 #include "xshard/cmm/cmm.h"
 #include "xshard/kernels/dot.h"
+#include "xshard/kernels/cpu_features.h"
 #include "xshard/runtime/client.h"
 #include "xshard/sharding/mesh.h"
 #include "xshard/tools/cli.h"
@@ -160,6 +161,7 @@ Status RunBenchCmm(const BenchCmmFlags& f) {
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(CliClientOptions(rows * cols)));
   std::vector<Outcome> done;
   double worst = 0;
+  std::cout << kernels::CpuAndGemmLine() << "\n\n";
   for (const cmm::CmmSpec& spec : specs) {
     if (Status s = cmm::Validate(spec); !s.ok()) {
       if (!several) return s;

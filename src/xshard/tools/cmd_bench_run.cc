@@ -19,6 +19,7 @@
 #include "xshard/runtime/device.h"
 #include "xshard/runtime/device_assignment.h"
 #include "xshard/exec/executable.h"
+#include "xshard/kernels/cpu_features.h"
 #include "xshard/runtime/spmd_executor.h"
 #include "xshard/runtime/spmd_executor_io.h"
 #include "xshard/tools/cli.h"
@@ -104,7 +105,8 @@ void PrintStats(const BenchRunFlags& f, const std::string& what, const Timings& 
   const std::vector<double>& ms = timings.ms;
   const LatencyStats stats = ComputeLatencyStats(ms);
   std::cout << f.run.file << ": " << what << ", " << f.warmup << " warmup, " << ms.size()
-            << " timed iterations\n\n";
+            << " timed iterations\n"
+            << kernels::CpuAndGemmLine() << "\n\n";
   PrintLatencyTable(std::cout, stats);
   if (f.samples) {
     std::cout << "samples_ms=";
@@ -271,7 +273,7 @@ Command AddBenchRunCommand(CLI::App& bench) {
                 "Timed calls (default: adaptive, at least 10 calls and 1 s; a slow module stops at\n"
                 "3 calls once 10 s have passed)")
       ->check(IntegerRangeCheck(1, kMaxBenchCalls));
-  r->add_option("--blas-threads", flags->run.blas_threads, "OpenBLAS threads (default: cores / devices)")
+  r->add_option("--blas-threads", flags->run.blas_threads, "GEMM threads per device, at most its share of the thread budget (default: cores or XSHARD_NUM_THREADS / devices)")
       ->check(IntegerRangeCheck(0, 1024));
   AddRunPropagationFlags(r, flags->run);
   AddTimeoutFlag(r, flags->run.timeout);

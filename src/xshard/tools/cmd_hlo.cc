@@ -12,6 +12,7 @@
 #include "xshard/jit/sharded_program.h"
 #include "xshard/runtime/client.h"
 #include "xshard/exec/executable.h"
+#include "xshard/kernels/parallel.h"
 #include "xshard/runtime/spmd_executor.h"
 #include "xshard/runtime/spmd_executor_io.h"
 #include "xshard/text/printer.h"
@@ -66,8 +67,8 @@ Status SaveNpy(const std::filesystem::path& dir, const std::string& name, const 
 ExecuteOptions OneDeviceOptions(const RunFlags& f, RunMonitor* monitor) {
   ExecuteOptions options;
   options.monitor = monitor;
-  options.blas_threads = f.blas_threads > 0 ? f.blas_threads
-                                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // The thread budget (the cores, or XSHARD_NUM_THREADS); --blas-threads may lower it.
+  options.blas_threads = f.blas_threads > 0 ? std::min(f.blas_threads, kernels::CoreCount()) : kernels::CoreCount();
   options.max_while_iterations = f.max_while_iterations;
   return options;
 }
@@ -267,7 +268,7 @@ void AddHloCommands(CLI::App& root, CommandList& commands) {
   r->add_option("--random-args", run->random_seed, "Random inputs from this seed instead of --args")->check(NonNegativeIntegerCheck());
   r->add_option("--save", run->save_dir, "Write output leaf i to DIR/out<i>.npy (DIR is created)");
   r->add_flag("--print", run->print, "Print every output's values");
-  r->add_option("--blas-threads", run->blas_threads, "OpenBLAS threads for dot / convolution (default: all cores)")
+  r->add_option("--blas-threads", run->blas_threads, "OpenBLAS threads for dot / convolution, at most the thread budget (default: all cores, or XSHARD_NUM_THREADS)")
       ->check(IntegerRangeCheck(0, 1024));
   r->add_option("--max-while-iterations", run->max_while_iterations,
                 "Fail a while loop that runs longer than this (default: no limit)")
