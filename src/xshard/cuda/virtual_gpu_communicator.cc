@@ -4,57 +4,20 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
 
 #include "xshard/comm/inprocess_communicator.h"
 #include "xshard/cuda/cuda_status.h"
+#include "xshard/cuda/virtual_gpu_communicator_internal.h"
 #include "xshard/cuda/virtual_gpu_kernels.h"
 
 namespace xs::cuda {
 
-struct VirtualGpuCommunicator::Rank {
-  cudaStream_t compute = nullptr;
-  cudaStream_t comm = nullptr;
-  cudaEvent_t in_ready = nullptr, read_done = nullptr;
-  cudaEvent_t finished[16] = {};
-  uint64_t calls = 0;
-  std::set<uint64_t> started;  // asynchronous calls not finished yet
-  std::vector<std::byte> descs, sync;
-
-  ~Rank() {
-    for (cudaEvent_t e : finished) {
-      if (e != nullptr) cudaEventDestroy(e);
-    }
-    if (in_ready != nullptr) cudaEventDestroy(in_ready);
-    if (read_done != nullptr) cudaEventDestroy(read_done);
-    if (comm != nullptr) cudaStreamDestroy(comm);
-  }
-};
-
-struct VirtualGpuCommunicator::Op {
-  CollectiveKind kind = CollectiveKind::kBarrier;
-  const DeviceGroups* groups = nullptr;
-  const PermutePairs* pairs = nullptr;
-  ReductionKind reduction = ReductionKind::kSum;
-  int dim0 = 0, dim1 = 0;
-  ConstBufferView in;
-  BufferView out;
-  std::span<const ConstBufferView> tuple_in;
-  std::span<const BufferView> tuple_out;
-};
-
 namespace {
 
+using Header = VirtualGpuCommunicator::Header;
 constexpr int kMaxDims = kMaxCollectiveDims;
-
-// What each rank publishes at the first rendezvous; followed by `ntuple` input pointers.
-struct Header {
-  int32_t kind, reduction, dtype, rank;
-  int32_t dim0, dim1, ntuple, pad;
-  int64_t dims[kMaxDims];
-  const std::byte* in;
-  cudaEvent_t in_ready, read_done;
-};
+// All-reduces of at least this many bytes per member take two phases (TwoPhaseAllReduce).
+constexpr int64_t kTwoPhaseBytes = 256 << 10;
 
 bool SameCall(const Header& a, const Header& b) {
   return a.kind == b.kind && a.reduction == b.reduction && a.dtype == b.dtype && a.rank == b.rank &&
@@ -94,63 +57,6 @@ int64_t Product(std::span<const int64_t> dims, size_t from, size_t to) {
 }
 
 }  // namespace
-
-StatusOr<std::unique_ptr<VirtualGpuCommunicator>> VirtualGpuCommunicator::Create(
-    VirtualGpuOptions options) {
-  const int64_t n = static_cast<int64_t>(options.streams.size());
-  if (n < 1 || n > kMaxCollectivePeers) {
-    return InvalidArgument("a virtual-GPU communicator needs 1 to ", kMaxCollectivePeers,
-                           " ranks (one compute stream each), got ", n);
-  }
-  InProcessOptions host;
-  host.num_ranks = n;
-  host.device_ids = options.device_ids;
-  host.timeout = options.timeout;
-  XS_ASSIGN_OR_RETURN(auto inner, InProcessCommunicator::Create(std::move(host)));
-  std::unique_ptr<VirtualGpuCommunicator> c(new VirtualGpuCommunicator(std::move(options)));
-  c->host_ = std::move(inner);
-  for (int64_t r = 0; r < n; ++r) {
-    c->ranks_.push_back(std::make_unique<Rank>());
-    c->ranks_.back()->compute = c->options_.streams[r];
-  }
-  return c;
-}
-
-VirtualGpuCommunicator::VirtualGpuCommunicator(VirtualGpuOptions options)
-    : options_(std::move(options)) {}
-VirtualGpuCommunicator::~VirtualGpuCommunicator() = default;
-
-int64_t VirtualGpuCommunicator::num_ranks() const { return static_cast<int64_t>(ranks_.size()); }
-void VirtualGpuCommunicator::Abort(const Status& reason) { host_->Abort(reason); }
-void VirtualGpuCommunicator::Leave(int64_t rank) { host_->Leave(rank); }
-
-void VirtualGpuCommunicator::Reset() {
-  host_->Reset();
-  for (auto& r : ranks_) {
-    r->calls = 0;
-    r->started.clear();
-  }
-}
-
-Status VirtualGpuCommunicator::Barrier(const CollectiveCall& call) { return host_->Barrier(call); }
-
-Status VirtualGpuCommunicator::Finish(int64_t rank, uint64_t handle) {
-  if (handle == 0) return OkStatus();
-  if (rank < 0 || rank >= num_ranks()) {
-    return InvalidArgument("finishing a collective: rank ", rank,
-                           " is out of range for a communicator of ", num_ranks(), " ranks");
-  }
-  Rank& me = *ranks_[rank];
-  if (me.started.erase(handle) == 0) {
-    Status e = FailedPrecondition("device ", rank, " finishes collective #", handle,
-                                  ", which it did not start or already finished");
-    host_->Abort(e);
-    return e;
-  }
-  // A later call re-recording this slot only makes the wait longer, never too short.
-  XS_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(me.compute, me.finished[handle % 16], 0));
-  return OkStatus();
-}
 
 Status VirtualGpuCommunicator::Run(const CollectiveCall& call, Op& op) {
   // Any failure aborts the communicator (the first reason wins), so that no peer waits for this
@@ -196,6 +102,7 @@ Status VirtualGpuCommunicator::RunOnRank(const CollectiveCall& call, Op& op) {
     XS_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&me.comm, cudaStreamNonBlocking));
     XS_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&me.in_ready, cudaEventDisableTiming));
     XS_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&me.read_done, cudaEventDisableTiming));
+    XS_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&me.phase_done, cudaEventDisableTiming));
     for (cudaEvent_t& e : me.finished) {
       XS_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     }
@@ -219,7 +126,9 @@ Status VirtualGpuCommunicator::RunOnRank(const CollectiveCall& call, Op& op) {
   h.ntuple = ntuple;
   std::copy(op.in.dims.begin(), op.in.dims.end(), h.dims);
   h.in = op.in.data;
+  h.out = op.out.data;
   h.in_ready = me.in_ready;
+  h.phase_done = me.phase_done;
   h.read_done = me.read_done;
   std::memcpy(mine.data(), &h, sizeof(h));
   for (int32_t j = 0; j < ntuple; ++j) {
@@ -278,6 +187,16 @@ Status VirtualGpuCommunicator::RunOnRank(const CollectiveCall& call, Op& op) {
   for (const Header& p : reads) {
     if (p.in_ready != me.in_ready) XS_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, p.in_ready, 0));
   }
+  // Later host rendezvous: every event a peer waits on after it is recorded before the wait.
+  const std::byte token{1};
+  const int64_t token_dims[] = {1};
+  const int64_t sync_dims[] = {meet_size};
+  me.sync.resize(meet_size);
+  auto rendezvous = [&]() {
+    return Relabel(host_->AllGather(host_call, meet, {&token, DType::kU8, token_dims},
+                                    {me.sync.data(), DType::kU8, sync_dims}, 0),
+                   op.kind);
+  };
   Status launched = OkStatus();
   switch (op.kind) {
     case CollectiveKind::kAllGather: {
@@ -291,6 +210,11 @@ Status VirtualGpuCommunicator::RunOnRank(const CollectiveCall& call, Op& op) {
       break;
     }
     case CollectiveKind::kAllReduce:
+      if (m > 1 && count * es >= kTwoPhaseBytes) {
+        launched = TwoPhaseAllReduce(op, me, reads, me_pos, stream, rendezvous);
+        break;
+      }
+      [[fallthrough]];
     case CollectiveKind::kReduceScatter: {
       ReduceJob job{op.reduction, op.in.dtype, {}, op.out.data, 1, count, 0};
       int64_t offset = 0;
@@ -341,14 +265,8 @@ Status VirtualGpuCommunicator::RunOnRank(const CollectiveCall& call, Op& op) {
     return launched;
   }
   XS_CUDA_RETURN_IF_ERROR(cudaEventRecord(me.read_done, stream));
-  // Rendezvous 2: every read_done is recorded before anyone waits on it.
-  const std::byte token{1};
-  me.sync.resize(meet_size);
-  const int64_t sync_dims[] = {meet_size};
-  const int64_t token_dims[] = {1};
-  XS_RETURN_IF_ERROR(Relabel(host_->AllGather(host_call, meet, {&token, DType::kU8, token_dims},
-                                              {me.sync.data(), DType::kU8, sync_dims}, 0),
-                             op.kind));
+  // Every read_done is recorded before anyone waits on it.
+  XS_RETURN_IF_ERROR(rendezvous());
   for (const Header& p : readers) XS_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, p.read_done, 0));
   const uint64_t k = ++me.calls;
   XS_CUDA_RETURN_IF_ERROR(cudaEventRecord(me.finished[k % 16], stream));
@@ -357,59 +275,6 @@ Status VirtualGpuCommunicator::RunOnRank(const CollectiveCall& call, Op& op) {
     *call.async_handle = k;
   }
   return OkStatus();
-}
-
-Status VirtualGpuCommunicator::AllGather(const CollectiveCall& call, const DeviceGroups& groups,
-                                         ConstBufferView in, BufferView out, int dim) {
-  Op op{CollectiveKind::kAllGather, &groups, nullptr, ReductionKind::kSum, dim, 0, in, out, {}, {}};
-  return Run(call, op);
-}
-
-Status VirtualGpuCommunicator::AllReduce(const CollectiveCall& call, const DeviceGroups& groups,
-                                         ConstBufferView in, BufferView out,
-                                         ReductionKind reduction) {
-  Op op{CollectiveKind::kAllReduce, &groups, nullptr, reduction, 0, 0, in, out, {}, {}};
-  return Run(call, op);
-}
-
-Status VirtualGpuCommunicator::ReduceScatter(const CollectiveCall& call, const DeviceGroups& groups,
-                                             ConstBufferView in, BufferView out, int dim,
-                                             ReductionKind reduction) {
-  Op op{CollectiveKind::kReduceScatter, &groups, nullptr, reduction, dim, 0, in, out, {}, {}};
-  return Run(call, op);
-}
-
-Status VirtualGpuCommunicator::AllToAll(const CollectiveCall& call, const DeviceGroups& groups,
-                                        ConstBufferView in, BufferView out, int split_dim,
-                                        int concat_dim) {
-  Op op{CollectiveKind::kAllToAll, &groups, nullptr, ReductionKind::kSum, split_dim, concat_dim,
-        in, out, {}, {}};
-  return Run(call, op);
-}
-
-Status VirtualGpuCommunicator::AllToAllTuple(const CollectiveCall& call, const DeviceGroups& groups,
-                                             std::span<const ConstBufferView> ins,
-                                             std::span<const BufferView> outs) {
-  if (ins.empty()) {
-    return InvalidArgument(call.op_name, ": a tuple all-to-all needs one operand per group member");
-  }
-  Op op{CollectiveKind::kAllToAll, &groups, nullptr, ReductionKind::kSum, 0, 0, ins[0],
-        outs.empty() ? BufferView{} : outs[0], ins, outs};
-  return Run(call, op);
-}
-
-Status VirtualGpuCommunicator::CollectivePermute(const CollectiveCall& call,
-                                                 const PermutePairs& pairs, ConstBufferView in,
-                                                 BufferView out) {
-  Op op{CollectiveKind::kCollectivePermute, nullptr, &pairs, ReductionKind::kSum, 0, 0, in, out, {}, {}};
-  return Run(call, op);
-}
-
-Status VirtualGpuCommunicator::CollectiveBroadcast(const CollectiveCall& call,
-                                                   const DeviceGroups& groups, ConstBufferView in,
-                                                   BufferView out) {
-  Op op{CollectiveKind::kCollectiveBroadcast, &groups, nullptr, ReductionKind::kSum, 0, 0, in, out, {}, {}};
-  return Run(call, op);
 }
 
 }  // namespace xs::cuda

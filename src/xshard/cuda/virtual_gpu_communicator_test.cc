@@ -161,6 +161,14 @@ TEST(VirtualGpuCollectives, AllReduceSumBf16EqualsCpu) {
   });
 }
 
+// Over 256 KiB per member: the two-phase path (slices of 8751 f32 = 16-byte multiples, the last
+// one short).
+TEST(VirtualGpuCollectives, LargeAllReduceInTwoPhasesEqualsCpu) {
+  Compare(DType::kF32, {70001}, {70001}, [](Communicator& c, int r, ConstBufferView in, BufferView out) {
+    return c.AllReduce(CollectiveCall(r), DeviceGroups::All(kRanks), in, out, ReductionKind::kSum);
+  });
+}
+
 TEST(VirtualGpuCollectives, AllReduceMaxF32InPairsEqualsCpu) {
   Compare(DType::kF32, {33, 7}, {33, 7}, [](Communicator& c, int r, ConstBufferView in, BufferView out) {
     return c.AllReduce(CollectiveCall(r), kPairs, in, out, ReductionKind::kMax);
