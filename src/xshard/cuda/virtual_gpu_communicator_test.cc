@@ -210,6 +210,47 @@ TEST(VirtualGpuCollectives, BroadcastEqualsCpu) {
   });
 }
 
+TEST(VirtualGpuCollectives, AMissingPeerIsATimeoutNamingTheOpAndTheDevices) {
+  if (!DeviceCount().ok()) {
+    GTEST_SKIP() << NoGpuReason();
+  }
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  std::vector<cudaStream_t> streams(kRanks);
+  std::vector<void*> buf(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&buf[r], 1024), cudaSuccess);
+  }
+  VirtualGpuOptions o;
+  o.streams = streams;
+  o.timeout = std::chrono::milliseconds(300);
+  auto comm = VirtualGpuCommunicator::Create(o);
+  ASSERT_TRUE(comm.ok());
+  const int64_t dims[] = {128};
+  std::vector<Status> st(kRanks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r + 1 < kRanks; ++r) {  // device 7 never calls
+    threads.emplace_back([&, r] {
+      cudaSetDevice(0);
+      const auto* p = static_cast<std::byte*>(buf[r]);
+      st[r] = (*comm)->AllReduce(CollectiveCall(r, "psum", 4), DeviceGroups::All(kRanks),
+                                 {p, DType::kF32, dims}, {const_cast<std::byte*>(p) + 512, DType::kF32, dims},
+                                 ReductionKind::kSum);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r + 1 < kRanks; ++r) {
+    ASSERT_FALSE(st[r].ok());
+    EXPECT_EQ(st[r].code(), StatusCode::kDeadlineExceeded) << st[r].message();
+    EXPECT_NE(st[r].message().find("psum (all-reduce, channel 4)"), std::string::npos) << st[r].message();
+    EXPECT_NE(st[r].message().find("missing: 7"), std::string::npos) << st[r].message();
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    cudaFree(buf[r]);
+    cudaStreamDestroy(streams[r]);
+  }
+}
+
 }  // namespace
 }  // namespace xs::cuda
 
