@@ -9,6 +9,7 @@
 #include <malloc.h>
 
 #include "xshard/kernels/compute_gate.h"
+#include "xshard/kernels/dot.h"
 #include "xshard/kernels/parallel.h"
 #include "xshard/runtime/device_threads.h"
 #include "xshard/comm/inprocess_communicator.h"
@@ -167,8 +168,15 @@ StatusOr<Client::RunResult> Client::RunPerRank(std::span<const int64_t> device_i
   std::lock_guard<std::mutex> lock(run_mu_);
   XS_ASSIGN_OR_RETURN(InProcessCommunicator * comm, CommunicatorFor(device_ids));
   comm->Reset();
+  // The thread budget split among the run's devices (shard_map and cmm runs get it here;
+  // SpmdExecutable::Run narrows it for --blas-threads): with several devices OpenBLAS runs
+  // single-threaded and each device splits big GEMMs over its share (kernels/parallel.h).
+  const int64_t running = static_cast<int64_t>(device_ids.size());
+  if (running > 1) kernels::SetBlasThreads(1);
+  const kernels::DeviceThreadShare share{static_cast<int>(IntraOpThreads(running)), running > 1};
   const std::function<void(int64_t)> task = [&](int64_t rank) {
     Status st;
+    kernels::ScopedDeviceThreadShare scoped_share(share);
     try {
       st = fn(rank, *comm);
     } catch (const std::bad_alloc& e) {  // AllocationFailure from an Array the estimate missed
@@ -207,9 +215,14 @@ StatusOr<Client::RunResult> Client::RunPerRankMpi(std::span<const int64_t> devic
   const std::vector<int64_t>& local = comm->local_ranks();
   std::vector<int64_t> threads;
   for (int64_t r : local) threads.push_back(device_ids[r] % options_.devices_per_process);
+  // This process's devices of the run share its thread budget (see RunPerRank).
+  const int64_t running = static_cast<int64_t>(local.size());
+  if (running > 1) kernels::SetBlasThreads(1);
+  const kernels::DeviceThreadShare share{static_cast<int>(IntraOpThreads(running)), running > 1};
   const std::function<void(int64_t)> task = [&](int64_t i) {
     const int64_t rank = local[i];
     Status st;
+    kernels::ScopedDeviceThreadShare scoped_share(share);
     try {
       st = fn(rank, *comm);
     } catch (const std::bad_alloc& e) {
