@@ -161,7 +161,7 @@ Status RunBenchCmm(const BenchCmmFlags& f) {
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(CliClientOptions(rows * cols)));
   std::vector<Outcome> done;
   double worst = 0;
-  std::cout << kernels::CpuAndGemmLine() << "\n\n";
+  bool said_cpu = false;  // the CPU / GEMM line goes before the first report, not before errors
   for (const cmm::CmmSpec& spec : specs) {
     if (Status s = cmm::Validate(spec); !s.ok()) {
       if (!several) return s;
@@ -180,6 +180,8 @@ Status RunBenchCmm(const BenchCmmFlags& f) {
     double scale = 0;
     for (int64_t i = 0; i < want.num_elements(); ++i) scale = std::max(scale, std::abs(want.GetDouble(i)));
     const LatencyStats stats = ComputeLatencyStats(r.ms);
+    if (!said_cpu) std::cout << kernels::CpuAndGemmLine() << "\n\n";
+    said_cpu = true;
     std::cout << cmm::SpecString(spec) << ": " << f.warmup << " warmup, " << r.ms.size()
               << " timed iterations\n\n";
     PrintLatencyTable(std::cout, stats);
