@@ -115,12 +115,14 @@ TypeInfo InfoOf(DType t) {
     case DType::kF16: return {Family::kF16, "unsigned short", ""};
     case DType::kBF16: return {Family::kBF16, "unsigned short", ""};
     case DType::kPred: return {Family::kPred, "unsigned char", ""};
-    case DType::kS8: return {Family::kInt, "signed char", "unsigned char"};
-    case DType::kS16: return {Family::kInt, "short", "unsigned short"};
+    // 8- and 16-bit values multiply as unsigned int: as their own unsigned type they would be
+    // promoted to int, whose overflow is undefined.
+    case DType::kS8: return {Family::kInt, "signed char", "unsigned int"};
+    case DType::kS16: return {Family::kInt, "short", "unsigned int"};
     case DType::kS32: return {Family::kInt, "int", "unsigned int"};
     case DType::kS64: return {Family::kInt, "long long", "unsigned long long"};
-    case DType::kU8: return {Family::kInt, "unsigned char", "unsigned char"};
-    case DType::kU16: return {Family::kInt, "unsigned short", "unsigned short"};
+    case DType::kU8: return {Family::kInt, "unsigned char", "unsigned int"};
+    case DType::kU16: return {Family::kInt, "unsigned short", "unsigned int"};
     case DType::kU32: return {Family::kInt, "unsigned int", "unsigned int"};
     case DType::kU64: return {Family::kInt, "unsigned long long", "unsigned long long"};
     default: return {};
