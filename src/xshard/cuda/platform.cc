@@ -15,7 +15,7 @@ StatusOr<int> DeviceCount() {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
-    return Annotate(CudaStatus(e, "cudaGetDeviceCount"), "no usable GPU");
+    return Annotate(CudaStatus(e, "cudaGetDeviceCount"), "no usable GPU: ");
   }
   if (n <= 0) return Unavailable("no usable GPU: cudaGetDeviceCount found 0 devices");
   return n;
