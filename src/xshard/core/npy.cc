@@ -242,7 +242,7 @@ std::string PyTuple(const std::vector<int64_t>& dims) {
 
 }  // namespace
 
-StatusOr<Array> ParseNpy(std::span<const std::byte> bytes, std::optional<DType> opaque_dtype) {
+StatusOr<NpyHeader> ParseNpyHeader(std::span<const std::byte> bytes, std::optional<DType> opaque_dtype) {
   if (bytes.size() < kMagicLen ||
       std::memcmp(bytes.data(), kMagic, kMagicLen) != 0) {
     std::string start(reinterpret_cast<const char*>(bytes.data()), std::min<size_t>(bytes.size(), 8));
@@ -303,50 +303,71 @@ StatusOr<Array> ParseNpy(std::span<const std::byte> bytes, std::optional<DType> 
     any_zero |= d.i == 0;
   }
   const int64_t item = DTypeSize(descr.dtype);
-  const size_t data_start = header_start + header_len;
-  const uint64_t available = bytes.size() - data_start;
   uint64_t needed = any_zero ? 0 : static_cast<uint64_t>(item);
   for (int64_t d : dims) {
-    if (!any_zero && __builtin_mul_overflow(needed, static_cast<uint64_t>(d), &needed)) {
+    if (!any_zero && (__builtin_mul_overflow(needed, static_cast<uint64_t>(d), &needed) ||
+                      needed > static_cast<uint64_t>(INT64_MAX))) {
       return InvalidArgument("shape ", PyTuple(dims), " of '", fields["descr"]->str,
                              "' is too large (its byte count overflows 64 bits)");
     }
   }
+  NpyHeader h;
+  h.shape = Shape(descr.dtype, dims);
+  h.descr = fields["descr"]->str;
+  h.fortran_order = order.b;
+  h.big_endian = descr.big_endian;
+  h.data_offset = static_cast<int64_t>(header_start + header_len);
+  h.data_bytes = static_cast<int64_t>(needed);
+  return h;
+}
+
+StatusOr<Array> ParseNpy(std::span<const std::byte> bytes, std::optional<DType> opaque_dtype) {
+  XS_ASSIGN_OR_RETURN(const NpyHeader h, ParseNpyHeader(bytes, opaque_dtype));
+  const uint64_t available = bytes.size() - static_cast<size_t>(h.data_offset);
+  const uint64_t needed = static_cast<uint64_t>(h.data_bytes);
   if (needed != available) {
     return InvalidArgument(needed > available ? "truncated data" : "extra data", ": shape ",
-                           PyTuple(dims), " of '", fields["descr"]->str, "' needs ", needed,
+                           PyTuple(h.shape.dims()), " of '", h.descr, "' needs ", needed,
                            " data bytes but the file has ", available, " after the header");
   }
-  Array a(Shape(descr.dtype, dims));
-  const std::byte* src = bytes.data() + data_start;
+  Array raw = Array::Uninitialized(h.shape);
+  if (needed > 0) std::memcpy(raw.data(), bytes.data() + h.data_offset, needed);
+  return DecodeNpyData(h, std::move(raw));
+}
+
+Array DecodeNpyData(const NpyHeader& h, Array a) {
+  const DType dtype = h.shape.dtype();
+  const int64_t item = DTypeSize(dtype);
   const int64_t n = a.num_elements();
-  // Element i of the file sits at row-major position `dst` (Fortran order reverses the dims).
-  const std::vector<int64_t> strides = RowMajorStrides(dims);
-  std::vector<int64_t> index(dims.size(), 0);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t dst = i;
-    if (order.b) {
-      dst = 0;
+  if (h.fortran_order && h.shape.rank() > 1 && n > 0) {
+    // Element i of the file sits at row-major position `dst` (Fortran order reverses the dims).
+    const std::vector<int64_t>& dims = h.shape.dims();
+    Array out = Array::Uninitialized(h.shape);
+    const std::vector<int64_t> strides = RowMajorStrides(dims);
+    std::vector<int64_t> index(dims.size(), 0);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t dst = 0;
       for (size_t k = 0; k < dims.size(); ++k) dst += index[k] * strides[k];
       for (size_t k = 0; k < dims.size() && ++index[k] == dims[k]; ++k) index[k] = 0;
+      std::memcpy(out.data() + dst * item, a.data() + i * item, item);
     }
-    std::memcpy(a.data() + dst * item, src + i * item, item);
+    a = std::move(out);
   }
-  if (descr.big_endian) {
+  if (h.big_endian) {
     // Complex numbers swap each part on its own.
-    const int64_t part = IsComplex(descr.dtype) ? item / 2 : item;
+    const int64_t part = IsComplex(dtype) ? item / 2 : item;
     std::byte* p = a.data();
     for (int64_t i = 0; i < n * item; i += part) std::reverse(p + i, p + i + part);
   }
   // Canonical bytes for the types with spare bits: pred 0/1; s4 sign-extended from ml_dtypes'
   // low nibble; u4 the low nibble.
-  if (descr.dtype == DType::kPred || descr.dtype == DType::kS4 || descr.dtype == DType::kU4) {
+  if (dtype == DType::kPred || dtype == DType::kS4 || dtype == DType::kU4) {
     for (int64_t i = 0; i < n; ++i) a.SetDouble(i, a.GetDouble(i));
   }
   return a;
 }
 
-std::vector<std::byte> SerializeNpy(const Array& array) {
+std::vector<std::byte> SerializeNpyHeader(const Array& array) {
   std::string descr(DTypeNumpyDescr(array.dtype()));
   if (descr.empty()) descr = "<V1";  // ml_dtypes' spelling for its 1-byte types
   std::string header = StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': ",
@@ -364,7 +385,7 @@ std::vector<std::byte> SerializeNpy(const Array& array) {
   header.append(pad, ' ');
   header += '\n';
   std::vector<std::byte> out;
-  out.reserve(kMagicLen + 2 + len_bytes + header.size() + array.byte_size());
+  out.reserve(kMagicLen + 2 + len_bytes + header.size());
   auto put = [&out](const void* p, size_t n) {
     const auto* b = static_cast<const std::byte*>(p);
     out.insert(out.end(), b, b + n);
@@ -375,73 +396,17 @@ std::vector<std::byte> SerializeNpy(const Array& array) {
   const uint32_t header_len = static_cast<uint32_t>(header.size());
   put(&header_len, len_bytes);  // little-endian host
   put(header.data(), header.size());
-  put(array.data(), array.byte_size());
-  if (array.dtype() == DType::kS4) {  // ml_dtypes' form: the low nibble only
-    for (size_t i = out.size() - array.byte_size(); i < out.size(); ++i) out[i] &= std::byte{0x0f};
-  }
   return out;
 }
 
-// The most bytes read from a device or pipe (no file size to check first).
-constexpr int64_t kMaxStreamBytes = int64_t{1} << 30;
-
-StatusOr<Array> ReadNpy(const std::string& path, std::optional<DType> opaque_dtype) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return InvalidArgument("'", path, "' is a directory, not a file; give the path of a .npy file");
+std::vector<std::byte> SerializeNpy(const Array& array) {
+  std::vector<std::byte> out = SerializeNpyHeader(array);
+  const size_t start = out.size();
+  out.insert(out.end(), array.data(), array.data() + array.byte_size());
+  if (array.dtype() == DType::kS4) {  // ml_dtypes' form: the low nibble only
+    for (size_t i = start; i < out.size(); ++i) out[i] &= std::byte{0x0f};
   }
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    return NotFound("cannot open '", path, "' for reading: ", std::strerror(errno));
-  }
-  std::vector<std::byte> bytes;
-  std::byte buf[1 << 16];
-  size_t n;
-  bool out_of_memory = false;
-  // A device or pipe has no size: reading stops past kMaxStreamBytes, so an endless one
-  // (/dev/zero) fails with a message instead of filling memory.
-  const bool regular = std::filesystem::is_regular_file(path, ec);
-  bool endless = false;
-  try {
-    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
-      bytes.insert(bytes.end(), buf, buf + n);
-      // Not a .npy at all (/dev/zero): ParseNpy names the missing magic string; read no more.
-      if (!regular && bytes.size() >= kMagicLen && std::memcmp(bytes.data(), kMagic, kMagicLen) != 0) break;
-      if (!regular && static_cast<int64_t>(bytes.size()) > kMaxStreamBytes) {
-        endless = true;
-        break;
-      }
-    }
-  } catch (const std::bad_alloc&) {
-    out_of_memory = true;
-  }
-  if (endless) {
-    std::fclose(f);
-    return ResourceExhausted("reading '", path, "' stopped after ", kMaxStreamBytes >> 30,
-                             " GiB: it is a device or pipe with more data than that (one that never ends?); "
-                             "give a .npy file");
-  }
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (out_of_memory) {
-    return ResourceExhausted("reading '", path, "' needs more host memory than is available (", bytes.size(),
-                             " bytes read so far)");
-  }
-  if (failed) return Unavailable("error reading '", path, "'");
-  StatusOr<Array> a = ParseNpy(bytes, opaque_dtype);
-  if (!a.ok()) return Annotate(a.status(), StrCat(path, ": "));
-  return a;
-}
-
-Status WriteNpy(const std::string& path, const Array& array) {
-  const std::vector<std::byte> bytes = SerializeNpy(array);
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) {
-    return Unavailable("cannot open '", path, "' for writing: ", std::strerror(errno));
-  }
-  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  if (std::fclose(f) != 0 || !ok) return Unavailable("error writing '", path, "'");
-  return OkStatus();
+  return out;
 }
 
 }  // namespace xs

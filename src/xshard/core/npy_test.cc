@@ -5,7 +5,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -267,6 +271,91 @@ TEST(NpyTest, ReadNpyPrefixesParseErrorsWithThePath) {
   StatusOr<Array> a = ReadNpy(path);
   ASSERT_FALSE(a.ok());
   EXPECT_THAT(a.status().message(), HasSubstr(path + ": not a .npy file"));
+  std::remove(path.c_str());
+}
+
+// Writes go through "<path>.tmp.<pid>", renamed when complete: nothing else is left in the
+// folder, and the file reads back.
+TEST(NpyFileTest, WriteLeavesOnlyTheFinishedFile) {
+  const std::string dir = ::testing::TempDir() + "/xs_npy_atomic";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const Array a = Array::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  ASSERT_TRUE(WriteNpy(dir + "/a.npy", a).ok());
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>{"a.npy"});
+  StatusOr<Array> back = ReadNpy(dir + "/a.npy");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, a);
+  std::filesystem::remove_all(dir);
+}
+
+// A stop (the CLI's signal flag) before the write is complete removes the temporary and leaves
+// an earlier file at the path as it was.
+TEST(NpyFileTest, StoppedWriteLeavesTheEarlierFileWhole) {
+  const std::string dir = ::testing::TempDir() + "/xs_npy_stop";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/a.npy";
+  const Array before = Array::FromVector<int32_t>({3}, {7, 8, 9});
+  ASSERT_TRUE(WriteNpy(path, before).ok());
+  std::atomic<bool> stop{true};
+  Status st = WriteNpy(path, Array(DType::kF32, {1 << 20}), &stop);
+  EXPECT_EQ(st.code(), StatusCode::kCancelled);
+  EXPECT_THAT(st.message(), HasSubstr("'" + path + "' was not written: stopped while writing it"));
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+  EXPECT_EQ(*ReadNpy(path), before);
+  std::filesystem::remove_all(dir);
+}
+
+// A full device (/dev/full) is written in place and its error is returned, naming the path.
+TEST(NpyFileTest, WriteErrorsNameThePath) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  Status st = WriteFileAtomically("/dev/full", std::string_view("hello"));
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(st.message(), "error writing '/dev/full': No space left on device");
+  Status dir = WriteFileAtomically(::testing::TempDir(), std::string_view("x"));
+  EXPECT_THAT(dir.message(), HasSubstr("it is a directory"));
+}
+
+// The header is checked before the data is read: the check sees the header's shape and size,
+// and its error is what ReadNpy returns, for a file whose data would not fit in memory.
+TEST(NpyFileTest, HeaderCheckRunsBeforeTheDataIsRead) {
+  const std::string path = ::testing::TempDir() + "/xs_npy_huge.npy";
+  {
+    const Array small(DType::kF32, {4});
+    std::vector<std::byte> header = SerializeNpyHeader(small);
+    std::string text(reinterpret_cast<const char*>(header.data()), header.size());
+    const size_t at = text.find("(4,)");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, 4, "(25000000000,)");  // 100 GB of f32; the header keeps its length
+    text.erase(text.find("}") + 1, 10);
+    std::ofstream f(path, std::ios::binary);
+    f << text;
+  }
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) + int64_t{4} * 25000000000);
+  int64_t seen = 0;
+  StatusOr<Array> a = ReadNpy(path, std::nullopt, [&](const NpyHeader& h) -> Status {
+    seen = h.data_bytes;
+    return InvalidArgument("shape ", h.shape.ToString(false), " is not f32[4]");
+  });
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(seen, int64_t{4} * 25000000000);
+  EXPECT_EQ(a.status().message(), "shape f32[25000000000] is not f32[4]");
+  std::remove(path.c_str());
+}
+
+// A named pipe with no writer is an error naming it after the wait, not a hang in open().
+TEST(NpyFileTest, NamedPipeWithoutWriterIsAnError) {
+  const std::string path = ::testing::TempDir() + "/xs_npy_fifo";
+  std::remove(path.c_str());
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  StatusOr<int> fd = OpenInputFile(path, 0.2);
+  ASSERT_FALSE(fd.ok());
+  EXPECT_THAT(fd.status().message(), HasSubstr("is a named pipe and nothing was written to it within 0.2 s"));
   std::remove(path.c_str());
 }
 

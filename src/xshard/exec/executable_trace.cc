@@ -1,5 +1,6 @@
 // XSHARD_TRACE=FILE: every executor step of every device is timed and written at exit as Chrome
-// trace JSON (chrome://tracing, Perfetto): process "steps" has one thread per device with one
+// trace JSON (chrome://tracing, Perfetto; WriteExecutorTrace writes it earlier and returns the
+// error): process "steps" has one thread per device with one
 // slice per instruction run; process "collectives in flight" has, per device, one slice from the
 // begin of each -start / async-start to the end of its -done, so overlap with compute shows as a
 // dot slice inside an in-flight interval of the same device. Collective slices carry their bytes
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "xshard/base/strings.h"
+#include "xshard/core/npy.h"
 #include "xshard/exec/executable_plan.h"
 #include "xshard/exec/fusion_plan.h"
 
@@ -38,6 +40,8 @@ struct Trace {
   std::unordered_map<const Instruction*, RunFn> runs;  // the wrapped step functions
   std::array<PrepareFn, kOpcodeCount> prepares{};
   std::string path;
+  bool written = false;
+  Status write_status;
 };
 
 Trace& GetTrace() {
@@ -51,21 +55,44 @@ double NowUs() {
       .count();
 }
 
-void Write() {
+// The whole trace as JSON.
+std::string TraceJson(const Trace& t) {
+  std::string out = "{\"traceEvents\":[\n";
+  out += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{\"name\":\"steps\"}},\n";
+  out += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"collectives in flight\"}}";
+  char times[96];
+  for (const Event& e : t.events) {
+    StrAppend(&out, ",\n{\"name\":\"", e.name, "\",\"ph\":\"X\",\"pid\":", e.pid, ",\"tid\":", e.tid);
+    std::snprintf(times, sizeof(times), ",\"ts\":%.3f,\"dur\":%.3f", e.ts_us, e.dur_us);
+    out += times;
+    if (!e.args.empty()) StrAppend(&out, ",\"args\":{", e.args, "}");
+    out += "}";
+  }
+  out += "\n]}\n";
+  return out;
+}
+
+// Writes the file once (through a temporary renamed when complete); later calls return the
+// first one's result.
+Status WriteOnce() {
   Trace& t = GetTrace();
   std::lock_guard<std::mutex> lock(t.mu);
-  FILE* f = std::fopen(t.path.c_str(), "w");
-  if (f == nullptr) return;
-  std::fprintf(f, "{\"traceEvents\":[\n");
-  std::fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{\"name\":\"steps\"}},\n");
-  std::fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"collectives in flight\"}}");
-  for (const Event& e : t.events) {
-    std::fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%lld,\"ts\":%.3f,\"dur\":%.3f%s%s%s}",
-                 e.name.c_str(), e.pid, static_cast<long long>(e.tid), e.ts_us, e.dur_us,
-                 e.args.empty() ? "" : ",\"args\":{", e.args.c_str(), e.args.empty() ? "" : "}");
+  if (t.path.empty()) return OkStatus();
+  if (!t.written) {
+    t.written = true;
+    t.write_status = WriteFileAtomically(t.path, TraceJson(t));
+    if (!t.write_status.ok()) {
+      t.write_status = Unavailable("--trace: the trace was not saved: ", t.write_status.message());
+    }
   }
-  std::fprintf(f, "\n]}\n");
-  std::fclose(f);
+  return t.write_status;
+}
+
+// The exit handler's write, for programs that set XSHARD_TRACE themselves: nobody is left to
+// return an error to, so it goes to stderr.
+void WriteAtExit() {
+  const Status s = WriteOnce();
+  if (!s.ok()) std::fprintf(stderr, "xshard: error: %s\n", s.message().c_str());
 }
 
 bool IsAsyncStart(Opcode op) {
@@ -165,6 +192,8 @@ Status TracedFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
 
 }  // namespace
 
+Status WriteExecutorTrace() { return WriteOnce(); }
+
 RunFn FusedLoopRunFn() {
   const char* path = std::getenv("XSHARD_TRACE");
   return path == nullptr || *path == '\0' ? &RunFusedLoop : &TracedFusedLoop;
@@ -179,7 +208,7 @@ void WrapHandlersForTrace(HandlerTable& table) {
     std::lock_guard<std::mutex> lock(t.mu);
     if (t.path.empty()) {
       t.path = path;
-      std::atexit(&Write);
+      std::atexit(&WriteAtExit);
     }
     for (size_t i = 0; i < table.size(); ++i) {
       if (table[i] == nullptr || table[i] == &TracedPrepare) continue;

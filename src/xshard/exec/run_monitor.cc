@@ -13,16 +13,19 @@ RunMonitor::RunMonitor(int64_t num_devices) {
   }
 }
 
-void RunMonitor::Stop(const Status& reason) {
+bool RunMonitor::Stop(const Status& reason) {
   std::function<void(const Status&)> waker;
+  Status stop;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopped_.load(std::memory_order_relaxed)) return;
+    if (stopped_.load(std::memory_order_relaxed)) return false;
     reason_ = reason.ok() ? Cancelled("stopped") : reason;
+    stop = reason_;
     stopped_.store(true, std::memory_order_seq_cst);
     waker = waker_;
   }
-  if (waker) waker(reason_);
+  if (waker) waker(stop);
+  return true;
 }
 
 Status RunMonitor::stop_reason() const {
@@ -47,6 +50,11 @@ void RunMonitor::ClearWaker() {
 }
 
 void RunMonitor::Reset() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_.store(false, std::memory_order_seq_cst);
+    reason_ = OkStatus();
+  }
   for (auto& p : progress_) {
     p->instruction.store(nullptr, std::memory_order_relaxed);
     p->loop.store(nullptr, std::memory_order_relaxed);
@@ -88,7 +96,9 @@ std::string RunMonitor::Where(const std::vector<int64_t>& device_ids) const {
     const std::string who = end - start == 1 ? StrCat("device ", id(start))
                             : end - start == 2 ? StrCat("devices ", id(start), ",", id(start + 1))
                                                : StrCat("devices ", id(start), "-", id(end - 1));
-    clauses.push_back(StrCat(who, " ", what));
+    // "devices 1-3 wait at ...", "device 1 waits at ...".
+    const bool plural_verb = end - start > 1 && what.starts_with("waits ");
+    clauses.push_back(StrCat(who, " ", plural_verb ? StrCat("wait ", what.substr(6)) : what));
   };
   for (int64_t r = 1; r < n; ++r) {
     std::string here = Describe(*progress_[r]);

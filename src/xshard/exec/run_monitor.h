@@ -34,9 +34,12 @@ class RunMonitor {
   RunMonitor& operator=(const RunMonitor&) = delete;
 
   // Asks every device to stop: each returns `reason` at its next step, and devices waiting at a
-  // collective are woken through the waker. The first reason wins; thread-safe (not
-  // async-signal-safe: call it from a thread, not a signal handler).
-  void Stop(const Status& reason);
+  // collective are woken through the waker. The first reason wins: returns whether this call's
+  // did (false when the run was stopped already). Thread-safe (not async-signal-safe: call it
+  // from a thread, not a signal handler). The SPMD executor stops the run this way when one
+  // device fails, so that a device that never reaches a collective its peers gave up on stops
+  // too.
+  bool Stop(const Status& reason);
   bool stopped() const { return stopped_.load(std::memory_order_relaxed); }
   // The flag stopped() reads, for kernels::ScopedInterrupt (long kernels poll it mid-way).
   const std::atomic<bool>* stop_flag() const { return &stopped_; }
@@ -50,7 +53,8 @@ class RunMonitor {
 
   int64_t num_devices() const { return static_cast<int64_t>(progress_.size()); }
   DeviceProgress& progress(int64_t rank) { return *progress_[rank]; }
-  // Clears every device's progress for a new run (not while one runs).
+  // Clears every device's progress and any stop for a new run (not while one runs). A watcher
+  // that stopped the previous run (a signal, a timeout) stops the new one again when it looks.
   void Reset();
 
   // Where each device is, one clause per device joined by "; " (devices doing the same thing are

@@ -11,20 +11,29 @@
 
 #include "xshard/base/status.h"
 #include "xshard/core/array.h"
+#include "xshard/ir/module.h"
 
 namespace xs {
 
-// An element passes when |got - want| <= atol + rtol * |want| + scale_tol * L, where L is the
-// largest finite |want| of the whole output.
+// An element passes when |got - want| <= atol + rtol * |want| + scale_tol * L * G, where L is
+// the largest finite |want| of the whole output and G = max(1, sqrt(K) / 8) grows with K, the
+// most terms one sum of the program adds (CompareOutputs' `summed_terms`).
 struct Tolerance {
   double atol = 0;
   double rtol = 0;
   // Why the last term: a sum computed in partial sums (a dot or reduce whose contracting dim is
   // split over devices) rounds each partial sum and each step of the all-reduce to the element
   // type, so an element that comes out small by cancellation still carries the rounding error of
-  // the large partial sums it came from, a few ulps of the output's scale, not of its own value.
+  // the large partial sums it came from: ulps of the magnitudes summed, not of its own value.
+  // Those partial sums reach the output's scale L, and two summation orders of K terms drift
+  // apart like a random walk of K roundings, sqrt(K) ulps (G; K up to 64 keeps G = 1).
   double scale_tol = 0;
 };
+
+// The most terms one element of any sum in `module` adds (all computations): a dot's
+// contracting size, a convolution's kernel size over its input features and window, a reduce's
+// reduced dims, a reduce-window's window; 1 when the module sums nothing. For CompareOutputs.
+int64_t LongestSum(const Module& module);
 
 // The bound a partitioned result is held to against the one-device result. Sums run in another
 // order on N devices, so floating results may differ in the last bits (scaled by the element
@@ -44,7 +53,8 @@ struct OutputDiff {
   std::vector<int64_t> first_mismatch;  // its index; empty when mismatches == 0
   double got = 0, want = 0;      // the values there (real part for complex)
   double largest = 0;            // the largest finite |want| (L of the bound)
-  int64_t within_scale = 0;      // elements that pass only by the scale_tol * L term
+  int64_t within_scale = 0;      // elements that pass only by the scale_tol * L * G term
+  double scale_growth = 1;       // G
   bool ok() const { return mismatches == 0; }
   // "out0 f32[8,4]: max abs error 1.2e-07, max rel error 3.1e-07 (atol 1e-05, rtol 0.0001): ok"
   // or "...: 3 of 32 elements differ, first at [1,2]: got 5, want 4". When elements needed the
@@ -54,10 +64,16 @@ struct OutputDiff {
 };
 
 // Compares output leaves elementwise. Error when the counts, dtypes or dims differ (naming the
-// output). `tolerance` overrides DefaultTolerance for every output.
+// output). `tolerance` overrides DefaultTolerance for every output; `summed_terms` is K above.
 StatusOr<std::vector<OutputDiff>> CompareOutputs(const std::vector<Array>& got,
                                                  const std::vector<Array>& want,
-                                                 std::optional<Tolerance> tolerance = std::nullopt);
+                                                 std::optional<Tolerance> tolerance = std::nullopt,
+                                                 int64_t summed_terms = 1);
+// One output (`index` names it in the result): reads both arrays in place, block by block, with
+// no copy of either.
+StatusOr<OutputDiff> CompareOutput(const Array& got, const Array& want, int64_t index = 0,
+                                   std::optional<Tolerance> tolerance = std::nullopt,
+                                   int64_t summed_terms = 1);
 
 }  // namespace xs
 

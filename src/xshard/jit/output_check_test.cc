@@ -1,9 +1,13 @@
-// CompareOutputs: allclose bounds per dtype, exact integers, NaN handling, error messages.
+// CompareOutputs: allclose bounds per dtype, exact integers, NaN handling, error messages, and the
+// scale term's growth with the program's longest sum.
 #include "xshard/jit/output_check.h"
 
 #include <cmath>
+#include <memory>
 
 #include <gtest/gtest.h>
+
+#include "xshard/text/parser.h"
 
 namespace xs {
 namespace {
@@ -78,6 +82,57 @@ TEST(OutputCheckTest, SmallElementsMayCarryTheRoundingErrorOfTheOutputsScale) {
   StatusOr<std::vector<OutputDiff>> strict = CompareOutputs({got}, {want}, Tolerance{0.05, 0.05});
   ASSERT_TRUE(strict.ok());
   EXPECT_EQ((*strict)[0].mismatches, 1);
+}
+
+// XLA's ConvolutionLhsTiledRhsTiledWhenV2ShardingGeneratesReplicaGroupV2: each of 16,384 f32
+// outputs sums 401,408 products, the largest |output| is 889, and the partitioned run's 8 partial
+// sums put one small element 0.0017 away from the one-device run. The scale term grows with
+// sqrt(K) / 8 (K = 401,408: x79.2), so that element passes; a wrong value (0.5 off) still fails.
+TEST(OutputCheckTest, TheScaleTermGrowsWithTheLengthOfTheSums) {
+  Array want = Array::FromVector<float>({3}, {889.0f, -0.37f, 12.5f});
+  Array got = Array::FromVector<float>({3}, {889.0f, -0.3683f, 12.5f});
+  StatusOr<OutputDiff> short_sums = CompareOutput(got, want);
+  ASSERT_TRUE(short_sums.ok());
+  EXPECT_EQ(short_sums->mismatches, 1);  // 0.0017 > 1e-4 + 1e-4 x 0.37 + 2^-21 x 889
+  StatusOr<OutputDiff> long_sums = CompareOutput(got, want, 0, std::nullopt, 401408);
+  ASSERT_TRUE(long_sums.ok());
+  EXPECT_TRUE(long_sums->ok());
+  EXPECT_EQ(long_sums->within_scale, 1);
+  EXPECT_NEAR(long_sums->scale_growth, std::sqrt(401408.0) / 8, 1e-9);
+  Array wrong = Array::FromVector<float>({3}, {889.0f, 0.13f, 12.5f});
+  EXPECT_EQ(CompareOutput(wrong, want, 0, std::nullopt, 401408)->mismatches, 1);
+  // Up to 64 terms the term is the plain 4 ulps of the largest value.
+  EXPECT_EQ(CompareOutput(got, want, 0, std::nullopt, 64)->scale_growth, 1.0);
+}
+
+TEST(OutputCheckTest, LongestSumFindsTheLongestReduction) {
+  auto longest = [](std::string_view text) {
+    StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    return m.ok() ? LongestSum(**m) : -1;
+  };
+  EXPECT_EQ(longest(R"(
+HloModule conv
+ENTRY entry {
+  lhs = f32[128,56,56,64] parameter(0)
+  rhs = f32[128,56,56,256] parameter(1)
+  ROOT conv = f32[1,1,64,256] convolution(lhs, rhs), window={size=56x56}, dim_labels=f01b_i01o->01bf
+})"), 128 * 56 * 56);
+  EXPECT_EQ(longest(R"(
+HloModule dot_and_reduce
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  a = f32[8,16] parameter(0)
+  b = f32[16,4] parameter(1)
+  d = f32[8,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  zero = f32[] constant(0)
+  ROOT r = f32[] reduce(d, zero), dimensions={0,1}, to_apply=add
+})"), 32);
+  EXPECT_EQ(longest("HloModule n\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT y = f32[4] negate(x)\n}\n"), 1);
 }
 
 TEST(OutputCheckTest, ShapeAndCountMismatchesAreErrors) {

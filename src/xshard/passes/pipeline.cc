@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "xshard/base/strings.h"
+#include "xshard/core/npy.h"
 #include "xshard/passes/cse.h"
 #include "xshard/passes/dce.h"
 #include "xshard/text/printer.h"
@@ -36,9 +36,12 @@ Status DumpAfterPass(const DumpOptions& options, int index, std::string_view pas
     char number[16];
     std::snprintf(number, sizeof(number), "%02d", index);
     const std::string path = StrCat(options.directory, "/", number, "-", pass, ".hlo");
-    std::ofstream out(path);
-    out << header << PrintHloModule(module);
-    if (!out) return InvalidArgument("cannot write the dump file '", path, "' (does the directory exist?)");
+    // Through a temporary file renamed when complete: a stopped run leaves no half-written dump.
+    const Status written = WriteFileAtomically(path, StrCat(header, PrintHloModule(module)));
+    if (!written.ok()) {
+      return InvalidArgument("cannot write the dump file '", path, "': ", written.message(),
+                             " (does the directory exist?)");
+    }
     return OkStatus();
   }
   std::ostream& out = options.stream != nullptr ? *options.stream : std::cerr;

@@ -34,11 +34,12 @@ StatusOr<std::vector<std::vector<Array>>> ReadDeviceArguments(const std::string&
                                " (", shapes[i].ToString(false), "); --args-dir holds "
                                "dev<d>/arg<i>.npy for every device d and argument i");
       }
-      XS_ASSIGN_OR_RETURN(Array a, ReadNpy(path));
-      if (a.dtype() != shapes[i].dtype() || a.dims() != shapes[i].dims()) {
-        return InvalidArgument(path, ": holds ", a.shape().ToString(false), " but device ",
+      // The header is checked before the data is read.
+      XS_ASSIGN_OR_RETURN(Array a, ReadNpy(path, std::nullopt, [&](const NpyHeader& h) -> Status {
+        if (h.shape.dtype() == shapes[i].dtype() && h.shape.dims() == shapes[i].dims()) return OkStatus();
+        return InvalidArgument(path, ": holds ", h.shape.ToString(false), " but device ",
                                devices[k], "'s argument ", i, " is ", shapes[i].ToString(false));
-      }
+      }));
       args[k].push_back(std::move(a));
     }
     const std::string extra = DevicePath(dir, devices[k], "arg", shapes.size());

@@ -104,7 +104,16 @@ StatusOr<PartitionedValue> AxesRoute(const PartitionedValue& v, const HloShardin
   std::optional<AxesSharding> cur = mesh.ToAxes(v.sharding(), rank);
   std::optional<AxesSharding> want = mesh.ToAxes(target, rank);
   if (!cur || !want) return FailedPrecondition("not on the mesh");
-  if (cur->manual != want->manual) return FailedPrecondition("manual axes differ");
+  if (cur->manual != want->manual) {
+    // A partially manual value (last_tile_dims={manual}) meets a use that is manual over other
+    // mesh axes, or over none: no collective can turn one into the other.
+    return InvalidArgument("cannot reshard ", v.global_shape().ToString(false), " from ", v.sharding().ToString(),
+                           " to ", target.ToString(), " (", why.empty() ? "a use" : why,
+                           "): the two are manual over different mesh axes, and a value that is manual over "
+                           "some axes only meets uses manual over the same axes; give the use the value's "
+                           "manual subgroup (the same last_tile_dims={manual}), or leave the manual region "
+                           "first through an SPMDShardToFullShape custom-call");
+  }
   const int64_t n = em.num_partitions();
   PartitionedValue value = v;
   AxesSharding c = *cur;

@@ -354,6 +354,13 @@ Status Parser::ParseOperands(CompState& st, InstrInfo& info, int depth) {
 }  // namespace text_internal
 
 StatusOr<std::unique_ptr<Module>> ParseHloModule(std::string_view text, std::string_view filename) {
+  // XLA's lexer rejects a byte order mark as it rejects any byte that starts no token; say what
+  // it is, since editors hide it.
+  if (text.starts_with("\xEF\xBB\xBF")) {
+    return Lexer(text, filename)
+        .ErrorAt(0, "the text starts with a UTF-8 byte order mark (bytes EF BB BF), which XLA's HLO "
+                    "parser does not accept either; save the file as UTF-8 without a BOM");
+  }
   text_internal::Parser parser(text, filename);
   return parser.Run();
 }

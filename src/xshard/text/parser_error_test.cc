@@ -144,6 +144,16 @@ TEST(ParserErrorFormat, EmptyInputIsAnErrorNotACrash) {
             std::string::npos);
 }
 
+// XLA's lexer refuses the byte order mark (0xEF starts no token); the error names it.
+TEST(ParserErrorFormat, ByteOrderMarkIsNamed) {
+  auto m = ParseHloModule("\xEF\xBB\xBFHloModule m\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n", "bom.hlo");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(m.status().message().find("bom.hlo:1:1: error: the text starts with a UTF-8 byte order mark"),
+            std::string::npos)
+      << m.status().message();
+}
+
 TEST(ParserErrorFormat, DeepNestingIsRejectedWithoutRecursingForever) {
   std::string shape(200, '(');
   shape += std::string(200, ')');
