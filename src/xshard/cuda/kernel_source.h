@@ -4,8 +4,9 @@
 //
 // Kernel conventions shared by every generator (kernel_codegen.h, collectives, ...): the source
 // is one translation unit with no host headers; its entry point is `extern "C" __global__ void
-// <name>(...)`; launch geometry is chosen by whoever generated it (KernelSource::grid / block
-// helpers) and passed to cudaLaunchKernel with the kernel's parameters.
+// <name>(...)`; launch geometry is chosen by whoever generated it (kernel_codegen.h's
+// GeneratedKernel::launch for the generated kernels) and passed to cudaLaunchKernel with the
+// kernel's parameters (kernel_loader.h).
 #ifndef XSHARD_CUDA_KERNEL_SOURCE_H_
 #define XSHARD_CUDA_KERNEL_SOURCE_H_
 

@@ -133,6 +133,9 @@ class Executable {
   int64_t arena_bytes(bool fused = true) const;
 
   const Module& module() const { return module_; }
+  // The plans of every computation (executable_plan.h), read-only: for backends that run the
+  // same per-device plan with their own kernels (cuda/ generates one kernel per step).
+  const Program& program() const { return *program_; }
   // Shapes of the arguments Run expects (entry parameter leaves, in order).
   const std::vector<Shape>& argument_shapes() const { return argument_shapes_; }
 

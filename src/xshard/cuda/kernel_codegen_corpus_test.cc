@@ -1,0 +1,241 @@
+// Every fused loop and codegen-op step of real modules generates a kernel that NVRTC compiles
+// for sm_90: the modules under tests/data and the OpenXLA corpus modules the CPU executor plans.
+// Prints the counts (modules, kernels generated / compiled / refused with reasons) and times.
+// With a GPU, the modules whose entry plan the test harness runs also match the CPU executor.
+#include <gtest/gtest.h>
+
+#ifdef XSHARD_WITH_CUDA
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "xshard/cuda/kernel_codegen_test_util.h"
+#include "xshard/cuda/platform.h"
+#include "xshard/ir/computation.h"
+#include "xshard/ir/verifier.h"
+#include "xshard/testing/corpus.h"
+#include "xshard/text/parser.h"
+
+namespace xs::cuda {
+namespace {
+
+struct Planned {
+  std::string file;
+  std::unique_ptr<Module> module;
+  std::unique_ptr<Executable> exe;
+};
+
+// Modules of tests/data (*.hlo, sorted) that parse and plan.
+std::vector<Planned> TestDataModules(int* skipped) {
+  std::vector<std::string> files;
+  const std::filesystem::path dir = std::filesystem::path(XSHARD_SOURCE_DIR) / "tests" / "data";
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file() && e.path().extension() == ".hlo") files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<Planned> out;
+  for (const std::string& f : files) {
+    StatusOr<std::unique_ptr<Module>> m = ParseHloModule(xs::testing::ReadTextFile(f), f);
+    if (!m.ok() || !Verify(**m).ok()) {  // the reliability cases are malformed on purpose
+      ++*skipped;
+      continue;
+    }
+    StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
+    if (!e.ok()) {
+      ++*skipped;
+      continue;
+    }
+    out.push_back({f, std::move(*m), std::move(*e)});
+  }
+  return out;
+}
+
+// Corpus modules (MANIFEST order, expected errors excluded) that parse and plan.
+std::vector<Planned> CorpusModules(int* skipped) {
+  std::vector<Planned> out;
+  const std::string dir = XSHARD_CORPUS_DIR;
+  for (const xs::testing::CorpusModule& row : xs::testing::ReadCorpusManifest(dir)) {
+    if (row.expects_error()) continue;
+    StatusOr<std::unique_ptr<Module>> m = ParseHloModule(xs::testing::ReadTextFile(dir + "/" + row.file), row.file);
+    if (!m.ok() || !Verify(**m).ok()) {  // the reliability cases are malformed on purpose
+      ++*skipped;
+      continue;
+    }
+    StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
+    if (!e.ok()) {
+      ++*skipped;
+      continue;
+    }
+    out.push_back({row.file, std::move(*m), std::move(*e)});
+  }
+  return out;
+}
+
+// Generates and compiles every kernel of `modules`; returns the kernels generated.
+void GenerateAndCompile(const char* what, const std::vector<Planned>& modules, int skipped) {
+  testing::NoDiskCache no_cache;
+  const auto t0 = std::chrono::steady_clock::now();
+  testing::ModuleKernels all;
+  for (const Planned& p : modules) testing::CollectKernels(*p.exe, all);
+  const auto t1 = std::chrono::steady_clock::now();
+  int programs = 0;
+  Status compiled = testing::CompileAll(all.kernels, 150, &programs);
+  const auto t2 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(compiled.ok()) << compiled.message().substr(0, 4000);
+  int refused = 0;
+  for (const auto& [why, n] : all.refused) {
+    refused += n;
+    // Refusals are the generators' documented limits, never a bug or a bad plan.
+    EXPECT_EQ(why.rfind("cuda: ", 0), 0u) << why;
+  }
+  std::vector<std::string> names;
+  for (const GeneratedKernel& k : all.kernels) names.push_back(k.source.name);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::cout << what << ": " << modules.size() << " modules planned (" << skipped << " do not parse or plan), "
+            << all.fused << " fused loops + " << all.ops << " op steps -> " << all.kernels.size()
+            << " kernels generated (" << names.size() << " distinct), " << refused << " refused; generating "
+            << std::chrono::duration<double>(t1 - t0).count() << " s, compiling " << programs << " NVRTC programs "
+            << std::chrono::duration<double>(t2 - t1).count() << " s\n";
+  for (const auto& [why, n] : all.refused) std::cout << "  refused " << n << ": " << why << "\n";
+}
+
+TEST(KernelCodegenCorpus, TestDataModulesGenerateAndCompile) {
+  int skipped = 0;
+  std::vector<Planned> modules = TestDataModules(&skipped);
+  EXPECT_GE(modules.size(), 100u);
+  GenerateAndCompile("tests/data", modules, skipped);
+}
+
+TEST(KernelCodegenCorpus, XlaCorpusModulesGenerateAndCompile) {
+  if (!xs::testing::CorpusAvailable(XSHARD_CORPUS_DIR)) GTEST_SKIP() << "corpus not found at " << XSHARD_CORPUS_DIR;
+  int skipped = 0;
+  std::vector<Planned> modules = CorpusModules(&skipped);
+  EXPECT_GE(modules.size(), 700u);
+  GenerateAndCompile("XLA corpus", modules, skipped);
+}
+
+Array RandomArray(const Shape& shape, std::mt19937_64& rng) {
+  Array a(shape);
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int> small(0, 3);
+  for (int64_t k = 0; k < a.num_elements(); ++k) {
+    if (IsInteger(shape.dtype()) || shape.dtype() == DType::kPred) {
+      a.SetDouble(k, shape.dtype() == DType::kPred ? small(rng) % 2 : small(rng));
+    } else if (IsFloating(shape.dtype())) {
+      a.SetDouble(k, real(rng));
+    }
+  }
+  return a;
+}
+
+// Every planned module whose buffers all stay under 16 MiB (as the executor's corpus test).
+std::vector<Planned> AllModules() {
+  int skipped = 0;
+  std::vector<Planned> all = TestDataModules(&skipped);
+  if (xs::testing::CorpusAvailable(XSHARD_CORPUS_DIR)) {
+    for (Planned& p : CorpusModules(&skipped)) all.push_back(std::move(p));
+  }
+  std::vector<Planned> small;
+  for (Planned& p : all) {
+    bool fits = p.exe->arena_bytes() < (int64_t{64} << 20);
+    for (const Computation* c : p.module->computations()) {
+      for (const Instruction* i : c->instructions()) {
+        fits = fits && (!i->shape().IsArray() || i->shape().byte_size() < (int64_t{16} << 20));
+      }
+    }
+    if (fits) small.push_back(std::move(p));
+  }
+  return small;
+}
+
+// The modules whose entry plan has only steps the test harness runs and kernels without
+// cross-thread cooperation, with the kernels compiled for the host: against the CPU executor.
+TEST(KernelCodegenCorpus, ModulesTheHostHarnessRunsMatchTheCpu) {
+  std::vector<Planned> all = AllModules(), modules;
+  std::vector<GeneratedKernel> kernels;
+  for (Planned& p : all) {
+    std::vector<GeneratedKernel> ks;
+    if (!testing::HostRunsEntry(*p.exe, &ks)) continue;
+    for (GeneratedKernel& k : ks) kernels.push_back(std::move(k));
+    modules.push_back(std::move(p));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(kernels);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  std::cout << "host build of " << kernels.size() << " kernels: "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s\n";
+  std::mt19937_64 rng(42);
+  int ran = 0, not_run = 0;
+  for (const Planned& p : modules) {
+    std::vector<Array> args;
+    for (const Shape& s : p.exe->argument_shapes()) args.push_back(RandomArray(s, rng));
+    ExecuteOptions options;
+    options.max_while_iterations = 100;
+    StatusOr<std::vector<Array>> want = p.exe->Run(args, options);
+    if (!want.ok()) continue;
+    if (std::getenv("XSHARD_TEST_VERBOSE") != nullptr) std::cerr << "running " << p.file << "\n";
+    StatusOr<std::vector<Array>> got = testing::RunOnHost(*p.exe, args, **host);
+    if (!got.ok() && got.status().code() == StatusCode::kUnimplemented) {
+      ++not_run;
+      continue;
+    }
+    ASSERT_TRUE(got.ok()) << p.file << ": " << got.status().message();
+    ASSERT_EQ(got->size(), want->size()) << p.file;
+    for (size_t i = 0; i < want->size(); ++i) {
+      const std::string diff = testing::Compare((*got)[i], (*want)[i], testing::ReduceScale(*p.module));
+      EXPECT_TRUE(diff.empty()) << p.file << " result " << i << ": " << diff;
+    }
+    ++ran;
+  }
+  std::cout << "modules run with host-compiled kernels: " << ran << " of " << all.size()
+            << " (the others have steps the harness does not run: dots, collectives, control flow, "
+               "warp / block reduces, ...; " << not_run << " refused late)\n";
+  EXPECT_GT(ran, 100);
+}
+
+TEST(KernelCodegenCorpus, ModulesTheHarnessRunsMatchTheCpuOnAGpu) {
+  if (!NoGpuReason().empty()) GTEST_SKIP() << NoGpuReason();
+  std::vector<Planned> modules = AllModules();
+  std::mt19937_64 rng(42);
+  int ran = 0, harness_skipped = 0;
+  for (const Planned& p : modules) {
+    std::vector<Array> args;
+    for (const Shape& s : p.exe->argument_shapes()) args.push_back(RandomArray(s, rng));
+    ExecuteOptions options;
+    options.max_while_iterations = 100;
+    StatusOr<std::vector<Array>> want = p.exe->Run(args, options);
+    if (!want.ok()) continue;
+    StatusOr<std::vector<Array>> got = testing::RunOnGpu(*p.exe, args);
+    if (!got.ok() && got.status().code() == StatusCode::kUnimplemented) {
+      ++harness_skipped;
+      continue;
+    }
+    ASSERT_TRUE(got.ok()) << p.file << ": " << got.status().message();
+    ASSERT_EQ(got->size(), want->size()) << p.file;
+    for (size_t i = 0; i < want->size(); ++i) {
+      const std::string diff = testing::Compare((*got)[i], (*want)[i], testing::ReduceScale(*p.module));
+      EXPECT_TRUE(diff.empty()) << p.file << " result " << i << ": " << diff;
+    }
+    ++ran;
+  }
+  std::cout << "modules run on the GPU: " << ran << " (" << harness_skipped
+            << " have steps the test harness does not run: dots, collectives, control flow, ...)\n";
+  EXPECT_GT(ran, 100);
+}
+
+}  // namespace
+}  // namespace xs::cuda
+
+#else
+
+TEST(KernelCodegenCorpus, NeedsTheCudaToolkit) { GTEST_SKIP() << "this xshard was built without CUDA support"; }
+
+#endif

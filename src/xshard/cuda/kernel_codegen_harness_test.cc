@@ -1,0 +1,460 @@
+// Implementation of kernel_codegen_test_util.h (test binary only; holds no tests).
+#ifdef XSHARD_WITH_CUDA
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cmath>
+#include <memory>
+#include <set>
+#include <unordered_set>
+#include <cstring>
+#include <dlfcn.h>
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+
+#include "xshard/cuda/kernel_codegen_internal.h"
+#include "xshard/cuda/kernel_codegen_test_util.h"
+#include "xshard/cuda/kernel_loader.h"
+#include "xshard/exec/executable_plan.h"
+#include "xshard/exec/fusion_plan.h"
+
+namespace xs::cuda::testing {
+
+bool IsCodegenOp(Opcode op) {
+  switch (op) {
+    case Opcode::kTranspose: case Opcode::kBroadcast: case Opcode::kSlice: case Opcode::kReverse:
+    case Opcode::kPad: case Opcode::kConcatenate: case Opcode::kIota: case Opcode::kDynamicSlice:
+    case Opcode::kDynamicUpdateSlice: case Opcode::kReduce: case Opcode::kReduceWindow:
+    case Opcode::kAbs: case Opcode::kNegate: case Opcode::kExp: case Opcode::kLog:
+    case Opcode::kSqrt: case Opcode::kRsqrt: case Opcode::kTanh: case Opcode::kSin:
+    case Opcode::kCos: case Opcode::kTan: case Opcode::kLogistic: case Opcode::kExpm1:
+    case Opcode::kLog1p: case Opcode::kCbrt: case Opcode::kErf: case Opcode::kCeil:
+    case Opcode::kFloor: case Opcode::kRoundNearestAfz: case Opcode::kRoundNearestEven:
+    case Opcode::kAtan: case Opcode::kAcos: case Opcode::kAsin: case Opcode::kAcosh:
+    case Opcode::kAsinh: case Opcode::kAtanh: case Opcode::kCosh: case Opcode::kSinh:
+    case Opcode::kSign: case Opcode::kIsFinite: case Opcode::kNot:
+    case Opcode::kPopulationCount: case Opcode::kClz: case Opcode::kReal: case Opcode::kImag:
+    case Opcode::kAdd: case Opcode::kSubtract: case Opcode::kMultiply: case Opcode::kDivide:
+    case Opcode::kRemainder: case Opcode::kMaximum: case Opcode::kMinimum: case Opcode::kPower:
+    case Opcode::kAtan2: case Opcode::kAnd: case Opcode::kOr: case Opcode::kXor:
+    case Opcode::kShiftLeft: case Opcode::kShiftRightArithmetic: case Opcode::kMulhi:
+    case Opcode::kShiftRightLogical: case Opcode::kCompare: case Opcode::kConvert:
+    case Opcode::kSelect: case Opcode::kClamp: case Opcode::kBitcastConvert:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+// Computations whose steps run inside another op's kernel (reducers, comparators, combiners).
+std::unordered_set<const Computation*> ScalarCallees(const Module& m) {
+  std::unordered_set<const Computation*> out;
+  for (const Computation* c : m.computations()) {
+    for (const Instruction* i : c->instructions()) {
+      for (const CalledComputation& call : i->calls()) {
+        const bool code = i->opcode() == Opcode::kCall || i->opcode() == Opcode::kCustomCall ||
+                          (call.role != CallRole::kToApply && call.role != CallRole::kSelect);
+        if (!code) out.insert(call.computation);
+      }
+    }
+  }
+  return out;
+}
+
+bool Skip(const Step& step) {
+  // A same-type convert or a copy shares its operand's buffer.
+  return step.scalar_kind == ScalarKind::kShare;
+}
+
+void CollectPlan(const Module& m, const Program& program, ModuleKernels& out) {
+  const std::unordered_set<const Computation*> skip = ScalarCallees(m);
+  for (const Computation* c : m.computations()) {
+    if (skip.count(c)) continue;
+    const ComputationPlan* plan = program.Get(c);
+    if (plan == nullptr) continue;
+    for (const Step& step : plan->steps) {
+      StatusOr<GeneratedKernel> k = Status(StatusCode::kInternal, "unset");
+      if (step.fused) {
+        ++out.fused;
+        k = GenerateFusedLoopKernel(*step.fused);
+      } else if (step.inst != nullptr && IsCodegenOp(step.inst->opcode()) && !Skip(step)) {
+        ++out.ops;
+        k = GenerateOpKernel(*step.inst);
+      } else {
+        continue;
+      }
+      if (k.ok()) {
+        out.kernels.push_back(std::move(*k));
+      } else {
+        ++out.refused[k.status().message().substr(0, 80)];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void CollectKernels(const Executable& e, ModuleKernels& out) {
+  CollectPlan(e.module(), e.program(), out);
+  if (e.program().unfused) CollectPlan(e.module(), *e.program().unfused, out);
+}
+
+Status CompileAll(std::span<const GeneratedKernel> kernels, int batch, int* programs) {
+  std::vector<GeneratedKernel> unique;
+  std::set<std::string> seen;
+  for (const GeneratedKernel& k : kernels) {
+    if (seen.insert(k.source.name).second) unique.push_back(k);
+  }
+  for (size_t at = 0; at < unique.size(); at += batch) {
+    const size_t end = std::min(unique.size(), at + batch);
+    const KernelSource src = CombineKernels(std::span<const GeneratedKernel>(unique).subspan(at, end - at));
+    if (programs != nullptr) ++*programs;
+    StatusOr<std::shared_ptr<const std::string>> cubin = CompileToCubin(src, 9, 0);
+    if (!cubin.ok()) return cubin.status();
+  }
+  return OkStatus();
+}
+
+namespace {
+
+// Where RunWith keeps buffers and runs kernels.
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual StatusOr<void*> Alloc(int64_t bytes) = 0;
+  virtual void Free(void* p) = 0;
+  virtual Status Copy(void* dst, const void* src, int64_t bytes, bool to_device, bool from_device) = 0;
+  virtual Status Launch(const GeneratedKernel& k, const std::vector<void*>& pointers) = 0;
+};
+
+struct DeviceBuffer {
+  Device* device = nullptr;
+  void* ptr = nullptr;
+  Shape shape;
+  ~DeviceBuffer() {
+    if (ptr != nullptr) device->Free(ptr);
+  }
+};
+using Buf = std::shared_ptr<DeviceBuffer>;
+
+StatusOr<Buf> Alloc(Device& d, const Shape& shape) {
+  auto b = std::make_shared<DeviceBuffer>();
+  b->device = &d;
+  b->shape = shape.WithoutLayout();
+  XS_ASSIGN_OR_RETURN(b->ptr, d.Alloc(std::max<int64_t>(16, shape.byte_size())));
+  return b;
+}
+
+StatusOr<Buf> Upload(Device& d, const Array& a) {
+  XS_ASSIGN_OR_RETURN(Buf b, Alloc(d, a.shape()));
+  XS_RETURN_IF_ERROR(d.Copy(b->ptr, a.data(), a.byte_size(), true, false));
+  return b;
+}
+
+StatusOr<std::vector<Array>> RunWith(Device& d, const Executable& e, std::span<const Array> args,
+                                     const std::function<bool(const GeneratedKernel&)>& runnable) {
+  const ComputationPlan& plan = *e.program().entry;
+  std::vector<Buf> slots(plan.num_slots);
+  std::map<int, std::vector<Buf>> tuples;  // slot -> leaves of a tuple a kernel wrote
+  std::vector<int> root_leaves;
+  for (const Instruction* i : plan.computation->instructions()) {
+    if (i->opcode() == Opcode::kParameter && !i->shape().IsArray()) return Unimplemented("tuple parameters");
+  }
+  for (size_t p = 0; p < plan.param_slots.size(); ++p) {
+    if (plan.param_slots[p] < 0) continue;
+    if (p >= args.size()) return Unimplemented("tuple parameters");
+    XS_ASSIGN_OR_RETURN(slots[plan.param_slots[p]], Upload(d, args[p]));
+  }
+  auto launch = [&](const GeneratedKernel& k, const std::vector<void*>& ptrs) -> Status {
+    if (!runnable(k)) return Unimplemented("kernel strategy ", k.strategy, " is not run here");
+    return d.Launch(k, ptrs);
+  };
+  for (const Step& step : plan.steps) {
+    const Instruction& inst = *step.inst;
+    std::vector<void*> ptrs;
+    for (int s : step.operands) ptrs.push_back(slots[s] ? slots[s]->ptr : nullptr);
+    if (step.fused) {
+      const FusedLoop& f = *step.fused;
+      XS_ASSIGN_OR_RETURN(GeneratedKernel k, GenerateFusedLoopKernel(f));
+      for (const FusedOutput& o : f.outputs) {
+        XS_ASSIGN_OR_RETURN(slots[o.slot], Alloc(d, o.inst->shape()));
+        ptrs.push_back(slots[o.slot]->ptr);
+      }
+      if (f.has_reduce) {
+        XS_ASSIGN_OR_RETURN(slots[step.out], Alloc(d, f.reduce.inst->shape()));
+        ptrs.push_back(slots[step.out]->ptr);
+      }
+      XS_RETURN_IF_ERROR(launch(k, ptrs));
+    } else if (inst.opcode() == Opcode::kConstant && inst.shape().IsArray()) {
+      XS_ASSIGN_OR_RETURN(slots[step.out], Upload(d, inst.literal()));
+    } else if (inst.opcode() == Opcode::kTuple && &inst == plan.computation->root()) {
+      for (const Instruction* o : inst.operands()) {
+        if (!o->shape().IsArray()) return Unimplemented("a nested tuple root");
+      }
+      root_leaves = step.operands;
+    } else if (inst.opcode() == Opcode::kReshape || inst.opcode() == Opcode::kBitcast || Skip(step)) {
+      if (!inst.shape().IsArray() || step.operands.empty() || !slots[step.operands[0]]) return Unimplemented("alias");
+      XS_ASSIGN_OR_RETURN(slots[step.out], Alloc(d, inst.shape()));
+      XS_RETURN_IF_ERROR(d.Copy(slots[step.out]->ptr, slots[step.operands[0]]->ptr, inst.shape().byte_size(), true, true));
+    } else if (inst.opcode() == Opcode::kGetTupleElement && tuples.count(step.operands[0])) {
+      slots[step.out] = tuples[step.operands[0]].at(inst.tuple_index());
+    } else if (IsCodegenOp(inst.opcode()) && inst.shape().IsTuple()) {  // a variadic reduce
+      XS_ASSIGN_OR_RETURN(GeneratedKernel k, GenerateOpKernel(inst));
+      std::vector<Buf>& leaves = tuples[step.out];
+      for (const Shape& s : inst.shape().tuple_shapes()) {
+        if (!s.IsArray()) return Unimplemented("a nested tuple result");
+        XS_ASSIGN_OR_RETURN(Buf b, Alloc(d, s));
+        ptrs.push_back(b->ptr);
+        leaves.push_back(std::move(b));
+      }
+      XS_RETURN_IF_ERROR(launch(k, ptrs));
+    } else if (IsCodegenOp(inst.opcode())) {
+      XS_ASSIGN_OR_RETURN(GeneratedKernel k, GenerateOpKernel(inst));
+      XS_ASSIGN_OR_RETURN(slots[step.out], Alloc(d, inst.shape()));
+      ptrs.push_back(slots[step.out]->ptr);
+      XS_RETURN_IF_ERROR(launch(k, ptrs));
+    } else {
+      return Unimplemented("the test harness does not run ", OpcodeName(inst.opcode()));
+    }
+  }
+  std::vector<Array> out;
+  if (root_leaves.empty() && tuples.count(plan.root_slot)) {
+    for (const Buf& b : tuples[plan.root_slot]) {
+      Array a = Array::Uninitialized(b->shape);
+      XS_RETURN_IF_ERROR(d.Copy(a.data(), b->ptr, a.byte_size(), false, true));
+      out.push_back(std::move(a));
+    }
+    return out;
+  }
+  if (root_leaves.empty() && !plan.computation->root()->shape().IsArray()) return Unimplemented("a tuple root");
+  if (root_leaves.empty()) root_leaves = {plan.root_slot};
+  for (int s : root_leaves) {
+    if (s < 0 || !slots[s]) return Unimplemented("root not produced");
+    Array a = Array::Uninitialized(slots[s]->shape);
+    XS_RETURN_IF_ERROR(d.Copy(a.data(), slots[s]->ptr, a.byte_size(), false, true));
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+class Gpu : public Device {
+ public:
+  StatusOr<void*> Alloc(int64_t bytes) override {
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, bytes);
+    if (e != cudaSuccess) return Internal("cudaMalloc: ", cudaGetErrorString(e));
+    return p;
+  }
+  void Free(void* p) override { cudaFree(p); }
+  Status Copy(void* dst, const void* src, int64_t bytes, bool to_device, bool from_device) override {
+    const cudaMemcpyKind kind = to_device ? (from_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+                                          : cudaMemcpyDeviceToHost;
+    const cudaError_t e = cudaMemcpy(dst, src, bytes, kind);
+    if (e != cudaSuccess) return Internal("cudaMemcpy: ", cudaGetErrorString(e));
+    return OkStatus();
+  }
+  Status Launch(const GeneratedKernel& k, const std::vector<void*>& pointers) override {
+    XS_ASSIGN_OR_RETURN(cudaKernel_t kernel, LoadKernel(k.source, 0));
+    KernelArgs args;
+    args.pointers = pointers;
+    XS_RETURN_IF_ERROR(LaunchKernel(kernel, dim3(static_cast<unsigned>(k.launch.grid)), dim3(k.launch.block),
+                                    args.get(), k.launch.shared_bytes, nullptr));
+    const cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) return Internal("kernel ", k.source.name, " failed: ", cudaGetErrorString(e));
+    return OkStatus();
+  }
+};
+
+class Host : public Device {
+ public:
+  explicit Host(HostKernels& kernels) : kernels_(kernels) {}
+  StatusOr<void*> Alloc(int64_t bytes) override { return ::operator new[](bytes, std::align_val_t{64}); }
+  void Free(void* p) override { ::operator delete[](p, std::align_val_t{64}); }
+  Status Copy(void* dst, const void* src, int64_t bytes, bool, bool) override {
+    std::memcpy(dst, src, bytes);
+    return OkStatus();
+  }
+  Status Launch(const GeneratedKernel& k, const std::vector<void*>& pointers) override {
+    return kernels_.Launch(k, pointers);
+  }
+
+ private:
+  HostKernels& kernels_;
+};
+
+// CUDA's built-ins for host C++: one thread (grid and block of 1) runs every grid-stride loop.
+constexpr const char* kHostShim = R"SHIM(#include <math.h>
+#include <cstring>
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+#define __shared__ static
+#define __align__(n) alignas(n)
+struct xs_dim3 { unsigned x, y, z; };
+static const xs_dim3 blockIdx{0, 0, 0}, threadIdx{0, 0, 0}, blockDim{1, 1, 1}, gridDim{1, 1, 1};
+template <typename D, typename S> inline D xs_host_bits(S s) { D d; std::memcpy(&d, &s, sizeof(d)); return d; }
+inline unsigned __float_as_uint(float f) { return xs_host_bits<unsigned>(f); }
+inline int __float_as_int(float f) { return xs_host_bits<int>(f); }
+inline float __uint_as_float(unsigned u) { return xs_host_bits<float>(u); }
+inline float __int_as_float(int u) { return xs_host_bits<float>(u); }
+inline long long __double_as_longlong(double d) { return xs_host_bits<long long>(d); }
+inline double __longlong_as_double(long long v) { return xs_host_bits<double>(v); }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
+inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
+inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
+inline long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }
+inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+  return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
+template <typename T> inline T __shfl_down_sync(unsigned, T v, int) { return v; }
+inline void __syncthreads() {}
+)SHIM";
+
+}  // namespace
+
+bool HostRunnable(const GeneratedKernel& k) {
+  return k.strategy.rfind("elementwise", 0) == 0 || k.strategy == "index_map" || k.strategy == "reduce_general" ||
+         k.strategy == "reduce_window" || k.strategy == "dynamic_update_slice_in_place";
+}
+
+HostKernels::~HostKernels() {
+  if (handle_ != nullptr) dlclose(handle_);
+}
+
+StatusOr<std::unique_ptr<HostKernels>> HostKernels::Build(std::span<const GeneratedKernel> kernels) {
+  std::set<std::string> seen;
+  std::string code = kHostShim + codegen::Prelude() + "template <int N> struct xs_args { void* p[N]; };\n";
+  std::string wrappers;
+  for (const GeneratedKernel& k : kernels) {
+    if (!HostRunnable(k) || !seen.insert(k.source.name).second) continue;
+    code += k.body;
+    const std::string n = std::to_string(std::max(1, k.num_pointers));
+    wrappers += "extern \"C\" void " + k.source.name + "_host(void** p) { xs_args<" + n + "> a; std::memcpy(a.p, p, " + n +
+                " * sizeof(void*)); " + k.source.name + "(a); }\n";
+  }
+  const std::string dir = std::filesystem::temp_directory_path() / ("xshard_host_kernels_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream out(dir + "/kernels.cc");
+    out << code << wrappers;
+  }
+  const std::string cmd = "c++ -std=c++17 -O0 -w -shared -fPIC -o " + dir + "/kernels.so " + dir + "/kernels.cc 2> " + dir + "/log.txt";
+  if (std::system(cmd.c_str()) != 0) {
+    std::ifstream log(dir + "/log.txt");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    return Internal("the host compiler failed on the generated kernels (", dir, "/kernels.cc):\n", text.substr(0, 4000));
+  }
+  auto hk = std::unique_ptr<HostKernels>(new HostKernels);
+  hk->handle_ = dlopen((dir + "/kernels.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (hk->handle_ == nullptr) return Internal("dlopen: ", dlerror());
+  std::filesystem::remove_all(dir);
+  return hk;
+}
+
+Status HostKernels::Launch(const GeneratedKernel& k, const std::vector<void*>& pointers) {
+  void* fn = dlsym(handle_, (k.source.name + "_host").c_str());
+  if (fn == nullptr) return Unimplemented("kernel ", k.source.name, " was not built for the host");
+  std::vector<void*> p = pointers;
+  reinterpret_cast<void (*)(void**)>(fn)(p.data());
+  return OkStatus();
+}
+
+bool HostRunsEntry(const Executable& e, std::vector<GeneratedKernel>* kernels) {
+  const ComputationPlan& plan = *e.program().entry;
+  for (const Instruction* i : plan.computation->instructions()) {
+    if (i->opcode() == Opcode::kParameter && !i->shape().IsArray()) return false;
+  }
+  for (const Step& step : plan.steps) {
+    const Instruction& inst = *step.inst;
+    StatusOr<GeneratedKernel> k = Status(StatusCode::kInternal, "none");
+    if (step.fused) {
+      k = GenerateFusedLoopKernel(*step.fused);
+    } else if (inst.opcode() == Opcode::kConstant || inst.opcode() == Opcode::kTuple ||
+               inst.opcode() == Opcode::kGetTupleElement || inst.opcode() == Opcode::kReshape ||
+               inst.opcode() == Opcode::kBitcast || Skip(step)) {
+      continue;
+    } else if (IsCodegenOp(inst.opcode())) {
+      k = GenerateOpKernel(inst);
+    } else {
+      return false;
+    }
+    if (!k.ok() || !HostRunnable(*k)) return false;
+    kernels->push_back(std::move(*k));
+  }
+  return true;
+}
+
+StatusOr<std::vector<Array>> RunOnGpu(const Executable& e, std::span<const Array> args) {
+  if (cudaSetDevice(0) != cudaSuccess) return Unavailable("no GPU");
+  Gpu gpu;
+  return RunWith(gpu, e, args, [](const GeneratedKernel&) { return true; });
+}
+
+StatusOr<std::vector<Array>> RunOnHost(const Executable& e, std::span<const Array> args, HostKernels& kernels) {
+  Host host(kernels);
+  return RunWith(host, e, args, HostRunnable);
+}
+
+std::string Compare(const Array& got, const Array& want, double scale) {
+  if (got.dtype() != want.dtype() || got.dims() != want.dims()) {
+    return "shape " + got.shape().ToString() + " vs " + want.shape().ToString();
+  }
+  const DType t = want.dtype();
+  double rtol = 0;
+  if (t == DType::kF32) rtol = 1e-4;
+  if (t == DType::kF64) rtol = 1e-12;
+  if (t == DType::kF16) rtol = 2e-3;
+  if (t == DType::kBF16) rtol = 1.6e-2;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    const double g = got.GetDouble(i), w = want.GetDouble(i);
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (g == w) continue;
+    if (rtol > 0 && std::fabs(g - w) <= scale * rtol * std::max(1.0, std::fabs(w))) continue;
+    return "element " + std::to_string(i) + ": " + std::to_string(g) + " vs CPU " + std::to_string(w);
+  }
+  return "";
+}
+
+NoDiskCache::NoDiskCache() {
+  const char* old = std::getenv("XSHARD_CACHE_DIR");
+  had_ = old != nullptr;
+  if (had_) old_ = old;
+  setenv("XSHARD_CACHE_DIR", "off", 1);
+}
+NoDiskCache::~NoDiskCache() {
+  if (had_) {
+    setenv("XSHARD_CACHE_DIR", old_.c_str(), 1);
+  } else {
+    unsetenv("XSHARD_CACHE_DIR");
+  }
+}
+
+double ReduceScale(const Module& m) {
+  double scale = 1;
+  for (const Computation* c : m.computations()) {
+    for (const Instruction* i : c->instructions()) {
+      if (i->opcode() != Opcode::kReduce || i->operand_count() == 0 || !i->operand(0)->shape().IsArray()) continue;
+      const DType t = i->operand(0)->shape().dtype();
+      if (t != DType::kF16 && t != DType::kBF16) continue;
+      double n = 1;
+      for (int64_t d : i->dimensions()) n *= static_cast<double>(i->operand(0)->shape().dim(static_cast<int>(d)));
+      scale = std::max(scale, n);
+    }
+  }
+  return scale;
+}
+
+}  // namespace xs::cuda::testing
+
+#endif  // XSHARD_WITH_CUDA

@@ -1,0 +1,86 @@
+// Test helpers for the kernel generators: every kernel of a planned module (its fused loops and
+// the op steps the generators cover, in the fused and the op-by-op plans), compiling them in
+// batches with NVRTC, and, on a GPU, running a module's entry plan with the generated kernels.
+// Test binaries only.
+#ifndef XSHARD_CUDA_KERNEL_CODEGEN_TEST_UTIL_H_
+#define XSHARD_CUDA_KERNEL_CODEGEN_TEST_UTIL_H_
+
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "xshard/core/array.h"
+#include "xshard/cuda/kernel_codegen.h"
+#include "xshard/exec/executable.h"
+
+namespace xs::cuda::testing {
+
+// Ops whose steps the generators are expected to cover (the GPU executor's other steps are
+// library calls, aliases or control flow).
+bool IsCodegenOp(Opcode op);
+
+struct ModuleKernels {
+  std::vector<GeneratedKernel> kernels;
+  int fused = 0;                       // fused-loop steps seen
+  int ops = 0;                         // codegen-op steps seen
+  std::map<std::string, int> refused;  // generator error (first 80 chars) -> count
+};
+
+// Generates the kernel of every fused-loop step and codegen-op step of `e`'s plans (reducer and
+// comparator computations excluded: their steps run inside other kernels).
+void CollectKernels(const Executable& e, ModuleKernels& out);
+
+// Compiles `kernels` for sm_90 in NVRTC programs of at most `batch` distinct kernels; the first
+// error, naming the program's first kernel, or OK. `programs` counts the NVRTC calls.
+Status CompileAll(std::span<const GeneratedKernel> kernels, int batch, int* programs = nullptr);
+
+// Runs `e`'s entry plan on GPU 0 with generated kernels (parameters, constants, fused loops,
+// codegen ops, aliases, a tuple root); Unimplemented for a plan with any other step.
+StatusOr<std::vector<Array>> RunOnGpu(const Executable& e, std::span<const Array> args);
+
+// The generated kernels compiled for the host with the C++ compiler (CUDA built-ins emulated,
+// one thread running each grid-stride loop): checks the scalar op table and index arithmetic
+// against the CPU executor without a GPU. Only kernels without cross-thread cooperation run
+// (elementwise, index maps, general reduces, reduce-window): HostRunnable.
+bool HostRunnable(const GeneratedKernel& k);
+class HostKernels {
+ public:
+  static StatusOr<std::unique_ptr<HostKernels>> Build(std::span<const GeneratedKernel> kernels);
+  ~HostKernels();
+  Status Launch(const GeneratedKernel& k, const std::vector<void*>& pointers);
+
+ private:
+  HostKernels() = default;
+  void* handle_ = nullptr;
+};
+// True when RunOnHost can run `e`'s entry plan; then `kernels` holds the kernels it launches.
+bool HostRunsEntry(const Executable& e, std::vector<GeneratedKernel>* kernels);
+// RunOnGpu's walk with HostKernels; Unimplemented when a kernel is not HostRunnable.
+StatusOr<std::vector<Array>> RunOnHost(const Executable& e, std::span<const Array> args, HostKernels& kernels);
+
+// Empty when `got` matches `want` (dtype, dims, values: integers exactly; floats within
+// scale * rtol * max(1, |want|), rtol 1e-4 for f32, 1e-12 f64, 2e-3 f16, 1.6e-2 bf16; NaN
+// matches NaN); else what differs first. Reductions of n f16 / bf16 elements pass scale = n:
+// the CPU rounds its accumulator to 16 bits after every step, the GPU accumulates in f32.
+std::string Compare(const Array& got, const Array& want, double scale = 1);
+
+// The scale Compare needs for the results of `m`'s entry root: the largest count of elements
+// a f16 / bf16 reduce of the module combines into one, else 1.
+double ReduceScale(const Module& m);
+
+// XSHARD_CACHE_DIR=off for the object's life: every compile really goes through NVRTC.
+class NoDiskCache {
+ public:
+  NoDiskCache();
+  ~NoDiskCache();
+
+ private:
+  bool had_ = false;
+  std::string old_;
+};
+
+}  // namespace xs::cuda::testing
+
+#endif  // XSHARD_CUDA_KERNEL_CODEGEN_TEST_UTIL_H_
