@@ -58,7 +58,7 @@ CpuFeatures Probe() {
     f.os_zmm = (xcr0 & 0xe6) == 0xe6;      // + opmask, ZMM_Hi256, Hi16_ZMM
     f.os_tiles = (xcr0 & 0x60000) == 0x60000;  // XTILECFG, XTILEDATA
   }
-  if (__get_cpuid_max(0x80000000, nullptr) >= 0x80000004) {
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000, nullptr)) >= 0x80000004u) {
     char brand[49] = {};
     for (uint32_t leaf = 0; leaf < 3; ++leaf) {
       __get_cpuid(0x80000002 + leaf, &a, &b, &c, &d);
