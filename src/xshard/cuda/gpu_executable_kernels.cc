@@ -1,0 +1,171 @@
+// What runs a computing step on the GPU (phase 1, no GPU needed): a generated kernel
+// (kernel_codegen.h) for fused loops, elementwise and shape ops, reduce and reduce-window; a
+// cuBLASLt GEMM for dots (gemm.h) and a cuDNN convolution (conv.h), with transposed copies of
+// operands they cannot read in place;
+// a device copy for bitcast-convert. Anything else is "unsupported" with the generator's reason.
+#include "xshard/cuda/conv.h"
+#include "xshard/cuda/gpu_executable_plan.h"
+#include "xshard/exec/fusion_plan.h"
+
+namespace xs::cuda {
+namespace {
+
+void Unsupported(Action& act, const Status& why) {
+  act.kind = ActionKind::kUnsupported;
+  act.why = why.message();
+}
+
+// The KernelArgs pointers of a kernel over `act`'s operands then its outputs (kernel_codegen.h).
+bool AddKernel(Action& act, GeneratedKernel k) {
+  const int want = static_cast<int>(act.in.size() + act.out.size());
+  if (k.num_pointers != want) {
+    act.kind = ActionKind::kUnsupported;
+    act.why = StrCat("its kernel ", k.source.name, " takes ", k.num_pointers, " buffers; the step has ",
+                     act.in.size(), " operand and ", act.out.size(), " result array(s)");
+    return false;
+  }
+  PlannedKernel p;
+  p.kernel = std::move(k);
+  for (size_t i = 0; i < act.in.size(); ++i) p.args.push_back({KernelArg::kInput, static_cast<int>(i)});
+  for (size_t i = 0; i < act.out.size(); ++i) p.args.push_back({KernelArg::kOutput, static_cast<int>(i)});
+  act.kernels.push_back(std::move(p));
+  return true;
+}
+
+// Every operand must be one array (no tuple operands) for the kernel conventions.
+bool OneLeafPerOperand(const Action& act) {
+  for (size_t i = 0; i + 1 < act.in_begin.size(); ++i) {
+    if (act.in_begin[i + 1] - act.in_begin[i] != 1) return false;
+  }
+  return true;
+}
+
+// A transposed copy of operand `i` of a dot or convolution into a temporary: a detached parameter of the operand's
+// shape and a transpose of it, kept by the plan, drive the generator.
+StatusOr<Loc> PermutedOperand(const Instruction& dot, int i, const std::vector<int64_t>& perm, Action& act,
+                              GpuPlanData& data, void* planner, TempFn temp) {
+  const Shape& from = dot.operand(i)->shape().WithoutLayout();
+  std::vector<int64_t> dims;
+  for (int64_t p : perm) dims.push_back(from.dim(static_cast<int>(p)));
+  const Shape to(from.dtype(), dims);
+  std::unique_ptr<Instruction> param = Instruction::Create(Opcode::kParameter, from, {}, StrCat(dot.name(), ".operand", i));
+  std::unique_ptr<Instruction> transpose =
+      Instruction::Create(Opcode::kTranspose, to, {param.get()}, StrCat(dot.name(), ".transpose", i));
+  transpose->mutable_attrs().dimensions = perm;
+  StatusOr<GeneratedKernel> k = GenerateOpKernel(*transpose);
+  data.made.push_back(std::move(param));
+  data.made.push_back(std::move(transpose));
+  if (!k.ok()) return k.status();
+  const Loc t = temp(planner, to.byte_size());
+  act.temps.push_back(t);
+  PlannedKernel p;
+  p.kernel = std::move(k).value();
+  p.args = {{KernelArg::kInput, act.in_begin[i]}, {KernelArg::kTemp, static_cast<int>(act.temps.size() - 1)}};
+  act.kernels.push_back(std::move(p));
+  return t;
+}
+
+void PlanDot(const Step& step, Action& act, GpuPlanData& data, void* planner, TempFn temp) {
+  const Instruction& dot = *step.inst;
+  StatusOr<GemmLayout> layout = GemmLayoutFor(dot);
+  if (!layout.ok()) {
+    // Integer and complex dots have no cuBLASLt form; the generic generator may cover them.
+    StatusOr<GeneratedKernel> k = GenerateOpKernel(dot);
+    if (k.ok()) {
+      AddKernel(act, std::move(k).value());
+      return;
+    }
+    Unsupported(act, layout.status());
+    return;
+  }
+  act.kind = ActionKind::kGemm;
+  act.gemm = *layout;
+  const std::vector<int64_t>* perms[] = {&layout->lhs_permutation, &layout->rhs_permutation};
+  for (int i = 0; i < 2; ++i) {
+    if (perms[i]->empty()) {
+      act.gemm_operands.push_back(act.in[act.in_begin[i]]);
+      continue;
+    }
+    StatusOr<Loc> t = PermutedOperand(dot, i, *perms[i], act, data, planner, temp);
+    if (!t.ok()) {
+      Unsupported(act, t.status());
+      return;
+    }
+    act.gemm_operands.push_back(*t);
+  }
+}
+
+// cuDNN's forward convolution, with a transposed copy of the kernel when cuDNN cannot read its
+// dims in place.
+void PlanConvolution(const Step& step, Action& act, GpuPlanData& data, void* planner, TempFn temp) {
+  const Instruction& conv = *step.inst;
+  StatusOr<ConvLayout> layout = ConvLayoutFor(conv);
+  if (!layout.ok()) {
+    Unsupported(act, layout.status());
+    return;
+  }
+  act.kind = ActionKind::kConv;
+  act.gemm_operands.push_back(act.in[act.in_begin[0]]);
+  if (layout->kernel_permutation.empty()) {
+    act.gemm_operands.push_back(act.in[act.in_begin[1]]);
+    return;
+  }
+  StatusOr<Loc> t = PermutedOperand(conv, 1, layout->kernel_permutation, act, data, planner, temp);
+  if (!t.ok()) {
+    Unsupported(act, t.status());
+    return;
+  }
+  act.gemm_operands.push_back(*t);
+}
+
+}  // namespace
+
+void PlanComputeAction(const Step& step, Action& act, GpuPlanData& data, void* planner, TempFn temp) {
+  const Instruction& inst = *step.inst;
+  if (!OneLeafPerOperand(act) || act.out.size() < 1) {
+    act.kind = ActionKind::kUnsupported;
+    act.why = "tuple operands or results have no kernel";
+    return;
+  }
+  act.kind = ActionKind::kKernels;
+  if (step.fused != nullptr) {
+    StatusOr<GeneratedKernel> k = GenerateFusedLoopKernel(*step.fused);
+    if (!k.ok()) {
+      Unsupported(act, k.status());
+      return;
+    }
+    AddKernel(act, std::move(k).value());
+    return;
+  }
+  switch (inst.opcode()) {
+    case Opcode::kDot:
+      PlanDot(step, act, data, planner, temp);
+      return;
+    case Opcode::kConvolution:
+      PlanConvolution(step, act, data, planner, temp);
+      return;
+    case Opcode::kBitcastConvert:
+      act.kind = ActionKind::kCopy;  // same bytes, another type
+      return;
+    case Opcode::kDynamicUpdateSlice:
+      // In place when exec put the result over the dying operand's buffer.
+      if (act.out.size() == 1 && act.in[0] == act.out[0]) {
+        StatusOr<GeneratedKernel> k = GenerateDynamicUpdateSliceInPlace(inst);
+        if (k.ok()) {
+          AddKernel(act, std::move(k).value());
+          return;
+        }
+      }
+      break;
+    default:
+      break;
+  }
+  StatusOr<GeneratedKernel> k = GenerateOpKernel(inst);
+  if (!k.ok()) {
+    Unsupported(act, k.status());
+    return;
+  }
+  AddKernel(act, std::move(k).value());
+}
+
+}  // namespace xs::cuda
