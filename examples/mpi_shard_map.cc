@@ -8,6 +8,7 @@
 
 #include "xshard/kernels/dot.h"
 #include "xshard/mpi/mpi_process.h"
+#include "xshard/platform/platform.h"
 #include "xshard/runtime/client.h"
 #include "xshard/shard_map/shard_map.h"
 
@@ -30,7 +31,7 @@ xs::Status Run() {
   // p*L .. p*L+L-1, and the same shard_map call works as with Client::Create.
   xs::ClientOptions options;
   options.num_devices = 8;
-  XS_ASSIGN_OR_RETURN(auto client, xs::Client::CreateMpi(options));
+  XS_ASSIGN_OR_RETURN(auto client, xs::CreateMpiClient(options));
   XS_ASSIGN_OR_RETURN(xs::Mesh mesh, xs::Mesh::Create({"x", "y"}, {4, 2}));
   XS_ASSIGN_OR_RETURN(xs::PartitionSpec xy, xs::PartitionSpec::Parse("P('x', 'y')"));
   XS_ASSIGN_OR_RETURN(xs::PartitionSpec y_none, xs::PartitionSpec::Parse("P('y', None)"));

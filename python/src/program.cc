@@ -1,24 +1,31 @@
 // Bindings of compiled programs: xshard.compile's native half (parse, apply shardings, propagate,
-// partition), running with numpy arrays, the partition report and the timing loop of
-// `xshard bench run` (per-device execution on arguments placed once).
+// partition), running with numpy arrays (Ctrl-C stops the devices and raises KeyboardInterrupt),
+// the partition report and the timing loop of `xshard bench run` (per-device execution on
+// arguments placed once).
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "python/src/convert.h"
+#include "xshard/exec/run_monitor.h"
 #include "xshard/ir/computation.h"
 #include "xshard/ir/instruction.h"
 #include "xshard/ir/verifier.h"
 #include "xshard/jit/sharded_program.h"
+#include "xshard/platform/platform.h"
 #include "xshard/runtime/client.h"
 #include "xshard/sharding/named_sharding.h"
 #include "xshard/spmd/report.h"
@@ -33,28 +40,89 @@ using namespace nb::literals;
 
 }  // namespace
 
-// One Client per device count, created on first use and kept for the process (each owns one
-// thread per device). Shared with shard_map.cc.
-Client& ClientFor(int64_t devices) {
+namespace {
+
+// Raises `status` (a platform's error) after "platform='cuda': ".
+void CheckPlatformStatus(const Status& status, std::string_view platform) {
+  if (status.ok()) return;
+  StatusOr<std::string> name = ResolvePlatformName(platform);
+  Raise(name.ok() ? Annotate(status, StrCat("platform='", *name, "': ")) : status);
+}
+
+}  // namespace
+
+// One Client per platform and device count, created on first use and kept for the process (each
+// owns one thread per device). `platform` "" is $XSHARD_PLATFORM, else cpu.
+Client& ClientFor(int64_t devices, const std::string& platform) {
   static std::mutex mu;
-  static std::map<int64_t, std::unique_ptr<Client>> clients;
+  static std::map<std::pair<std::string, int64_t>, std::unique_ptr<Client>> clients;
   std::lock_guard<std::mutex> lock(mu);
-  auto& c = clients[devices];
+  StatusOr<std::string> name = ResolvePlatformName(platform);
+  Check(name.status());
+  auto& c = clients[{*name, devices}];
   if (!c) {
     ClientOptions options;
     options.num_devices = devices;
-    c = Unwrap(Client::Create(options));
+    StatusOr<std::unique_ptr<Client>> made = CreateClient(*name, options);
+    CheckPlatformStatus(made.status(), *name);
+    c = std::move(*made);
   }
   return *c;
 }
 
+// The default platform's client. Shared with shard_map.cc and cmm.cc.
+Client& ClientFor(int64_t devices) { return ClientFor(devices, ""); }
+
 namespace {
+
+// Runs `work` (which takes no Python objects and no GIL) on a thread of its own while the calling
+// thread checks every 20 ms for a pending signal: Python's handler runs there (Ctrl-C raises
+// KeyboardInterrupt), and when it raises, `monitor` stops every device, the work winds down
+// (within a step, or a block of a long kernel) and the exception propagates. Python runs signal
+// handlers on the main thread only: called from another thread this only waits.
+template <typename T>
+T Interruptible(RunMonitor& monitor, const std::function<T()>& work) {
+  std::optional<T> result;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread worker([&] {
+    std::optional<T> r;
+    try {
+      r.emplace(work());
+    } catch (const std::bad_alloc& e) {  // AllocationFailure: an Array the estimates missed
+      r.emplace(ResourceExhausted(e.what()));
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    result = std::move(r);
+    done = true;
+    cv.notify_one();
+  });
+  bool interrupted = false;
+  {
+    nb::gil_scoped_release release;
+    std::unique_lock<std::mutex> lock(mu);
+    while (!cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return done; })) {
+      lock.unlock();
+      if (!interrupted) {
+        nb::gil_scoped_acquire acquire;
+        interrupted = PyErr_CheckSignals() != 0;  // the handler's exception stays set
+      }
+      // Again every time: each run of a timing loop starts by clearing the monitor.
+      if (interrupted) monitor.Stop(Cancelled("interrupted (KeyboardInterrupt)"));
+      lock.lock();
+    }
+  }
+  worker.join();
+  if (interrupted) throw nb::python_error();
+  return std::move(*result);
+}
 
 // A compiled program plus the client it runs on.
 class Program {
  public:
   Program(std::unique_ptr<ShardedProgram> program, Client* client)
-      : program_(std::move(program)), client_(client) {}
+      : program_(std::move(program)), client_(client), fixed_length_(!HasWhileLoop(program_->spmd_module())) {}
 
   const ShardedProgram& program() const { return *program_; }
 
@@ -63,10 +131,24 @@ class Program {
     std::vector<Array> arrays;
     arrays.reserve(args.size());
     for (const InArray& a : args) arrays.push_back(ToArray(a));
+    RunMonitor monitor(program_->num_devices());
+    SpmdRunOptions options;
+    options.monitor = &monitor;
+    const auto start = std::chrono::steady_clock::now();
     StatusOr<ShardedResult> result = [&] {
-      nb::gil_scoped_release release;
-      return program_->Run(*client_, arrays);
+      // A call of a program without while loops (its time does not depend on the data) whose
+      // last run was short runs on this thread: a Ctrl-C during it raises as soon as it returns,
+      // well within the ~100 ms promised, and small programs save the watcher thread's start and
+      // join. Others, and every first call, run interruptibly.
+      if (fixed_length_ && last_ms_.load(std::memory_order_relaxed) < kInlineMs) {
+        nb::gil_scoped_release release;
+        return program_->Run(*client_, arrays, options);
+      }
+      return Interruptible<StatusOr<ShardedResult>>(
+          monitor, [&] { return program_->Run(*client_, arrays, options); });
     }();
+    last_ms_.store(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
+                   std::memory_order_relaxed);
     ShardedResult r = Unwrap(std::move(result));
     nb::list out;
     for (size_t i = 0; i < r.outputs.size(); ++i) {
@@ -91,12 +173,15 @@ class Program {
     std::vector<Array> arrays;
     for (const InArray& a : args) arrays.push_back(ToArray(a));
     std::vector<double> ms;
-    Status status = [&]() -> Status {
-      nb::gil_scoped_release release;
+    RunMonitor monitor(program_->num_devices());
+    SpmdRunOptions options;
+    options.monitor = &monitor;
+    Status status = Interruptible<Status>(monitor, [&]() -> Status {
       XS_ASSIGN_OR_RETURN(auto shards, program_->ShardArguments(arrays));
       auto call = [&]() -> Status {
-        if (whole_call) return program_->Run(*client_, arrays).status();
-        return program_->RunPlaced(*client_, shards).status();
+        if (monitor.stopped()) return monitor.stop_reason();
+        if (whole_call) return program_->Run(*client_, arrays, options).status();
+        return program_->RunPlaced(*client_, shards, options).status();
       };
       for (int64_t i = 0; i < warmup; ++i) XS_RETURN_IF_ERROR(call());
       double total = 0;
@@ -113,14 +198,26 @@ class Program {
         ms.push_back(s * 1e3);
       }
       return OkStatus();
-    }();
+    });
     Check(status);
     return ms;
   }
 
  private:
+  // Calls whose previous run took less than this run without the interrupt watcher thread.
+  static constexpr double kInlineMs = 20;
+  static bool HasWhileLoop(const Module& module) {
+    for (const Computation* c : module.computations()) {
+      for (const Instruction* inst : c->instructions()) {
+        if (inst->opcode() == Opcode::kWhile) return true;
+      }
+    }
+    return false;
+  }
   std::unique_ptr<ShardedProgram> program_;
   Client* client_;
+  bool fixed_length_;  // no while loop: a run's time does not depend on the data
+  mutable std::atomic<double> last_ms_{1e30};  // the last Run's wall time; none yet: long
 };
 
 // A sharding argument from Python: None, an HloSharding, or a NamedSharding (made an HloSharding
@@ -179,11 +276,17 @@ std::unique_ptr<Program> Compile(const std::string& text, int64_t devices,
                                  const std::vector<nb::object>& in_shardings,
                                  const std::vector<nb::object>& out_shardings,
                                  std::optional<bool> to_parameters, std::optional<bool> to_output,
-                                 bool async_collectives) {
+                                 bool async_collectives, const std::string& platform) {
+  // An unknown platform or one without its hardware fails before anything is compiled.
+  CheckPlatformStatus(CheckPlatform(platform), platform);
   std::unique_ptr<Module> module = Unwrap(ParseHloModule(text));
   ApplyShardings(*module, in_shardings, out_shardings);
   Check(Verify(*module));
-  if (devices <= 0) {
+  if (devices < 0) {
+    Raise(InvalidArgument("devices=", devices, " is not a device count: give a whole number from 1 to ",
+                          tools::kMaxDeviceCount, " (0: the module's num_partitions)"));
+  }
+  if (devices == 0) {
     // As `xshard run`: the module's num_partitions, else the devices its annotations name.
     devices = module->config().num_partitions > 1 ? module->config().num_partitions
                                                   : tools::AnnotatedDevices(*module);
@@ -197,7 +300,7 @@ std::unique_ptr<Program> Compile(const std::string& text, int64_t devices,
     return ShardedProgram::Compile(*module, devices, options);
   }();
   std::unique_ptr<ShardedProgram> program = Unwrap(std::move(compiled));
-  Client& client = ClientFor(devices);
+  Client& client = ClientFor(devices, platform);
   return std::make_unique<Program>(std::move(program), &client);
 }
 
@@ -254,8 +357,13 @@ void BindProgram(nb::module_& m) {
 
   m.def("_compile", &Compile, "text"_a, "devices"_a = 0, "in_shardings"_a = std::vector<nb::object>{},
         "out_shardings"_a = std::vector<nb::object>{}, "to_parameters"_a = nb::none(),
-        "to_output"_a = nb::none(), "async_collectives"_a = false);
+        "to_output"_a = nb::none(), "async_collectives"_a = false, "platform"_a = "");
   m.def("_default_device_count", [] { return Unwrap(DefaultDeviceCount()); });
+  // "" when `platform` can make a client here, else why not (CheckPlatform's message).
+  m.def("_platform_check", [](const std::string& platform) {
+    const Status status = CheckPlatform(platform);
+    return status.ok() ? std::string() : std::string(status.message());
+  }, "platform"_a);
 }
 
 }  // namespace xs::python

@@ -7,6 +7,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from . import _xshard
+from ._sharding import native_byte_order
 
 try:  # bf16 arrays (ml_dtypes) widen exactly to f32 before the comparison
     from ml_dtypes import bfloat16 as _bfloat16
@@ -34,8 +35,8 @@ def numerics(got, want, *, atol: float = 1e-8, rtol: float = 1e-5,
     `print(report)` prints the table `xshard numerics` prints. Raises ValueError for different
     shapes, an integer against a float, a bad tolerance or block grid.
     """
-    g = _widen_bf16(np.ascontiguousarray(got))
-    w = _widen_bf16(np.ascontiguousarray(want))
+    g = native_byte_order(_widen_bf16(np.ascontiguousarray(got)), "got")
+    w = native_byte_order(_widen_bf16(np.ascontiguousarray(want)), "want")
     return _xshard._compare_numerics(g, w, float(atol), float(rtol), bool(equal_nan),
                                      None if threshold is None else float(threshold),
                                      [int(b) for b in (blocks or ())])

@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from . import _xshard
-from ._sharding import ShardedArray, ShardingLike, _from_jax_sharding, check_dtype
+from ._sharding import ShardedArray, ShardingLike, _from_jax_sharding, check_dtype, native_byte_order
 
 try:  # numpy has no bfloat16: bf16 results come back as its bits, viewed as ml_dtypes' type
     from ml_dtypes import bfloat16 as _bfloat16
@@ -98,16 +98,16 @@ class Timing:
         return head + "".join(f"  {label:<8}{v:10.3f} ms\n" for label, v in rows)
 
 
-def _arg(a: Any) -> np.ndarray:
+def _arg(a: Any, i: int) -> np.ndarray:
     if type(a) is np.ndarray:
-        return a
+        return native_byte_order(a, f"argument {i}")
     if isinstance(a, ShardedArray):
         return np.asarray(a)
     a = np.asarray(a)
     if _bfloat16 is not None and a.dtype == _bfloat16:
         raise NotImplementedError("bfloat16 arguments are not supported from Python yet; "
                                   "convert them with .astype(numpy.float32)")
-    return a
+    return native_byte_order(a, f"argument {i}")
 
 
 class Compiled:
@@ -147,7 +147,7 @@ class Compiled:
         Arguments that are 64-byte aligned C-contiguous numpy arrays are read in place (every
         output of a previous call is); outputs take over the runtime's buffers (no copy)."""
         try:
-            outs = self._run([_arg(a) for a in args])
+            outs = self._run([_arg(a, i) for i, a in enumerate(args)])
         except TypeError:
             for i, a in enumerate(args):  # name the argument nanobind could not convert
                 check_dtype(np.asarray(a), f"argument {i}")
@@ -177,7 +177,7 @@ class Compiled:
         the outputs), in C++: a call from Python costs that plus the binding."""
         if warmup < 0 or (iters is not None and iters < 1):
             raise ValueError(f"warmup={warmup}, iters={iters}: need warmup >= 0 and iters >= 1")
-        samples = self._program.time([_arg(a) for a in args], warmup,
+        samples = self._program.time([_arg(a, i) for i, a in enumerate(args)], warmup,
                                      -1 if iters is None else iters, whole_call)
         return Timing(samples, warmup)
 
@@ -211,21 +211,33 @@ def _shardings(shardings: Optional[Sequence[Optional[ShardingLike]]], what: str)
     return out, devices
 
 
+# The most devices a program may be partitioned for (as `xshard run --devices`).
+_MAX_DEVICES = 4096
+
+
 def compile(hlo_text: str, devices: Optional[int] = None, *,
             in_shardings: Optional[Sequence[Optional[ShardingLike]]] = None,
             out_shardings: Optional[Sequence[Optional[ShardingLike]]] = None,
             propagate_to_parameters: Optional[bool] = None,
             propagate_to_output: Optional[bool] = None,
-            async_collectives: bool = False) -> Compiled:
+            async_collectives: bool = False,
+            platform: Optional[str] = None) -> Compiled:
     """Compiles a global HLO module (XLA's text) for `devices` devices: sharding propagation, the
     SPMD partitioner and cleanup, as `xshard run` does. `in_shardings` / `out_shardings` (one per
     parameter / output, None to leave one as the text has it) override the text's annotations.
     devices defaults to the shardings' mesh, else the module's num_partitions, else the devices
-    its annotations name. Errors raise ValueError with xshard's message."""
+    its annotations name. `platform` ("cpu" or "cuda"; None: $XSHARD_PLATFORM, else "cpu") is
+    where the devices live, as the CLI's --platform; "cuda" without a usable GPU raises at once
+    with what CUDA said. Errors raise ValueError with xshard's message."""
+    if devices is not None and (isinstance(devices, bool) or not isinstance(devices, (int, np.integer))
+                                or not 1 <= devices <= _MAX_DEVICES):
+        raise ValueError(f"devices={devices!r} is not a device count: give a whole number from 1 to "
+                         f"{_MAX_DEVICES}, or None for the shardings' mesh / the module's "
+                         "num_partitions")
     in_h, in_dev = _shardings(in_shardings, "in_shardings")
     out_h, out_dev = _shardings(out_shardings, "out_shardings")
     if devices is None:
         devices = in_dev or out_dev or 0
     program = _xshard._compile(hlo_text, devices, in_h, out_h, propagate_to_parameters,
-                               propagate_to_output, async_collectives)
+                               propagate_to_output, async_collectives, platform or "")
     return Compiled(program)

@@ -7,6 +7,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import _xshard
+from ._sharding import native_byte_order
 from ._xshard import Mesh, PartitionSpec
 
 
@@ -24,7 +25,8 @@ def shard_map(f: Callable, mesh: Mesh, in_specs: Sequence[PartitionSpec],
     mapped = _xshard._shard_map(mesh, list(in_specs), outs)
 
     def call(*args: Any):
-        results = mapped(f, [np.ascontiguousarray(np.asarray(a)) for a in args])
+        results = mapped(f, [native_byte_order(np.ascontiguousarray(np.asarray(a)), f"argument {i}")
+                             for i, a in enumerate(args)])
         return results[0] if single else tuple(results)
 
     call.__wrapped__ = f

@@ -21,7 +21,17 @@ def check_dtype(arr: np.ndarray, what: str = "array") -> np.ndarray:
     if arr.dtype.kind not in "biufc" or arr.dtype.itemsize > 16:
         raise ValueError(f"{what} of dtype {arr.dtype} has no xshard element type; use bool, "
                          "(u)int8..64, float16/32/64 or complex64/128")
+    if not arr.dtype.isnative:
+        raise ValueError(f"{what} has the big-endian byte order '{arr.dtype.str}' (as read from a "
+                         "file written on another machine, or made with dtype('>...')); xshard "
+                         "takes native byte order: convert with "
+                         "arr.astype(arr.dtype.newbyteorder('='))")
     return arr
+
+
+def native_byte_order(arr: np.ndarray, what: str = "array") -> np.ndarray:
+    """`arr` when its byte order is the machine's, else check_dtype's ValueError naming it."""
+    return arr if arr.dtype.isnative else check_dtype(arr, what)
 
 
 def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str]) -> Mesh:

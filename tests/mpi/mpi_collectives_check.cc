@@ -1,4 +1,4 @@
-// Runs every collective and group form on devices spread over MPI processes (Client::CreateMpi)
+// Runs every collective and group form on devices spread over MPI processes (CreateMpiClient)
 // and on the same number of in-process devices (Client::Create), and compares each local device's
 // output bytes. Inputs are small integers, so sums and products are exact in every dtype and the
 // results must agree bitwise whatever the reduction order. Run under mpirun (tests/CMakeLists.txt):
@@ -19,6 +19,7 @@
 
 #include "xshard/comm/reduction.h"
 #include "xshard/mpi/mpi_process.h"
+#include "xshard/platform/platform.h"
 #include "xshard/runtime/client.h"
 
 namespace xs {
@@ -355,9 +356,8 @@ int main(int argc, char** argv) {
   }
   ClientOptions o;
   o.devices_per_process = per_process;
-  o.mpi_eager_bytes = eager_bytes;
   o.collective_timeout = std::chrono::milliseconds(mode == "collectives" ? 20000 : 2000);
-  StatusOr<std::unique_ptr<Client>> client = Client::CreateMpi(o);
+  StatusOr<std::unique_ptr<Client>> client = CreateMpiClient(o, eager_bytes);
   if (!client.ok()) {
     std::fprintf(stderr, "MPI client: %s\n", client.status().message().c_str());
     return 1;

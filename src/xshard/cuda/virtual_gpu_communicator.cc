@@ -15,7 +15,6 @@ namespace xs::cuda {
 namespace {
 
 using Header = VirtualGpuCommunicator::Header;
-constexpr int kMaxDims = kMaxCollectiveDims;
 // All-reduces of at least this many bytes per member take two phases (TwoPhaseAllReduce).
 constexpr int64_t kTwoPhaseBytes = 256 << 10;
 

@@ -1,4 +1,5 @@
-// Client: devices, their threads, per-run communicators and failure propagation.
+// Client: devices, their threads, per-run communicators and failure propagation. The device kind
+// and the transport come in ClientOptions; this file names neither.
 #include "xshard/runtime/client.h"
 
 #include <algorithm>
@@ -12,9 +13,6 @@
 #include "xshard/kernels/dot.h"
 #include "xshard/kernels/parallel.h"
 #include "xshard/runtime/device_threads.h"
-#include "xshard/comm/inprocess_communicator.h"
-#include "xshard/mpi/mpi_communicator.h"
-#include "xshard/mpi/mpi_process.h"
 
 namespace xs {
 namespace {
@@ -46,21 +44,19 @@ StatusOr<int64_t> DefaultDeviceCount() {
   return n;
 }
 
-StatusOr<std::unique_ptr<Client>> Client::CreateMpi(ClientOptions options) {
-  options.mpi = true;
-  return Create(std::move(options));
-}
-
 StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
-  if (!options.mpi && options.devices_per_process != 0) {
+  if (options.device_kind == nullptr) options.device_kind = CpuDeviceKind();
+  if (options.communicators == nullptr) options.communicators = InProcessCommunicators();
+  CommunicatorFactory& transport = *options.communicators;
+  if (!transport.distributed() && options.devices_per_process != 0) {
     return InvalidArgument("--devices-per-process ", options.devices_per_process,
                            " applies under mpirun (devices spread over MPI processes); this "
                            "process was not started by mpirun, so all devices run in it: drop the "
                            "flag, or start it with mpirun -np P");
   }
-  if (options.mpi) {
-    XS_RETURN_IF_ERROR(mpi::Initialize());
-    const int64_t processes = mpi::ProcessCount();
+  if (transport.distributed()) {
+    XS_RETURN_IF_ERROR(transport.Start());
+    const int64_t processes = transport.process_count();
     if (options.devices_per_process < 0) {
       return InvalidArgument("--devices-per-process must be at least 1, got ",
                              options.devices_per_process);
@@ -103,12 +99,17 @@ StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
 
 Client::Client(ClientOptions options, int64_t num_cores)
     : options_(std::move(options)), num_cores_(num_cores) {
+  const DeviceKind& kind = *options_.device_kind;
   for (int64_t i = 0; i < options_.num_devices; ++i) {
-    devices_.push_back(std::make_unique<Device>(i, options_.device_memory_limit));
+    const int64_t limit = options_.device_memory_limit > 0 ? options_.device_memory_limit
+                                                           : kind.DefaultMemoryLimit(i);
+    devices_.push_back(std::make_unique<Device>(i, limit, std::string(kind.name())));
   }
-  // MPI mode: threads for this process's devices only (thread i runs device first + i).
-  const int64_t local = options_.mpi ? options_.devices_per_process : options_.num_devices;
-  if (options_.mpi) process_rank_ = mpi::ProcessRank();
+  // Distributed: threads for this process's devices only (thread i runs device first + i).
+  distributed_ = options_.communicators->distributed();
+  if (!distributed_) options_.devices_per_process = options_.num_devices;
+  const int64_t local = options_.devices_per_process;
+  process_rank_ = options_.communicators->process_rank();
   if (!options_.wait_policy) {
     options_.wait_policy = DefaultWaitPolicy(local, num_cores_);
   }
@@ -131,19 +132,19 @@ int64_t Client::IntraOpThreads(int64_t devices_running) const {
   return std::max<int64_t>(1, num_cores_ / std::max<int64_t>(1, devices_running));
 }
 
-StatusOr<InProcessCommunicator*> Client::CommunicatorFor(std::span<const int64_t> device_ids) {
+StatusOr<Communicator*> Client::CommunicatorFor(std::span<const int64_t> device_ids) {
   std::vector<int64_t> key(device_ids.begin(), device_ids.end());
   auto it = communicators_.find(key);
   if (it == communicators_.end()) {
-    InProcessOptions o;
-    o.num_ranks = static_cast<int64_t>(key.size());
-    o.device_ids = key;
-    o.timeout = options_.collective_timeout;
-    o.algorithm = options_.algorithm;
-    o.wait_policy = options_.wait_policy;
-    o.eager_bytes = options_.eager_bytes;
-    o.compute_gate = gate_.get();
-    XS_ASSIGN_OR_RETURN(auto comm, InProcessCommunicator::Create(std::move(o)));
+    CommunicatorSpec spec;
+    spec.device_ids = key;
+    spec.devices_per_process = options_.devices_per_process;
+    spec.timeout = options_.collective_timeout;
+    spec.algorithm = options_.algorithm;
+    spec.wait_policy = *options_.wait_policy;
+    spec.eager_bytes = options_.eager_bytes;
+    spec.compute_gate = gate_.get();
+    XS_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, options_.communicators->Create(spec));
     it = communicators_.emplace(std::move(key), std::move(comm)).first;
   }
   return it->second.get();
@@ -164,17 +165,25 @@ StatusOr<Client::RunResult> Client::RunPerRank(std::span<const int64_t> device_i
   std::vector<Status>& results = result.per_rank;
   results.resize(device_ids.size());
   if (device_ids.empty()) return result;
-  if (options_.mpi) return RunPerRankMpi(device_ids, fn);
   std::lock_guard<std::mutex> lock(run_mu_);
-  XS_ASSIGN_OR_RETURN(InProcessCommunicator * comm, CommunicatorFor(device_ids));
+  XS_ASSIGN_OR_RETURN(Communicator * comm, CommunicatorFor(device_ids));
   comm->Reset();
-  // The thread budget split among the run's devices (shard_map and cmm runs get it here;
-  // SpmdExecutable::Run narrows it for --blas-threads): with several devices OpenBLAS runs
-  // single-threaded and each device splits big GEMMs over its share (kernels/parallel.h).
-  const int64_t running = static_cast<int64_t>(device_ids.size());
+  // This process's ranks and the thread of each: thread t runs device first + t.
+  const int64_t first = process_rank_ * options_.devices_per_process;
+  std::vector<int64_t> local, threads;
+  for (int64_t r = 0; r < static_cast<int64_t>(device_ids.size()); ++r) {
+    if (!IsLocal(device_ids[r])) continue;
+    local.push_back(r);
+    threads.push_back(device_ids[r] - first);
+  }
+  // The thread budget split among this process's devices of the run (shard_map and cmm runs get
+  // it here; SpmdExecutable::Run narrows it for --blas-threads): with several devices OpenBLAS
+  // runs single-threaded and each device splits big GEMMs over its share (kernels/parallel.h).
+  const int64_t running = static_cast<int64_t>(local.size());
   if (running > 1) kernels::SetBlasThreads(1);
   const kernels::DeviceThreadShare share{static_cast<int>(IntraOpThreads(running)), running > 1};
-  const std::function<void(int64_t)> task = [&](int64_t rank) {
+  const std::function<void(int64_t)> task = [&](int64_t i) {
+    const int64_t rank = local[i];
     Status st;
     kernels::ScopedDeviceThreadShare scoped_share(share);
     try {
@@ -189,61 +198,19 @@ StatusOr<Client::RunResult> Client::RunPerRank(std::span<const int64_t> device_i
     comm->Leave(rank);
     results[rank] = std::move(st);
   };
-  threads_->Run(device_ids, task);
-  result.status = comm->abort_reason();
-  return result;
-}
-
-StatusOr<Client::RunResult> Client::RunPerRankMpi(std::span<const int64_t> device_ids,
-                                                  const RankFn& fn) {
-  RunResult result;
-  result.per_rank.resize(device_ids.size());
-  std::lock_guard<std::mutex> lock(run_mu_);
-  std::vector<int64_t> key(device_ids.begin(), device_ids.end());
-  auto it = mpi_communicators_.find(key);
-  if (it == mpi_communicators_.end()) {
-    MpiCommunicatorOptions o;
-    o.device_ids = key;
-    o.devices_per_process = options_.devices_per_process;
-    o.timeout = options_.collective_timeout;
-    if (options_.mpi_eager_bytes >= 0) o.eager_bytes = options_.mpi_eager_bytes;
-    XS_ASSIGN_OR_RETURN(auto comm, MpiCommunicator::Create(std::move(o)));
-    it = mpi_communicators_.emplace(std::move(key), std::move(comm)).first;
-  }
-  MpiCommunicator* comm = it->second.get();
-  comm->Reset();
-  const std::vector<int64_t>& local = comm->local_ranks();
-  std::vector<int64_t> threads;
-  for (int64_t r : local) threads.push_back(device_ids[r] % options_.devices_per_process);
-  // This process's devices of the run share its thread budget (see RunPerRank).
-  const int64_t running = static_cast<int64_t>(local.size());
-  if (running > 1) kernels::SetBlasThreads(1);
-  const kernels::DeviceThreadShare share{static_cast<int>(IntraOpThreads(running)), running > 1};
-  const std::function<void(int64_t)> task = [&](int64_t i) {
-    const int64_t rank = local[i];
-    Status st;
-    kernels::ScopedDeviceThreadShare scoped_share(share);
-    try {
-      st = fn(rank, *comm);
-    } catch (const std::bad_alloc& e) {
-      st = ResourceExhausted(e.what());
-    }
-    if (!st.ok()) comm->Abort(Annotate(st, StrCat("device ", device_ids[rank], " failed: ")));
-    comm->Leave(rank);
-    result.per_rank[rank] = std::move(st);
-  };
   if (!threads.empty()) threads_->Run(threads, task);
-  // Every process learns how the others' devices ended (bounded by the collective timeout).
-  result.status = mpi::AgreeOnOutcome(comm->abort_reason(), options_.collective_timeout);
+  // Distributed: every process learns how the others' devices ended (bounded by the timeout).
+  result.status = options_.communicators->AgreeOnOutcome(
+      options_.communicators->AbortReason(*comm), options_.collective_timeout);
   return result;
 }
 
 Status Client::ShareRankResults(std::span<const int64_t> device_ids,
                                 std::vector<std::vector<Array>>& per_rank) {
-  if (!options_.mpi) return OkStatus();
+  if (!distributed_) return OkStatus();
   std::vector<int64_t> owner;
   for (int64_t id : device_ids) owner.push_back(ProcessOf(id));
-  return mpi::ShareArrays(owner, per_rank, options_.collective_timeout);
+  return options_.communicators->ShareArrays(owner, per_rank, options_.collective_timeout);
 }
 
 Status Client::Run(std::span<const int64_t> device_ids, const RankFn& fn) {

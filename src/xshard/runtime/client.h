@@ -1,7 +1,9 @@
-// Client: N virtual CPU devices in this process (default 8; --devices N on the CLI, or the
-// XSHARD_DEVICES environment variable), each with a persistent thread, exact memory accounting,
-// and an in-process communicator per run. Run() executes one program per rank at once and turns
-// any rank's failure into an error for every rank (no rank waits forever for a failed peer).
+// Client: N devices of one kind (ClientOptions::device_kind: host CPU threads by default, or GPUs;
+// default 8; --devices N on the CLI, or the XSHARD_DEVICES environment variable), each with a
+// persistent thread and exact memory accounting, and a communicator per run from the client's
+// CommunicatorFactory (in-process by default; MPI, GPU transports: platform/). Run() executes one
+// program per rank at once and turns any rank's failure into an error for every rank (no rank
+// waits forever for a failed peer).
 //
 //   ClientOptions options;
 //   options.num_devices = 4;
@@ -25,7 +27,9 @@
 
 #include "xshard/base/status.h"
 #include "xshard/comm/communicator.h"
+#include "xshard/runtime/communicator_factory.h"
 #include "xshard/runtime/device.h"
+#include "xshard/runtime/device_kind.h"
 #include "xshard/runtime/device_assignment.h"
 #include "xshard/comm/wait.h"
 
@@ -33,8 +37,6 @@ namespace xs {
 
 class ComputeGate;
 class DeviceThreads;
-class InProcessCommunicator;
-class MpiCommunicator;
 
 // The device count when none is given: $XSHARD_DEVICES when set (an error unless it is a
 // positive integer, naming the value), else 8.
@@ -45,38 +47,43 @@ struct ClientOptions {
   // How long a device waits for its peers inside a collective before every device fails.
   std::chrono::milliseconds collective_timeout{30000};
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kDirect;
-  int64_t device_memory_limit = 0;  // bytes per device; 0 = unlimited
+  int64_t device_memory_limit = 0;  // bytes per device; 0: the device kind's default
   int64_t num_cores = 0;            // 0: the cores this process may use, or XSHARD_NUM_THREADS
   std::optional<WaitPolicy> wait_policy;  // default: DefaultWaitPolicy(devices, cores)
   int64_t eager_bytes = 64 * 1024;        // see InProcessOptions::eager_bytes
-  // Devices spread over MPI processes (Client::CreateMpi sets it): process p hosts devices
-  // p*L .. p*L+L-1 with L = devices_per_process (0: num_devices / processes, which must divide;
-  // num_devices 0: processes * L, with L = 1 when both are 0). Each process runs only its own
-  // devices; collectives between processes go through MPI (mpi/mpi_communicator.h).
-  bool mpi = false;
+  // What the devices are; null: CpuDeviceKind(). platform/platform.h picks one by name.
+  std::shared_ptr<const DeviceKind> device_kind;
+  // The transport of collectives; null: InProcessCommunicators(). With a distributed factory
+  // (MPI: platform/platform.h's CreateMpiClient) devices are spread over processes: process p
+  // hosts devices p*L .. p*L+L-1 with L = devices_per_process (0: num_devices / processes, which
+  // must divide; num_devices 0: processes * L, with L = 1 when both are 0), and each process runs
+  // only its own devices.
+  std::shared_ptr<CommunicatorFactory> communicators;
   int64_t devices_per_process = 0;
-  // MpiCommunicatorOptions::eager_bytes; -1 keeps its default (16 KiB).
-  int64_t mpi_eager_bytes = -1;
 };
 
 class Client {
  public:
   // Validates the options (device count 1..4096, positive timeout) and starts one thread per
-  // device (per device of this process in MPI mode, which starts MPI first).
+  // device (per device of this process when distributed, which starts the transport first).
+  // Every process of a distributed client calls it with the same options.
   static StatusOr<std::unique_ptr<Client>> Create(ClientOptions options = {});
-  // Create with options.mpi = true: every process of an mpirun job calls it with the same options.
-  // Unimplemented when the build has no MPI.
-  static StatusOr<std::unique_ptr<Client>> CreateMpi(ClientOptions options = {});
   ~Client();
 
   int64_t num_devices() const { return static_cast<int64_t>(devices_.size()); }
-  // MPI mode: devices live in several processes.
-  bool distributed() const { return options_.mpi; }
-  // This process's MPI rank (0 unless distributed) and the process hosting `device`.
+  // Devices live in several processes (an MPI client).
+  bool distributed() const { return distributed_; }
+  // This process's index (0 unless distributed) and the process hosting `device`.
   int64_t process_rank() const { return process_rank_; }
   int64_t ProcessOf(int64_t device) const {
-    return options_.mpi ? device / options_.devices_per_process : 0;
+    return distributed_ ? device / options_.devices_per_process : 0;
   }
+  // What the devices are ("cpu", "cuda") and the transport of their collectives.
+  const DeviceKind& device_kind() const { return *options_.device_kind; }
+  const std::shared_ptr<const DeviceKind>& shared_device_kind() const {
+    return options_.device_kind;
+  }
+  CommunicatorFactory& communicators() const { return *options_.communicators; }
   // Whether `device` runs in this process (always, unless distributed).
   bool IsLocal(int64_t device) const { return ProcessOf(device) == process_rank_; }
   const ClientOptions& options() const { return options_; }
@@ -101,7 +108,7 @@ class Client {
     std::vector<Status> per_rank;  // what each rank's program returned
     Status status;                 // OK, or the root cause: the first failure of the run
   };
-  // Runs fn(rank) on device device_ids[rank] for every rank at once (in MPI mode: every rank of
+  // Runs fn(rank) on device device_ids[rank] for every rank at once (distributed: every rank of
   // this process; the processes then agree on the outcome, so every process returns the same
   // status, naming the process that failed first). When a rank fails, the
   // communicator is aborted with "device D failed: ..." so that its peers' collectives fail at
@@ -114,7 +121,7 @@ class Client {
   // The ranks of `assignment` in logical-id order.
   Status Run(const DeviceAssignment& assignment, const RankFn& fn);
 
-  // MPI mode: per_rank[r] (results of rank r of a run over `device_ids`) is filled by the process
+  // Distributed: per_rank[r] (results of rank r of a run over `device_ids`) is filled by the process
   // of device_ids[r]; afterwards every process has all of them. A no-op otherwise.
   Status ShareRankResults(std::span<const int64_t> device_ids,
                           std::vector<std::vector<Array>>& per_rank);
@@ -128,18 +135,17 @@ class Client {
 
  private:
   explicit Client(ClientOptions options, int64_t num_cores);
-  StatusOr<InProcessCommunicator*> CommunicatorFor(std::span<const int64_t> device_ids);
-  StatusOr<RunResult> RunPerRankMpi(std::span<const int64_t> device_ids, const RankFn& fn);
+  StatusOr<Communicator*> CommunicatorFor(std::span<const int64_t> device_ids);
 
   ClientOptions options_;
   int64_t num_cores_;
+  bool distributed_ = false;
   int64_t process_rank_ = 0;
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<DeviceThreads> threads_;
   std::unique_ptr<ComputeGate> gate_;
   std::mutex run_mu_;  // one run at a time: the device threads are shared
-  std::map<std::vector<int64_t>, std::unique_ptr<InProcessCommunicator>> communicators_;
-  std::map<std::vector<int64_t>, std::unique_ptr<MpiCommunicator>> mpi_communicators_;
+  std::map<std::vector<int64_t>, std::unique_ptr<Communicator>> communicators_;
 };
 
 }  // namespace xs

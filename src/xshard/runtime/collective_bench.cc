@@ -147,7 +147,9 @@ StatusOr<CollectiveBenchResult> RunCollectiveBench(const CollectiveBenchOptions&
     for (CollectiveKind op : options.ops) {
       for (CollectiveAlgorithm a : options.algorithms) {
         if (!UsesAlgorithm(op) && a != options.algorithms.front()) continue;
-        if (co.mpi && a != options.algorithms.front()) continue;
+        if (!client->communicators().honours_algorithm() && a != options.algorithms.front()) {
+          continue;
+        }
         const CollectiveAlgorithm used = UsesAlgorithm(op) ? a : CollectiveAlgorithm::kDirect;
         XS_ASSIGN_OR_RETURN(std::vector<double> times,
                             TimeCollective(*client, op, used, bytes, options.warmup,

@@ -32,8 +32,8 @@ struct CollectiveBenchOptions {
                                                  CollectiveAlgorithm::kRecursiveDoubling};
   int warmup = 3;
   int iterations = 20;
-  // The client's other options (num_devices comes from `devices`); with `mpi`, the devices are
-  // spread over the MPI processes and only the direct algorithm runs (MPI's own exchange).
+  // The client's other options (num_devices comes from `devices`); a transport that does not
+  // honour ClientOptions::algorithm (MPI's own exchange, GPU transports) runs only the first.
   ClientOptions client;
 };
 

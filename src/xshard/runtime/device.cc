@@ -20,7 +20,8 @@ std::string FormatBytes(int64_t bytes) {
   return buf;
 }
 
-Device::Device(int64_t id, int64_t memory_limit) : id_(id), memory_limit_(memory_limit) {}
+Device::Device(int64_t id, int64_t memory_limit, std::string kind)
+    : id_(id), memory_limit_(memory_limit), kind_(std::move(kind)) {}
 
 Status Device::Reserve(int64_t bytes) {
   int64_t live = live_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
@@ -72,7 +73,7 @@ void Device::ResetPeak() {
   peak_bytes_.store(live_bytes_.load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
 
-std::string Device::ToString() const { return StrCat("cpu:", id_); }
+std::string Device::ToString() const { return StrCat(kind_, ":", id_); }
 
 Buffer::Buffer(Buffer&& other) noexcept
     : device_(std::exchange(other.device_, nullptr)), array_(std::move(other.array_)) {}

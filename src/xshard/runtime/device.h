@@ -1,4 +1,4 @@
-// Device: one virtual CPU device of a Client, with exact memory accounting (live and peak bytes,
+// Device: one device of a Client (a virtual CPU device, or a GPU's), with exact memory accounting (live and peak bytes,
 // buffer counts) and an optional memory limit, so a program's per-device footprint can be shown
 // (`Client::MemoryReport()`) and checked.
 #ifndef XSHARD_RUNTIME_DEVICE_H_
@@ -27,8 +27,8 @@ std::string FormatBytes(int64_t bytes);
 
 class Device {
  public:
-  // `memory_limit` 0 means unlimited.
-  Device(int64_t id, int64_t memory_limit);
+  // `memory_limit` 0 means unlimited; `kind` is the device kind's name ("cpu", "cuda").
+  Device(int64_t id, int64_t memory_limit, std::string kind = "cpu");
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
@@ -46,7 +46,7 @@ class Device {
   // Starts a new peak measurement from the current live bytes.
   void ResetPeak();
 
-  // "cpu:3".
+  // "cpu:3" (the kind's name and the id).
   std::string ToString() const;
 
  private:
@@ -56,6 +56,7 @@ class Device {
 
   const int64_t id_;
   const int64_t memory_limit_;
+  const std::string kind_;
   std::atomic<int64_t> live_bytes_{0};
   std::atomic<int64_t> peak_bytes_{0};
   std::atomic<int64_t> live_buffers_{0};

@@ -1,7 +1,9 @@
-// SpmdExecutable: one plan shared by every device, one Executable::Run per device thread with its
-// partition / replica id and a CollectiveRunner over the run's Communicator.
+// SpmdExecutable: one plan shared by every device, made into each device's program by the client's
+// device kind; one program Run per device thread with its partition / replica id and a
+// CollectiveRunner over the run's Communicator.
 #include <algorithm>
 #include <functional>
+#include <memory>
 
 #include "xshard/ir/attributes.h"
 #include "xshard/ir/module.h"
@@ -9,6 +11,7 @@
 #include "xshard/kernels/dot.h"
 #include "xshard/exec/executable.h"
 #include "xshard/runtime/client.h"
+#include "xshard/runtime/device_kind.h"
 #include "xshard/comm/collectives.h"
 #include "xshard/comm/communicator.h"
 #include "xshard/kernels/compute_gate.h"
@@ -80,6 +83,25 @@ SpmdExecutable::SpmdExecutable(const Module& module, std::unique_ptr<Executable>
 
 SpmdExecutable::~SpmdExecutable() = default;
 
+StatusOr<std::vector<const DeviceProgram*>> SpmdExecutable::ProgramsFor(
+    const Client& client, const std::vector<int64_t>& devices) const {
+  std::vector<const DeviceProgram*> out(devices.size(), nullptr);
+  const DeviceKind* kind = &client.device_kind();
+  std::lock_guard<std::mutex> lock(programs_mu_);
+  bool held = false;
+  for (const auto& k : kinds_) held = held || k.get() == kind;
+  if (!held) kinds_.push_back(client.shared_device_kind());
+  for (size_t r = 0; r < devices.size(); ++r) {
+    if (!client.IsLocal(devices[r])) continue;
+    std::unique_ptr<DeviceProgram>& program = programs_[{kind, devices[r]}];
+    if (program == nullptr) {
+      XS_ASSIGN_OR_RETURN(program, kind->Compile(*executable_, devices[r]));
+    }
+    out[r] = program.get();
+  }
+  return out;
+}
+
 StatusOr<std::unique_ptr<SpmdExecutable>> SpmdExecutable::Create(const Module& module) {
   const int64_t partitions = module.config().num_partitions;
   const int64_t replicas = module.config().replica_count;
@@ -141,12 +163,19 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
       options.blas_threads > 0 ? std::min<int64_t>(options.blas_threads, fair_share) : fair_share);
   kernels::SetBlasThreads(running > 1 ? 1 : gemm_threads);
 
+  XS_ASSIGN_OR_RETURN(const std::vector<const DeviceProgram*> programs,
+                      ProgramsFor(client, devices));
   SpmdResult result;
   result.outputs.resize(n);
   result.devices = devices;
   std::vector<ExecuteStats> stats(n);
   // More devices than cores: at most one big kernel per core at a time (compute_gate.h).
   ComputeGate* gate = running > client.num_cores() ? &client.compute_gate() : nullptr;
+  // Every run has a monitor (the caller's, else its own): when one device fails, the others stop
+  // at their next step, a device that never reaches the collective its peers gave up on included.
+  std::unique_ptr<RunMonitor> own_monitor;
+  RunMonitor* const run_monitor =
+      options.monitor != nullptr ? options.monitor : (own_monitor = std::make_unique<RunMonitor>(n)).get();
   // The rank that registers the monitor's waker: 0, or under MPI this process's first.
   int64_t waker_rank = 0;
   while (waker_rank + 1 < n && !client.IsLocal(devices[waker_rank])) ++waker_rank;
@@ -160,7 +189,7 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
     o.compute_gate = gate;
     o.intra_op_threads = static_cast<int>(fair_share);
     kernels::ScopedDeviceThreadShare share({gemm_threads, /*concurrent=*/running > 1});
-    RunMonitor* monitor = options.monitor != nullptr && rank < options.monitor->num_devices() ? options.monitor : nullptr;
+    RunMonitor* monitor = rank < run_monitor->num_devices() ? run_monitor : nullptr;
     if (monitor != nullptr) {
       o.monitor = monitor;
       o.monitor_rank = rank;
@@ -170,19 +199,21 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
         monitor->SetWaker([&comm](const Status& reason) { comm.Abort(reason); });
       }
     }
-    StatusOr<std::vector<Array>> outs = executable_->Run(args[rank], o, &stats[rank]);
-    if (monitor != nullptr) monitor->progress(rank).finished.store(true, std::memory_order_relaxed);
+    StatusOr<std::vector<Array>> outs = programs[rank]->RunSpmd(args[rank], o, &stats[rank],
+                                                                {plan_.get(), &comm, rank});
+    if (monitor != nullptr) {
+      monitor->progress(rank).finished.store(true, std::memory_order_relaxed);
+      if (!outs.ok()) monitor->Stop(Annotate(outs.status(), StrCat("device ", devices[rank], " failed: ")));
+    }
     XS_ASSIGN_OR_RETURN(result.outputs[rank], std::move(outs));
     return OkStatus();
   };
-  if (options.monitor != nullptr) {
-    options.monitor->Reset();
-    for (int64_t r = 0; r < n && r < options.monitor->num_devices(); ++r) {
-      if (!client.IsLocal(devices[r])) options.monitor->progress(r).elsewhere.store(true);
-    }
+  run_monitor->Reset();
+  for (int64_t r = 0; r < n && r < run_monitor->num_devices(); ++r) {
+    if (!client.IsLocal(devices[r])) run_monitor->progress(r).elsewhere.store(true);
   }
   StatusOr<Client::RunResult> ran = client.RunPerRank(devices, run_device);
-  if (options.monitor != nullptr) options.monitor->ClearWaker();
+  run_monitor->ClearWaker();
   XS_ASSIGN_OR_RETURN(Client::RunResult run, std::move(ran));
   if (device_status != nullptr) {
     device_status->assign(n, OkStatus());
@@ -205,6 +236,7 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
     m.arena_bytes = executable_->arena_bytes();
     m.peak_bytes = m.argument_bytes + stats[r].peak_bytes;
     m.live_bytes = LeafBytes(result.outputs[r]);
+    m.kind = std::string(client.device_kind().name());
     result.memory.push_back(m);
   }
   return result;
@@ -224,7 +256,7 @@ std::string FormatSpmdMemory(const std::vector<SpmdDeviceMemory>& memory) {
   out += line;
   SpmdDeviceMemory total;
   for (const SpmdDeviceMemory& m : memory) {
-    row(StrCat("cpu:", m.device), m.argument_bytes, m.arena_bytes, m.peak_bytes, m.live_bytes);
+    row(StrCat(m.kind, ":", m.device), m.argument_bytes, m.arena_bytes, m.peak_bytes, m.live_bytes);
     total.argument_bytes += m.argument_bytes;
     total.arena_bytes += m.arena_bytes;
     total.peak_bytes += m.peak_bytes;

@@ -1,7 +1,8 @@
 // SpmdExecutable: runs one already-partitioned SPMD module (one program for every device, keyed by
 // partition-id / replica-id, talking through collectives) on num_partitions x replica_count
-// devices of a Client at once. The module is planned once; each device runs the shared plan on its
-// own thread, and every collective goes through the Client's Communicator with XLA's semantics
+// devices of a Client at once. The module is planned once; the client's device kind turns the plan
+// into each device's program on first use (device_kind.h; on the CPU a direct call of the plan),
+// each device runs its program on its own thread, and every collective goes through the Client's Communicator with XLA's semantics
 // (group modes from channel_id / use_global_device_ids, explicit and iota replica_groups).
 //
 //   HloModule spmd, num_partitions=2
@@ -17,7 +18,9 @@
 #define XSHARD_RUNTIME_SPMD_EXECUTOR_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +36,8 @@ class RunMonitor;
 // Declared elsewhere; this header stays free of the IR and communicator headers so that any file
 // can include it.
 class Client;
+class DeviceKind;
+class DeviceProgram;
 class Executable;
 class Module;
 class SpmdCollectivePlan;
@@ -61,6 +66,7 @@ struct SpmdDeviceMemory {
   // at once.
   int64_t peak_bytes = 0;
   int64_t live_bytes = 0;      // its outputs, still held after the run
+  std::string kind = "cpu";    // the device kind's name, for reports ("cuda:0")
 };
 
 struct SpmdResult {
@@ -93,7 +99,9 @@ class SpmdExecutable {
   // devices' inputs, their shapes (naming the device), a device assignment that does not fit the
   // client. A device that fails (bad input value, a collective that does not match its peers',
   // a peer that never arrives) aborts the run: every device stops within the client's collective
-  // timeout and the first failure comes back. With `device_status`, it receives one status per
+  // timeout and the first failure comes back. The first run on a client's device compiles the
+  // plan for it (DeviceKind::Compile; kept for later runs): a kind that cannot fails the run
+  // before any device starts, naming the device and what is missing. With `device_status`, it receives one status per
   // logical device: its own failure, or Aborted naming the device that failed first.
   StatusOr<SpmdResult> Run(Client& client, const std::vector<std::vector<Array>>& args,
                            const SpmdRunOptions& options = {},
@@ -107,11 +115,20 @@ class SpmdExecutable {
  private:
   SpmdExecutable(const Module& module, std::unique_ptr<Executable> executable,
                  std::unique_ptr<SpmdCollectivePlan> plan);
+  // Each rank's program on `devices` (null for a rank of another process), compiled on first use.
+  StatusOr<std::vector<const DeviceProgram*>> ProgramsFor(
+      const Client& client, const std::vector<int64_t>& devices) const;
+
   const Module& module_;
   std::unique_ptr<Executable> executable_;
   std::unique_ptr<SpmdCollectivePlan> plan_;
   int64_t num_partitions_ = 1;
   int64_t replica_count_ = 1;
+  // Compiled programs by (device kind, client device); the kinds are held so that their addresses
+  // stay unique while they key the map.
+  mutable std::mutex programs_mu_;
+  mutable std::map<std::pair<const DeviceKind*, int64_t>, std::unique_ptr<DeviceProgram>> programs_;
+  mutable std::vector<std::shared_ptr<const DeviceKind>> kinds_;
 };
 
 // Per-device memory as a table, one row per device plus the total:

@@ -1,11 +1,12 @@
 // No SPMD run hangs: a device that skips a collective (a conditional on partition-id) or fails
 // (a while loop over its limit) makes every device of the run return an error, well within the
-// collective timeout.
+// collective timeout; a device stuck in a loop stops once its peers time out.
 #include "xshard/ir/attributes.h"
 #include "xshard/ir/module.h"
 #include "xshard/ir/verifier.h"
 #include "xshard/kernels/dot.h"
 #include "xshard/exec/executable.h"
+#include "xshard/exec/run_monitor.h"
 #include "xshard/text/parser.h"
 #include "xshard/text/printer.h"
 #include "xshard/runtime/client.h"
@@ -34,12 +35,13 @@ struct Outcome {
   double seconds = 0;
 };
 
-Outcome RunAndTime(std::string_view text, int64_t n, const SpmdRunOptions& options = {}) {
+Outcome RunAndTime(std::string_view text, int64_t n, const SpmdRunOptions& options = {},
+                   std::chrono::milliseconds timeout = kTimeout) {
   std::unique_ptr<Module> m = testing::ValueOrFail(ParseHloModule(text));
   std::unique_ptr<SpmdExecutable> exe = testing::ValueOrFail(SpmdExecutable::Create(*m));
   ClientOptions o;
   o.num_devices = n;
-  o.collective_timeout = kTimeout;
+  o.collective_timeout = timeout;
   std::unique_ptr<Client> client = testing::ValueOrFail(Client::Create(o));
   std::vector<std::vector<Array>> args(n);
   for (auto& a : args) a.push_back(Array(DType::kF32, {2}));
@@ -141,6 +143,57 @@ TEST(SpmdExecutorFailure, DeviceWhoseProgramFailsAbortsItsWaitingPeers) {
   options.max_while_iterations = 1000;
   Outcome again = RunAndTime(kLongLoop, 4, options);
   EXPECT_TRUE(again.status.ok()) << again.status.ToString();
+}
+
+// Partition 0 loops forever and never reaches the all-reduce the others wait at.
+constexpr std::string_view kStuck = R"(
+HloModule stuck, num_partitions=4
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+cond {
+  c = s32[] parameter(0)
+  pid = u32[] partition-id()
+  zero = u32[] constant(0)
+  ROOT forever_on_0 = pred[] compare(pid, zero), direction=EQ
+}
+body {
+  c = s32[] parameter(0)
+  one = s32[] constant(1)
+  ROOT j = s32[] add(c, one)
+}
+ENTRY main {
+  x = f32[2] parameter(0)
+  zero = s32[] constant(0)
+  loop = s32[] while(zero), condition=cond, body=body
+  ROOT ar.3 = f32[2] all-reduce(x), channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, to_apply=sum
+})";
+
+// Without a monitor of the caller's (the runtime makes its own) and with one: the peers time out
+// after the collective timeout and the stuck device stops too, within a second of it; the run
+// fails with the collective's error naming who arrived and who did not.
+TEST(SpmdExecutorFailure, StuckDeviceStopsWhenItsPeersTimeOut) {
+  for (bool own_monitor : {false, true}) {
+    RunMonitor monitor(4);
+    SpmdRunOptions options;
+    if (own_monitor) options.monitor = &monitor;
+    Outcome out = RunAndTime(kStuck, 4, options, std::chrono::milliseconds(1000));
+    ASSERT_FALSE(out.status.ok());
+    EXPECT_EQ(out.status.code(), StatusCode::kDeadlineExceeded) << out.status.ToString();
+    EXPECT_THAT(out.status.message(), HasSubstr("ar.3 (all-reduce, channel 1)"));
+    EXPECT_THAT(out.status.message(), HasSubstr("timed out after 1000 ms"));
+    EXPECT_THAT(out.status.message(), HasSubstr("arrived: 1,2,3; missing: 0"));
+    ASSERT_EQ(out.devices.size(), 4u);
+    EXPECT_FALSE(out.devices[0].ok());  // stopped in its loop
+    EXPECT_THAT(out.devices[0].message(), HasSubstr("missing: 0"));
+    EXPECT_GE(out.seconds, 1.0);
+    EXPECT_LT(out.seconds, 2.0);
+    if (own_monitor) {
+      EXPECT_TRUE(monitor.stopped());
+    }
+  }
 }
 
 }  // namespace

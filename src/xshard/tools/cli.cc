@@ -3,6 +3,11 @@
 #include "xshard/tools/cli.h"
 #include "xshard/tools/cli_mpi.h"
 #include "xshard/tools/run_flags.h"
+#include "xshard/tools/run_watch.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,10 +23,15 @@
 #include <system_error>
 
 #include "xshard/core/allocation_failure.h"
+#include "xshard/core/npy.h"
 #include "xshard/ir/verifier.h"
 #include "xshard/jit/host_memory.h"
 #include "xshard/spmd/shardy_import.h"
 #include "xshard/text/parser.h"
+
+namespace xs {
+Status WriteExecutorTrace();  // exec/executable_trace.cc: the --trace file, written now
+}  // namespace xs
 
 namespace xs::tools {
 
@@ -115,7 +125,8 @@ void AddDumpFlags(CLI::App* cmd, DumpFlags& flags) {
                   "repeatable");
   cmd->add_flag("--dump-after-each", flags.each, "Print the module to stderr after every pass");
   cmd->add_option("--dump-dir", flags.dir,
-                  "Write the dumps to DIR/<NN>-<pass>.hlo instead of stderr (DIR must exist)");
+                  "Write the dumps to DIR/<NN>-<pass>.hlo instead of stderr (DIR must exist)")
+      ->check(NonEmptyPathCheck());
 }
 
 DumpOptions ToDumpOptions(const DumpFlags& flags) {
@@ -130,12 +141,12 @@ CLI::Validator DeviceCountCheck() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         int64_t v = 0;
-        if (!ParseInt64(text, &v) || v < 1 || v > 65536) {
-          return "'" + text + "' is not a device count: give a whole number from 1 to 65536";
+        if (!ParseInt64(text, &v) || v < 1 || v > kMaxDeviceCount) {
+          return StrCat("'", text, "' is not a device count: give a whole number from 1 to ", kMaxDeviceCount);
         }
         return "";
       },
-      "1..65536");
+      StrCat("1..", kMaxDeviceCount));
 }
 
 CLI::Validator NonNegativeIntegerCheck() {
@@ -183,6 +194,15 @@ CLI::Validator FiniteRangeCheck(double lo, double hi, std::string range) {
       range);
 }
 
+CLI::Validator NonEmptyPathCheck() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (text.empty()) return "the path is empty; give a file or directory name (or leave the flag out)";
+        return "";
+      },
+      "PATH");
+}
+
 CLI::Validator PositiveSecondsCheck() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
@@ -207,7 +227,8 @@ void AddTraceFlag(CLI::App* cmd, std::string& path) {
                   "Write a Chrome trace (opens in Perfetto) to this file at exit: one track per\n"
                   "device with every step, collectives with their bytes and groups, asynchronous\n"
                   "ones from start to done (under mpirun: FILE.process<r>.json per process;\n"
-                  "scripts/merge_traces.py FILE joins them)");
+                  "scripts/merge_traces.py FILE joins them)")
+      ->check(NonEmptyPathCheck());
 }
 
 Status StartTrace(const std::string& given) {
@@ -219,12 +240,22 @@ Status StartTrace(const std::string& given) {
     path = StrCat(dot == std::string::npos ? given : given.substr(0, dot), ".process",
                   CliProcessRank(), ".json");
   }
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) {
+  // The file is written when the command ends, through a temporary file beside it: check now
+  // that one can be made there (nothing is created at `path` itself).
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) {
+    return InvalidArgument("--trace: cannot write '", path, "': it is a directory (give a file name)");
+  }
+  const bool in_place = exists && !S_ISREG(st.st_mode);  // /dev/null, /dev/stdout: written as they are
+  const std::string probe = in_place ? path : StrCat(path, ".tmp.", ::getpid());
+  const int fd = ::open(probe.c_str(), in_place ? O_WRONLY : O_WRONLY | O_CREAT | O_TRUNC, 0666);
+  if (fd < 0) {
     return InvalidArgument("--trace: cannot write '", path, "': ", std::strerror(errno),
                            " (give a file in a writable directory)");
   }
-  std::fclose(f);
+  ::close(fd);
+  if (!in_place) ::unlink(probe.c_str());
   // Read when the executor's handler table is first filled (executable_trace.cc), which happens
   // at the first compile, after this.
   ::setenv("XSHARD_TRACE", path.c_str(), 1);
@@ -251,36 +282,42 @@ StatusOr<std::string> ReadFile(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) {
     return InvalidArgument("'", path, "' is a directory, not a file; give the path of an HLO text or .npy file");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return NotFound("cannot open '", path, "': ", std::strerror(errno),
-                    "; check the path (relative paths start at the current directory)");
+  // Never blocks in open (a named pipe nobody writes to is an error after a few seconds).
+  StatusOr<int> opened = OpenInputFile(path);
+  if (!opened.ok() && opened.status().code() == StatusCode::kNotFound) {
+    return NotFound(opened.status().message(), "; check the path (relative paths start at the current directory)");
   }
+  XS_RETURN_IF_ERROR(opened.status());
+  const int fd = *opened;
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   // Bounded: a file larger than the memory this process may use fails here, not in the parser.
   // A regular file is read straight into one string of its size (no second copy).
-  const bool regular = std::filesystem::is_regular_file(path, ec);
-  const auto size = regular ? std::filesystem::file_size(path, ec) : 0;
-  if (regular && !ec) {
-    XS_RETURN_IF_ERROR(CheckHostBytes(static_cast<int64_t>(size), StrCat("reading '", path, "'")));
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (regular) {
+    XS_RETURN_IF_ERROR(CheckHostBytes(static_cast<int64_t>(st.st_size), StrCat("reading '", path, "'")));
+  }
+  // A device or pipe has no size: read up to 1 GiB (less when the memory this process may use is
+  // less), so an endless one (/dev/zero, `yes |`) fails with a message instead of filling memory.
+  int64_t cap = kMaxStreamBytes;
+  if (!regular) {
+    XS_ASSIGN_OR_RETURN(std::optional<int64_t> limit, HostMemoryLimit());
+    cap = std::min<int64_t>(kMaxStreamBytes, limit.value_or(kMaxStreamBytes));
   }
   std::string text;
   try {
-    if (regular && !ec && size > 0) {
-      text.resize(size);
-      in.read(text.data(), static_cast<std::streamsize>(size));
-      text.resize(static_cast<size_t>(in.gcount()));
-      if (in.bad()) return Unavailable("error reading '", path, "'");
-      return text;
-    }
-    // A device or pipe has no size: read in chunks up to 1 GiB (less when the memory this
-    // process may use is less), so an endless one (/dev/zero, `yes |`) fails with a message
-    // instead of filling memory.
-    XS_ASSIGN_OR_RETURN(std::optional<int64_t> limit, HostMemoryLimit());
-    const int64_t cap = std::min<int64_t>(kMaxStreamBytes, limit.value_or(kMaxStreamBytes));
+    if (regular) text.reserve(static_cast<size_t>(st.st_size));
     char chunk[1 << 16];
-    while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
-      text.append(chunk, static_cast<size_t>(in.gcount()));
-      if (static_cast<int64_t>(text.size()) > cap) {
+    for (;;) {
+      const ssize_t n = ::read(fd, chunk, sizeof(chunk));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Unavailable("error reading '", path, "': ", std::strerror(errno));
+      if (n == 0) break;
+      text.append(chunk, static_cast<size_t>(n));
+      if (!regular && static_cast<int64_t>(text.size()) > cap) {
         return ResourceExhausted("reading '", path, "' stopped after ", cap >> 20, " MiB",
                                  ": it is a device or pipe with more data than that (one that never "
                                  "ends?); give an HLO text file");
@@ -289,7 +326,6 @@ StatusOr<std::string> ReadFile(const std::string& path) {
   } catch (const std::bad_alloc&) {
     return ResourceExhausted("reading '", path, "' needs more host memory than is available");
   }
-  if (in.bad()) return Unavailable("error reading '", path, "'");
   return text;
 }
 
@@ -381,7 +417,8 @@ int RunCli(int argc, char** argv) {
     if (!c.app->parsed()) continue;
     Status status;
     try {
-      status = c.run();
+      status = CheckCliPlatform(c.app);
+      if (status.ok()) status = c.run();
     } catch (const AllocationFailure& e) {  // an Array the up-front checks missed
       status = ResourceExhausted(e.what());
     } catch (const std::bad_alloc&) {  // any other allocation (parsing, planning) under a memory limit
@@ -390,7 +427,20 @@ int RunCli(int argc, char** argv) {
       status = ResourceExhausted("could not start a thread (", e.what(), "): raise the process's limits "
                                  "(ulimit -v, ulimit -u, a cgroup's pids limit) or use fewer --devices");
     }
+    if (std::getenv("XSHARD_TRACE") != nullptr) {
+      const Status traced = WriteExecutorTrace();
+      if (status.ok()) status = traced;
+    }
+    // Output that could not be written (a full disk, /dev/full) is an error, not a silent loss.
+    errno = 0;
     std::cout.flush();
+    int write_error = errno;
+    if (std::fflush(stdout) != 0 && errno != 0) write_error = errno;
+    if (std::ferror(stdout) || std::cout.fail()) {
+      const std::string reason = write_error != 0 ? std::strerror(write_error) : "the output was cut short";
+      std::clearerr(stdout);
+      if (status.ok()) status = Unavailable("writing to stdout failed: ", reason, "; the output is incomplete");
+    }
     if (status.ok()) EndMpi(true);
     if (!status.ok()) {
       const std::string process = CliUsesMpi() ? StrCat(" (process ", CliProcessRank(), ")") : "";
@@ -401,7 +451,7 @@ int RunCli(int argc, char** argv) {
       std::fflush(stderr);
       EndMpi(false);
       // A run stopped by Ctrl-C / SIGTERM exits as a shell reports a SIGINT kill.
-      return status.code() == StatusCode::kCancelled ? 130 : 1;
+      return status.code() == StatusCode::kCancelled ? StopExitCode() : 1;
     }
     return 0;
   }

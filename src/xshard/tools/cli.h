@@ -83,10 +83,25 @@ void AddMpiFlags(CLI::App* cmd);
 // Whether this CLI process runs as one of several MPI processes.
 bool CliUsesMpi();
 
+// --platform cpu|cuda (cli_platform.cc) on the commands that run devices (run, bench run /
+// collectives / cmm, demo): where the devices live; default $XSHARD_PLATFORM, else cpu. RunCli
+// checks the choice before such a command runs (CheckCliPlatform): an unknown name lists the
+// valid ones; cuda without a usable GPU is one line naming what CUDA said, e.g.
+// "--platform cuda: no usable GPU: cudaGetDeviceCount failed: ...", exit 1.
+void AddPlatformFlag(CLI::App* cmd);
+// OK for a command without --platform; else the chosen platform's check (above).
+Status CheckCliPlatform(const CLI::App* cmd);
+// One-device runs call exec's Executable on the host: OK on cpu, an Unimplemented error naming
+// `what` ("a one-device run") on another platform.
+Status CliHostOnly(std::string_view what);
+
 
 // Range checks for numeric flags, applied with `->check(...)`: CLI11 then rejects a bad value with
 // a message naming the flag, the value and the range, and exit 1.
-// Device counts: whole numbers from 1 to 65536.
+// The most devices a run, a partitioning or $XSHARD_DEVICES may name (the Client's and
+// ShardedProgram's limit too).
+inline constexpr int64_t kMaxDeviceCount = 4096;
+// Device counts: whole numbers from 1 to kMaxDeviceCount.
 CLI::Validator DeviceCountCheck();
 // Seeds and counts that cannot be negative: whole numbers >= 0.
 CLI::Validator NonNegativeIntegerCheck();
@@ -102,6 +117,9 @@ CLI::Validator IntegerRangeCheck(int64_t lo, int64_t hi, std::string meaning = "
 CLI::Validator FiniteRangeCheck(double lo, double hi, std::string range);
 // The most --warmup / --iters / --iterations calls a benchmark accepts.
 inline constexpr int64_t kMaxBenchCalls = 1000000;
+// Paths (--save, --trace, --dump-dir): not empty, since writing nothing silently looks like
+// success.
+CLI::Validator NonEmptyPathCheck();
 // Durations in seconds: finite numbers > 0.
 CLI::Validator PositiveSecondsCheck();
 

@@ -30,17 +30,6 @@ void AddMpiFlags(CLI::App* cmd) {
 
 bool CliUsesMpi() { return mpi::LaunchedByMpirun(); }
 
-ClientOptions CliClientOptions(int64_t num_devices) {
-  ClientOptions o;
-  o.num_devices = num_devices;
-  const MpiFlags& f = GlobalMpiFlags();
-  o.collective_timeout =
-      std::chrono::milliseconds(static_cast<int64_t>(f.collective_timeout_s * 1000));
-  o.mpi = CliUsesMpi();
-  o.devices_per_process = f.devices_per_process;  // an error without mpirun (Client::Create)
-  return o;
-}
-
 int64_t CliProcessRank() {
   if (!CliUsesMpi()) return 0;
   for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {

@@ -12,9 +12,14 @@
 
 namespace xs::tools {
 
-// ClientOptions for `num_devices` (0: the default count): MPI mode with --devices-per-process
-// under mpirun, and --collective-timeout either way.
-ClientOptions CliClientOptions(int64_t num_devices);
+// ClientOptions for `num_devices` (0: the default count) on the chosen --platform (cli.h): MPI
+// mode with --devices-per-process under mpirun, and --collective-timeout either way. Errors are the
+// platform's, after "--platform cuda: " (cli_platform.cc).
+StatusOr<ClientOptions> CliClientOptions(int64_t num_devices);
+// Client::Create(CliClientOptions(num_devices)).
+StatusOr<std::unique_ptr<Client>> CliCreateClient(int64_t num_devices);
+// A client of `options` (a demo's own) on the chosen --platform, in this process.
+StatusOr<std::unique_ptr<Client>> CliCreateClient(ClientOptions options);
 // This process's rank under mpirun (from the environment, before MPI starts); 0 otherwise.
 int64_t CliProcessRank();
 // The global inputs: `loaded` (what this process read) without MPI; under MPI, rank 0's `loaded`

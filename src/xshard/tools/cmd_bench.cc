@@ -118,7 +118,7 @@ Status RunBenchCollectives(const BenchFlags& f) {
   XS_ASSIGN_OR_RETURN(options.ops, ParseOps(f.ops));
   options.warmup = f.warmup;
   options.iterations = f.iterations;
-  options.client = CliClientOptions(options.devices);
+  XS_ASSIGN_OR_RETURN(options.client, CliClientOptions(options.devices));
   XS_ASSIGN_OR_RETURN(CollectiveBenchResult result, RunCollectiveBench(options));
   std::cout << result.ToString();
   return OkStatus();
@@ -138,6 +138,7 @@ void AddBenchCommand(CLI::App& root, CommandList& commands) {
       "permute), next to a single-thread memcpy measured in the same process.");
   c->add_option("--devices", flags->devices, "Devices (default: $XSHARD_DEVICES or 8)")->check(DeviceCountCheck());
   AddMpiFlags(c);
+  AddPlatformFlag(c);
   c->add_option("--bytes", flags->bytes,
                 "Per-device operand size(s): 4096, 64K, 8M, 1G; comma-separated (default 1M)");
   c->add_option("--algorithm", flags->algorithm,

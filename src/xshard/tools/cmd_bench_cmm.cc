@@ -158,7 +158,7 @@ Status RunBenchCmm(const BenchCmmFlags& f) {
     }
   }
   const bool several = specs.size() > 1;
-  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(CliClientOptions(rows * cols)));
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, CliCreateClient(rows * cols));
   std::vector<Outcome> done;
   double worst = 0;
   bool said_cpu = false;  // the CPU / GEMM line goes before the first report, not before errors
@@ -241,6 +241,7 @@ Command AddBenchCmmCommand(CLI::App& bench) {
       "wins (per variant). Last line: max_abs_err=<e> median_ms=<t> (with several: the largest\n"
       "error and the fastest combination's median).");
   AddMpiFlags(c);
+  AddPlatformFlag(c);
   c->add_option("--algo", flags->algo, "gspmd, wang, systolic, ag_dot, slice_psum, comma-separated, or all\n"
                 "(default: gspmd,wang,systolic)");
   c->add_option("--variant", flags->variant, "os, is, ws, comma-separated, or all (default os)");
@@ -260,7 +261,8 @@ Command AddBenchCmmCommand(CLI::App& bench) {
   c->add_option("--trace", flags->trace,
                 "Write a Chrome trace (Perfetto) of the last timed call: one track per device\n"
                 "(matmuls, blocking collectives) and one of asynchronous transfers in flight;\n"
-                "with several combinations, F.json becomes F.<algo>_<variant>.json");
+                "with several combinations, F.json becomes F.<algo>_<variant>.json")
+      ->check(NonEmptyPathCheck());
   return {c, [flags] { return RunBenchCmm(*flags); }};
 }
 

@@ -60,12 +60,17 @@ double ProcessCpuSeconds() {
 struct Timings {
   std::vector<double> ms;  // wall time of each timed call
   double cpu_ms = 0;       // CPU time of all threads over the timed calls (less load-dependent)
+  // Device time per timed call where the client's kind measures it (cuda: the busiest device's
+  // program time, from the GPU's events); -1 otherwise.
+  double device_ms = -1;
 };
 
 // `client`: the SPMD runs' client (null for one device); under mpirun rank 0's clock decides when
 // an adaptive loop ends, so that every process makes the same number of calls.
 StatusOr<Timings> Time(const BenchRunFlags& f, const Call& call, Client* client) {
   for (int64_t i = 0; i < f.warmup; ++i) XS_RETURN_IF_ERROR(call());
+  // Device kinds that time their programs (cuda): only the timed calls count.
+  if (client != nullptr) (void)client->device_kind().TakeDeviceMicros();
   Timings out;
   std::vector<double>& ms = out.ms;
   const double cpu_start = ProcessCpuSeconds();
@@ -88,6 +93,11 @@ StatusOr<Timings> Time(const BenchRunFlags& f, const Call& call, Client* client)
     ms.push_back(s * 1e3);
   }
   out.cpu_ms = (ProcessCpuSeconds() - cpu_start) * 1e3;
+  if (client != nullptr && !ms.empty()) {
+    if (std::optional<double> us = client->device_kind().TakeDeviceMicros()) {
+      out.device_ms = *us * 1e-3 / static_cast<double>(ms.size());
+    }
+  }
   return out;
 }
 
@@ -96,7 +106,7 @@ StatusOr<Timings> Watched(const BenchRunFlags& f, RunMonitor& monitor, const Cal
                           Client* client = nullptr) {
   RunWatch watch(monitor, "bench run", f.run.timeout, std::chrono::milliseconds(0));
   StatusOr<Timings> timings = Time(f, call, client);
-  if (monitor.stopped()) return Annotate(watch.Finish(timings.status()), StrCat(f.run.file, ": "));
+  if (watch.stopped()) return Annotate(watch.Finish(timings.status()), StrCat(f.run.file, ": "));
   return timings;
 }
 
@@ -116,13 +126,17 @@ void PrintStats(const BenchRunFlags& f, const std::string& what, const Timings& 
     std::printf("cpu_ms_per_call=%.4f\n", timings.cpu_ms / static_cast<double>(ms.size()));
     std::fflush(stdout);
   }
+  if (timings.device_ms >= 0) {
+    std::printf("device_ms_per_call=%.4f\n", timings.device_ms);
+    std::fflush(stdout);
+  }
   char last[64];
   std::snprintf(last, sizeof last, "median_ms=%.4f\n", stats.median);
   std::cout << last;
 }
 
 StatusOr<std::unique_ptr<Client>> MakeClient(int64_t n) {
-  return Client::Create(CliClientOptions(n));
+  return CliCreateClient(n);
 }
 
 SpmdRunOptions SpmdOptions(const RunFlags& f) {
@@ -217,6 +231,25 @@ Status BenchOneDevice(const BenchRunFlags& f, const Module& module) {
     return InvalidArgument("--args-dir applies to SPMD modules; ", f.run.file, " runs on one device: use --args");
   }
   XS_RETURN_IF_ERROR(Annotate(CheckModuleHostMemory(module, 1), StrCat(f.run.file, ": ")));
+  if (!CliHostOnly("a one-device run").ok()) {
+    // Off the host (--platform cuda): the module as a one-device SPMD program on a one-device
+    // client of the platform, so it runs on the platform's device kind.
+    StatusOr<std::unique_ptr<SpmdExecutable>> spmd = SpmdExecutable::Create(module);
+    if (!spmd.ok()) return Annotate(spmd.status(), StrCat(f.run.file, ": "));
+    std::vector<std::vector<Array>> args(1);
+    XS_ASSIGN_OR_RETURN(args[0], LoadArguments(f.run, (*spmd)->executable().argument_shapes(),
+                                               module.entry()->name()));
+    XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, MakeClient(1));
+    SpmdRunOptions options = SpmdOptions(f.run);
+    RunMonitor monitor(1);
+    options.monitor = &monitor;
+    XS_ASSIGN_OR_RETURN(Timings ms, Watched(f, monitor, [&]() -> Status {
+                          StatusOr<SpmdResult> r = (*spmd)->Run(*client, args, options);
+                          return r.ok() ? OkStatus() : Annotate(r.status(), StrCat(f.run.file, ": "));
+                        }, client.get()));
+    PrintStats(f, StrCat("one device (", client->device_kind().Describe(0), ")"), ms);
+    return OkStatus();
+  }
   StatusOr<std::unique_ptr<Executable>> exe = Executable::Create(module);
   if (!exe.ok()) return Annotate(exe.status(), StrCat(f.run.file, ": "));
   XS_ASSIGN_OR_RETURN(std::vector<Array> args,
@@ -278,6 +311,7 @@ Command AddBenchRunCommand(CLI::App& bench) {
   AddRunPropagationFlags(r, flags->run);
   AddTimeoutFlag(r, flags->run.timeout);
   AddMpiFlags(r);
+  AddPlatformFlag(r);
   AddTraceFlag(r, flags->run.trace);
   r->add_flag("--samples", flags->samples,
               "Also print every timed call (samples_ms=t1,t2,...) and the process's CPU time per\n"

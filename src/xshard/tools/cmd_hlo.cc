@@ -46,22 +46,49 @@ StatusOr<std::vector<Array>> LoadArguments(const RunFlags& f, const std::vector<
     return InvalidArgument("'", entry_name, "' takes ", want.size(), " argument(s) (", shapes, ") but ",
                            f.args.size(), " were given; pass --args a.npy ... or --random-args SEED");
   }
+  // Each file's header is checked against its parameter, and its data against the host memory
+  // left, before the data is read.
+  int64_t read_bytes = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    XS_ASSIGN_OR_RETURN(Array a, ReadNpy(f.args[i]));
-    if (a.dtype() != want[i].dtype() || a.dims() != want[i].dims()) {
-      return InvalidArgument(f.args[i], ": holds ", a.shape().ToString(false), " but argument ", i, " of '",
-                             entry_name, "' is ", want[i].ToString(false));
-    }
+    XS_ASSIGN_OR_RETURN(Array a, ReadNpy(f.args[i], std::nullopt, [&](const NpyHeader& h) -> Status {
+      if (h.shape.dtype() != want[i].dtype() || h.shape.dims() != want[i].dims()) {
+        return InvalidArgument(f.args[i], ": holds ", h.shape.ToString(false), " but argument ", i, " of '",
+                               entry_name, "' is ", want[i].ToString(false));
+      }
+      return CheckHostBytes(read_bytes + h.data_bytes,
+                            StrCat("reading '", f.args[i], "'", i > 0 ? " after the arguments before it" : ""));
+    }));
+    read_bytes += a.byte_size();
     args.push_back(std::move(a));
   }
   return args;
 }
 
-Status SaveNpy(const std::filesystem::path& dir, const std::string& name, const Array& array) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Unavailable("cannot create directory '", dir.string(), "': ", ec.message());
-  return WriteNpy((dir / name).string(), array);
+Status SaveFiles(const std::vector<FileToSave>& files) {
+  StopSignalScope signals;
+  for (size_t k = 0; k < files.size(); ++k) {
+    const std::filesystem::path path(files[k].path);
+    Status saved;
+    std::error_code ec;
+    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+    if (ec) {
+      saved = Unavailable("cannot create directory '", path.parent_path().string(), "': ", ec.message());
+    } else {
+      saved = WriteNpy(files[k].path, *files[k].array, StopSignalFlag());
+    }
+    if (const int sig = ReceivedStopSignal(); sig != 0 && (!saved.ok() || k + 1 < files.size())) {
+      // One line naming every file that was not saved (the first few of a long list).
+      const size_t first = saved.ok() ? k + 1 : k;
+      std::vector<std::string> names;
+      for (size_t j = first; j < files.size() && names.size() < 8; ++j) names.push_back("'" + files[j].path + "'");
+      if (files.size() - first > names.size()) names.push_back(StrCat("and ", files.size() - first - names.size(), " more"));
+      return Cancelled("interrupted by ", StopSignalName(sig), " while saving the outputs: ", StrJoin(names, ", "),
+                       files.size() - first == 1 ? " was" : " were", " not saved",
+                       first > 0 ? StrCat(" (", first, " saved before the signal)") : "");
+    }
+    XS_RETURN_IF_ERROR(saved);
+  }
+  return OkStatus();
 }
 
 ExecuteOptions OneDeviceOptions(const RunFlags& f, RunMonitor* monitor) {
@@ -75,7 +102,11 @@ ExecuteOptions OneDeviceOptions(const RunFlags& f, RunMonitor* monitor) {
 
 Status WriteOutputs(const RunFlags& f, const std::vector<Array>& outs) {
   if (!f.save_dir.empty()) {
-    for (size_t i = 0; i < outs.size(); ++i) XS_RETURN_IF_ERROR(SaveNpy(f.save_dir, StrCat("out", i, ".npy"), outs[i]));
+    std::vector<FileToSave> files;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      files.push_back({(std::filesystem::path(f.save_dir) / StrCat("out", i, ".npy")).string(), &outs[i]});
+    }
+    XS_RETURN_IF_ERROR(SaveFiles(files));
   }
   for (size_t i = 0; i < outs.size(); ++i) {
     const Array& a = outs[i];
@@ -150,7 +181,7 @@ Status RunOnDevices(const RunFlags& f, const Module& module) {
   XS_RETURN_IF_ERROR(Annotate(CheckModuleHostMemory(module, n), StrCat(f.file, ": ")));
   StatusOr<std::unique_ptr<SpmdExecutable>> spmd = SpmdExecutable::Create(module);
   if (!spmd.ok()) return Annotate(spmd.status(), StrCat(f.file, ": "));
-  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(CliClientOptions(n)));
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, CliCreateClient(n));
   XS_ASSIGN_OR_RETURN(DeviceAssignment assignment,
                       DeviceAssignment::Default(module.config().replica_count,
                                                 module.config().num_partitions, n));
@@ -179,7 +210,16 @@ Status RunOnDevices(const RunFlags& f, const Module& module) {
     return r;
   }();
   if (!result.ok()) return Annotate(result.status(), StrCat(f.file, ": "));
-  if (!f.save_dir.empty()) XS_RETURN_IF_ERROR(WriteDeviceOutputs(f.save_dir, devices, result->outputs));
+  if (!f.save_dir.empty()) {
+    std::vector<FileToSave> files;
+    for (int64_t k = 0; k < n; ++k) {
+      for (size_t i = 0; i < result->outputs[k].size(); ++i) {
+        files.push_back({(std::filesystem::path(f.save_dir) / StrCat("dev", devices[k]) / StrCat("out", i, ".npy")).string(),
+                         &result->outputs[k][i]});
+      }
+    }
+    XS_RETURN_IF_ERROR(SaveFiles(files));
+  }
   // In device order (logical ids differ from device ids when replica_count > 1).
   std::vector<int64_t> order(n);
   for (int64_t k = 0; k < n; ++k) order[k] = k;
@@ -223,6 +263,9 @@ Status RunRun(const RunFlags& f) {
       f.memory) {
     return RunOnDevices(f, *module);
   }
+  // Off the host (--platform cuda): the module as a one-device SPMD program on the platform's
+  // device kind (the platform's own error, such as no GPU, comes from creating its client).
+  if (!CliHostOnly("a one-device run").ok()) return RunOnDevices(f, *module);
   XS_RETURN_IF_ERROR(Annotate(CheckModuleHostMemory(*module, 1), StrCat(f.file, ": ")));
   StatusOr<std::unique_ptr<Executable>> exe = Executable::Create(*module);
   if (!exe.ok()) return Annotate(exe.status(), StrCat(f.file, ": "));
@@ -266,7 +309,8 @@ void AddHloCommands(CLI::App& root, CommandList& commands) {
   r->add_option("file", run->file, "HLO text file")->required();
   r->add_option("--args", run->args, "Input .npy files, one per parameter (tuple parameters: one per leaf)");
   r->add_option("--random-args", run->random_seed, "Random inputs from this seed instead of --args")->check(NonNegativeIntegerCheck());
-  r->add_option("--save", run->save_dir, "Write output leaf i to DIR/out<i>.npy (DIR is created)");
+  r->add_option("--save", run->save_dir, "Write output leaf i to DIR/out<i>.npy (DIR is created)")
+      ->check(NonEmptyPathCheck());
   r->add_flag("--print", run->print, "Print every output's values");
   r->add_option("--blas-threads", run->blas_threads, "OpenBLAS threads for dot / convolution, at most the thread budget (default: all cores, or XSHARD_NUM_THREADS)")
       ->check(IntegerRangeCheck(0, 1024));
@@ -285,7 +329,7 @@ void AddHloCommands(CLI::App& root, CommandList& commands) {
   r->add_flag("--check", run->check,
               "Global modules: also run the module on one device and compare every output (max abs\n"
               "and relative error); exit 1 when an element is beyond atol + rtol * |expected| (+ 4 ulps of the output's\n"
-              "largest value with the default tolerances)");
+              "largest value with the default tolerances, x sqrt(K) / 8 when the longest sum adds K > 64 terms)");
   r->add_option("--atol", run->atol, "Absolute tolerance of --check (default by dtype: f32 1e-4, f16 1e-2, ...; integers exact)")
       ->check(FiniteNonNegativeCheck());
   r->add_option("--rtol", run->rtol, "Relative tolerance of --check (default by dtype, like --atol)")->check(FiniteNonNegativeCheck());
@@ -303,6 +347,7 @@ void AddHloCommands(CLI::App& root, CommandList& commands) {
   AddTimeoutFlag(r, run->timeout);
   AddTraceFlag(r, run->trace);
   AddMpiFlags(r);
+  AddPlatformFlag(r);
   commands.push_back({r, [run] { return RunRun(*run); }});
 }
 

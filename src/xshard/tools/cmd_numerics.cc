@@ -5,6 +5,7 @@
 
 #include "xshard/core/npy.h"
 #include "xshard/core/numerics.h"
+#include "xshard/jit/host_memory.h"
 #include "xshard/tools/cli.h"
 
 namespace xs::tools {
@@ -31,8 +32,16 @@ Status RunNumerics(const NumericsFlags& f) {
                              "' is not >= 1; give a block count per trailing dim, like 2,2");
     }
   }
-  XS_ASSIGN_OR_RETURN(Array got, ReadNpy(f.got));
-  XS_ASSIGN_OR_RETURN(Array want, ReadNpy(f.want));
+  // Both files' data must fit the host memory together: checked from their headers, before reading.
+  int64_t read_bytes = 0;
+  auto fits = [&read_bytes](const std::string& path) {
+    return [&read_bytes, path](const NpyHeader& h) {
+      read_bytes += h.data_bytes;
+      return CheckHostBytes(read_bytes, StrCat("reading '", path, "'"));
+    };
+  };
+  XS_ASSIGN_OR_RETURN(Array got, ReadNpy(f.got, std::nullopt, fits(f.got)));
+  XS_ASSIGN_OR_RETURN(Array want, ReadNpy(f.want, std::nullopt, fits(f.want)));
   StatusOr<NumericsReport> report = CompareNumerics(got, want, options);
   if (!report.ok()) return Annotate(report.status(), StrCat(f.got, " vs ", f.want, ": "));
   std::cout << FormatNumericsReport(*report);

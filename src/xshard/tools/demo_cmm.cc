@@ -8,6 +8,7 @@
 #include "xshard/cmm/cmm.h"
 #include "xshard/kernels/dot.h"
 #include "xshard/runtime/client.h"
+#include "xshard/tools/cli_mpi.h"
 #include "xshard/tools/demo.h"
 #include "xshard/tools/latency_report.h"
 
@@ -27,7 +28,7 @@ Status Seed003Cmm(DemoContext& ctx) {
   std::ostream& out = *ctx.out;
   ClientOptions options;
   options.num_devices = 8;
-  XS_ASSIGN_OR_RETURN(auto client, Client::Create(options));
+  XS_ASSIGN_OR_RETURN(auto client, CliCreateClient(options));
   // The seed's first cell (B,S,H,D = 4,16,12,32); its 4,256,48,64 timings take seconds each:
   // `xshard bench cmm --algo all --variant all` runs them (README).
   const cmm::Bshd bshd{4, 16, 12, 32};

@@ -18,6 +18,7 @@
 #include "xshard/shard_map/shard_map.h"
 #include "xshard/runtime/spmd_executor.h"
 #include "xshard/sharding/geometry.h"
+#include "xshard/tools/cli_mpi.h"
 #include "xshard/tools/demo.h"
 
 namespace xs::tools {
@@ -101,7 +102,7 @@ Status RunSpmdCase(DemoContext& ctx, Client& client, const SpmdCase& c) {
 Status Seed001Spmd(DemoContext& ctx) {
   ClientOptions options;
   options.num_devices = 8;
-  XS_ASSIGN_OR_RETURN(auto client, Client::Create(options));
+  XS_ASSIGN_OR_RETURN(auto client, CliCreateClient(options));
   std::cout << "PyTorch/XLA dumps HLO with sharding annotations; XLA's SPMD partitioner turns it "
                "into one program\nthat every device runs with its own partition-id; "
                "execute_sharded_on_local_devices feeds\neach device its own shard.\n";
@@ -130,7 +131,7 @@ StatusOr<NamedSharding> Named(const Mesh& mesh, std::string_view spec) {
 Status Seed003MatmulBasic(DemoContext& ctx) {
   ClientOptions options;
   options.num_devices = 8;
-  XS_ASSIGN_OR_RETURN(auto client, Client::Create(options));
+  XS_ASSIGN_OR_RETURN(auto client, CliCreateClient(options));
   XS_ASSIGN_OR_RETURN(Mesh mesh, Mesh::Create({"x", "y"}, {4, 2}));
   const Array a = Array::Iota(DType::kF32, {8, 16});
   const Array b = Array::Iota(DType::kF32, {16, 4});

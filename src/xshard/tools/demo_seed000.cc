@@ -12,6 +12,7 @@
 #include "xshard/spmd/report.h"
 #include "xshard/text/printer.h"
 #include "xshard/tools/cli.h"
+#include "xshard/tools/cli_mpi.h"
 #include "xshard/tools/demo.h"
 
 namespace xs::tools {
@@ -71,7 +72,7 @@ Status Seed000EndToEnd(DemoContext& ctx) {
   std::ostream& out = *ctx.out;
   ClientOptions options;
   options.num_devices = 8;
-  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Create(options));
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, CliCreateClient(options));
   XS_ASSIGN_OR_RETURN(Mesh mesh, Mesh::Create({"a", "b"}, {4, 2}));
   out << "mesh = " << mesh.ToString() << "   (mesh_utils.create_device_mesh((4, 2)))\n"
       << "x = jnp.repeat(jnp.arange(1, 5)[:, None], 16, axis=1) as f16[4,16]; y = x.T\n"

@@ -8,6 +8,7 @@
 #include "xshard/core/numerics.h"
 #include "xshard/kernels/dot.h"
 #include "xshard/runtime/client.h"
+#include "xshard/tools/cli_mpi.h"
 #include "xshard/tools/demo.h"
 #include "xshard/tools/latency_report.h"
 
@@ -18,7 +19,7 @@ Status Seed004Gemm(DemoContext& ctx) {
   std::ostream& out = *ctx.out;
   ClientOptions options;
   options.num_devices = 4;
-  XS_ASSIGN_OR_RETURN(auto client, Client::Create(options));
+  XS_ASSIGN_OR_RETURN(auto client, CliCreateClient(options));
   out << "A bf16[2048,2048] P('row','col'), B bf16[2048,1024] P('row',None) on mesh row=2, col=2;\n"
       << "C = A @ B in f32 (bf16 products, f32 accumulation), P('row',None); inputs uniform in\n"
       << "[-1, 1) rounded to bf16; 3 warmup calls, then 10 timed calls of each variant\n";

@@ -55,8 +55,15 @@ struct RunFlags {
 // shapes `want` (errors name the file, its shape and the parameter's).
 StatusOr<std::vector<Array>> LoadArguments(const RunFlags& flags, const std::vector<Shape>& want,
                                            std::string_view entry_name);
-// Writes DIR/NAME as .npy, creating DIR first (errors name the directory or file).
-Status SaveNpy(const std::filesystem::path& dir, const std::string& name, const Array& array);
+// One output file to save: where, and what (not owned).
+struct FileToSave {
+  std::string path;
+  const Array* array = nullptr;
+};
+// Saves `files` in order, creating their directories, each through a temporary file renamed
+// when complete (WriteNpy). SIGINT / SIGTERM while saving stop it at once: Cancelled, one line
+// naming the files not saved (the CLI exits 130 / 143); other errors name their file.
+Status SaveFiles(const std::vector<FileToSave>& files);
 // The options of a one-device run: --blas-threads (default: every core), --max-while-iterations.
 // With `monitor`, the run reports to it and stops when it is stopped (run_monitor.h).
 ExecuteOptions OneDeviceOptions(const RunFlags& flags, RunMonitor* monitor = nullptr);

@@ -14,10 +14,20 @@ namespace xs::tools {
 namespace {
 
 std::atomic<int> g_signal{0};
+std::atomic<bool> g_signaled{false};
+std::atomic<int> g_scopes{0};
+std::mutex g_scope_mu;
 
 extern "C" void OnStopSignal(int sig) {
-  g_signal.store(sig, std::memory_order_relaxed);
-  std::signal(sig, SIG_DFL);  // a second Ctrl-C kills the process as usual
+  if (g_scopes.load(std::memory_order_relaxed) == 0) {
+    // No command listens (the last scope is ending): act as if no handler were installed.
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  int none = 0;
+  g_signal.compare_exchange_strong(none, sig, std::memory_order_relaxed);
+  g_signaled.store(true, std::memory_order_relaxed);
 }
 
 struct sigaction g_old_int, g_old_term;
@@ -41,6 +51,43 @@ std::chrono::milliseconds ProgressPeriod(std::chrono::milliseconds period) {
 
 }  // namespace
 
+StopSignalScope::StopSignalScope() {
+  std::lock_guard<std::mutex> lock(g_scope_mu);
+  if (g_scopes.load() == 0) {
+    g_signal.store(0);
+    g_signaled.store(false);
+    g_scopes.store(1);
+    struct sigaction sa {};
+    sa.sa_handler = &OnStopSignal;
+    sa.sa_flags = SA_RESTART;  // reads and writes in progress go on; the flag is polled
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &g_old_int);
+    sigaction(SIGTERM, &sa, &g_old_term);
+  } else {
+    g_scopes.fetch_add(1);
+  }
+}
+
+StopSignalScope::~StopSignalScope() {
+  std::lock_guard<std::mutex> lock(g_scope_mu);
+  if (g_scopes.load() == 1) {
+    sigaction(SIGINT, &g_old_int, nullptr);
+    sigaction(SIGTERM, &g_old_term, nullptr);
+  }
+  g_scopes.fetch_sub(1);
+}
+
+int ReceivedStopSignal() { return g_signal.load(std::memory_order_relaxed); }
+
+const std::atomic<bool>* StopSignalFlag() { return &g_signaled; }
+
+std::string StopSignalName(int sig) { return sig == SIGINT ? "SIGINT (Ctrl-C)" : "SIGTERM"; }
+
+int StopExitCode() {
+  const int sig = ReceivedStopSignal();
+  return 128 + (sig != 0 ? sig : SIGINT);
+}
+
 RunWatch::RunWatch(RunMonitor& monitor, std::string command, std::optional<double> timeout_seconds,
                    std::chrono::milliseconds progress_every)
     : monitor_(monitor),
@@ -48,12 +95,6 @@ RunWatch::RunWatch(RunMonitor& monitor, std::string command, std::optional<doubl
       timeout_seconds_(timeout_seconds),
       progress_every_(ProgressPeriod(progress_every)),
       start_(std::chrono::steady_clock::now()) {
-  g_signal.store(0);
-  struct sigaction sa {};
-  sa.sa_handler = &OnStopSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &g_old_int);
-  sigaction(SIGTERM, &sa, &g_old_term);
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -64,8 +105,6 @@ RunWatch::~RunWatch() {
   }
   cv_.notify_all();
   thread_.join();
-  sigaction(SIGINT, &g_old_int, nullptr);
-  sigaction(SIGTERM, &g_old_term, nullptr);
 }
 
 void RunWatch::set_device_ids(std::vector<int64_t> ids) {
@@ -84,15 +123,17 @@ void RunWatch::Loop() {
     const double elapsed = duration<double>(now - start_).count();
     if (monitor_.stopped()) continue;
     Status stop;
-    if (const int sig = g_signal.load(std::memory_order_relaxed); sig != 0) {
-      stop = Cancelled("interrupted by ", sig == SIGINT ? "SIGINT (Ctrl-C)" : "SIGTERM", " after ",
-                       Seconds(elapsed), " s");
+    if (const int sig = ReceivedStopSignal(); sig != 0) {
+      stop = Cancelled("interrupted by ", StopSignalName(sig), " after ", Seconds(elapsed), " s");
     } else if (timeout_seconds_ && elapsed >= *timeout_seconds_) {
       stop = DeadlineExceeded("--timeout ", Seconds(*timeout_seconds_), " s passed before the run finished");
     }
     if (!stop.ok()) {
-      where_at_stop_ = monitor_.Where(device_ids_);
-      monitor_.Stop(stop);
+      const std::string where = monitor_.Where(device_ids_);
+      if (monitor_.Stop(stop)) {
+        where_at_stop_ = where;
+        stopped_here_ = true;
+      }
       continue;
     }
     if (progress_every_.count() > 0 && now >= next_progress) {
@@ -104,7 +145,12 @@ void RunWatch::Loop() {
 }
 
 Status RunWatch::Finish(const Status& result) {
-  if (!monitor_.stopped()) return result;
+  {
+    // A stop that came from a device's own failure (the executor stops the others) is that
+    // failure, which `result` already says.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopped_here_) return result;
+  }
   const Status reason = monitor_.stop_reason();
   std::string where;
   {
