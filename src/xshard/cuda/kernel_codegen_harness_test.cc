@@ -30,24 +30,9 @@ bool IsCodegenOp(Opcode op) {
     case Opcode::kTranspose: case Opcode::kBroadcast: case Opcode::kSlice: case Opcode::kReverse:
     case Opcode::kPad: case Opcode::kConcatenate: case Opcode::kIota: case Opcode::kDynamicSlice:
     case Opcode::kDynamicUpdateSlice: case Opcode::kReduce: case Opcode::kReduceWindow:
-    case Opcode::kAbs: case Opcode::kNegate: case Opcode::kExp: case Opcode::kLog:
-    case Opcode::kSqrt: case Opcode::kRsqrt: case Opcode::kTanh: case Opcode::kSin:
-    case Opcode::kCos: case Opcode::kTan: case Opcode::kLogistic: case Opcode::kExpm1:
-    case Opcode::kLog1p: case Opcode::kCbrt: case Opcode::kErf: case Opcode::kCeil:
-    case Opcode::kFloor: case Opcode::kRoundNearestAfz: case Opcode::kRoundNearestEven:
-    case Opcode::kAtan: case Opcode::kAcos: case Opcode::kAsin: case Opcode::kAcosh:
-    case Opcode::kAsinh: case Opcode::kAtanh: case Opcode::kCosh: case Opcode::kSinh:
-    case Opcode::kSign: case Opcode::kIsFinite: case Opcode::kNot:
-    case Opcode::kPopulationCount: case Opcode::kClz: case Opcode::kReal: case Opcode::kImag:
-    case Opcode::kAdd: case Opcode::kSubtract: case Opcode::kMultiply: case Opcode::kDivide:
-    case Opcode::kRemainder: case Opcode::kMaximum: case Opcode::kMinimum: case Opcode::kPower:
-    case Opcode::kAtan2: case Opcode::kAnd: case Opcode::kOr: case Opcode::kXor:
-    case Opcode::kShiftLeft: case Opcode::kShiftRightArithmetic: case Opcode::kMulhi:
-    case Opcode::kShiftRightLogical: case Opcode::kCompare: case Opcode::kConvert:
-    case Opcode::kSelect: case Opcode::kClamp: case Opcode::kBitcastConvert:
       return true;
     default:
-      return false;
+      return IsCodegenElementwise(op);
   }
 }
 

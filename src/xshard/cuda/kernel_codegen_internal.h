@@ -11,6 +11,7 @@
 
 #include "xshard/core/dtype.h"
 #include "xshard/cuda/kernel_codegen.h"
+#include "xshard/ir/opcode.h"
 #include "xshard/kernels/scalar_fn.h"
 
 namespace xs::cuda::codegen {
@@ -84,6 +85,8 @@ namespace xs::cuda {
 StatusOr<GeneratedKernel> GenerateShapeKernel(const Instruction& inst);
 // kernel_codegen_reduce.cc: reduce and reduce-window (one operand, typed combiner).
 StatusOr<GeneratedKernel> GenerateReduceKernel(const Instruction& inst);
+// The elementwise ops GenerateElementwiseKernel emits (kernel_codegen_reduce.cc).
+bool IsCodegenElementwise(Opcode op);
 }  // namespace xs::cuda
 
 #endif  // XSHARD_CUDA_KERNEL_CODEGEN_INTERNAL_H_

@@ -16,28 +16,6 @@ namespace {
 using codegen::CType;
 using codegen::Int;
 
-bool IsCodegenElementwise(Opcode op) {
-  switch (op) {
-    case Opcode::kAbs: case Opcode::kNegate: case Opcode::kExp: case Opcode::kLog:
-    case Opcode::kSqrt: case Opcode::kRsqrt: case Opcode::kTanh: case Opcode::kSin:
-    case Opcode::kCos: case Opcode::kTan: case Opcode::kLogistic: case Opcode::kExpm1:
-    case Opcode::kLog1p: case Opcode::kCbrt: case Opcode::kErf: case Opcode::kCeil:
-    case Opcode::kFloor: case Opcode::kRoundNearestAfz: case Opcode::kRoundNearestEven:
-    case Opcode::kAtan: case Opcode::kAcos: case Opcode::kAsin: case Opcode::kAcosh:
-    case Opcode::kAsinh: case Opcode::kAtanh: case Opcode::kCosh: case Opcode::kSinh:
-    case Opcode::kSign: case Opcode::kIsFinite: case Opcode::kNot:
-    case Opcode::kPopulationCount: case Opcode::kClz: case Opcode::kReal: case Opcode::kImag:
-    case Opcode::kAdd: case Opcode::kSubtract: case Opcode::kMultiply: case Opcode::kDivide:
-    case Opcode::kRemainder: case Opcode::kMaximum: case Opcode::kMinimum: case Opcode::kPower:
-    case Opcode::kAtan2: case Opcode::kAnd: case Opcode::kOr: case Opcode::kXor:
-    case Opcode::kShiftLeft: case Opcode::kShiftRightArithmetic: case Opcode::kMulhi:
-    case Opcode::kShiftRightLogical: case Opcode::kCompare: case Opcode::kConvert:
-    case Opcode::kSelect: case Opcode::kClamp: case Opcode::kBitcastConvert:
-      return true;
-    default:
-      return false;
-  }
-}
 
 Status OneOperand(const Instruction& inst) {
   if (inst.operand_count() != 2 || !inst.shape().IsArray()) {
@@ -300,6 +278,29 @@ KernelSource CombineKernels(std::span<const GeneratedKernel> kernels) {
   }
   if (seen.size() > 1) src.name += "_and_" + std::to_string(seen.size() - 1) + "_more";
   return src;
+}
+
+bool IsCodegenElementwise(Opcode op) {
+  switch (op) {
+    case Opcode::kAbs: case Opcode::kNegate: case Opcode::kExp: case Opcode::kLog:
+    case Opcode::kSqrt: case Opcode::kRsqrt: case Opcode::kTanh: case Opcode::kSin:
+    case Opcode::kCos: case Opcode::kTan: case Opcode::kLogistic: case Opcode::kExpm1:
+    case Opcode::kLog1p: case Opcode::kCbrt: case Opcode::kErf: case Opcode::kCeil:
+    case Opcode::kFloor: case Opcode::kRoundNearestAfz: case Opcode::kRoundNearestEven:
+    case Opcode::kAtan: case Opcode::kAcos: case Opcode::kAsin: case Opcode::kAcosh:
+    case Opcode::kAsinh: case Opcode::kAtanh: case Opcode::kCosh: case Opcode::kSinh:
+    case Opcode::kSign: case Opcode::kIsFinite: case Opcode::kNot:
+    case Opcode::kPopulationCount: case Opcode::kClz: case Opcode::kReal: case Opcode::kImag:
+    case Opcode::kAdd: case Opcode::kSubtract: case Opcode::kMultiply: case Opcode::kDivide:
+    case Opcode::kRemainder: case Opcode::kMaximum: case Opcode::kMinimum: case Opcode::kPower:
+    case Opcode::kAtan2: case Opcode::kAnd: case Opcode::kOr: case Opcode::kXor:
+    case Opcode::kShiftLeft: case Opcode::kShiftRightArithmetic: case Opcode::kMulhi:
+    case Opcode::kShiftRightLogical: case Opcode::kCompare: case Opcode::kConvert:
+    case Opcode::kSelect: case Opcode::kClamp: case Opcode::kBitcastConvert:
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace xs::cuda
