@@ -13,6 +13,7 @@ packages=(
   clang libclang-rt-14-dev libomp-dev       # libFuzzer targets (clang; OpenMP for oneDNN)
   python3-dev python3-venv                  # the Python package (scripts/python-env.sh makes .venv/)
   libopenmpi-dev openmpi-bin                # several processes / hosts (src/xshard/mpi/, mpirun)
+  coinor-libcbc-dev                         # the ILP solver of `xshard autoshard` (src/xshard/autoshard/)
 )
 
 missing=()

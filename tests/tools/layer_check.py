@@ -42,8 +42,9 @@ EDGES = {
     "shard_map": ["runtime"],
     "cmm": ["shard_map"],
     "jit": ["passes", "runtime"],
+    "autoshard": ["jit"],
     "frontend": ["jit", "shard_map"],
-    "tools": ["jit", "passes", "runtime", "platform", "shard_map", "cmm", "frontend"],
+    "tools": ["jit", "passes", "runtime", "platform", "shard_map", "cmm", "frontend", "autoshard"],
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"xshard/([a-z_]+)/')
 CMAKE_DEP = re.compile(r"\bxs_([a-z_]+)\b")

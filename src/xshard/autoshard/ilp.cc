@@ -1,0 +1,81 @@
+// Ilp: builds the column-major matrix CBC's C interface takes and solves it single-threaded.
+#include "xshard/autoshard/ilp.h"
+
+#include <Cbc_C_Interface.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace xs::autoshard {
+
+int Ilp::AddVariable(double cost, bool integer, double lo, double hi) {
+  cost_.push_back(cost);
+  integer_.push_back(integer);
+  lo_.push_back(lo);
+  hi_.push_back(hi);
+  return static_cast<int>(cost_.size()) - 1;
+}
+
+void Ilp::AddRow(std::vector<std::pair<int, double>> terms, double lo, double hi) {
+  rows_.push_back(Row{std::move(terms), lo, hi});
+}
+
+StatusOr<Ilp::Solution> Ilp::Solve(double time_limit_s) const {
+  const int n = num_variables();
+  const int m = num_rows();
+  if (n == 0) return Solution{{}, 0, true, 0};
+  // Column-major copy of the rows.
+  std::vector<std::vector<std::pair<int, double>>> cols(n);
+  for (int r = 0; r < m; ++r) {
+    for (const auto& [var, coef] : rows_[r].terms) {
+      if (var < 0 || var >= n) return Internal("Ilp: row ", r, " names variable ", var, " of ", n);
+      cols[var].push_back({r, coef});
+    }
+  }
+  std::vector<CoinBigIndex> start(n + 1, 0);
+  std::vector<int> index;
+  std::vector<double> value;
+  for (int c = 0; c < n; ++c) {
+    start[c] = static_cast<CoinBigIndex>(index.size());
+    for (const auto& [row, coef] : cols[c]) {
+      index.push_back(row);
+      value.push_back(coef);
+    }
+  }
+  start[n] = static_cast<CoinBigIndex>(index.size());
+  std::vector<double> row_lo(m), row_hi(m);
+  for (int r = 0; r < m; ++r) {
+    row_lo[r] = rows_[r].lo;
+    row_hi[r] = rows_[r].hi;
+  }
+  std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)> model(Cbc_newModel(), Cbc_deleteModel);
+  Cbc_loadProblem(model.get(), n, m, start.data(), index.data(), value.data(), lo_.data(), hi_.data(),
+                  cost_.data(), row_lo.data(), row_hi.data());
+  for (int c = 0; c < n; ++c) {
+    if (integer_[c]) Cbc_setInteger(model.get(), c);
+  }
+  Cbc_setObjSense(model.get(), 1);
+  Cbc_setLogLevel(model.get(), 0);
+  Cbc_setParameter(model.get(), "threads", "1");
+  Cbc_setMaximumSeconds(model.get(), time_limit_s);
+  const auto t0 = std::chrono::steady_clock::now();
+  Cbc_solve(model.get());
+  Solution sol;
+  sol.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (Cbc_isProvenInfeasible(model.get())) {
+    return InvalidArgument("no assignment satisfies the constraints (the ILP is infeasible)");
+  }
+  const double* x = Cbc_getColSolution(model.get());
+  if (x == nullptr) return Internal("the ILP solver returned no solution");
+  sol.optimal = Cbc_isProvenOptimal(model.get()) != 0;
+  if (!sol.optimal && Cbc_bestSolution(model.get()) == nullptr) {
+    return DeadlineExceeded("the ILP solver found no plan within ", time_limit_s,
+                            " s; raise --time-limit");
+  }
+  sol.x.assign(x, x + n);
+  sol.objective = Cbc_getObjValue(model.get());
+  return sol;
+}
+
+}  // namespace xs::autoshard

@@ -1,0 +1,46 @@
+// A small 0-1 integer linear program and its exact solution with CBC (COIN-OR branch and cut,
+// Debian's coinor-libcbc-dev): minimize c.x subject to rows lo <= a.x <= hi, x binary or bounded.
+#ifndef XSHARD_AUTOSHARD_ILP_H_
+#define XSHARD_AUTOSHARD_ILP_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "xshard/base/status.h"
+
+namespace xs::autoshard {
+
+class Ilp {
+ public:
+  // A new variable with bounds [lo, hi] and objective coefficient `cost`; returns its index.
+  int AddVariable(double cost, bool integer, double lo = 0, double hi = 1);
+  // lo <= sum(coef * x[var]) <= hi.
+  void AddRow(std::vector<std::pair<int, double>> terms, double lo, double hi);
+  int num_variables() const { return static_cast<int>(cost_.size()); }
+  int num_rows() const { return static_cast<int>(rows_.size()); }
+
+  struct Solution {
+    std::vector<double> x;
+    double objective = 0;
+    bool optimal = false;  // false: the time limit stopped the search at the best plan found
+    double seconds = 0;
+  };
+  // Solves with CBC, single-threaded (deterministic). Errors: infeasible (no assignment satisfies
+  // the rows: the message says so), no solution found within `time_limit_s`.
+  StatusOr<Solution> Solve(double time_limit_s) const;
+
+ private:
+  struct Row {
+    std::vector<std::pair<int, double>> terms;
+    double lo, hi;
+  };
+  std::vector<double> cost_, lo_, hi_;
+  std::vector<bool> integer_;
+  std::vector<Row> rows_;
+};
+
+}  // namespace xs::autoshard
+
+#endif  // XSHARD_AUTOSHARD_ILP_H_
