@@ -16,6 +16,7 @@ class Ilp {
  public:
   // A new variable with bounds [lo, hi] and objective coefficient `cost`; returns its index.
   int AddVariable(double cost, bool integer, double lo = 0, double hi = 1);
+  void SetCost(int var, double cost) { cost_[var] = cost; }
   // lo <= sum(coef * x[var]) <= hi.
   void AddRow(std::vector<std::pair<int, double>> terms, double lo, double hi);
   int num_variables() const { return static_cast<int>(cost_.size()); }

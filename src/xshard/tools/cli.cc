@@ -385,6 +385,7 @@ int RunCli(int argc, char** argv) {
   AddBenchCommand(app, commands);
   AddDemoCommand(app, commands);
   AddNumericsCommand(app, commands);
+  AddAutoshardCommand(app, commands);
   std::vector<std::string> names;
   for (const Command& c : commands) names.push_back(c.app->get_name());
   if (argc > 1 && argv[1][0] != '-' &&

@@ -38,6 +38,7 @@ Command AddBenchCmmCommand(CLI::App& bench);
 void AddPropagateCommand(CLI::App& root, CommandList& commands);  // propagate
 void AddPartitionCommand(CLI::App& root, CommandList& commands);  // partition
 void AddNumericsCommand(CLI::App& root, CommandList& commands);   // numerics
+void AddAutoshardCommand(CLI::App& root, CommandList& commands);  // autoshard
 
 // Propagation flags shared by `propagate` and `partition` (same names, same meaning):
 // --to-parameters true|false, --to-output open|closed (default open, as under JAX's jit).

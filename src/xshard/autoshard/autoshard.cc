@@ -1,0 +1,272 @@
+// Autoshard: strips or keeps the module's shardings, runs the search, writes its choice into the
+// module, and compiles and prices each candidate plan with the real pipeline.
+#include "xshard/autoshard/autoshard.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "xshard/autoshard/search.h"
+#include "xshard/base/strings.h"
+#include "xshard/ir/opcode.h"
+#include "xshard/jit/compile_pipeline.h"
+#include "xshard/sharding/named_sharding.h"
+
+namespace xs::autoshard {
+namespace {
+
+// op_name="..." of the instruction's metadata, or "".
+std::string JaxName(const Instruction& inst) {
+  const auto& md = inst.attrs().metadata;
+  if (!md) return "";
+  const size_t at = md->find("op_name=\"");
+  if (at == std::string::npos) return "";
+  const size_t begin = at + 9;
+  const size_t end = md->find('"', begin);
+  return end == std::string::npos ? "" : md->substr(begin, end - begin);
+}
+
+bool IsManualRegion(const Instruction& inst) {
+  if (inst.has_sharding()) {
+    const HloSharding& s = *inst.sharding();
+    if (s.IsManual()) return true;
+    if (s.IsTuple()) {
+      for (const HloSharding& e : s.tuple_elements()) {
+        if (e.IsManual()) return true;
+      }
+    }
+  }
+  if (inst.opcode() == Opcode::kCustomCall) {
+    const auto& t = inst.attrs().custom_call_target;
+    return t && (*t == "SPMDFullToShardShape" || *t == "SPMDShardToFullShape");
+  }
+  return false;
+}
+
+StatusOr<HloSharding> ToSharding(const DimAxes& axes, const Mesh& mesh) {
+  std::vector<PartitionSpec::Entry> entries;
+  for (const auto& dim : axes) {
+    PartitionSpec::Entry e;
+    for (int a : dim) e.push_back(mesh.axis_names()[a]);
+    entries.push_back(std::move(e));
+  }
+  XS_ASSIGN_OR_RETURN(NamedSharding named, NamedSharding::Create(mesh, PartitionSpec(std::move(entries))));
+  return named.ToHloSharding(static_cast<int>(axes.size()));
+}
+
+// The spec of `sharding` on `mesh`, or its HloSharding text where no spec expresses it.
+std::string SpecOf(const HloSharding& sharding, const Mesh& mesh, int rank) {
+  if (sharding.IsReplicated()) return "P()";
+  StatusOr<NamedSharding> named = NamedSharding::FromHloSharding(mesh, sharding);
+  if (!named.ok()) return sharding.ToString();
+  DimAxes axes(static_cast<size_t>(rank));
+  const auto& entries = named->spec().entries();
+  for (size_t d = 0; d < entries.size() && d < axes.size(); ++d) {
+    for (const std::string& name : entries[d]) {
+      StatusOr<int> a = mesh.AxisIndex(name);
+      if (a.ok()) axes[d].push_back(*a);
+    }
+  }
+  return SpecText(axes, mesh);
+}
+
+// The split a kept annotation gives `inst`, when it is an array tiled over the mesh's axes.
+std::optional<DimAxes> KeptAxes(const Instruction& inst, const Mesh& mesh) {
+  if (!inst.has_sharding() || !inst.shape().IsArray()) return std::nullopt;
+  if (inst.sharding()->IsReplicated()) return Replicated(inst.shape().rank());
+  StatusOr<NamedSharding> named = NamedSharding::FromHloSharding(mesh, *inst.sharding());
+  if (!named.ok()) return std::nullopt;
+  DimAxes axes(static_cast<size_t>(inst.shape().rank()));
+  const auto& entries = named->spec().entries();
+  for (size_t d = 0; d < entries.size() && d < axes.size(); ++d) {
+    for (const std::string& name : entries[d]) {
+      StatusOr<int> a = mesh.AxisIndex(name);
+      if (!a.ok()) return std::nullopt;
+      axes[d].push_back(*a);
+    }
+  }
+  return axes;
+}
+
+enum class Pin { kEverything, kParametersAndOutputs, kReplicated };
+
+// A copy of `base` with the search's choice written as shardings (`pin` says which values).
+StatusOr<std::unique_ptr<Module>> Materialize(const Module& base, const SearchOutcome& search, const Mesh& mesh,
+                                              Pin pin) {
+  std::unique_ptr<Module> m = base.Clone();
+  Computation* entry = m->entry();
+  Instruction* root = entry->root();
+  std::set<const Instruction*> outputs;
+  if (root->opcode() == Opcode::kTuple) {
+    outputs.insert(root->operands().begin(), root->operands().end());
+  } else {
+    outputs.insert(root);
+  }
+  const Computation* base_entry = base.entry();
+  for (Instruction* inst : entry->instructions()) {
+    const Instruction* original = base_entry->GetInstruction(inst->name());
+    auto it = original ? search.chosen.find(original) : search.chosen.end();
+    if (it == search.chosen.end()) continue;
+    const bool wanted = pin == Pin::kEverything || inst->opcode() == Opcode::kParameter || outputs.count(inst) > 0;
+    if (!wanted) continue;
+    if (pin == Pin::kReplicated) {
+      inst->set_sharding(HloSharding::Replicate());
+      continue;
+    }
+    XS_ASSIGN_OR_RETURN(HloSharding s, ToSharding(it->second, mesh));
+    inst->set_sharding(std::move(s));
+  }
+  if (root->opcode() == Opcode::kTuple) {
+    std::vector<HloSharding> elements;
+    for (const Instruction* o : root->operands()) {
+      if (!o->has_sharding() || o->sharding()->IsTuple()) return m;  // nested tuples: left to propagation
+      elements.push_back(*o->sharding());
+    }
+    root->set_sharding(HloSharding::Tuple(std::move(elements)));
+  }
+  return m;
+}
+
+}  // namespace
+
+StatusOr<PlanEvaluation> EvaluateAnnotated(const Module& annotated, const Mesh& mesh, const StepEvaluator& evaluate,
+                                           std::string label) {
+  CompileOptions options;
+  XS_ASSIGN_OR_RETURN(CompiledModule compiled, CompileModule(annotated, mesh.num_devices(), options));
+  PlanEvaluation plan;
+  plan.label = std::move(label);
+  plan.report = compiled.partitioned.report;
+  plan.seconds = evaluate(*compiled.partitioned.module, plan.report);
+  plan.peak_bytes = plan.report.after.peak_bytes;
+  const Computation* entry = annotated.entry();
+  const auto& params = compiled.partitioned.parameter_shardings;
+  for (int i = 0; i < entry->num_parameters() && i < static_cast<int>(params.size()); ++i) {
+    const Instruction* p = entry->parameter(i);
+    if (p == nullptr) continue;
+    const std::string jax = JaxName(*p);
+    plan.parameters.push_back(PlannedTensor{jax.empty() ? p->name() : jax, p->shape(),
+                                            SpecOf(params[i], mesh, p->shape().IsArray() ? p->shape().rank() : 0)});
+  }
+  const Shape& out = entry->root()->shape();
+  const HloSharding& os = compiled.partitioned.output_sharding;
+  if (out.IsTuple()) {
+    for (int i = 0; i < out.tuple_size(); ++i) {
+      const Shape& leaf = out.tuple_shape(i);
+      const HloSharding s = os.IsTuple() && i < static_cast<int>(os.tuple_elements().size()) ? os.tuple_elements()[i] : os;
+      plan.outputs.push_back(PlannedTensor{StrCat("output ", i), leaf,
+                                           leaf.IsArray() ? SpecOf(s, mesh, leaf.rank()) : s.ToString()});
+    }
+  } else {
+    plan.outputs.push_back(PlannedTensor{"output 0", out, SpecOf(os, mesh, out.IsArray() ? out.rank() : 0)});
+  }
+  return plan;
+}
+
+StatusOr<AutoshardResult> Autoshard(const Module& module, const AutoshardOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (module.entry() == nullptr) return InvalidArgument("autoshard: the module has no entry computation");
+  if (!options.evaluate) return Internal("autoshard: no step evaluator given");
+  const Mesh& mesh = options.mesh;
+  for (const Computation* c : module.computations()) {
+    for (const Instruction* inst : c->instructions()) {
+      if (IsManualRegion(*inst)) {
+        return Unimplemented("autoshard: ", inst->name(), " is part of a manual (shard_map) region; autoshard plans "
+                             "jit-style programs: give it the program without shard_map, or run this one as it is");
+      }
+    }
+  }
+  if (options.keep_annotations && module.config().num_partitions > 1 &&
+      module.config().num_partitions != mesh.num_devices()) {
+    return InvalidArgument("autoshard: --keep-annotations: the module is sharded for ", module.config().num_partitions,
+                           " devices but the mesh ", mesh.ToString(), " has ", mesh.num_devices(),
+                           "; give a mesh of that size or drop --keep-annotations");
+  }
+  std::unique_ptr<Module> base = module.Clone();
+  base->mutable_config().num_partitions = mesh.num_devices();
+  base->mutable_config().allow_spmd_sharding_propagation_to_parameters.clear();
+  base->mutable_config().allow_spmd_sharding_propagation_to_output.clear();
+  std::map<const Instruction*, DimAxes> kept;
+  for (Computation* c : base->computations()) {
+    for (Instruction* inst : c->instructions()) {
+      if (options.keep_annotations && c == base->entry()) {
+        if (auto axes = KeptAxes(*inst, mesh)) kept[inst] = *axes;
+        continue;
+      }
+      if (!options.keep_annotations) inst->set_sharding(std::nullopt);
+    }
+  }
+  // Forbidden (parameter, dim, axis) triples, resolved.
+  std::map<const Instruction*, std::vector<std::pair<int, int>>> forbidden;
+  for (const AutoshardOptions::Forbid& f : options.forbid) {
+    XS_ASSIGN_OR_RETURN(int axis, mesh.AxisIndex(f.axis));
+    bool matched = false;
+    for (const Instruction* p : base->entry()->parameters()) {
+      if (p == nullptr || !(f.value == "*" || f.value == p->name() || f.value == JaxName(*p))) continue;
+      if (!p->shape().IsArray() || f.dim < 0 || f.dim >= p->shape().rank()) {
+        if (f.value == "*") continue;
+        return InvalidArgument("autoshard: --forbid ", f.value, ":", f.dim, "=", f.axis, ": ", p->name(), " is ",
+                               p->shape().ToString(false), ", which has no dim ", f.dim);
+      }
+      forbidden[p].push_back({f.dim, axis});
+      matched = true;
+    }
+    if (!matched && f.value != "*") {
+      return NotFound("autoshard: --forbid names '", f.value, "', which is no parameter of the entry (by JAX name or "
+                      "HLO name); the parameters are listed by `xshard autoshard` without --forbid");
+    }
+  }
+  auto allowed = [&](const Instruction& inst, const Strategy& s) {
+    if (auto k = kept.find(&inst); k != kept.end() && s.result != k->second) return false;
+    if (auto f = forbidden.find(&inst); f != forbidden.end()) {
+      for (auto [dim, axis] : f->second) {
+        const auto& d = s.result[dim];
+        if (std::find(d.begin(), d.end(), axis) != d.end()) return false;
+      }
+    }
+    return true;
+  };
+  XS_ASSIGN_OR_RETURN(SearchOutcome search, SearchShardings(*base->entry(), options, allowed));
+
+  AutoshardResult result;
+  result.stats = search.stats;
+  result.notes = search.notes;
+  const std::vector<std::pair<Pin, std::string>> pins = {
+      {Pin::kEverything, "search"},
+      {Pin::kParametersAndOutputs, "search (parameters and outputs pinned)"},
+      {Pin::kReplicated, "replicated"}};
+  std::vector<std::unique_ptr<Module>> modules;
+  for (const auto& [pin, label] : pins) {
+    if (pin == Pin::kReplicated && options.keep_annotations && !kept.empty()) continue;
+    XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> m, Materialize(*base, search, mesh, pin));
+    StatusOr<PlanEvaluation> e = EvaluateAnnotated(*m, mesh, options.evaluate, label);
+    if (!e.ok()) {
+      if (pin == Pin::kEverything) return Annotate(e.status(), "autoshard: compiling the chosen plan");
+      result.notes.push_back(StrCat(label, ": not compiled: ", e.status().message()));
+      continue;
+    }
+    result.candidates.push_back(std::move(*e));
+    modules.push_back(std::move(m));
+  }
+  // The fastest that fits; when none fits, the smallest.
+  const auto budget = options.memory_per_device;
+  int best = -1;
+  for (size_t i = 0; i < result.candidates.size(); ++i) {
+    const PlanEvaluation& c = result.candidates[i];
+    if (budget > 0 && c.peak_bytes > budget) continue;
+    if (best < 0 || c.seconds < result.candidates[best].seconds) best = static_cast<int>(i);
+  }
+  if (best < 0) {
+    for (size_t i = 0; i < result.candidates.size(); ++i) {
+      if (best < 0 || result.candidates[i].peak_bytes < result.candidates[best].peak_bytes) best = static_cast<int>(i);
+    }
+    result.notes.push_back(StrCat("no compiled plan fits ", spmd::FormatBytes(budget),
+                                  " per device (the partitioner's program holds more than the search counted); the "
+                                  "smallest is shown"));
+  }
+  result.plan = result.candidates[best];
+  result.annotated = std::move(modules[best]);
+  result.stats.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+}  // namespace xs::autoshard

@@ -1,0 +1,149 @@
+// `xshard autoshard FILE --mesh x=4,y=2 [--memory-per-device SIZE] [--hardware FILE]
+// [--keep-annotations] [--forbid NAME:DIM=AXIS]... [--compare] [--emit OUT.hlo] [--time-limit S]`:
+// chooses the shardings of a module for a mesh (autoshard/autoshard.h), prints the chosen
+// PartitionSpec of every parameter and output, the predicted step time and peak memory per device,
+// and the collectives with their cost; --emit writes the annotated module for `xshard run`.
+#include <cctype>
+#include <fstream>
+#include <iostream>
+
+#include "xshard/autoshard/autoshard.h"
+#include "xshard/core/npy.h"
+#include "xshard/jit/host_memory.h"
+#include "xshard/text/printer.h"
+#include "xshard/tools/cli.h"
+#include "xshard/autoshard/hardware_cost.h"
+
+namespace xs::tools {
+namespace {
+
+struct AutoshardFlags {
+  std::string file, mesh, memory, hardware, emit;
+  std::vector<std::string> forbid;
+  bool keep_annotations = false;
+  bool compare = false;
+  double time_limit = 60;
+};
+
+// "8GiB", "8G", "512MiB", "1.5G", "1000000" -> bytes.
+StatusOr<int64_t> ParseSize(const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (...) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  double scale = 0;
+  if (unit.empty() || unit == "B") scale = 1;
+  if (unit == "K" || unit == "KB" || unit == "KIB") scale = 1024.0;
+  if (unit == "M" || unit == "MB" || unit == "MIB") scale = 1024.0 * 1024;
+  if (unit == "G" || unit == "GB" || unit == "GIB") scale = 1024.0 * 1024 * 1024;
+  if (unit == "T" || unit == "TB" || unit == "TIB") scale = 1024.0 * 1024 * 1024 * 1024;
+  if (used == 0 || scale == 0 || !(value > 0) || value * scale > 9.0e18) {
+    return InvalidArgument("--memory-per-device '", text, "' is not a size: give bytes or a number with a K, M, G or T "
+                           "suffix (binary), e.g. 16G or 512MiB");
+  }
+  return static_cast<int64_t>(value * scale);
+}
+
+// "w1:1=x" -> {w1, 1, x}.
+StatusOr<autoshard::AutoshardOptions::Forbid> ParseForbid(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  const size_t eq = text.rfind('=');
+  autoshard::AutoshardOptions::Forbid f;
+  if (colon == std::string::npos || eq == std::string::npos || eq < colon || colon == 0 || eq + 1 == text.size()) {
+    return InvalidArgument("--forbid '", text, "' should be NAME:DIM=AXIS (a parameter's JAX or HLO name, or *, a dim "
+                           "number and a mesh axis), e.g. --forbid w1:0=x");
+  }
+  f.value = text.substr(0, colon);
+  const std::string dim = text.substr(colon + 1, eq - colon - 1);
+  if (dim.empty() || dim.size() > 4 || dim.find_first_not_of("0123456789") != std::string::npos) {
+    return InvalidArgument("--forbid '", text, "': the dim '", dim, "' is not a dim number (0, 1, ...)");
+  }
+  f.dim = std::stoi(dim);
+  f.axis = text.substr(eq + 1);
+  return f;
+}
+
+Status RunAutoshard(const AutoshardFlags& f) {
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, LoadModule(f.file));
+  autoshard::AutoshardOptions options;
+  {
+    StatusOr<Mesh> mesh = Mesh::Parse(f.mesh);
+    if (!mesh.ok()) return Annotate(mesh.status(), "--mesh: ");
+    options.mesh = *mesh;
+  }
+  const int64_t n = options.mesh.num_devices();
+  XS_ASSIGN_OR_RETURN(autoshard::HardwareCost hw, autoshard::LoadHardwareCost(f.hardware, n));
+  options.cost = hw.cost;
+  options.evaluate = hw.evaluate;
+  if (!f.memory.empty()) {
+    XS_ASSIGN_OR_RETURN(options.memory_per_device, ParseSize(f.memory));
+  } else {
+    XS_ASSIGN_OR_RETURN(std::optional<int64_t> host, HostMemoryLimit());
+    if (host) options.memory_per_device = *host / n;
+  }
+  for (const std::string& text : f.forbid) {
+    XS_ASSIGN_OR_RETURN(auto forbid, ParseForbid(text));
+    options.forbid.push_back(std::move(forbid));
+  }
+  options.keep_annotations = f.keep_annotations;
+  options.time_limit_s = f.time_limit;
+  StatusOr<autoshard::AutoshardResult> result = autoshard::Autoshard(*module, options);
+  if (!result.ok()) return Annotate(result.status(), StrCat(f.file, ": "));
+  std::cout << "autoshard " << f.file << ": mesh " << options.mesh.ToString() << " (" << n << " devices), "
+            << "memory per device "
+            << (options.memory_per_device > 0 ? spmd::FormatBytes(options.memory_per_device) : std::string("unlimited"))
+            << ", hardware: " << hw.name << "\n";
+  std::cout << autoshard::FormatResult(*result, options.cost);
+  if (f.compare) {
+    StatusOr<autoshard::PlanEvaluation> own =
+        autoshard::EvaluateAnnotated(*module, options.mesh, options.evaluate, "the module's own shardings");
+    if (!own.ok()) return Annotate(own.status(), StrCat(f.file, ": --compare: the module's own shardings: "));
+    std::cout << "\n" << autoshard::FormatEvaluation(*own);
+    const double ratio = own->seconds > 0 ? result->plan.seconds / own->seconds : 0;
+    std::printf("chosen / own predicted time: %.3f\n", ratio);
+  }
+  if (!f.emit.empty()) {
+    XS_RETURN_IF_ERROR(WriteFileAtomically(f.emit, PrintHloModule(*result->annotated)));
+    std::cout << "wrote " << f.emit << " (run it with `xshard run " << f.emit << "` or `xshard bench run " << f.emit
+              << "`)\n";
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+void AddAutoshardCommand(CLI::App& root, CommandList& commands) {
+  auto flags = std::make_shared<AutoshardFlags>();
+  CLI::App* cmd = root.add_subcommand(
+      "autoshard",
+      "Choose the shardings of an HLO module for a mesh: every parameter, output and\n"
+      "intermediate, for the lowest predicted step time within each device's memory. Prints\n"
+      "the PartitionSpecs, the predicted time and memory, and the collectives; --emit writes\n"
+      "the annotated module for `xshard run` / `xshard bench run`. The module's own shardings\n"
+      "are ignored unless --keep-annotations.");
+  cmd->add_option("file", flags->file, "HLO text file (with or without shardings)")->required();
+  cmd->add_option("--mesh", flags->mesh, "Mesh axes and sizes, e.g. x=4,y=2")->required();
+  cmd->add_option("--memory-per-device", flags->memory,
+                  "Bytes of live values one device may hold (K/M/G/T suffixes, binary); default:\n"
+                  "this machine's available memory / devices");
+  cmd->add_option("--hardware", flags->hardware,
+                  "Hardware profile to predict time for (hardware/*.profile, or one `xshard bench\n"
+                  "calibrate` wrote); default: this machine's calibrated profile, else built-in figures");
+  cmd->add_flag("--keep-annotations", flags->keep_annotations,
+                "Keep the shardings the module has (those values are not chosen)");
+  cmd->add_option("--forbid", flags->forbid,
+                  "NAME:DIM=AXIS: never split dim DIM of parameter NAME (JAX name, HLO name, or * for\n"
+                  "every parameter) over mesh axis AXIS; repeatable");
+  cmd->add_flag("--compare", flags->compare, "Also compile and price the module's own shardings");
+  cmd->add_option("--emit", flags->emit, "Write the module with the chosen shardings to this file");
+  cmd->add_option("--time-limit", flags->time_limit, "Seconds the ILP solver may take (default 60)")
+      ->check(CLI::Range(0.01, 86400.0));
+  commands.push_back({cmd, [flags] { return RunAutoshard(*flags); }});
+}
+
+}  // namespace xs::tools
