@@ -152,8 +152,10 @@ void AddBenchCommand(CLI::App& root, CommandList& commands) {
       ->check(IntegerRangeCheck(1, kMaxBenchCalls));
   const Command run = AddBenchRunCommand(*bench);
   const Command cmm = AddBenchCmmCommand(*bench);
-  commands.push_back({bench, [flags, c, run, cmm] {
+  const Command calibrate = AddBenchCalibrateCommand(*bench);
+  commands.push_back({bench, [flags, c, run, cmm, calibrate] {
                         if (c->parsed()) return RunBenchCollectives(*flags);
+                        if (calibrate.app->parsed()) return calibrate.run();
                         return cmm.app->parsed() ? cmm.run() : run.run();
                       }});
 }

@@ -22,6 +22,8 @@
 #include "xshard/kernels/cpu_features.h"
 #include "xshard/runtime/spmd_executor.h"
 #include "xshard/runtime/spmd_executor_io.h"
+#include "xshard/spmd/hardware_profile.h"
+#include "xshard/spmd/step_prediction.h"
 #include "xshard/tools/cli.h"
 #include "xshard/tools/cli_mpi.h"
 #include "xshard/tools/latency_report.h"
@@ -36,6 +38,9 @@ struct BenchRunFlags {
   int64_t warmup = 3;
   std::optional<int64_t> iters;  // nullopt: adaptive
   bool samples = false;
+  bool predict = false;
+  std::string hardware;  // --hardware FILE; empty: this machine's profile
+  std::optional<spmd::HardwareProfile> profile;  // loaded before anything runs, with --predict
 };
 
 // Adaptive iteration count: at least kMinIters and kMinSeconds of timed runs, or, for a slow
@@ -110,8 +115,21 @@ StatusOr<Timings> Watched(const BenchRunFlags& f, RunMonitor& monitor, const Cal
   return timings;
 }
 
-// Seed 004's latency report (mean, median, stdev, min, max, p95, p99 in ms), then median_ms=.
-void PrintStats(const BenchRunFlags& f, const std::string& what, const Timings& timings) {
+// With --predict: the profile's predicted step for `program` on `n` devices, the largest items,
+// and predicted / measured.
+void PrintPrediction(const BenchRunFlags& f, const Module& program, int64_t n, double measured_ms) {
+  const spmd::StepPrediction p = spmd::PredictStep(program, *f.profile, n);
+  std::cout << "\nhardware: " << f.profile->name << " (" << f.profile->source << ")\n" << spmd::FormatPrediction(p);
+  char line[160];
+  std::snprintf(line, sizeof line, "predicted/measured: %.2f (predicted %.4f ms, measured median %.4f ms)\n",
+                measured_ms > 0 ? p.total_s * 1e3 / measured_ms : 0.0, p.total_s * 1e3, measured_ms);
+  std::cout << line;
+}
+
+// Seed 004's latency report (mean, median, stdev, min, max, p95, p99 in ms), the prediction for
+// `program` on `n` devices with --predict, then median_ms=.
+void PrintStats(const BenchRunFlags& f, const std::string& what, const Timings& timings, const Module& program,
+                int64_t n) {
   const std::vector<double>& ms = timings.ms;
   const LatencyStats stats = ComputeLatencyStats(ms);
   std::cout << f.run.file << ": " << what << ", " << f.warmup << " warmup, " << ms.size()
@@ -130,6 +148,7 @@ void PrintStats(const BenchRunFlags& f, const std::string& what, const Timings& 
     std::printf("device_ms_per_call=%.4f\n", timings.device_ms);
     std::fflush(stdout);
   }
+  if (f.profile) PrintPrediction(f, program, n, stats.median);
   char last[64];
   std::snprintf(last, sizeof last, "median_ms=%.4f\n", stats.median);
   std::cout << last;
@@ -179,7 +198,7 @@ Status BenchGlobal(const BenchRunFlags& f, const Module& module) {
                         StatusOr<SpmdResult> r = (*program)->RunPlaced(*client, shards, options);
                         return r.ok() ? OkStatus() : Annotate(r.status(), StrCat(f.run.file, ": "));
                       }, client.get()));
-  PrintStats(f, StrCat("global module partitioned for ", n, " devices"), ms);
+  PrintStats(f, StrCat("global module partitioned for ", n, " devices"), ms, (*program)->spmd_module(), n);
   return OkStatus();
 }
 
@@ -217,7 +236,7 @@ Status BenchSpmd(const BenchRunFlags& f, const Module& module) {
                         StatusOr<SpmdResult> r = (*spmd)->Run(*client, args, options);
                         return r.ok() ? OkStatus() : Annotate(r.status(), StrCat(f.run.file, ": "));
                       }, client.get()));
-  PrintStats(f, StrCat("SPMD module on ", n, " devices"), ms);
+  PrintStats(f, StrCat("SPMD module on ", n, " devices"), ms, module, n);
   return OkStatus();
 }
 
@@ -247,7 +266,7 @@ Status BenchOneDevice(const BenchRunFlags& f, const Module& module) {
                           StatusOr<SpmdResult> r = (*spmd)->Run(*client, args, options);
                           return r.ok() ? OkStatus() : Annotate(r.status(), StrCat(f.run.file, ": "));
                         }, client.get()));
-    PrintStats(f, StrCat("one device (", client->device_kind().Describe(0), ")"), ms);
+    PrintStats(f, StrCat("one device (", client->device_kind().Describe(0), ")"), ms, module, 1);
     return OkStatus();
   }
   StatusOr<std::unique_ptr<Executable>> exe = Executable::Create(module);
@@ -260,11 +279,19 @@ Status BenchOneDevice(const BenchRunFlags& f, const Module& module) {
                         StatusOr<std::vector<Array>> r = (*exe)->Run(args, options);
                         return r.ok() ? OkStatus() : Annotate(r.status(), StrCat(f.run.file, ": "));
                       }));
-  PrintStats(f, "one device", ms);
+  PrintStats(f, "one device", ms, module, 1);
   return OkStatus();
 }
 
-Status RunBenchRun(const BenchRunFlags& f) {
+Status RunBenchRun(BenchRunFlags f) {
+  if (!f.hardware.empty() && !f.predict) return InvalidArgument("--hardware FILE is the profile --predict uses; add --predict");
+  if (f.predict) {
+    if (f.hardware.empty()) {
+      f.profile = spmd::ThisMachineProfile();
+    } else {
+      XS_ASSIGN_OR_RETURN(f.profile, spmd::LoadHardwareProfile(f.hardware));
+    }
+  }
   if (f.warmup < 0) return InvalidArgument("--warmup must be >= 0, got ", f.warmup);
   if (f.iters && *f.iters < 1) return InvalidArgument("--iters must be >= 1, got ", *f.iters, " (omit it to time adaptively)");
   if (f.run.devices && *f.run.devices < 1) return InvalidArgument("--devices must be at least 1, got ", *f.run.devices);
@@ -316,6 +343,13 @@ Command AddBenchRunCommand(CLI::App& bench) {
   r->add_flag("--samples", flags->samples,
               "Also print every timed call (samples_ms=t1,t2,...) and the process's CPU time per\n"
               "timed call, all threads (cpu_ms_per_call=)");
+  r->add_flag("--predict", flags->predict,
+              "Also print the step time a hardware profile predicts (compute, memory, communication,\n"
+              "largest instructions) and predicted / measured, before median_ms=");
+  r->add_option("--hardware", flags->hardware,
+                "Profile for --predict: a file from `bench calibrate` or hardware/*.profile (default:\n"
+                "this machine's calibrated profile, else built-in figures)")
+      ->check(NonEmptyPathCheck());
   return {r, [flags] { return RunBenchRun(*flags); }};
 }
 

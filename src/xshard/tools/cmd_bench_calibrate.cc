@@ -1,0 +1,253 @@
+// `xshard bench calibrate`: measures this machine into a hardware profile (spmd/hardware_profile.h)
+// by running small SPMD modules through the executor on N in-process devices, as `bench run` runs
+// a module: the step's fixed cost, GEMM rate per type and size, memory bandwidth, and collective
+// latency and bandwidth per kind and group size.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+
+#include "xshard/kernels/cpu_features.h"
+#include "xshard/kernels/parallel.h"
+#include "xshard/runtime/client.h"
+#include "xshard/runtime/spmd_executor.h"
+#include "xshard/runtime/spmd_executor_io.h"
+#include "xshard/spmd/hardware_profile.h"
+#include "xshard/spmd/report.h"
+#include "xshard/spmd/step_prediction.h"
+#include "xshard/text/parser.h"
+#include "xshard/tools/cli.h"
+#include "xshard/tools/cli_mpi.h"
+
+namespace xs::tools {
+namespace {
+
+struct CalibrateFlags {
+  int64_t devices = 8;
+  std::string out;
+  bool quick = false;
+};
+
+// One module of the calibration, compiled once and timed on the client's devices.
+class Probe {
+ public:
+  static StatusOr<Probe> Create(const std::string& text) {
+    Probe p;
+    XS_ASSIGN_OR_RETURN(p.module_, ParseHloModule(text, "calibrate"));
+    XS_ASSIGN_OR_RETURN(p.exe_, SpmdExecutable::Create(*p.module_));
+    return p;
+  }
+  // Median seconds of one step after 2 warm-up steps: at least `min_iters` steps and, until
+  // `max_iters`, `min_seconds` of them.
+  StatusOr<double> Median(Client& client, int min_iters, int max_iters, double min_seconds) const {
+    const std::vector<std::vector<Array>> args =
+        RandomDeviceArguments(1, exe_->num_devices(), exe_->executable().argument_shapes());
+    for (int i = 0; i < 2; ++i) XS_RETURN_IF_ERROR(exe_->Run(client, args).status());
+    std::vector<double> s;
+    double total = 0;
+    while (static_cast<int>(s.size()) < min_iters || (total < min_seconds && static_cast<int>(s.size()) < max_iters)) {
+      const auto start = std::chrono::steady_clock::now();
+      XS_RETURN_IF_ERROR(exe_->Run(client, args).status());
+      s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      total += s.back();
+    }
+    std::sort(s.begin(), s.end());
+    return s[s.size() / 2];
+  }
+  const Module& module() const { return *module_; }
+
+ private:
+  std::unique_ptr<Module> module_;
+  std::unique_ptr<SpmdExecutable> exe_;
+};
+
+std::string Header(int64_t n) { return StrCat("HloModule calibrate, num_partitions=", n, "\n"); }
+
+std::string GemmModule(int64_t n, std::string_view type, int64_t m) {
+  return StrCat(Header(n), "ENTRY e {\n  a = ", type, "[", m, ",", m, "] parameter(0)\n  b = ", type, "[", m, ",", m,
+                "] parameter(1)\n  ROOT d = ", type, "[", m, ",", m,
+                "] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
+}
+
+// A chain of `ops` transposes of a tiny array: each is one executed step that moves nothing.
+std::string StepsModule(int64_t n, int ops) {
+  std::string body = "  t0 = f32[2,2] parameter(0)\n";
+  for (int i = 1; i <= ops; ++i) {
+    StrAppend(&body, i == ops ? "  ROOT " : "  ", "t", i, " = f32[2,2] transpose(t", i - 1, "), dimensions={1,0}\n");
+  }
+  return StrCat(Header(n), "ENTRY e {\n", body, "}\n");
+}
+
+// Each device receives about `elements` f32 values (operand sizes follow from the kind).
+std::string CollectiveModule(int64_t n, std::string_view kind, int64_t g, int64_t elements) {
+  const std::string groups = StrCat("replica_groups=[", n / g, ",", g, "]<=[", n, "], channel_id=1, use_global_device_ids=true");
+  const int64_t e = std::max<int64_t>(elements / g, 1);  // per-member share
+  std::string entry;
+  if (kind == "all-gather") {
+    entry = StrCat("  p = f32[", e, "] parameter(0)\n  ROOT r = f32[", e * g, "] all-gather(p), dimensions={0}, ", groups, "\n");
+  } else if (kind == "all-reduce") {
+    entry = StrCat("  p = f32[", e * g, "] parameter(0)\n  ROOT r = f32[", e * g, "] all-reduce(p), to_apply=sum, ", groups, "\n");
+  } else if (kind == "reduce-scatter") {
+    entry = StrCat("  p = f32[", e * g, "] parameter(0)\n  ROOT r = f32[", e, "] reduce-scatter(p), dimensions={0}, to_apply=sum, ", groups, "\n");
+  } else if (kind == "all-to-all") {
+    entry = StrCat("  p = f32[", e * g, "] parameter(0)\n  ROOT r = f32[", e * g, "] all-to-all(p), dimensions={0}, ", groups, "\n");
+  } else {
+    std::vector<std::string> pairs;
+    for (int64_t d = 0; d < n; ++d) pairs.push_back(StrCat("{", d, ",", d - d % g + (d + 1) % g, "}"));
+    entry = StrCat("  p = f32[", e * g, "] parameter(0)\n  ROOT r = f32[", e * g, "] collective-permute(p), channel_id=1, source_target_pairs={",
+                   StrJoin(pairs, ","), "}\n");
+  }
+  return StrCat(Header(n), "sum {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\n",
+                "ENTRY e {\n", entry, "}\n");
+}
+
+// Bytes one device receives in the probe's collective (the prediction's own ring model).
+double ReceivedBytes(const Probe& p, int64_t n) {
+  const Instruction* root = p.module().entry()->root();
+  std::optional<spmd::CollectiveCost> c = spmd::CollectiveCostOf(*root, n);
+  return c ? c->bytes : 0;
+}
+
+// 4 significant digits, so that the file reads well.
+double Round(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return std::strtod(buf, nullptr);
+}
+
+std::string Now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", std::gmtime(&t));
+  return buf;
+}
+
+std::string LoadAverage() {
+  double load[1] = {0};
+  if (getloadavg(load, 1) != 1) return "unknown";
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.2f", load[0]);
+  return buf;
+}
+
+Status RunCalibrate(const CalibrateFlags& f) {
+  const int64_t n = f.devices;
+  const std::string out = f.out.empty() ? spmd::DefaultHardwareProfilePath() : f.out;
+  if (out.empty()) {
+    return InvalidArgument("bench calibrate: no place to write the profile: XSHARD_CACHE_DIR is 'off' (or HOME is "
+                           "unset); pass --out FILE");
+  }
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, CliCreateClient(n));
+  const int iters = f.quick ? 3 : 7;
+  const double seconds = f.quick ? 0.05 : 0.5;
+  spmd::HardwareProfile p;
+  p.shared_host = true;
+  p.devices = n;
+  p.name = StrCat("this machine: ", kernels::CpuAndGemmLine(), "; ", kernels::CoreCount(), " cores, ", n,
+                  " in-process devices");
+  p.source = StrCat("xshard bench calibrate --devices ", n, f.quick ? " --quick" : "", ", ", Now(), ", load average ",
+                    LoadAverage(), " at the start");
+  std::printf("calibrating on %lld in-process devices (%s)\n", static_cast<long long>(n), f.quick ? "quick" : "full");
+
+  // The step's fixed cost, and each executed instruction's.
+  XS_ASSIGN_OR_RETURN(Probe one, Probe::Create(StepsModule(n, 1)));
+  XS_ASSIGN_OR_RETURN(Probe many, Probe::Create(StepsModule(n, 33)));
+  XS_ASSIGN_OR_RETURN(double t1, one.Median(*client, iters * 4, 200, seconds));
+  XS_ASSIGN_OR_RETURN(double t33, many.Median(*client, iters * 4, 200, seconds));
+  p.op_overhead_us = Round(std::max(0.0, (t33 - t1) / 32 * 1e6));
+  p.step_overhead_us = Round(std::max(0.0, t1 * 1e6 - p.op_overhead_us));
+  std::printf("step: %.1f us fixed, %.2f us per instruction\n", p.step_overhead_us, p.op_overhead_us);
+  const double fixed = p.step_overhead_us * 1e-6 + p.op_overhead_us * 1e-6;
+
+  // GEMM: every device multiplies its own square matrices; the host's rate is n times one's.
+  std::printf("%-6s %-14s %12s %14s\n", "gemm", "m=n=k", "ms/step", "host GFLOP/s");
+  const std::vector<int64_t> sizes = f.quick ? std::vector<int64_t>{64, 256, 512} : std::vector<int64_t>{64, 192, 512, 1024};
+  for (std::string_view type : {"f32", "bf16"}) {
+    for (int64_t m : sizes) {
+      XS_ASSIGN_OR_RETURN(Probe probe, Probe::Create(GemmModule(n, type, m)));
+      XS_ASSIGN_OR_RETURN(double t, probe.Median(*client, iters, 50, seconds));
+      const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(m) * static_cast<double>(m);
+      const double gflops = flops * static_cast<double>(n) / std::max(t - fixed, 1e-7) / 1e9;
+      p.gemm[type == "f32" ? DType::kF32 : DType::kBF16].push_back({flops, Round(gflops)});
+      std::printf("%-6s %-14lld %12.3f %14.1f\n", std::string(type).c_str(), static_cast<long long>(m), t * 1e3, gflops);
+    }
+  }
+
+  // Memory: one add of two vectors per device (reads 2, writes 1).
+  const int64_t elements = f.quick ? (int64_t{1} << 19) : (int64_t{1} << 21);
+  XS_ASSIGN_OR_RETURN(Probe add, Probe::Create(StrCat(Header(n), "ENTRY e {\n  a = f32[", elements, "] parameter(0)\n  b = f32[",
+                                                      elements, "] parameter(1)\n  ROOT c = f32[", elements, "] add(a, b)\n}\n")));
+  XS_ASSIGN_OR_RETURN(double t_add, add.Median(*client, iters, 50, seconds));
+  p.memory_gbps = Round(12.0 * static_cast<double>(elements) * static_cast<double>(n) / std::max(t_add - fixed, 1e-7) / 1e9);
+  std::printf("memory: %.3f ms/step for %lld x 3 x %s, %.1f GB/s for the host\n", t_add * 1e3, static_cast<long long>(n),
+              spmd::FormatBytes(4 * elements).c_str(), p.memory_gbps);
+
+  // Transcendentals: one tanh per element, less the bytes it moves at the rate just measured.
+  XS_ASSIGN_OR_RETURN(Probe tanh, Probe::Create(StrCat(Header(n), "ENTRY e {\n  a = f32[", elements,
+                                                       "] parameter(0)\n  ROOT t = f32[", elements, "] tanh(a)\n}\n")));
+  XS_ASSIGN_OR_RETURN(double t_tanh, tanh.Median(*client, iters, 50, seconds));
+  const double all = static_cast<double>(elements) * static_cast<double>(n);
+  const double math = t_tanh - fixed - 8 * all / (p.memory_gbps * 1e9);
+  p.transcendental_gops = math > 0 ? Round(all / math / 1e9) : 0;
+  std::printf("tanh: %.3f ms/step, %.2f G elements/s for the host beyond its bytes\n", t_tanh * 1e3, p.transcendental_gops);
+
+  // Collectives: latency from a 64-element exchange, bandwidth from the difference to a large one.
+  std::vector<int64_t> groups;
+  for (int64_t g : {int64_t{2}, int64_t{4}, n}) {
+    if (g >= 2 && g <= n && n % g == 0 && std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+  }
+  const int64_t large = f.quick ? (int64_t{1} << 18) : (int64_t{1} << 20);
+  std::printf("%-20s %5s %12s %12s %12s\n", "collective", "group", "latency us", "large ms", "GB/s/device");
+  for (std::string_view kind : spmd::kProfileCollectiveKinds) {
+    for (int64_t g : groups) {
+      XS_ASSIGN_OR_RETURN(Probe small, Probe::Create(CollectiveModule(n, kind, g, 64)));
+      XS_ASSIGN_OR_RETURN(Probe big, Probe::Create(CollectiveModule(n, kind, g, large)));
+      XS_ASSIGN_OR_RETURN(double ts, small.Median(*client, iters * 2, 100, seconds / 2));
+      XS_ASSIGN_OR_RETURN(double tb, big.Median(*client, iters, 50, seconds));
+      spmd::CollectiveRate r;
+      r.latency_us = Round(std::max(0.0, (ts - fixed) * 1e6));
+      const double bytes = ReceivedBytes(big, n) - ReceivedBytes(small, n);
+      r.gbps = Round(bytes / std::max(tb - ts, 1e-7) / 1e9);
+      p.collectives[std::string(kind)][g] = r;
+      std::printf("%-20s %5lld %12.1f %12.3f %12.2f\n", std::string(kind).c_str(), static_cast<long long>(g), r.latency_us,
+                  tb * 1e3, r.gbps);
+    }
+  }
+  for (auto& [type, points] : p.gemm) std::sort(points.begin(), points.end());
+
+  const std::string text = spmd::FormatHardwareProfile(p);
+  // Written through the parser's eyes: a profile that would not read back is a bug here.
+  XS_RETURN_IF_ERROR(spmd::ParseHardwareProfile(text, out).status());
+  if (const size_t slash = out.rfind('/'); slash != std::string::npos && slash > 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(out.substr(0, slash), ec);
+  }
+  FILE* file = std::fopen(out.c_str(), "w");
+  if (file == nullptr || std::fwrite(text.data(), 1, text.size(), file) != text.size() || std::fclose(file) != 0) {
+    return InvalidArgument("bench calibrate: cannot write the profile to '", out, "'; pass --out FILE in a writable folder");
+  }
+  std::printf("wrote %s (load average now %s)\n", out.c_str(), LoadAverage().c_str());
+  return OkStatus();
+}
+
+}  // namespace
+
+Command AddBenchCalibrateCommand(CLI::App& bench) {
+  auto flags = std::make_shared<CalibrateFlags>();
+  CLI::App* c = bench.add_subcommand(
+      "calibrate",
+      "Measure this machine into a hardware profile for `bench run --predict` and autoshard:\n"
+      "the step's fixed cost, f32 and bf16 GEMM rates at several sizes, memory bandwidth, and\n"
+      "each collective's latency and bandwidth for groups of 2, 4 and N, all on N in-process\n"
+      "devices through the executor. Writes $XSHARD_CACHE_DIR/hardware.profile (else\n"
+      "~/.cache/xshard/hardware.profile) unless --out is given. About a minute; --quick ~10 s.");
+  c->add_option("--devices", flags->devices, "In-process devices (default 8)")->check(IntegerRangeCheck(2, 64));
+  c->add_option("--out", flags->out, "Profile file to write")->check(NonEmptyPathCheck());
+  c->add_flag("--quick", flags->quick, "Fewer sizes and calls (about 10 s)");
+  return {c, [flags] { return RunCalibrate(*flags); }};
+}
+
+}  // namespace xs::tools
