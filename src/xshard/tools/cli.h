@@ -35,6 +35,8 @@ void AddBenchCommand(CLI::App& root, CommandList& commands);      // bench
 Command AddBenchRunCommand(CLI::App& bench);
 // `bench cmm` (cmd_bench_cmm.cc): the collective matmuls of seeds 003 and 004, added the same way.
 Command AddBenchCmmCommand(CLI::App& bench);
+// `bench calibrate` (cmd_bench_calibrate.cc): this machine's hardware profile, added the same way.
+Command AddBenchCalibrateCommand(CLI::App& bench);
 void AddPropagateCommand(CLI::App& root, CommandList& commands);  // propagate
 void AddPartitionCommand(CLI::App& root, CommandList& commands);  // partition
 void AddNumericsCommand(CLI::App& root, CommandList& commands);   // numerics
