@@ -343,4 +343,5 @@ def all_programs():
         _seed000("mismatch", P(None, "a"), P("b", None)),
     ]
     from programs_more import more_programs  # noqa: E402  (it imports this module's helpers)
-    return progs + more_programs()
+    from programs_bytes import bytes_programs  # noqa: E402
+    return progs + more_programs() + bytes_programs()

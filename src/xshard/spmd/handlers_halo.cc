@@ -7,6 +7,7 @@
 #include "xshard/base/strings.h"
 #include "xshard/spmd/halo.h"
 #include "xshard/spmd/handlers.h"
+#include "xshard/spmd/window_halo.h"
 
 namespace xs::spmd::internal {
 namespace {
@@ -82,46 +83,138 @@ Status HandleSlice(const Instruction& inst, Context& ctx) {
   return OkStatus();
 }
 
-Status HandlePad(const Instruction& inst, Context& ctx) {
-  const PartitionedValue& x = ctx.Get(inst.operand(0));
-  const HloSharding target = ctx.TargetOf(inst);
-  const std::vector<PaddingDim>& padding = *inst.attrs().padding;
-  if (!SameTiling(x.sharding(), target)) return HandleShapeOp(inst, ctx);
-  Emitter& em = ctx.em();
-  XS_ASSIGN_OR_RETURN(PartitionedValue value, ctx.Get(inst.operand(1)).Replicate("pad value"));
+namespace {
+
+// Floor of a / b for b > 0 (a may be negative).
+int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// Dim d of the pad, sharded on both sides with interior padding: output tile k (shards of L)
+// holds output positions [k*L, (k+1)*L); the first input element landing there is
+// lo[k] = ceil((k*L - low) / (I+1)), at local position off[k] = low + lo[k]*(I+1) - k*L (in
+// [0, I]). Each tile takes the input window [lo[k], lo[k] + W) (halo exchange, positions outside
+// the input reading the pad value), pads it locally with interior I and slices L positions from
+// max(off) - off[k].
+StatusOr<Instruction*> InteriorPadDim(const PartitionedValue& x, int d, const PaddingDim& p, int64_t out_size,
+                                      int64_t out_len, Instruction* value) {
+  Emitter& em = x.emitter();
   XS_ASSIGN_OR_RETURN(ShardLayout in, x.Layout());
-  XS_ASSIGN_OR_RETURN(ShardLayout out, ShardLayout::Create(target, inst.shape().dims(), em.num_partitions()));
-  Instruction* local = x.hlo();
+  const int64_t t = in.tiles()[d], step = p.interior + 1, L = out_len;
+  DimWindow w;
+  w.dim = d;
+  std::vector<int64_t> off(t);
+  int64_t max_off = 0;
+  for (int64_t k = 0; k < t; ++k) {
+    const int64_t lo = -FloorDiv(p.low - k * L, step);
+    off[k] = p.low + lo * step - k * L;
+    const int64_t limit = std::clamp<int64_t>(out_size - k * L, 0, L);
+    const int64_t count = limit > off[k] ? (limit - off[k] + step - 1) / step : 0;
+    w.lo.push_back(lo);
+    w.needed.push_back(count);
+    w.size = std::max(w.size, count);
+    max_off = std::max(max_off, off[k]);
+  }
+  w.size = std::max<int64_t>(w.size, 1);
+  XS_ASSIGN_OR_RETURN(Instruction* window, MaskedWindow(x, w, value, "pad"));
+  // Element j of the window lands at max_off + j*step of the padded buffer; tile k's output
+  // starts at max_off - off[k].
+  int64_t high = 0;
+  const int64_t padded = max_off + (w.size - 1) * step + 1;
+  for (int64_t k = 0; k < t; ++k) high = std::max(high, max_off - off[k] + L - padded);
+  std::vector<PaddingDim> padding(window->shape().rank());
+  padding[d] = PaddingDim{max_off, high, p.interior};
+  Instruction* buffer = em.Pad(window, value, std::move(padding));
+  std::vector<int64_t> by_tile(t);
+  bool same = true;
+  for (int64_t k = 0; k < t; ++k) {
+    by_tile[k] = max_off - off[k];
+    same = same && by_tile[k] == by_tile[0];
+  }
+  std::vector<int64_t> sizes = buffer->shape().dims();
+  sizes[d] = L;
+  if (same) {
+    std::vector<int64_t> starts(sizes.size(), 0), limits = sizes;
+    starts[d] = by_tile[0];
+    limits[d] = by_tile[0] + L;
+    return em.Slice(buffer, std::move(starts), std::move(limits));
+  }
+  std::vector<Instruction*> starts(sizes.size(), em.ZeroOf(DType::kS32));
+  starts[d] = em.PerTile(in, d, by_tile);
+  return em.DynamicSlice(buffer, std::move(starts), std::move(sizes));
+}
+
+// The local pad of `inst` on x's local buffer `local` (global shape x's), into `em`: every
+// sharded padded dim by halo exchange, the unsharded dims by one local pad. Error when some dim's
+// windows cannot be exchanged.
+StatusOr<Instruction*> LocalPad(const Instruction& inst, const PartitionedValue& x, Instruction* local,
+                                Instruction* value, const ShardLayout& out, Emitter& em) {
+  const std::vector<PaddingDim>& padding = *inst.attrs().padding;
+  XS_ASSIGN_OR_RETURN(ShardLayout in, x.Layout());
   std::vector<PaddingDim> rest = padding;
-  const Shape s32 = Shape(DType::kS32, {});
+  Shape global = x.global_shape();
   for (int d = 0; d < inst.shape().rank(); ++d) {
     if (in.tiles()[d] == 1) continue;
     rest[d] = PaddingDim{};
     const PaddingDim& p = padding[d];
     if (p.low == 0 && p.high == 0 && p.interior == 0) continue;
-    if (p.interior != 0) return HandleShapeOp(inst, ctx);
-    const DimWindow w = Window(d, in.tiles()[d], out.shard_dims()[d], inst.shape().dim(d), p.low);
-    StatusOr<Instruction*> windowed =
-        HaloWindow(PartitionedValue(local, x.global_shape(), x.sharding(), &em), w, "pad");
-    if (!windowed.ok()) return HandleShapeOp(inst, ctx);
-    // Window positions outside the operand become the pad value.
-    std::vector<int64_t> lo(em.num_partitions());
-    for (int64_t q = 0; q < em.num_partitions(); ++q) lo[q] = w.lo[out.start(q, d) / out.shard_dims()[d]];
-    const Shape& shape = (*windowed)->shape();
-    Instruction* pos = em.Binary(Opcode::kAdd, em.Iota(DType::kS32, shape.dims(), d),
-                                 em.Broadcast(em.PerPartition(lo), shape.WithDType(DType::kS32), {}));
-    Instruction* inside = em.Binary(
-        Opcode::kAnd,
-        em.Compare(pos, em.Broadcast(em.ZeroOf(DType::kS32), pos->shape(), {}), ComparisonDirection::kGe),
-        em.Compare(pos, em.Broadcast(em.Scalar(DType::kS32, static_cast<double>(in.dims()[d])), pos->shape(), {}),
-                   ComparisonDirection::kLt));
-    local = em.Select(inside, *windowed, em.Broadcast(value.hlo(), shape, {}));
+    PartitionedValue cur(local, global, x.sharding(), &em);
+    if (p.interior != 0) {
+      XS_ASSIGN_OR_RETURN(local, InteriorPadDim(cur, d, p, inst.shape().dim(d), out.shard_dims()[d], value));
+    } else {
+      const DimWindow w = Window(d, in.tiles()[d], out.shard_dims()[d], inst.shape().dim(d), p.low);
+      StatusOr<Instruction*> windowed = HaloWindow(cur, w, "pad");
+      if (!windowed.ok()) return windowed.status();
+      // Window positions outside the operand become the pad value.
+      std::vector<int64_t> lo(em.num_partitions());
+      for (int64_t q = 0; q < em.num_partitions(); ++q) lo[q] = w.lo[out.start(q, d) / out.shard_dims()[d]];
+      const Shape& shape = (*windowed)->shape();
+      Instruction* pos = em.Binary(Opcode::kAdd, em.Iota(DType::kS32, shape.dims(), d),
+                                   em.Broadcast(em.PerPartition(lo), shape.WithDType(DType::kS32), {}));
+      Instruction* inside = em.Binary(
+          Opcode::kAnd,
+          em.Compare(pos, em.Broadcast(em.ZeroOf(DType::kS32), pos->shape(), {}), ComparisonDirection::kGe),
+          em.Compare(pos, em.Broadcast(em.Scalar(DType::kS32, static_cast<double>(in.dims()[d])), pos->shape(), {}),
+                     ComparisonDirection::kLt));
+      local = em.Select(inside, *windowed, em.Broadcast(value, shape, {}));
+    }
+    std::vector<int64_t> dims = global.dims();
+    dims[d] = inst.shape().dim(d);
+    global = Shape(global.dtype(), dims);
   }
-  Instruction* result = em.Pad(local, value.hlo(), rest);
-  ctx.Set(&inst, PartitionedValue(result, inst.shape(), target, &em));
-  return OkStatus();
+  return em.Pad(local, value, rest);
 }
 
+}  // namespace
+
+// pad along sharded dims, the result keeping the operand's tiling: halo windows (HaloWindow for
+// low / high padding; MaskedWindow and a local interior pad for interior padding, taken when it
+// receives less than the rule handler's gather).
+Status HandlePad(const Instruction& inst, Context& ctx) {
+  const PartitionedValue& x = ctx.Get(inst.operand(0));
+  const HloSharding target = ctx.TargetOf(inst);
+  if (!SameTiling(x.sharding(), target) || x.partial()) return HandleShapeOp(inst, ctx);
+  Emitter& em = ctx.em();
+  XS_ASSIGN_OR_RETURN(ShardLayout in, x.Layout());
+  XS_ASSIGN_OR_RETURN(ShardLayout out, ShardLayout::Create(target, inst.shape().dims(), em.num_partitions()));
+  bool interior = false;
+  for (int d = 0; d < inst.shape().rank(); ++d) {
+    interior = interior || (in.tiles()[d] > 1 && (*inst.attrs().padding)[d].interior != 0);
+  }
+  if (interior) {
+    // Dry run: the halo exchanges against the rule handler's gather.
+    std::unique_ptr<Emitter> scratch = Emitter::Scratch(&ctx.state());
+    PartitionedValue dry(scratch->ScratchParameter(x.hlo()->shape()), x.global_shape(), x.sharding(), scratch.get());
+    Instruction* dry_value = scratch->ScratchParameter(Shape(inst.shape().dtype(), {}));
+    if (!LocalPad(inst, dry, dry.hlo(), dry_value, out, *scratch).ok() ||
+        scratch->cost() > RulePlanCost(inst, ctx, RuleConfig{})) {
+      return HandleShapeOp(inst, ctx);
+    }
+  }
+  XS_ASSIGN_OR_RETURN(PartitionedValue value, ctx.Get(inst.operand(1)).Replicate("pad value"));
+  StatusOr<Instruction*> result = LocalPad(inst, x, x.hlo(), value.hlo(), out, em);
+  if (!result.ok()) return HandleShapeOp(inst, ctx);
+  ctx.Set(&inst, PartitionedValue(*result, inst.shape(), target, &em));
+  return OkStatus();
+}
 
 namespace {
 
