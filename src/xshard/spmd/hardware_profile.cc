@@ -71,6 +71,21 @@ double HardwareProfile::MemorySeconds(double bytes, int64_t num_devices) const {
   return bytes * Share(*this, num_devices) / (memory_gbps * 1e9);
 }
 
+namespace {
+double FixedCostScale(const HardwareProfile& p, int64_t num_devices) {
+  if (!p.shared_host || p.devices <= 0) return 1;
+  return static_cast<double>(std::max<int64_t>(num_devices, 1)) / static_cast<double>(p.devices);
+}
+}  // namespace
+
+double HardwareProfile::StepOverheadSeconds(int64_t num_devices) const {
+  return step_overhead_us * 1e-6 * FixedCostScale(*this, num_devices);
+}
+
+double HardwareProfile::OpOverheadSeconds(int64_t num_devices) const {
+  return op_overhead_us * 1e-6 * FixedCostScale(*this, num_devices);
+}
+
 double HardwareProfile::TranscendentalSeconds(double elements, int64_t num_devices) const {
   if (elements <= 0 || transcendental_gops <= 0) return 0;
   return elements * Share(*this, num_devices) / (transcendental_gops * 1e9);

@@ -53,11 +53,16 @@ struct HardwareProfile {
   double step_overhead_us = 0;
   // Fixed cost of each executed instruction that does work (a kernel launch; 0: none).
   double op_overhead_us = 0;
+  // On a shared host both fixed costs are wall time measured with `devices` devices, whose threads
+  // share the cores: with N devices they scale by N / devices.
 
   // Seconds for one dot / convolution of `flops` FLOPs on one of `num_devices` devices.
   double DotSeconds(PrimitiveType type, double flops, int64_t num_devices) const;
   // Seconds to stream `bytes` (read + written) on one of `num_devices` devices.
   double MemorySeconds(double bytes, int64_t num_devices) const;
+  // The fixed costs above, in seconds, for a run on `num_devices` devices.
+  double StepOverheadSeconds(int64_t num_devices) const;
+  double OpOverheadSeconds(int64_t num_devices) const;
   // Seconds of `elements` transcendental evaluations on one of `num_devices` devices.
   double TranscendentalSeconds(double elements, int64_t num_devices) const;
   // Seconds for one collective of `kind` over groups of `group_size` in which each device receives

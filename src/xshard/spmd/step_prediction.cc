@@ -121,10 +121,12 @@ std::optional<double> ConstantValue(const Instruction* i) {
   while (i != nullptr && (i->opcode() == Opcode::kCopy || i->opcode() == Opcode::kConvert) && i->operand_count() == 1) {
     i = i->operand(0);
   }
-  if (i == nullptr || i->opcode() != Opcode::kConstant || !i->shape().IsArray() || i->shape().num_elements() != 1) {
+  if (i == nullptr || i->opcode() != Opcode::kConstant || !i->shape().IsArray() || i->shape().num_elements() != 1 ||
+      !(IsInteger(i->shape().dtype()) || IsFloating(i->shape().dtype())) || !i->attrs().literal ||
+      !i->attrs().literal->array || i->attrs().literal->array->num_elements() != 1) {
     return std::nullopt;
   }
-  return i->literal().GetDouble(0);
+  return i->attrs().literal->array->GetDouble(0);
 }
 
 // get-tuple-element(parameter(0)), index=k -> k; else -1.
@@ -132,8 +134,11 @@ int64_t CounterIndex(const Instruction* i) {
   while (i != nullptr && (i->opcode() == Opcode::kCopy || i->opcode() == Opcode::kConvert) && i->operand_count() == 1) {
     i = i->operand(0);
   }
-  if (i == nullptr || i->opcode() != Opcode::kGetTupleElement || i->operand(0)->opcode() != Opcode::kParameter) return -1;
-  return i->tuple_index();
+  if (i == nullptr || i->opcode() != Opcode::kGetTupleElement || i->operand_count() != 1 ||
+      i->operand(0)->opcode() != Opcode::kParameter || !i->attrs().tuple_index) {
+    return -1;
+  }
+  return *i->attrs().tuple_index;
 }
 
 class Predictor {
@@ -142,6 +147,12 @@ class Predictor {
 
   // Adds `computation` run `times` times.
   void Walk(const Computation& computation, double times, const std::string& where) {
+    // Verified modules nest at most 256 deep; deeper (a cycle) is not priced.
+    if (depth_ > 256) {
+      p_.notes.push_back(StrCat(computation.name(), ": nested more than 256 deep, not counted"));
+      return;
+    }
+    ++depth_;
     const std::vector<Instruction*> order = computation.MakeInstructionPostOrder();
     // Loops of a called computation are its own: keep the caller's while walking it.
     auto caller_loops = std::move(parent_);
@@ -178,17 +189,20 @@ class Predictor {
         // Slicing ops read what they write; the rest read every operand.
         const bool slicing = op == Opcode::kSlice || op == Opcode::kDynamicSlice || op == Opcode::kGather;
         const double out = static_cast<double>(Bytes(i->shape()));
-        const double read = slicing ? out : op == Opcode::kDynamicUpdateSlice ? static_cast<double>(Bytes(i->operand(1)->shape())) : static_cast<double>(OperandBytes(*i));
-        const double written = op == Opcode::kDynamicUpdateSlice ? read : out;
+        // A dynamic-update-slice writes its update in place.
+        const bool in_place = op == Opcode::kDynamicUpdateSlice && i->operand_count() > 1;
+        const double read = slicing ? out : in_place ? static_cast<double>(Bytes(i->operand(1)->shape())) : static_cast<double>(OperandBytes(*i));
+        const double written = in_place ? read : out;
         Add(i, times, where, hw_.MemorySeconds(read + written, n_), &p_.memory_s, "");
       }
     }
     FinishGroups(order, times, where);
     parent_ = std::move(caller_loops);
+    --depth_;
   }
 
   StepPrediction Finish() {
-    p_.overhead_s += hw_.step_overhead_us * 1e-6;
+    p_.overhead_s += hw_.StepOverheadSeconds(n_);
     p_.total_s = p_.compute_s + p_.memory_s + p_.communication_s + p_.overhead_s;
     std::stable_sort(items_.begin(), items_.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     for (size_t k = 0; k < items_.size() && k < 5; ++k) p_.largest.push_back(items_[k]);
@@ -207,7 +221,7 @@ class Predictor {
   void Add(const Instruction* i, double times, const std::string& where, double seconds, double* bucket,
            const std::string& what) {
     *bucket += seconds * times;
-    p_.overhead_s += hw_.op_overhead_us * 1e-6 * times;
+    p_.overhead_s += hw_.OpOverheadSeconds(n_) * times;
     std::string label = StrCat(i->name(), ": ", i->shape().ToString(false), " ", OpcodeName(i->opcode()));
     if (!what.empty()) StrAppend(&label, " (", what, ")");
     if (!where.empty()) StrAppend(&label, " ", where);
@@ -291,13 +305,14 @@ class Predictor {
       Predictor trial(hw_, n_);
       trial.Walk(*b, 1, "");
       const StepPrediction s = trial.Finish();
-      if (s.total_s - hw_.step_overhead_us * 1e-6 > best_s) best_s = s.total_s - hw_.step_overhead_us * 1e-6, best = b;
+      if (s.total_s - hw_.StepOverheadSeconds(n_) > best_s) best_s = s.total_s - hw_.StepOverheadSeconds(n_), best = b;
     }
     if (best != nullptr) Walk(*best, times, StrCat("(branch ", best->name(), " of ", c.name(), ")", where.empty() ? "" : " ", where));
   }
 
   const HardwareProfile& hw_;
   int64_t n_;
+  int depth_ = 0;
   StepPrediction p_;
   std::vector<std::pair<double, std::string>> items_;
   std::unordered_map<const Instruction*, const Instruction*> parent_;
@@ -327,7 +342,7 @@ int64_t WhileTripCount(const Instruction& w) {
     return -1;
   }
   const Instruction* cmp = cond->root();
-  if (cmp->opcode() != Opcode::kCompare || !cmp->attrs().comparison_direction) return -1;
+  if (cmp->opcode() != Opcode::kCompare || !cmp->attrs().comparison_direction || cmp->operand_count() != 2) return -1;
   ComparisonDirection dir = *cmp->attrs().comparison_direction;
   int64_t index = CounterIndex(cmp->operand(0));
   std::optional<double> limit = ConstantValue(cmp->operand(1));
@@ -350,7 +365,7 @@ int64_t WhileTripCount(const Instruction& w) {
   }
   std::optional<double> start = ConstantValue(init->operand(static_cast<int>(index)));
   const Instruction* inc = next->operand(static_cast<int>(index));
-  if (!start || (inc->opcode() != Opcode::kAdd && inc->opcode() != Opcode::kSubtract)) return -1;
+  if (!start || (inc->opcode() != Opcode::kAdd && inc->opcode() != Opcode::kSubtract) || inc->operand_count() != 2) return -1;
   std::optional<double> step;
   if (CounterIndex(inc->operand(0)) == index) step = ConstantValue(inc->operand(1));
   else if (inc->opcode() == Opcode::kAdd && CounterIndex(inc->operand(1)) == index) step = ConstantValue(inc->operand(0));
