@@ -1,6 +1,7 @@
 // The extension module xshard._xshard: the sharding model and compiled programs over the C++
 // libraries. The public Python API (xshard/__init__.py) wraps these.
 #include "python/src/convert.h"
+#include "xshard/base/limits.h"
 
 namespace xs::python {
 void BindSharding(nb::module_& m);
@@ -17,4 +18,6 @@ NB_MODULE(_xshard, m) {
   xs::python::BindShardMap(m);
   xs::python::BindNumerics(m);
   xs::python::BindCmm(m);
+  // The one device-count limit (base/limits.h), which xshard.compile checks devices= against.
+  m.attr("MAX_DEVICES") = xs::kMaxDevices;
 }

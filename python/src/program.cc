@@ -20,10 +20,12 @@
 #include <vector>
 
 #include "python/src/convert.h"
+#include "xshard/base/limits.h"
 #include "xshard/exec/run_monitor.h"
 #include "xshard/ir/computation.h"
 #include "xshard/ir/instruction.h"
 #include "xshard/ir/verifier.h"
+#include "xshard/jit/annotations.h"
 #include "xshard/jit/sharded_program.h"
 #include "xshard/platform/platform.h"
 #include "xshard/runtime/client.h"
@@ -31,7 +33,6 @@
 #include "xshard/spmd/report.h"
 #include "xshard/text/parser.h"
 #include "xshard/text/printer.h"
-#include "xshard/tools/cli.h"
 
 namespace xs::python {
 namespace {
@@ -284,12 +285,12 @@ std::unique_ptr<Program> Compile(const std::string& text, int64_t devices,
   Check(Verify(*module));
   if (devices < 0) {
     Raise(InvalidArgument("devices=", devices, " is not a device count: give a whole number from 1 to ",
-                          tools::kMaxDeviceCount, " (0: the module's num_partitions)"));
+                          kMaxDevices, " (0: the module's num_partitions)"));
   }
   if (devices == 0) {
     // As `xshard run`: the module's num_partitions, else the devices its annotations name.
     devices = module->config().num_partitions > 1 ? module->config().num_partitions
-                                                  : tools::AnnotatedDevices(*module);
+                                                  : AnnotatedDevices(*module);
   }
   CompileOptions options;
   options.partition.propagation.allow_to_parameters = to_parameters;

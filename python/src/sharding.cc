@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "python/src/convert.h"
+#include "xshard/jit/annotations.h"
 #include "xshard/sharding/geometry.h"
 #include "xshard/sharding/hlo_sharding.h"
 #include "xshard/sharding/mesh.h"
 #include "xshard/sharding/named_sharding.h"
 #include "xshard/sharding/partition_spec.h"
 #include "xshard/sharding/visualize.h"
-#include "xshard/tools/cli.h"
 
 namespace xs::python {
 namespace {
@@ -77,9 +77,9 @@ std::vector<ShardRow> Rows(const ShardGeometry& g) {
 // or "iota" (ValueError when the devices have no iota form).
 std::string ShardingText(const HloSharding& s, const std::string& form) {
   if (form == "stored" || form.empty()) return s.ToString();
-  if (form == "v1") return tools::Retile(s, false).ToString();
+  if (form == "v1") return Retile(s, false).ToString();
   if (form == "iota") {
-    HloSharding iota = tools::Retile(s, true);
+    HloSharding iota = Retile(s, true);
     const bool has_iota = !s.IsTiled() || iota.tile_assignment().FindIota().has_value();
     if (!has_iota) {
       Raise(InvalidArgument("sharding ", s.ToString(), " has no iota form (its device order is "

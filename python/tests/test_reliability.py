@@ -1,5 +1,5 @@
 """Python as safe as the CLI (issue 26): Ctrl-C during a long compiled call raises
-KeyboardInterrupt with the devices stopped, and bad arguments (a device count outside 1..4096,
+KeyboardInterrupt with the devices stopped, and bad arguments (a device count outside 1..8192,
 big-endian arrays) get messages that name them."""
 import os
 import signal
@@ -163,10 +163,10 @@ def test_a_loop_whose_earlier_calls_were_short_is_still_interruptible():
     assert "KeyboardInterrupt" in out, out + err
 
 
-@pytest.mark.parametrize("devices", [-1, 0, 4097, 2.5, True])
-def test_compile_refuses_device_counts_outside_1_to_4096(devices):
+@pytest.mark.parametrize("devices", [-1, 0, 8193, 2.5, True])
+def test_compile_refuses_device_counts_outside_1_to_8192(devices):
     with pytest.raises(ValueError, match=f"devices={devices!r} is not a device count: give a whole "
-                                         "number from 1 to 4096"):
+                                         "number from 1 to 8192"):
         xshard.compile(NEGATE, devices=devices)
 
 

@@ -211,8 +211,8 @@ def _shardings(shardings: Optional[Sequence[Optional[ShardingLike]]], what: str)
     return out, devices
 
 
-# The most devices a program may be partitioned for (as `xshard run --devices`).
-_MAX_DEVICES = 4096
+# The most devices a program may be partitioned for (as `xshard run --devices`): the C++ limit.
+_MAX_DEVICES = _xshard.MAX_DEVICES
 
 
 def compile(hlo_text: str, devices: Optional[int] = None, *,

@@ -1,48 +1,113 @@
-// CompileModule: propagate -> partition -> cse -> dce as one ordered list of passes sharing one
-// clone of the input and propagation's results.
+// CompileModule: shardy-import -> propagate -> partition -> cse -> dce -> async-collectives, one
+// ordered list of passes sharing one clone of the input and propagation's results.
 #include "xshard/jit/compile_pipeline.h"
 
+#include <functional>
+#include <iterator>
+#include <string_view>
+
+#include "xshard/base/limits.h"
 #include "xshard/base/strings.h"
 #include "xshard/passes/collective_schedule.h"
+#include "xshard/passes/cse.h"
+#include "xshard/passes/dce.h"
+#include "xshard/spmd/report.h"
 #include "xshard/spmd/shardy_import.h"
+#include "xshard/text/printer.h"
 
 namespace xs {
+namespace {
 
-std::vector<std::string> CompilePassNames() {
-  std::vector<std::string> names = {"propagate", "partition"};
-  for (const Pass& p : CleanupPasses()) names.push_back(p.name);
-  return names;
+// The pipeline's passes, in order. CompileModule runs each through PassSequence::Run, which
+// checks that they come in this order, so the list and the code cannot drift apart.
+constexpr std::string_view kPasses[] = {"shardy-import", "propagate", "partition",
+                                        "cse",           "dce",       "async-collectives"};
+
+// Runs CompileModule's passes one after another: numbers them (from 1, for the dump files), dumps
+// the module after each as the options ask, and names the pass in the errors of those that do not
+// name an instruction themselves.
+class PassSequence {
+ public:
+  explicit PassSequence(const DumpOptions& dump) : dump_(dump) {}
+
+  // Pass `name` (the next of kPasses) on `*module`: runs `pass` when `enabled` (it returns whether
+  // the module changed), then dumps `*module` (read after the pass, which may have created it).
+  // A disabled pass keeps its number and is not dumped.
+  Status Run(std::string_view name, bool enabled, const std::unique_ptr<Module>& module,
+             const std::function<StatusOr<bool>()>& pass, bool name_errors = false) {
+    ++index_;
+    XS_CHECK(index_ <= static_cast<int>(std::size(kPasses)) && kPasses[index_ - 1] == name,
+             "CompileModule runs pass '", name, "' out of the order of kPasses");
+    if (!enabled) return OkStatus();
+    StatusOr<bool> changed = pass();
+    if (!changed.ok()) {
+      return name_errors ? Annotate(changed.status(), StrCat("pass '", name, "': ")) : changed.status();
+    }
+    return DumpAfterPass(dump_, index_, name, *changed, *module);
+  }
+
+  bool Finished() const { return index_ == static_cast<int>(std::size(kPasses)); }
+
+ private:
+  const DumpOptions& dump_;
+  int index_ = 0;
+};
+
+// Whether `pass` changed `module`, found by printing it before and after; only when a dump will
+// show it (`look`), else false without printing.
+StatusOr<bool> RunAndCompare(Module& module, bool look, const std::function<Status(Module&)>& pass) {
+  const std::string before = look ? PrintHloModule(module) : std::string();
+  XS_RETURN_IF_ERROR(pass(module));
+  return look && PrintHloModule(module) != before;
 }
+
+}  // namespace
+
+std::vector<std::string> CompilePassNames() { return {std::begin(kPasses), std::end(kPasses)}; }
 
 StatusOr<CompiledModule> CompileModule(const Module& global, int64_t num_devices,
                                        const CompileOptions& options) {
   XS_RETURN_IF_ERROR(CheckDumpNames(options.dump, CompilePassNames()));
-  XS_RETURN_IF_ERROR(CheckPartitionInput(global, num_devices));
+  if (num_devices < 1 || num_devices > kMaxDevices) {
+    return InvalidArgument("the device count must be 1..", kMaxDevices, ", got ", num_devices);
+  }
+  if (global.config().replica_count > 1) {
+    return Unimplemented("unsupported: module '", global.name(), "' has replica_count=",
+                         global.config().replica_count, "; xshard partitions modules with one replica "
+                         "(data parallelism is expressed with shardings over num_partitions)");
+  }
+  XS_RETURN_IF_ERROR(CheckPartitionInput(global, num_devices));  // the one Verify of the input
   CompiledModule out;
   out.global = global.Clone();
+  Module& g = *out.global;
+  std::unique_ptr<Module>& spmd = out.partitioned.module;
+  const DumpOptions& dump = options.dump;
+  PassSequence passes(dump);
+
   // JAX's default (Shardy) shard_map form becomes the GSPMD form the passes below read.
-  XS_RETURN_IF_ERROR(ImportShardyManualComputations(*out.global));
-  int index = 1;
-  if (options.partition.propagate) {
+  XS_RETURN_IF_ERROR(passes.Run("shardy-import", true, out.global, [&] {
+    return RunAndCompare(g, dump.Wants("shardy-import"), ImportShardyManualComputations);
+  }));
+  XS_RETURN_IF_ERROR(passes.Run("propagate", options.partition.propagate, out.global, [&]() -> StatusOr<bool> {
     XS_ASSIGN_OR_RETURN(out.propagation,
-                        PropagateForPartitioning(*out.global, num_devices, options.partition.propagation));
-    XS_RETURN_IF_ERROR(DumpAfterPass(options.dump, index, "propagate", true, *out.global));
-  }
-  ++index;
-  XS_ASSIGN_OR_RETURN(out.partitioned,
-                      PartitionModule(*out.global, num_devices, options.partition,
-                                      out.propagation ? &*out.propagation : nullptr));
-  XS_RETURN_IF_ERROR(DumpAfterPass(options.dump, index, "partition", true, *out.partitioned.module));
-  ++index;
-  if (options.cleanup) {
-    PipelineOptions cleanup;
-    cleanup.dump = options.dump;
-    cleanup.first_index = index;
-    XS_RETURN_IF_ERROR(RunPipeline(*out.partitioned.module, CleanupPasses(), cleanup));
-    // The report describes the program that runs: collectives the cleanup deleted are dropped.
-    spmd::DescribeFinalProgram(out.partitioned.report, *out.partitioned.module);
-  }
-  if (options.async_collectives) XS_RETURN_IF_ERROR(ScheduleAsyncCollectives(*out.partitioned.module).status());
+                        PropagateForPartitioning(g, num_devices, options.partition.propagation));
+    return true;
+  }));
+  XS_RETURN_IF_ERROR(passes.Run("partition", true, spmd, [&]() -> StatusOr<bool> {
+    XS_ASSIGN_OR_RETURN(out.partitioned, PartitionModule(g, num_devices, options.partition,
+                                                         out.propagation ? &*out.propagation : nullptr));
+    return true;
+  }));
+  XS_RETURN_IF_ERROR(passes.Run("cse", options.cleanup, spmd,
+                                [&] { return EliminateCommonSubexpressions(*spmd); }, /*name_errors=*/true));
+  XS_RETURN_IF_ERROR(passes.Run("dce", options.cleanup, spmd, [&] { return RemoveDeadCode(*spmd); },
+                                /*name_errors=*/true));
+  // The report describes the program that runs (collectives the cleanup deleted are dropped),
+  // once, before the schedule turns the collectives into start / done pairs.
+  spmd::DescribeFinalProgram(out.partitioned.report, *spmd);
+  XS_RETURN_IF_ERROR(passes.Run("async-collectives", options.async_collectives, spmd,
+                                [&] { return ScheduleAsyncCollectives(*spmd); }, /*name_errors=*/true));
+  XS_CHECK(passes.Finished(), "CompileModule left passes of kPasses out");
   return out;
 }
 

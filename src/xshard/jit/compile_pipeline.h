@@ -1,9 +1,12 @@
 // The compiler as one pipeline (Halide's Lower.cpp is the model): an ordered list of named passes
 // over one compilation, with shared options and the module printed after any pass:
-//   propagate  sharding propagation on (one clone of) the global module, in place (propagation/)
-//   partition  the SPMD module for N devices (spmd/), built on propagation's tile mesh and
-//              per-value axes views (not recomputed)
-//   cse, dce   cleanup of the SPMD module (passes/)
+//   shardy-import      JAX's Shardy form of shard_map and shardings -> the GSPMD form (spmd/)
+//   propagate          sharding propagation on (one clone of) the global module, in place
+//                      (propagation/)
+//   partition          the SPMD module for N devices (spmd/), built on propagation's tile mesh
+//                      and per-value axes views (not recomputed)
+//   cse, dce           cleanup of the SPMD module (passes/)
+//   async-collectives  collectives as start / done pairs around independent compute (passes/)
 // `xshard partition`, `xshard run` and ShardedProgram::Compile all go through CompileModule.
 #ifndef XSHARD_JIT_COMPILE_PIPELINE_H_
 #define XSHARD_JIT_COMPILE_PIPELINE_H_
@@ -26,27 +29,31 @@ struct CompileOptions {
   // Partitioning, with the propagation switch and options (partition.propagate,
   // partition.propagation): propagation on, output padding masked, no windowed einsum.
   PartitionOptions partition;
-  bool cleanup = true;  // cse + dce after partitioning (passes/ CleanupPasses)
+  bool cleanup = true;  // the cse and dce passes
   DumpOptions dump;     // --dump-after PASS / --dump-after-each
-  // Collectives as start / done pairs around independent compute (ScheduleAsyncCollectives),
-  // after cleanup.
+  // The async-collectives pass (ScheduleAsyncCollectives), after cleanup.
   bool async_collectives = false;
 };
 
 // What one compilation produced.
 struct CompiledModule {
-  std::unique_ptr<Module> global;               // the input's one clone, propagated in place
+  std::unique_ptr<Module> global;               // the input's one clone, imported and propagated in place
   std::optional<PropagationResult> propagation;  // refers to `global`; empty without propagation
-  PartitionResult partitioned;                  // module: the (cleaned up) SPMD module
+  // module: the final SPMD module; report: its collectives, FLOPs and memory, described once,
+  // after cleanup (before async-collectives, which only reorders them into start / done pairs).
+  PartitionResult partitioned;
 };
 
-// Every pass name of the pipeline, in order (the names --dump-after accepts).
+// Every pass of the pipeline, in the order CompileModule runs them: "shardy-import", "propagate",
+// "partition", "cse", "dce", "async-collectives" (the names --dump-after accepts). A pass the
+// options switch off (propagate, cse / dce, async-collectives) keeps its place and number and is
+// not dumped.
 std::vector<std::string> CompilePassNames();
 
-// Runs the pipeline on `global` for `num_devices` partitions: propagate (when
-// options.partition.propagate), partition, then cse and dce (when options.cleanup), dumping as
-// options.dump asks. Errors: every Partition() error (named by instruction); a pass error is
-// prefixed with the pass name; an unknown --dump-after name.
+// Runs the pipeline on `global` for `num_devices` partitions, dumping as options.dump asks.
+// Errors: an unknown --dump-after name; a device count outside 1..kMaxDevices (base/limits.h);
+// replica_count > 1 (Unimplemented: xshard partitions one replica); every Partition() error
+// (named by instruction); an error of a pass is prefixed with the pass's name.
 StatusOr<CompiledModule> CompileModule(const Module& global, int64_t num_devices,
                                        const CompileOptions& options = {});
 

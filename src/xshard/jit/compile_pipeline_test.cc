@@ -1,8 +1,11 @@
-// The compiler pipeline: propagation options reach partitioning, propagation's mesh and rules are
+// The compiler pipeline: every pass named and dumped in order (the Shardy import and the async
+// schedule included), propagation options reach partitioning, propagation's mesh and rules are
 // handed on, one clone of the input, dumps between passes. Expected shardings and shapes are
 // worked out by hand from the module text.
 #include "xshard/jit/compile_pipeline.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -28,7 +31,89 @@ StatusOr<CompiledModule> CompileText(const std::string& text, const CompileOptio
 }
 
 TEST(CompilePipelineTest, PassNamesInOrder) {
-  EXPECT_EQ(CompilePassNames(), (std::vector<std::string>{"propagate", "partition", "cse", "dce"}));
+  EXPECT_EQ(CompilePassNames(), (std::vector<std::string>{"shardy-import", "propagate", "partition", "cse",
+                                                          "dce", "async-collectives"}));
+}
+
+// Every pass, each dumped once, in order, numbered from 1 (file names), when all are switched on.
+TEST(CompilePipelineTest, DumpAfterEachShowsEveryPassInOrder) {
+  std::ostringstream dump;
+  CompileOptions options;
+  options.dump.after_each = true;
+  options.dump.stream = &dump;
+  options.async_collectives = true;
+  StatusOr<CompiledModule> r = CompileText(kOuter, options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::string text = dump.str();
+  // kOuter is in GSPMD form: the import changes nothing. The dot's partial sums need an
+  // all-reduce, which the schedule turns into all-reduce-start / -done.
+  size_t at = 0;
+  for (const char* header : {"// after shardy-import (unchanged):", "// after propagate (changed):",
+                             "// after partition (changed):", "// after cse (unchanged):",
+                             "// after dce (unchanged):", "// after async-collectives (changed):"}) {
+    const size_t found = text.find(header, at);
+    ASSERT_NE(found, std::string::npos) << header << "\n" << text;
+    at = found + 1;
+  }
+  EXPECT_NE(text.find("all-reduce-start", text.find("// after async-collectives")), std::string::npos);
+  EXPECT_EQ(text.find("all-reduce-start"), text.find("all-reduce-start", text.find("// after async-collectives")));
+}
+
+// A disabled pass is not dumped but keeps its number: dce is file 05 with or without cleanup's
+// neighbours, and async-collectives (off) writes nothing.
+TEST(CompilePipelineTest, DumpFilesAreNumberedByPassPosition) {
+  const std::string dir = testing::TempDir() + "/compile_pipeline_dump";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  CompileOptions options;
+  options.dump.after = {"shardy-import", "dce", "async-collectives"};
+  options.dump.directory = dir;
+  options.partition.propagate = false;
+  StatusOr<CompiledModule> r = CompileText(kOuter, options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"01-shardy-import.hlo", "05-dce.hlo"}));
+  std::filesystem::remove_all(dir);
+}
+
+// JAX's Shardy form: the import rewrites the xla.sdy custom-calls, and its dump shows the GSPMD
+// form (SPMDFullToShardShape) before propagation.
+TEST(CompilePipelineTest, ShardyImportIsADumpedPass) {
+  constexpr char kShardy[] = R"(
+HloModule sdy, frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<["x"=8]>}}
+body {
+  p = f32[2,3] parameter(0)
+  ROOT n = f32[2,3] negate(p)
+}
+ENTRY main {
+  a = f32[16,3] parameter(0), sharding={devices=[8,1]<=[8]}
+  l = f32[2,3] custom-call(a), custom_call_target="xla.sdy.GlobalToLocalShape", custom_call_has_side_effect=true, frontend_attributes={xla.sdy.in_shardings="#sdy.sharding_per_value<[<@mesh, [{\"x\"}, {}]>]>",xla.sdy.manual_axes="#sdy<manual_axes{\"x\"}>"}
+  c = f32[2,3] call(l), to_apply=body
+  ROOT g = f32[16,3] custom-call(c), custom_call_target="xla.sdy.LocalToGlobalShape", custom_call_has_side_effect=true, frontend_attributes={xla.sdy.manual_axes="#sdy<manual_axes{\"x\"}>",xla.sdy.out_shardings="#sdy.sharding_per_value<[<@mesh, [{\"x\"}, {}]>]>"}
+})";
+  std::ostringstream dump;
+  CompileOptions options;
+  options.dump.after = {"shardy-import"};
+  options.dump.stream = &dump;
+  StatusOr<CompiledModule> r = CompileText(kShardy, options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::string text = dump.str();
+  ASSERT_EQ(text.rfind("// after shardy-import (changed):", 0), 0u) << text;
+  EXPECT_NE(text.find("SPMDFullToShardShape"), std::string::npos) << text;
+  EXPECT_EQ(text.find("xla.sdy.GlobalToLocalShape"), std::string::npos) << text;
+  EXPECT_EQ(text.find("// after propagate"), std::string::npos) << text;
+}
+
+// The device limit (base/limits.h: 8192) and replica_count are checked before any pass runs.
+TEST(CompilePipelineTest, RefusesBadDeviceCountsAndReplicas) {
+  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(kOuter, "test.hlo");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(CompileModule(**m, 8193).status().message(), "the device count must be 1..8192, got 8193");
+  EXPECT_EQ(CompileModule(**m, 0).status().message(), "the device count must be 1..8192, got 0");
+  (*m)->mutable_config().replica_count = 2;
+  EXPECT_EQ(CompileModule(**m, 8).status().code(), StatusCode::kUnimplemented);
 }
 
 TEST(CompilePipelineTest, PropagationOptionsReachPartitioning) {
@@ -90,7 +175,8 @@ TEST(CompilePipelineTest, UnknownDumpNameIsAnError) {
   StatusOr<CompiledModule> r = CompileText(kOuter, options);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
-            "--dump-after: no pass named 'fold'; the passes are propagate, partition, cse, dce");
+            "--dump-after: no pass named 'fold'; the passes are shardy-import, propagate, partition, "
+            "cse, dce, async-collectives");
 }
 
 TEST(CompilePipelineTest, NoPropagationLeavesUnannotatedValuesReplicated) {

@@ -9,6 +9,7 @@
 
 #include <malloc.h>
 
+#include "xshard/base/limits.h"
 #include "xshard/kernels/compute_gate.h"
 #include "xshard/kernels/dot.h"
 #include "xshard/kernels/parallel.h"
@@ -16,8 +17,6 @@
 
 namespace xs {
 namespace {
-
-constexpr int64_t kMaxDevices = 4096;
 
 // Devices are threads, and glibc gives threads their own malloc arenas and, after the first free
 // of a big block, raises its mmap threshold (up to 32 MiB): device buffers below that, freed by

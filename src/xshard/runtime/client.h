@@ -64,7 +64,7 @@ struct ClientOptions {
 
 class Client {
  public:
-  // Validates the options (device count 1..4096, positive timeout) and starts one thread per
+  // Validates the options (device count 1..kMaxDevices of base/limits.h, positive timeout) and starts one thread per
   // device (per device of this process when distributed, which starts the transport first).
   // Every process of a distributed client calls it with the same options.
   static StatusOr<std::unique_ptr<Client>> Create(ClientOptions options = {});

@@ -96,7 +96,7 @@ TEST(ClientTest, DeviceCountComesFromTheEnvironmentByDefault) {
   setenv("XSHARD_DEVICES", "three", 1);
   EXPECT_EQ(DefaultDeviceCount().status(),
             InvalidArgument("XSHARD_DEVICES='three' is not a device count; set it to an integer "
-                            "from 1 to 4096 (or unset it for 8 devices)"));
+                            "from 1 to 8192 (or unset it for 8 devices)"));
   if (old) {
     setenv("XSHARD_DEVICES", saved.c_str(), 1);
   } else {
@@ -106,7 +106,7 @@ TEST(ClientTest, DeviceCountComesFromTheEnvironmentByDefault) {
 
 TEST(ClientTest, RejectsBadOptions) {
   EXPECT_THAT(Client::Create(Opts(-2)).status().message(),
-              HasSubstr("a client needs 1 to 4096 devices, got -2"));
+              HasSubstr("a client needs 1 to 8192 devices, got -2"));
   ClientOptions o;
   o.num_devices = 2;
   o.collective_timeout = std::chrono::milliseconds(0);

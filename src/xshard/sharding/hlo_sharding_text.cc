@@ -522,9 +522,9 @@ StatusOr<HloSharding> ShardingParser::MeshAxes() {
     for (const auto& axis : m.mesh_axes) {
       if (axis.first == name) return Error(at, StrCat("mesh axis '", name, "' appears twice"));
     }
-    if (size < 1 || count > TileAssignment::kMaxDevices / size) {
+    if (size < 1 || count > kMaxDevices / size) {
       return Error(at, StrCat("mesh axis '", name, "' has size ", size, "; sizes must be >= 1 "
-                              "and the mesh at most ", TileAssignment::kMaxDevices, " devices"));
+                              "and the mesh at most ", kMaxDevices, " devices"));
     }
     count *= size;
     m.mesh_axes.emplace_back(std::move(name), size);

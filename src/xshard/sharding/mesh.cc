@@ -51,9 +51,9 @@ StatusOr<Mesh> Mesh::Create(std::vector<std::string> axis_names, std::vector<int
       return InvalidArgument("mesh axis '", name, "' has size ", axis_sizes[i],
                              "; axis sizes must be >= 1");
     }
-    if (count > (int64_t{1} << 20) / axis_sizes[i]) {
-      return InvalidArgument("mesh (", AxesText(axis_names, axis_sizes),
-                             ") has more than 1048576 devices; xshard supports at most that");
+    if (count > kMaxDevices / axis_sizes[i]) {
+      return InvalidArgument("mesh (", AxesText(axis_names, axis_sizes), ") has more than ", kMaxDevices,
+                             " devices; xshard supports at most that");
     }
     count *= axis_sizes[i];
   }

@@ -86,7 +86,7 @@ TEST(MeshTest, ErrorsNameTheAxisOrDevice) {
               HasSubstr("entry \"a4\" must look like name=size, e.g. a=4,b=2"));
   EXPECT_THAT(message(Mesh::Parse("a=2", "0,x")), HasSubstr("\"x\" is not a device id"));
   EXPECT_THAT(message(Mesh::Create({"a", "b"}, {2048, 1024})),
-              HasSubstr("more than 1048576 devices"));
+              HasSubstr("more than 8192 devices"));
 }
 
 TEST(MeshTest, EqualMeshesHashEqual) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <span>
+#include "xshard/base/limits.h"
 #include "xshard/base/status.h"
 
 namespace xs {
@@ -59,9 +60,9 @@ class TileAssignment {
   static StatusOr<TileAssignment> FromIota(std::vector<int64_t> dims, IotaForm iota);
   // Plain iota: devices 0..N-1 row-major over dims (each >= 1, XS_CHECK), stored as "<=[N]".
   static TileAssignment Iota(std::vector<int64_t> dims);
-  // Most devices one assignment may hold: devices() may materialize the whole list, so huge
-  // texts like "[1000000000]<=[1000000000]" are rejected instead of exhausting memory.
-  static constexpr int64_t kMaxDevices = int64_t{1} << 20;
+  // At most kMaxDevices (base/limits.h) devices per assignment: devices() may materialize the
+  // whole list, so huge texts like "[1000000000]<=[1000000000]" are rejected instead of
+  // exhausting memory.
 
   const std::vector<int64_t>& dims() const { return dims_; }
   int64_t dim(int i) const { return dims_[i]; }

@@ -139,7 +139,7 @@ TEST(TileAssignmentTest, FromDevicesErrorsNameTheProblem) {
   EXPECT_THAT(TileAssignment::FromDevices({0}, {}).status().message(),
               HasSubstr("must each be >= 1"));
   EXPECT_THAT(TileAssignment::FromDevices({1 << 21}, {}).status().message(),
-              HasSubstr("xshard supports at most 1048576"));
+              HasSubstr("xshard supports at most 8192"));
 }
 
 TEST(TileAssignmentTest, FromIotaErrorsNameTheProblem) {

@@ -195,7 +195,10 @@ StatusOr<PartitionResult> Partition(const Module& global_in, int64_t num_partiti
   if (options.propagate) {
     XS_ASSIGN_OR_RETURN(propagated, PropagateForPartitioning(*global, num_partitions, options.propagation));
   }
-  return PartitionModule(*global, num_partitions, options, propagated ? &*propagated : nullptr);
+  XS_ASSIGN_OR_RETURN(PartitionResult result,
+                      PartitionModule(*global, num_partitions, options, propagated ? &*propagated : nullptr));
+  spmd::DescribeFinalProgram(result.report, *result.module);
+  return result;
 }
 
 StatusOr<PartitionResult> PartitionModule(const Module& global, int64_t num_partitions,
@@ -235,7 +238,6 @@ StatusOr<PartitionResult> PartitionModule(const Module& global, int64_t num_part
   Status verified = Verify(*module);
   if (!verified.ok()) return Internal("the partitioned module does not verify: ", verified.message());
   state.report.machine = options.machine;
-  spmd::DescribeFinalProgram(state.report, *module);
   PartitionResult result{std::move(module), std::move(state.report), {}, ctx.TargetOf(*entry.root())};
   for (const Instruction* p : entry.parameters()) result.parameter_shardings.push_back(ctx.TargetOf(*p));
   return result;

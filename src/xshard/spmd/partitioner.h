@@ -78,7 +78,9 @@ StatusOr<PropagationResult> PropagateForPartitioning(Module& global, int64_t num
 // Partitions `global` as its shardings stand (options.propagate is not looked at). `propagated`:
 // PropagateForPartitioning's result on this very module (nullptr: none ran); its tile mesh and
 // per-value axes views are used instead of being recomputed. The module must have
-// passed CheckPartitionInput; `global` must outlive nothing of the result.
+// passed CheckPartitionInput; `global` must outlive nothing of the result. The report lists the
+// collectives as inserted; its FLOPs and memory after partitioning are left for
+// spmd::DescribeFinalProgram on the final program (Partition() and CompileModule call it once).
 StatusOr<PartitionResult> PartitionModule(const Module& global, int64_t num_partitions,
                                           const PartitionOptions& options,
                                           const PropagationResult* propagated);

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "xshard/base/limits.h"
+#include "xshard/base/strings.h"
 #include "xshard/text/parser_internal.h"
 
 namespace xs::text_internal {
@@ -249,10 +251,10 @@ Status ParseReplicaGroups(Lexer& lex, AttrSink& s) {
     int64_t total = 1;
     do {
       XS_ASSIGN_OR_RETURN(int64_t d, ParseInt(lex, "iota reshape dim"));
-      if (d <= 0 || d > (int64_t{1} << 20) || rg.reshape_dims.size() >= 16)
-        return lex.ErrorAt(at, "iota replica_groups reshape dims must be 1..2^20 (at most 16)");
+      if (d <= 0 || d > kMaxDevices || rg.reshape_dims.size() >= 16)
+        return lex.ErrorAt(at, StrCat("iota replica_groups reshape dims must be 1..", kMaxDevices, " (at most 16)"));
       total *= d;
-      if (total > (int64_t{1} << 20)) return lex.ErrorAt(at, "iota replica_groups over 2^20 devices");
+      if (total > kMaxDevices) return lex.ErrorAt(at, StrCat("iota replica_groups over ", kMaxDevices, " devices"));
       rg.reshape_dims.push_back(d);
     } while (lex.TryConsume(','));
     XS_RETURN_IF_ERROR(lex.Expect(']', "to close the iota reshape dims"));

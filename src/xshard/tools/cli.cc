@@ -26,7 +26,6 @@
 #include "xshard/core/npy.h"
 #include "xshard/ir/verifier.h"
 #include "xshard/jit/host_memory.h"
-#include "xshard/spmd/shardy_import.h"
 #include "xshard/text/parser.h"
 
 namespace xs {
@@ -141,12 +140,12 @@ CLI::Validator DeviceCountCheck() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         int64_t v = 0;
-        if (!ParseInt64(text, &v) || v < 1 || v > kMaxDeviceCount) {
-          return StrCat("'", text, "' is not a device count: give a whole number from 1 to ", kMaxDeviceCount);
+        if (!ParseInt64(text, &v) || v < 1 || v > kMaxDevices) {
+          return StrCat("'", text, "' is not a device count: give a whole number from 1 to ", kMaxDevices);
         }
         return "";
       },
-      StrCat("1..", kMaxDeviceCount));
+      StrCat("1..", kMaxDevices));
 }
 
 CLI::Validator NonNegativeIntegerCheck() {
@@ -342,32 +341,6 @@ StatusOr<std::unique_ptr<Module>> LoadModule(const std::string& file, bool verif
     if (!verified.ok()) return Annotate(verified, StrCat(file, ": "));
   }
   return module;
-}
-
-namespace {
-
-int64_t AnnotatedDevices(const HloSharding& s) {
-  int64_t n = 1;
-  if (s.IsTuple()) {
-    for (const HloSharding& e : s.tuple_elements()) n = std::max(n, AnnotatedDevices(e));
-  } else if (s.IsTiled()) {
-    n = s.tile_assignment().num_devices();
-  } else if (s.IsMaximal()) {
-    n = s.device() + 1;
-  }
-  return n;
-}
-
-}  // namespace
-
-int64_t AnnotatedDevices(const Module& m) {
-  int64_t n = 1;
-  for (const Computation* c : m.computations()) {
-    for (const Instruction* inst : c->instructions()) {
-      if (inst->sharding()) n = std::max(n, AnnotatedDevices(*inst->sharding()));
-    }
-  }
-  return std::max(n, ShardyMeshDevices(m));
 }
 
 int RunCli(int argc, char** argv) {

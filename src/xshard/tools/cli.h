@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "xshard/base/limits.h"
 #include "xshard/base/status.h"
 #include "xshard/ir/module.h"
+#include "xshard/jit/annotations.h"  // Retile, AnnotatedDevices (used by the commands)
 #include "xshard/passes/pipeline.h"
 #include "xshard/propagation/propagation.h"
 #include "xshard/sharding/hlo_sharding.h"
@@ -101,10 +103,8 @@ Status CliHostOnly(std::string_view what);
 
 // Range checks for numeric flags, applied with `->check(...)`: CLI11 then rejects a bad value with
 // a message naming the flag, the value and the range, and exit 1.
-// The most devices a run, a partitioning or $XSHARD_DEVICES may name (the Client's and
-// ShardedProgram's limit too).
-inline constexpr int64_t kMaxDeviceCount = 4096;
-// Device counts: whole numbers from 1 to kMaxDeviceCount.
+// Device counts: whole numbers from 1 to kMaxDevices (base/limits.h: the Client's, ShardedProgram's
+// and the sharding parser's limit too).
 CLI::Validator DeviceCountCheck();
 // Seeds and counts that cannot be negative: whole numbers >= 0.
 CLI::Validator NonNegativeIntegerCheck();
@@ -140,9 +140,6 @@ Status StartTrace(const std::string& path);
 
 // "4,16" -> {4, 16}; error names `flag` and the bad piece.
 StatusOr<std::vector<int64_t>> ParseIntList(std::string_view text, std::string_view flag);
-// The same sharding with every tile assignment in explicit-list (V1, iota=false) or iota (V2,
-// iota=true, where one exists) text form.
-HloSharding Retile(const HloSharding& sharding, bool iota);
 // Whole file as a string; error names the path and the reason.
 StatusOr<std::string> ReadFile(const std::string& path);
 // The first line of a message (parse errors add the source line and a caret below it).
@@ -150,9 +147,6 @@ std::string FirstLine(std::string_view message);
 // Parses FILE (errors: the parser's first line, "file:line:col: error: ..."); with `verify`, also
 // verifies it (errors prefixed with the file name).
 StatusOr<std::unique_ptr<Module>> LoadModule(const std::string& file, bool verify = true);
-// The device count a module's annotations name (largest tile assignment, or maximal device + 1);
-// 1 without annotations.
-int64_t AnnotatedDevices(const Module& module);
 
 }  // namespace xs::tools
 

@@ -1,12 +1,15 @@
 // `xshard partition FILE.hlo [--devices N] [--report] [--short] [--no-propagate]
 // [--to-parameters B] [--to-output open|closed] [--link-gbps G] [--collective-latency-us U]
-// [--device-gflops F] [--windowed-einsum-threshold BYTES] [--dump-after PASS]
-// [--dump-after-each] [--dump-dir DIR]`: the compiler pipeline (jit/compile_pipeline.h):
-// propagate shardings, partition the module into one SPMD program for N devices, clean it up
-// (CSE, DCE) and print it; --report adds every inserted collective and the memory per device.
+// [--device-gflops F] [--windowed-einsum-threshold BYTES] [--async-collectives]
+// [--dump-after PASS] [--dump-after-each] [--dump-dir DIR]`: the compiler pipeline
+// (jit/compile_pipeline.h): import the Shardy form, propagate shardings, partition the module into
+// one SPMD program for N devices, clean it up (CSE, DCE), optionally schedule async collectives,
+// and print it; --report adds every inserted collective and the memory per device. Nothing is
+// planned for execution, so a program the executor cannot run still partitions and prints.
 #include <iostream>
 
-#include "xshard/jit/sharded_program.h"
+#include "xshard/jit/compile_pipeline.h"
+#include "xshard/spmd/report.h"
 #include "xshard/text/printer.h"
 #include "xshard/tools/cli.h"
 
@@ -19,6 +22,7 @@ struct PartitionFlags {
   bool report = false;
   bool short_form = false;
   bool no_propagate = false;
+  bool async_collectives = false;
   int64_t windowed_einsum_threshold = -1;
   PropagationFlags propagation;
   DumpFlags dump;
@@ -38,10 +42,13 @@ Status RunPartition(const PartitionFlags& f) {
   options.dump = ToDumpOptions(f.dump);
   options.partition.windowed_einsum_threshold_bytes = f.windowed_einsum_threshold;
   options.partition.machine = f.machine;
-  StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(*module, devices, options);
-  if (!program.ok()) return Annotate(program.status(), StrCat(f.file, ": "));
-  std::cout << PrintHloModule((*program)->spmd_module(), f.short_form ? PrintOptions::Short() : PrintOptions());
-  if (f.report) std::cout << "\n" << spmd::FormatReport((*program)->report());
+  options.async_collectives = f.async_collectives;
+  StatusOr<CompiledModule> compiled = CompileModule(*module, devices, options);
+  if (!compiled.ok()) return Annotate(compiled.status(), StrCat(f.file, ": "));
+  Module& spmd = *compiled->partitioned.module;
+  spmd.mutable_config().is_scheduled = true;  // its order is final: `xshard run` runs it as it is
+  std::cout << PrintHloModule(spmd, f.short_form ? PrintOptions::Short() : PrintOptions());
+  if (f.report) std::cout << "\n" << spmd::FormatReport(compiled->partitioned.report);
   return OkStatus();
 }
 
@@ -73,6 +80,10 @@ void AddPartitionCommand(CLI::App& root, CommandList& commands) {
                   "bytes (global) become a loop of collective-permutes overlapped with partial dots\n"
                   "(windowed einsum / collective matmul); default -1: off")
       ->check(IntegerRangeCheck(-1, INT64_MAX, "-1 (off) or a byte count >= 0"));
+  cmd->add_flag("--async-collectives", flags->async_collectives,
+                "Schedule all-gathers, all-reduces, reduce-scatters and collective-permutes as\n"
+                "start / done pairs around the compute that does not depend on them (the\n"
+                "async-collectives pass; default: off)");
   commands.push_back({cmd, [flags] { return RunPartition(*flags); }});
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "xshard/jit/annotations.h"
 #include "xshard/sharding/geometry.h"
 #include "xshard/sharding/named_sharding.h"
 #include "xshard/sharding/visualize.h"
@@ -12,24 +13,6 @@ namespace xs::tools {
 namespace {
 
 constexpr int64_t kDefaultDevices = 8;
-
-}  // namespace
-
-HloSharding Retile(const HloSharding& s, bool iota) {
-  if (s.IsTuple()) {
-    std::vector<HloSharding> elements;
-    for (const HloSharding& e : s.tuple_elements()) elements.push_back(Retile(e, iota));
-    return HloSharding::Tuple(std::move(elements)).WithMetadata(s.metadata());
-  }
-  if (!s.IsTiled()) return s;
-  TileAssignment tiles = iota ? s.tile_assignment().ToIota() : s.tile_assignment().ToV1();
-  HloSharding r = s.subgroup_types().empty()
-                      ? HloSharding::Tile(std::move(tiles), s.ReplicateOnLastTileDim())
-                      : HloSharding::Subgroup(std::move(tiles), s.subgroup_types());
-  return r.WithMetadata(s.metadata());
-}
-
-namespace {
 
 // True when some tile assignment inside `s` has an iota form.
 bool HasIotaForm(const HloSharding& s) {

@@ -24,7 +24,7 @@
 namespace {
 
 constexpr size_t kMaxInputBytes = 64 << 10;
-constexpr int64_t kMaxDevices = 8;
+constexpr int64_t kMaxFuzzDevices = 8;
 // Runs only modules whose values are small, so one input stays well inside -rss_limit_mb and
 // -timeout (the naive kernels of a 128x512x1024 block-scaled dot on 8 devices alone take seconds
 // on a loaded machine).
@@ -87,11 +87,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)xs::PrintHloModule(module, xs::PrintOptions());
 
   const int64_t partitions = module.config().num_partitions;
-  const int64_t n = partitions > 1 ? partitions : xs::tools::AnnotatedDevices(module);
+  const int64_t n = partitions > 1 ? partitions : xs::AnnotatedDevices(module);
   const bool small = SmallEnoughToRun(module);
 
   // `xshard propagate`: in place on a clone.
-  if (n <= kMaxDevices) {
+  if (n <= kMaxFuzzDevices) {
     std::unique_ptr<xs::Module> copy = module.Clone();
     if (xs::ImportShardyManualComputations(*copy).ok()) {
       xs::PropagationOptions options;
@@ -102,7 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   if (xs::NeedsPartitioning(module)) {
     // `xshard partition` / `run` on a global module.
-    if (n > kMaxDevices || module.config().replica_count > 1) return 0;
+    if (n > kMaxFuzzDevices || module.config().replica_count > 1) return 0;
     auto program = xs::ShardedProgram::Compile(module, n);
     if (!program.ok()) return 0;
     (void)xs::PrintHloModule((*program)->spmd_module(), xs::PrintOptions());
@@ -128,7 +128,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   // `xshard run` on an SPMD module.
-  if (devices > kMaxDevices) return 0;
+  if (devices > kMaxFuzzDevices) return 0;
   auto spmd = xs::SpmdExecutable::Create(module);
   if (!spmd.ok()) return 0;
   xs::Client* client = ClientFor(devices);
