@@ -24,7 +24,6 @@
 #include "xshard/exec/run_monitor.h"
 #include "xshard/ir/computation.h"
 #include "xshard/ir/instruction.h"
-#include "xshard/ir/verifier.h"
 #include "xshard/jit/annotations.h"
 #include "xshard/jit/sharded_program.h"
 #include "xshard/platform/platform.h"
@@ -281,8 +280,7 @@ std::unique_ptr<Program> Compile(const std::string& text, int64_t devices,
   // An unknown platform or one without its hardware fails before anything is compiled.
   CheckPlatformStatus(CheckPlatform(platform), platform);
   std::unique_ptr<Module> module = Unwrap(ParseHloModule(text));
-  ApplyShardings(*module, in_shardings, out_shardings);
-  Check(Verify(*module));
+  ApplyShardings(*module, in_shardings, out_shardings);  // verified once, by CompileModule
   if (devices < 0) {
     Raise(InvalidArgument("devices=", devices, " is not a device count: give a whole number from 1 to ",
                           kMaxDevices, " (0: the module's num_partitions)"));
