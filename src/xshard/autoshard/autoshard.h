@@ -47,6 +47,10 @@ struct AutoshardOptions {
   CostFunctions cost;
   StepEvaluator evaluate;  // required
   double time_limit_s = 60;
+  // Above this many variables the exact program is not solved; local search's plan is used.
+  int max_ilp_variables = 250000;
+  // Choices kept per group (the cheapest by their own cost); 0: all.
+  int max_strategies_per_group = 32;
   EnumerateOptions enumerate;
 };
 
@@ -69,10 +73,13 @@ struct PlanEvaluation {
 struct SearchStats {
   int instructions = 0;   // entry instructions with a choice
   int groups = 0;         // after elementwise chains joined their operand
+  int classes = 0;        // after repeated layers tied their groups
   int strategies = 0;     // over all groups
+  int pruned_groups = 0;  // groups that kept only max_strategies_per_group choices
   int variables = 0, rows = 0;
   double solve_seconds = 0, total_seconds = 0;
   bool optimal = false;
+  std::string method;     // "ILP (CBC)" or "local search"
   double objective = 0;   // the search's own estimate (seconds)
 };
 

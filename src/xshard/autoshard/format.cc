@@ -66,12 +66,13 @@ std::string FormatResult(const AutoshardResult& result, const CostFunctions& cos
        << (c.label == result.plan.label ? "  <- chosen" : "");
   }
   const SearchStats& st = result.stats;
-  char line[256];
+  char line[512];
   std::snprintf(line, sizeof(line),
-                "\nsearch: %d instructions in %d groups, %d strategies; ILP %d variables, %d rows, solved in %.3f s "
-                "(%s); search estimate %s; total %.2f s\n",
-                st.instructions, st.groups, st.strategies, st.variables, st.rows, st.solve_seconds,
-                st.optimal ? "optimal" : "time limit", spmd::FormatSeconds(st.objective).c_str(), st.total_seconds);
+                "\nsearch: %d instructions in %d groups, %d classes after tying repeated layers, %d strategies; "
+                "program of %d variables, %d rows; %s in %.3f s%s; search estimate %s; total %.2f s\n",
+                st.instructions, st.groups, st.classes, st.strategies, st.variables, st.rows, st.method.c_str(),
+                st.solve_seconds, st.optimal ? " (optimal)" : "", spmd::FormatSeconds(st.objective).c_str(),
+                st.total_seconds);
   os << line;
   for (const std::string& n : result.notes) os << "note: " << n << "\n";
   return os.str();

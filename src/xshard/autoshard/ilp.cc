@@ -55,6 +55,11 @@ StatusOr<Ilp::Solution> Ilp::Solve(double time_limit_s) const {
   for (int c = 0; c < n; ++c) {
     if (integer_[c]) Cbc_setInteger(model.get(), c);
   }
+  if (static_cast<int>(start_.size()) == n) {
+    std::vector<int> idx(n);
+    for (int c = 0; c < n; ++c) idx[c] = c;
+    Cbc_setMIPStartI(model.get(), n, idx.data(), start_.data());
+  }
   Cbc_setObjSense(model.get(), 1);
   Cbc_setLogLevel(model.get(), 0);
   Cbc_setParameter(model.get(), "threads", "1");

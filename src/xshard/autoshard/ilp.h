@@ -17,6 +17,9 @@ class Ilp {
   // A new variable with bounds [lo, hi] and objective coefficient `cost`; returns its index.
   int AddVariable(double cost, bool integer, double lo = 0, double hi = 1);
   void SetCost(int var, double cost) { cost_[var] = cost; }
+  double Cost(int var) const { return cost_[var]; }
+  // A feasible assignment of every variable the solver starts from (a MIP start).
+  void SetStart(std::vector<double> x) { start_ = std::move(x); }
   // lo <= sum(coef * x[var]) <= hi.
   void AddRow(std::vector<std::pair<int, double>> terms, double lo, double hi);
   int num_variables() const { return static_cast<int>(cost_.size()); }
@@ -39,6 +42,7 @@ class Ilp {
   };
   std::vector<double> cost_, lo_, hi_;
   std::vector<bool> integer_;
+  std::vector<double> start_;
   std::vector<Row> rows_;
 };
 

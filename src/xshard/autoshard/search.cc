@@ -6,7 +6,7 @@
 #include <numeric>
 #include <unordered_map>
 
-#include "xshard/autoshard/ilp.h"
+#include "xshard/autoshard/coarse_program.h"
 #include "xshard/base/strings.h"
 #include "xshard/ir/opcode.h"
 #include "xshard/rules/rule_registry.h"
@@ -52,17 +52,120 @@ bool WeakLeader(const Instruction& inst) {
   return op == Opcode::kBroadcast || op == Opcode::kConstant || op == Opcode::kIota;
 }
 
-// Index of each distinct value of f(i) over i in [0, n), in first-seen order.
-template <typename F>
-std::vector<int> Classes(int n, F f, std::vector<DimAxes>& distinct) {
-  std::vector<int> cls(n);
-  for (int i = 0; i < n; ++i) {
-    const DimAxes& v = f(i);
-    auto it = std::find(distinct.begin(), distinct.end(), v);
-    cls[i] = static_cast<int>(it - distinct.begin());
-    if (it == distinct.end()) distinct.push_back(v);
+// A 64-bit mix (splitmix64's finalizer).
+uint64_t Mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDull;
+  h ^= h >> 33;
+  return h;
+}
+
+uint64_t ShapeHash(const Shape& s) {
+  uint64_t h = Mix(0, static_cast<uint64_t>(s.dtype()));
+  for (int64_t d : s.dims()) h = Mix(h, static_cast<uint64_t>(d));
+  return h;
+}
+
+// Class of each group: groups tie when their members look alike (opcode, shape, operands' opcodes
+// and shapes) within the same surroundings (the 6 nodes either side in program order) and their
+// choices split alike, as the layers of an unrolled model do. Classes are numbered in first-seen
+// order (deterministic).
+std::vector<int> TieRepeatedGroups(const std::vector<Node>& nodes, const std::vector<Group>& groups) {
+  constexpr int kRadius = 6;
+  const int n = static_cast<int>(nodes.size());
+  std::vector<uint64_t> token(n), context(n);
+  for (int v = 0; v < n; ++v) {
+    const Instruction& inst = *nodes[v].inst;
+    uint64_t h = Mix(ShapeHash(inst.shape()), static_cast<uint64_t>(inst.opcode()));
+    for (const Instruction* o : inst.operands()) {
+      h = Mix(Mix(h, static_cast<uint64_t>(o->opcode())), o->shape().IsArray() ? ShapeHash(o->shape()) : 7);
+    }
+    token[v] = h;
+  }
+  for (int v = 0; v < n; ++v) {
+    uint64_t h = 0;
+    for (int d = -kRadius; d <= kRadius; ++d) h = Mix(h, v + d >= 0 && v + d < n ? token[v + d] : 1);
+    context[v] = h;
+  }
+  std::vector<int> cls(groups.size(), -1);
+  std::map<uint64_t, std::vector<int>> by_key;  // key -> the first group of each class with it
+  int next = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    uint64_t key = static_cast<uint64_t>(groups[g].count);
+    for (int m : groups[g].members) key = Mix(key, context[m]);
+    auto& reps = by_key[key];
+    for (int r : reps) {
+      const Node& a = nodes[groups[r].members[0]];
+      const Node& b = nodes[groups[g].members[0]];
+      bool same = groups[r].members.size() == groups[g].members.size() && a.strategies.size() == b.strategies.size();
+      for (size_t s = 0; same && s < a.strategies.size(); ++s) same = a.strategies[s].result == b.strategies[s].result;
+      if (same) {
+        cls[g] = cls[r];
+        break;
+      }
+    }
+    if (cls[g] < 0) {
+      cls[g] = next++;
+      reps.push_back(static_cast<int>(g));
+    }
   }
   return cls;
+}
+
+// Rows "the values live at a point fit the budget" at the 16 points where the unsplit program holds
+// the most (parameters live throughout, a value until its last use, outputs to the end).
+Status AddMemoryRows(const std::vector<Node>& nodes, const std::vector<Group>& groups, const std::vector<int>& class_of,
+                     const std::vector<Instruction*>& order,
+                     const std::unordered_map<const Instruction*, int>& position, int64_t budget,
+                     CoarseProgram& program) {
+  const int end = static_cast<int>(order.size());
+  std::vector<int> first(nodes.size()), last(nodes.size());
+  for (size_t v = 0; v < nodes.size(); ++v) {
+    const Instruction* inst = nodes[v].inst;
+    const bool param = inst->opcode() == Opcode::kParameter;
+    first[v] = param ? 0 : nodes[v].position;
+    int l = nodes[v].position;
+    for (const Instruction* user : inst->users()) {
+      auto p = position.find(user);
+      if (p != position.end()) l = std::max(l, p->second);
+      if (user->IsRoot()) l = end;
+    }
+    if (param || inst->IsRoot()) l = end;
+    last[v] = l;
+  }
+  std::vector<double> full(end + 1, 0);
+  for (size_t v = 0; v < nodes.size(); ++v) {
+    for (int p = first[v]; p <= last[v]; ++p) full[p] += static_cast<double>(nodes[v].inst->shape().byte_size());
+  }
+  std::vector<int> points(end + 1);
+  std::iota(points.begin(), points.end(), 0);
+  std::stable_sort(points.begin(), points.end(), [&](int a, int b) { return full[a] > full[b]; });
+  points.resize(std::min<size_t>(points.size(), 16));
+  for (int p : points) {
+    CoarseProgram::MemoryRow row;
+    row.budget = static_cast<double>(budget);
+    for (size_t v = 0; v < nodes.size(); ++v) {
+      if (p < first[v] || p > last[v]) continue;
+      const Group& g = groups[nodes[v].group];
+      auto& bytes = row.bytes[class_of[nodes[v].group]];
+      bytes.resize(g.count, 0);
+      for (int s = 0; s < g.count; ++s) {
+        bytes[s] += static_cast<double>(nodes[v].strategies[nodes[v].map[s]].result_bytes);
+      }
+    }
+    double least = 0;
+    for (const auto& [c, bytes] : row.bytes) least += *std::min_element(bytes.begin(), bytes.end());
+    if (least > row.budget) {
+      const std::string where = p < end ? order[p]->name() : "the end of the program";
+      return ResourceExhausted("autoshard: no plan fits ", spmd::FormatBytes(budget), " per device: at ", where,
+                               " the live values need at least ", spmd::FormatBytes(static_cast<int64_t>(least)),
+                               " per device even split as far as the mesh allows; raise --memory-per-device or use "
+                               "a bigger mesh");
+    }
+    program.memory.push_back(std::move(row));
+  }
+  return OkStatus();
 }
 
 }  // namespace
@@ -154,38 +257,45 @@ StatusOr<SearchOutcome> SearchShardings(const Computation& entry, const Autoshar
       for (int s = 0; s < g.count; ++s) g.cost[s] += nodes[m].strategies[nodes[m].map[s]].seconds;
     }
   }
-
-  // 3. The program's variables: one 0-1 choice per strategy of a group with a choice.
-  Ilp ilp;
-  double constant = 0;
+  // Groups with very many choices (3-D meshes) keep the cheapest ones by their own cost (compute and
+  // partial sums), and the first (replicated where allowed): the program stays small enough to solve.
+  const int keep = options.max_strategies_per_group;
   for (Group& g : groups) {
+    if (keep > 0 && g.count > keep) {
+      std::vector<int> idx(g.count);
+      std::iota(idx.begin(), idx.end(), 0);
+      std::stable_sort(idx.begin() + 1, idx.end(), [&](int a, int b) { return g.cost[a] < g.cost[b]; });
+      idx.resize(keep);
+      std::sort(idx.begin(), idx.end());
+      std::vector<double> cost_kept;
+      for (int i : idx) cost_kept.push_back(g.cost[i]);
+      for (int m : g.members) {
+        std::vector<int> map;
+        for (int i : idx) map.push_back(nodes[m].map[i]);
+        nodes[m].map = std::move(map);
+      }
+      g.cost = std::move(cost_kept);
+      g.count = keep;
+      ++out.stats.pruned_groups;
+    }
     out.stats.strategies += g.count;
-    if (g.count == 1) continue;
-    g.first_var = ilp.num_variables();
-    std::vector<std::pair<int, double>> one;
-    for (int s = 0; s < g.count; ++s) one.push_back({ilp.AddVariable(0, true), 1.0});
-    ilp.AddRow(std::move(one), 1, 1);
   }
   out.stats.groups = static_cast<int>(groups.size());
-  // Indicator of "group g takes one of `strategies`" as terms (empty + constant for fixed groups).
-  auto class_terms = [&](const Group& g, const std::vector<int>& cls, int c) {
-    std::vector<std::pair<int, double>> t;
-    for (int s = 0; s < g.count; ++s) {
-      if (cls[s] == c) t.push_back({g.first_var + s, 1.0});
-    }
-    return t;
-  };
 
-  // 4. Reshard costs on every operand edge.
-  int edge_vars = 0;
+  // 3. Reshard costs on every operand edge: inside a group onto its costs, between groups as a
+  // matrix over their choices.
+  struct GroupEdge {
+    int u, v;
+    std::vector<std::vector<double>> c;
+  };
+  std::vector<GroupEdge> group_edges;
   for (const Node& vn : nodes) {
     for (int i = 0; i < vn.inst->operand_count(); ++i) {
       auto it = node_of.find(vn.inst->operand(i));
-      if (it == node_of.end()) continue;
+      if (it == node_of.end() || !vn.strategies[vn.map[0]].operand_related[i]) continue;
       const Node& un = nodes[it->second];
-      Group& gu = groups[un.group];
+      const Group& gu = groups[un.group];
       Group& gv = groups[vn.group];
-      if (!vn.strategies[vn.map[0]].operand_related[i]) continue;
       const Shape& shape = un.inst->shape();
       if (un.group == vn.group) {
         for (int s = 0; s < gv.count; ++s) {
@@ -194,147 +304,85 @@ StatusOr<SearchOutcome> SearchShardings(const Computation& entry, const Autoshar
         }
         continue;
       }
+      // Price each distinct (result, requirement) pair once.
       std::vector<DimAxes> rs, qs;
-      const std::vector<int> rc = Classes(gu.count, [&](int s) -> const DimAxes& { return un.strategies[un.map[s]].result; }, rs);
-      const std::vector<int> qc = Classes(gv.count, [&](int s) -> const DimAxes& { return vn.strategies[vn.map[s]].operands[i]; }, qs);
-      std::vector<std::vector<double>> c(rs.size(), std::vector<double>(qs.size()));
-      double lo = 1e300, hi = 0;
+      auto id = [](std::vector<DimAxes>& distinct, const DimAxes& a) {
+        auto it = std::find(distinct.begin(), distinct.end(), a);
+        if (it != distinct.end()) return static_cast<int>(it - distinct.begin());
+        distinct.push_back(a);
+        return static_cast<int>(distinct.size()) - 1;
+      };
+      std::vector<int> rid(gu.count), qid(gv.count);
+      for (int su = 0; su < gu.count; ++su) rid[su] = id(rs, un.strategies[un.map[su]].result);
+      for (int sv = 0; sv < gv.count; ++sv) qid[sv] = id(qs, vn.strategies[vn.map[sv]].operands[i]);
+      std::vector<std::vector<double>> price(rs.size(), std::vector<double>(qs.size()));
       for (size_t r = 0; r < rs.size(); ++r) {
-        for (size_t q = 0; q < qs.size(); ++q) {
-          c[r][q] = ReshardSeconds(shape, rs[r], qs[q], mesh, cost);
-          lo = std::min(lo, c[r][q]);
-          hi = std::max(hi, c[r][q]);
-        }
+        for (size_t q = 0; q < qs.size(); ++q) price[r][q] = ReshardSeconds(shape, rs[r], qs[q], mesh, cost);
       }
-      if (hi - lo <= 0) {
-        constant += lo;
-      } else if (rs.size() == 1) {
-        for (int s = 0; s < gv.count; ++s) gv.cost[s] += c[0][qc[s]];
-      } else if (qs.size() == 1) {
-        for (int s = 0; s < gu.count; ++s) gu.cost[s] += c[rc[s]][0];
-      } else {
-        // e[r][q] in [0, 1] with marginals X_r (u takes a strategy of class r) and Y_q: with X and Y
-        // 0-1 the one e set to 1 is the pair chosen, so sum c e is the edge's cost.
-        std::vector<std::vector<int>> e(rs.size(), std::vector<int>(qs.size()));
-        for (size_t r = 0; r < rs.size(); ++r) {
-          for (size_t q = 0; q < qs.size(); ++q) e[r][q] = ilp.AddVariable(c[r][q], false);
-        }
-        edge_vars += static_cast<int>(rs.size() * qs.size());
-        for (size_t r = 0; r < rs.size(); ++r) {
-          std::vector<std::pair<int, double>> t;
-          for (size_t q = 0; q < qs.size(); ++q) t.push_back({e[r][q], 1.0});
-          for (auto [var, coef] : class_terms(gu, rc, static_cast<int>(r))) t.push_back({var, -coef});
-          ilp.AddRow(std::move(t), 0, 0);
-        }
-        for (size_t q = 0; q < qs.size(); ++q) {
-          std::vector<std::pair<int, double>> t;
-          for (size_t r = 0; r < rs.size(); ++r) t.push_back({e[r][q], 1.0});
-          for (auto [var, coef] : class_terms(gv, qc, static_cast<int>(q))) t.push_back({var, -coef});
-          ilp.AddRow(std::move(t), 0, 0);
-        }
+      GroupEdge e{un.group, vn.group, std::vector<std::vector<double>>(gu.count, std::vector<double>(gv.count))};
+      for (int su = 0; su < gu.count; ++su) {
+        for (int sv = 0; sv < gv.count; ++sv) e.c[su][sv] = price[rid[su]][qid[sv]];
       }
+      group_edges.push_back(std::move(e));
     }
   }
+
+  // 4. Repeated layers share a choice: groups whose instructions look alike in alike surroundings.
+  const std::vector<int> class_of = TieRepeatedGroups(nodes, groups);
+  CoarseProgram program;
+  const int num_classes = class_of.empty() ? 0 : *std::max_element(class_of.begin(), class_of.end()) + 1;
+  program.cost.resize(num_classes);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    auto& c = program.cost[class_of[g]];
+    if (c.empty()) c.assign(groups[g].count, 0);
+    for (int s = 0; s < groups[g].count; ++s) c[s] += groups[g].cost[s];
+  }
+  std::map<std::pair<int, int>, size_t> edge_index;
+  for (GroupEdge& e : group_edges) {
+    const int cu = class_of[e.u], cv = class_of[e.v];
+    if (cu == cv) {
+      for (int s = 0; s < groups[e.u].count; ++s) program.cost[cu][s] += e.c[s][s];
+      continue;
+    }
+    auto [it, fresh] = edge_index.try_emplace({cu, cv}, program.edges.size());
+    if (fresh) {
+      program.edges.push_back(CoarseProgram::Edge{cu, cv, std::move(e.c)});
+      continue;
+    }
+    auto& acc = program.edges[it->second].c;
+    for (size_t a = 0; a < acc.size(); ++a) {
+      for (size_t b = 0; b < acc[a].size(); ++b) acc[a][b] += e.c[a][b];
+    }
+  }
+  out.stats.classes = num_classes;
 
   // 5. Memory: the values live at the points where the unsplit program holds the most.
   if (options.memory_per_device > 0 && !nodes.empty()) {
-    const int end = static_cast<int>(order.size());
-    std::vector<int> last(nodes.size());
-    for (size_t v = 0; v < nodes.size(); ++v) {
-      const Instruction* inst = nodes[v].inst;
-      int l = nodes[v].position;
-      for (const Instruction* user : inst->users()) {
-        auto p = position.find(user);
-        if (p != position.end()) l = std::max(l, p->second);
-      }
-      if (inst->opcode() == Opcode::kParameter || inst->IsRoot()) l = end;
-      for (const Instruction* user : inst->users()) {
-        if (user->IsRoot()) l = end;
-      }
-      last[v] = l;
-    }
-    std::vector<double> full(end + 1, 0);
-    for (size_t v = 0; v < nodes.size(); ++v) {
-      const int from = nodes[v].inst->opcode() == Opcode::kParameter ? 0 : nodes[v].position;
-      for (int p = from; p <= last[v]; ++p) full[p] += static_cast<double>(nodes[v].inst->shape().byte_size());
-    }
-    std::vector<int> points(end + 1);
-    std::iota(points.begin(), points.end(), 0);
-    std::stable_sort(points.begin(), points.end(), [&](int a, int b) { return full[a] > full[b]; });
-    points.resize(std::min<size_t>(points.size(), 16));
-    for (int p : points) {
-      std::map<int, double> coef;
-      double fixed = 0, least = 0;
-      std::map<int, std::vector<double>> per_group;
-      for (size_t v = 0; v < nodes.size(); ++v) {
-        const int from = nodes[v].inst->opcode() == Opcode::kParameter ? 0 : nodes[v].position;
-        if (p < from || p > last[v]) continue;
-        const Group& g = groups[nodes[v].group];
-        auto& pg = per_group[nodes[v].group];
-        pg.resize(g.count, 0);
-        for (int s = 0; s < g.count; ++s) {
-          pg[s] += static_cast<double>(nodes[v].strategies[nodes[v].map[s]].result_bytes);
-        }
-      }
-      std::vector<std::pair<int, double>> terms;
-      for (const auto& [gi, bytes] : per_group) {
-        const Group& g = groups[gi];
-        least += *std::min_element(bytes.begin(), bytes.end());
-        if (g.count == 1) {
-          fixed += bytes[0];
-          continue;
-        }
-        for (int s = 0; s < g.count; ++s) terms.push_back({g.first_var + s, bytes[s]});
-      }
-      const auto budget = static_cast<double>(options.memory_per_device);
-      if (least > budget) {
-        const std::string where = p < end ? order[p]->name() : "the end of the program";
-        return ResourceExhausted("autoshard: no plan fits ", spmd::FormatBytes(options.memory_per_device),
-                                 " per device: at ", where, " the live values need at least ",
-                                 spmd::FormatBytes(static_cast<int64_t>(least)),
-                                 " per device even split as far as the mesh allows; raise --memory-per-device or use "
-                                 "a bigger mesh");
-      }
-      ilp.AddRow(std::move(terms), -1e30, budget - fixed);
-    }
+    XS_RETURN_IF_ERROR(AddMemoryRows(nodes, groups, class_of, order, position, options.memory_per_device, program));
   }
 
-  // 6. Objective and solution.
-  for (const Group& g : groups) {
-    if (g.count == 1) {
-      constant += g.cost[0];
-      continue;
-    }
-    for (int s = 0; s < g.count; ++s) ilp.SetCost(g.first_var + s, g.cost[s]);
-  }
-  out.stats.variables = ilp.num_variables();
-  out.stats.rows = ilp.num_rows();
-  StatusOr<Ilp::Solution> sol = ilp.Solve(options.time_limit_s);
+  // 6. Solve.
+  StatusOr<CoarseSolution> sol = SolveCoarse(program, options.time_limit_s, options.max_ilp_variables);
   if (!sol.ok()) {
-    if (sol.status().code() == StatusCode::kInvalidArgument) {
+    if (sol.status().code() == StatusCode::kResourceExhausted) {
       return ResourceExhausted("autoshard: no plan fits ", spmd::FormatBytes(options.memory_per_device),
-                               " per device (the memory rows and the one-choice rows cannot all hold); raise "
-                               "--memory-per-device or use a bigger mesh");
+                               " per device: ", sol.status().message(), "; raise --memory-per-device or use a bigger mesh");
     }
     return sol.status();
   }
+  out.stats.variables = sol->variables;
+  out.stats.rows = sol->rows;
   out.stats.solve_seconds = sol->seconds;
   out.stats.optimal = sol->optimal;
-  out.stats.objective = sol->objective + constant;
-  if (!sol->optimal) {
+  out.stats.objective = sol->objective;
+  out.stats.method = sol->method;
+  out.notes = sol->notes;
+  if (sol->method != "local search" && !sol->optimal) {
     out.notes.push_back(StrCat("the solver stopped at --time-limit ", options.time_limit_s,
                                " s with the best plan found, not a proven optimum"));
   }
-  (void)edge_vars;
   for (const Node& n : nodes) {
-    const Group& g = groups[n.group];
-    int s = 0;
-    if (g.count > 1) {
-      for (int k = 1; k < g.count; ++k) {
-        if (sol->x[g.first_var + k] > sol->x[g.first_var + s]) s = k;
-      }
-    }
-    out.chosen[n.inst] = n.strategies[n.map[s]].result;
+    out.chosen[n.inst] = n.strategies[n.map[sol->choice[class_of[n.group]]]].result;
   }
   out.stats.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;

@@ -23,6 +23,7 @@ struct AutoshardFlags {
   bool keep_annotations = false;
   bool compare = false;
   double time_limit = 60;
+  int max_ilp_variables = 250000;
 };
 
 // "8GiB", "8G", "512MiB", "1.5G", "1000000" -> bytes.
@@ -92,6 +93,7 @@ Status RunAutoshard(const AutoshardFlags& f) {
   }
   options.keep_annotations = f.keep_annotations;
   options.time_limit_s = f.time_limit;
+  options.max_ilp_variables = f.max_ilp_variables;
   StatusOr<autoshard::AutoshardResult> result = autoshard::Autoshard(*module, options);
   if (!result.ok()) return Annotate(result.status(), StrCat(f.file, ": "));
   std::cout << "autoshard " << f.file << ": mesh " << options.mesh.ToString() << " (" << n << " devices), "
@@ -143,6 +145,10 @@ void AddAutoshardCommand(CLI::App& root, CommandList& commands) {
   cmd->add_option("--emit", flags->emit, "Write the module with the chosen shardings to this file");
   cmd->add_option("--time-limit", flags->time_limit, "Seconds the ILP solver may take (default 60)")
       ->check(CLI::Range(0.01, 86400.0));
+  cmd->add_option("--max-ilp-variables", flags->max_ilp_variables,
+                  "Largest exact program (variables) handed to the ILP solver; bigger ones keep the\n"
+                  "local search's plan (default 250000)")
+      ->check(CLI::Range(0, 100000000));
   commands.push_back({cmd, [flags] { return RunAutoshard(*flags); }});
 }
 
