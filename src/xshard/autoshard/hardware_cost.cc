@@ -1,23 +1,33 @@
-// LoadHardwareCost: the partitioner's machine model as the search's prices (until profiles).
+// LoadHardwareCost: a hardware profile's rates as the search's prices, and PredictStep as the
+// evaluator of compiled plans (the same figures `bench run --predict` prints).
 #include "xshard/autoshard/hardware_cost.h"
 
-#include "xshard/spmd/cost_model.h"
+#include <memory>
+
+#include "xshard/spmd/hardware_profile.h"
+#include "xshard/spmd/step_prediction.h"
 
 namespace xs::autoshard {
 
 StatusOr<HardwareCost> LoadHardwareCost(const std::string& path, int64_t num_devices) {
-  if (!path.empty()) return Unimplemented("--hardware: profiles are not read yet");
-  (void)num_devices;
-  const spmd::MachineModel m;
-  HardwareCost hw;
-  hw.name = "built-in figures";
-  hw.cost.dot = [m](DType, double flops) { return flops / (m.device_gflops * 1e9); };
-  hw.cost.memory = [](double bytes) { return bytes / 5e9; };
-  hw.cost.collective = [m](std::string_view, int64_t, double bytes) {
-    return m.collective_latency_us * 1e-6 + bytes / (m.link_gbps * 1e9);
+  auto hw = std::make_shared<spmd::HardwareProfile>();
+  if (path.empty()) {
+    *hw = spmd::ThisMachineProfile();
+  } else {
+    XS_ASSIGN_OR_RETURN(*hw, spmd::LoadHardwareProfile(path));
+  }
+  HardwareCost out;
+  out.name = hw->name + " (" + hw->source + ")";
+  const int64_t n = num_devices;
+  out.cost.dot = [hw, n](DType type, double flops) { return hw->DotSeconds(type, flops, n); };
+  out.cost.memory = [hw, n](double bytes) { return hw->MemorySeconds(bytes, n); };
+  out.cost.collective = [hw, n](std::string_view kind, int64_t group, double bytes) {
+    return hw->CollectiveSeconds(kind, group, bytes, n);
   };
-  hw.evaluate = [](const Module&, const spmd::PartitionReport& report) { return report.EstimatedSeconds(); };
-  return hw;
+  out.evaluate = [hw, n](const Module& spmd, const spmd::PartitionReport&) {
+    return spmd::PredictStep(spmd, *hw, n).total_s;
+  };
+  return out;
 }
 
 }  // namespace xs::autoshard
