@@ -31,6 +31,81 @@ std::vector<std::pair<int64_t, int64_t>> ShiftPairs(const TileAssignment& ta, in
   return pairs;
 }
 
+namespace {
+
+// A part [a, b) of a source tile.
+using Part = std::pair<int64_t, int64_t>;
+
+// HaloWindow when tiles want different parts of the tile at the same shift (a split of a dim:
+// one tile needs the first half of its neighbour, the next the last half): per shift s, each
+// tile's sender slices the part its receiver wants (a fixed width W_s from an offset looked up
+// by the sender's tile index), one collective-permute moves it, and the receiver writes it at
+// its global place in a zero buffer of the window plus margins. parts[s][k]: the part of tile
+// k + s that tile k's window uses (empty when b <= a).
+StatusOr<Instruction*> PieceWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why,
+                                   const ShardLayout& layout, const std::map<int64_t, std::vector<Part>>& parts) {
+  Emitter& em = v.emitter();
+  const int d = w.dim;
+  const int64_t t = layout.tiles()[d], len = layout.shard_dims()[d];
+  Instruction* x = v.hlo();
+  const int rank = x->shape().rank();
+  const TileAssignment& ta = v.sharding().tile_assignment();
+  std::map<int64_t, int64_t> width;
+  int64_t margin = len;
+  for (const auto& [s, by_tile] : parts) {
+    int64_t wmax = 0;
+    for (const Part& p : by_tile) wmax = std::max(wmax, p.second - p.first);
+    width[s] = s == 0 ? len : wmax;
+    margin = std::max(margin, width[s]);
+  }
+  std::vector<int64_t> dims = x->shape().dims();
+  dims[d] = w.size + 2 * margin;
+  Instruction* buffer = em.Broadcast(em.ZeroOf(x->shape().dtype()), x->shape().WithDims(dims), {});
+  for (const auto& [s, by_tile] : parts) {
+    const int64_t ws = width[s];
+    if (ws == 0) continue;
+    // Receiver k: source offset off[k], placed at window position (k + s) * len + off[k] - lo[k]
+    // (plus the margin); tiles that use nothing at this shift write into the left margin.
+    std::vector<int64_t> off(t, 0), place(t, 0), send(t, 0);
+    std::vector<bool> uses(t, false);
+    for (int64_t k = 0; k < t; ++k) {
+      const Part& p = by_tile[k];
+      if (p.second <= p.first) continue;
+      uses[k] = true;
+      off[k] = s == 0 ? 0 : std::clamp<int64_t>(p.first, 0, len - ws);
+      place[k] = (k + s) * len + off[k] - w.lo[k] + margin;
+      if (k + s >= 0 && k + s < t) send[k + s] = off[k];
+    }
+    Instruction* piece = x;
+    if (s != 0) {
+      std::vector<Instruction*> starts(rank, em.ZeroOf(DType::kS32));
+      starts[d] = em.PerTile(layout, d, send);
+      std::vector<int64_t> sizes = x->shape().dims();
+      sizes[d] = ws;
+      piece = ws == len ? x : em.DynamicSlice(x, std::move(starts), std::move(sizes));
+      std::vector<std::pair<int64_t, int64_t>> pairs;
+      for (const auto& [src, dst] : ShiftPairs(ta, d, s)) {
+        if (uses[layout.TileIndex(dst, d)]) pairs.push_back({src, dst});
+      }
+      piece = em.CollectivePermute(piece, std::move(pairs),
+                                   StrCat(why, why.empty() ? "" : ": ", "halo exchange along dim ", d, ", ", ws,
+                                          " of ", len, " elements from the tile ", s, s > 0 ? " after" : " before",
+                                          " (each tile its own part)"));
+    }
+    std::vector<Instruction*> at(rank, em.ZeroOf(DType::kS32));
+    at[d] = em.PerTile(layout, d, place);
+    std::vector<Instruction*> operands = {buffer, piece};
+    operands.insert(operands.end(), at.begin(), at.end());
+    buffer = em.Add(Opcode::kDynamicUpdateSlice, buffer->shape(), std::move(operands));
+  }
+  std::vector<int64_t> starts(rank, 0), limits = dims;
+  starts[d] = margin;
+  limits[d] = margin + w.size;
+  return em.Slice(buffer, std::move(starts), std::move(limits));
+}
+
+}  // namespace
+
 StatusOr<Instruction*> HaloWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why,
                                   int64_t max_shift) {
   Emitter& em = v.emitter();
@@ -57,6 +132,31 @@ StatusOr<Instruction*> HaloWindow(const PartitionedValue& v, const DimWindow& w,
   const int64_t smin = used.begin()->first, smax = used.rbegin()->first;
   if (-smin > max_shift || smax > max_shift) {
     return FailedPrecondition("windows reach more than ", max_shift, " tiles away");
+  }
+  {
+    // Bytes of the union of the parts per shift (below) against each tile's own part.
+    std::map<int64_t, std::vector<Part>> parts;
+    for (int64_t k = 0; k < t; ++k) {
+      const int64_t lo = std::max<int64_t>(w.lo[k], 0);
+      const int64_t hi = std::min(w.lo[k] + w.needed[k], size);
+      for (int64_t m = lo / len; lo < hi && m <= (hi - 1) / len; ++m) {
+        std::vector<Part>& p = parts[m - k];
+        p.resize(t, Part{0, 0});
+        p[k] = {std::max(lo, m * len) - m * len, std::min(hi, (m + 1) * len) - m * len};
+      }
+    }
+    int64_t union_len = 0, piece_len = 0;
+    for (int64_t s = smin; s <= smax; ++s) {
+      if (s == 0) continue;
+      auto [a, b] = used.count(s) ? used[s] : Part{0, len};
+      union_len += (s < smax ? len : b) - (s > smin ? 0 : a);
+      int64_t wmax = 0;
+      if (parts.count(s)) {
+        for (const Part& p : parts[s]) wmax = std::max(wmax, p.second - p.first);
+      }
+      piece_len += wmax;
+    }
+    if (piece_len < union_len) return PieceWindow(v, w, why, layout, parts);
   }
   Instruction* x = v.hlo();
   const int rank = x->shape().rank();

@@ -31,8 +31,11 @@ std::vector<std::pair<int64_t, int64_t>> ShiftPairs(const TileAssignment& ta, in
 
 // The local buffer of `v` with dim `w.dim` replaced by the window: a collective-permute per
 // neighbour shift the windows reach (sending only the part of the shard some window uses), a
-// concatenation, and a dynamic-slice at each tile's offset. Error (FailedPrecondition) when a
-// window reaches more than `max_shift` tiles away, so that the caller gathers instead.
+// concatenation, and a dynamic-slice at each tile's offset. When tiles want different parts of
+// the tile at the same shift (a split of the dim) and their widest part is narrower than the
+// union, each sender slices its receiver's own part (an offset from its tile index) and the
+// receiver writes it at its place in the window. Error (FailedPrecondition) when a window reaches
+// more than `max_shift` tiles away, so that the caller gathers instead.
 StatusOr<Instruction*> HaloWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why,
                                   int64_t max_shift = 2);
 
