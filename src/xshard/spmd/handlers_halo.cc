@@ -1,9 +1,9 @@
 // slice, pad and reverse along sharded dims without gathering them: when the result keeps the
 // operand's tiling, each partition builds its slice / pad piece from its own shard and halos of
-// its neighbours' (halo.h), strided slices a window of every stride-th position; reverse
-// permutes whole pieces. Interior padding,
-// other result tilings, far windows that cost more than gathering and uneven reversed dims fall
-// back to the rule handler, which gathers the moved dims.
+// its neighbours' (halo.h), strided slices a window of every stride-th position, interior
+// padding pads each tile's input window locally; reverse permutes whole pieces. Other result
+// tilings, windows that cost more than gathering and uneven reversed dims fall back to the rule
+// handler, which gathers the moved dims.
 #include "xshard/base/strings.h"
 #include "xshard/spmd/halo.h"
 #include "xshard/spmd/handlers.h"
