@@ -5,7 +5,8 @@ measure).
 
 Usage: timed_errors.py LIMIT_SECONDS CMD ARGS...
 Prints, for each stderr line holding "error:", "error within LIMIT s: <line>" or "error after
-T s: <line>" (the time counted from the start of CMD), then "no error line" when there was none.
+T s: <line>" (the time counted from the start of CMD), then "no error line" when there was none,
+and last "exit N", CMD's exit code.
 """
 import subprocess
 import sys
@@ -27,6 +28,7 @@ def main():
     p.wait(timeout=120)
     if not found:
         print("no error line")
+    print(f"exit {p.returncode}")
     return 0
 
 

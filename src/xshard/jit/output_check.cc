@@ -1,6 +1,7 @@
 // Elementwise comparison of output leaves with allclose bounds per element type.
 #include "xshard/jit/output_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdio>
@@ -12,15 +13,6 @@
 
 namespace xs {
 namespace {
-
-std::vector<int64_t> Unravel(int64_t linear, const std::vector<int64_t>& dims) {
-  std::vector<int64_t> index(dims.size());
-  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
-    index[d] = linear % dims[d];
-    linear /= dims[d];
-  }
-  return index;
-}
 
 // Element i as (real, imaginary).
 std::complex<double> Element(const Array& a, int64_t i) {
@@ -124,33 +116,99 @@ StatusOr<OutputDiff> CompareOutput(const Array& g, const Array& w, int64_t index
     return InvalidArgument("output ", index, " is ", g.shape().ToString(false), " but the reference's is ",
                            w.shape().ToString(false));
   }
+  return CompareOutputBlocks({OutputBlock{&g, std::vector<int64_t>(g.dims().size(), 0), g.dims()}}, w, index,
+                             tolerance, summed_terms);
+}
+
+namespace {
+
+Status CheckBlock(const OutputBlock& b, const Array& w, int64_t index) {
+  if (b.held == nullptr || b.held->dtype() != w.dtype() || b.held->rank() != w.rank() ||
+      b.start.size() != w.dims().size() || b.sizes.size() != w.dims().size()) {
+    return InvalidArgument("output ", index, ": a block of ",
+                           b.held == nullptr ? std::string("nothing") : b.held->shape().ToString(false),
+                           " does not match the reference's ", w.shape().ToString(false));
+  }
+  for (size_t d = 0; d < w.dims().size(); ++d) {
+    if (b.start[d] < 0 || b.sizes[d] < 0 || b.start[d] + b.sizes[d] > w.dims()[d] || b.sizes[d] > b.held->dims()[d]) {
+      return InvalidArgument("output ", index, ": the block [", JoinDims(b.start), "] + [", JoinDims(b.sizes),
+                             "] held in ", b.held->shape().ToString(false), " is outside the reference's ",
+                             w.shape().ToString(false));
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<OutputDiff> CompareOutputBlocks(const std::vector<OutputBlock>& got, const Array& w, int64_t index,
+                                         std::optional<Tolerance> tolerance, int64_t summed_terms) {
+  int64_t covered = 0;
+  for (const OutputBlock& b : got) {
+    XS_RETURN_IF_ERROR(CheckBlock(b, w, index));
+    covered += Product(b.sizes);
+  }
+  if (covered != w.num_elements()) {
+    return InvalidArgument("output ", index, ": its blocks hold ", covered, " elements but the reference ",
+                           w.shape().ToString(false), " has ", w.num_elements());
+  }
   OutputDiff diff;
   diff.output = index;
-  diff.tolerance = tolerance.value_or(DefaultTolerance(g.dtype()));
-  const int64_t count = g.num_elements();
+  diff.tolerance = tolerance.value_or(DefaultTolerance(w.dtype()));
   // Element by element through the arrays' own storage: no widened or global copies.
-  for (int64_t i = 0; i < count; ++i) {
+  for (int64_t i = 0; i < w.num_elements(); ++i) {
     const double magnitude = std::abs(Element(w, i));
     if (std::isfinite(magnitude)) diff.largest = std::max(diff.largest, magnitude);
   }
   const double growth = std::max(1.0, std::sqrt(static_cast<double>(std::max<int64_t>(summed_terms, 1))) / 8);
   const double scale_term = diff.tolerance.scale_tol * diff.largest * growth;
   diff.scale_growth = growth;
-  for (int64_t i = 0; i < count; ++i) {
-    const std::complex<double> a = Element(g, i);
-    const std::complex<double> b = Element(w, i);
-    const double err = std::max(ComponentError(a.real(), b.real()), ComponentError(a.imag(), b.imag()));
-    const double magnitude = std::abs(b);
-    diff.max_abs_error = std::max(diff.max_abs_error, err);
-    if (magnitude > 0 && std::isfinite(magnitude)) diff.max_rel_error = std::max(diff.max_rel_error, err / magnitude);
-    const double bound = diff.tolerance.atol + diff.tolerance.rtol * (std::isfinite(magnitude) ? magnitude : 0);
-    if (err <= bound) continue;
-    if (err <= bound + scale_term) {
-      ++diff.within_scale;
-    } else if (diff.mismatches++ == 0) {
-      diff.first_mismatch = Unravel(i, g.dims());
-      diff.got = a.real();
-      diff.want = b.real();
+  const std::vector<int64_t> want_strides = RowMajorStrides(w.dims());
+  for (const OutputBlock& b : got) {
+    if (Product(b.sizes) == 0) continue;
+    const Array& g = *b.held;
+    const std::vector<int64_t> held_strides = RowMajorStrides(g.dims());
+    const int rank = static_cast<int>(b.sizes.size());
+    // Row by row: `at` indexes the block (its last entry 0), each row's elements are contiguous.
+    std::vector<int64_t> at(rank, 0);
+    const int64_t row = rank == 0 ? 1 : b.sizes[rank - 1];
+    bool mismatched = false;  // this block's first mismatch is recorded
+    for (;;) {
+      int64_t g0 = 0, w0 = 0;
+      for (int d = 0; d < rank; ++d) {
+        g0 += at[d] * held_strides[d];
+        w0 += (b.start[d] + at[d]) * want_strides[d];
+      }
+      for (int64_t j = 0; j < row; ++j) {
+        const std::complex<double> x = Element(g, g0 + j);
+        const std::complex<double> y = Element(w, w0 + j);
+        const double err = std::max(ComponentError(x.real(), y.real()), ComponentError(x.imag(), y.imag()));
+        const double magnitude = std::abs(y);
+        diff.max_abs_error = std::max(diff.max_abs_error, err);
+        if (magnitude > 0 && std::isfinite(magnitude)) diff.max_rel_error = std::max(diff.max_rel_error, err / magnitude);
+        const double bound = diff.tolerance.atol + diff.tolerance.rtol * (std::isfinite(magnitude) ? magnitude : 0);
+        if (err <= bound) continue;
+        if (err <= bound + scale_term) {
+          ++diff.within_scale;
+          continue;
+        }
+        // Row-major order within a block is the global order restricted to it: the block's first
+        // mismatch competes with the other blocks' firsts.
+        if (!mismatched) {
+          std::vector<int64_t> where(rank);
+          for (int d = 0; d < rank; ++d) where[d] = b.start[d] + at[d] + (d == rank - 1 ? j : 0);
+          if (diff.mismatches == 0 || where < diff.first_mismatch) {
+            diff.first_mismatch = where;
+            diff.got = x.real();
+            diff.want = y.real();
+          }
+          mismatched = true;
+        }
+        ++diff.mismatches;
+      }
+      int d = rank - 2;
+      while (d >= 0 && ++at[d] == b.sizes[d]) at[d--] = 0;
+      if (d < 0) break;
     }
   }
   return diff;

@@ -75,6 +75,23 @@ StatusOr<OutputDiff> CompareOutput(const Array& got, const Array& want, int64_t 
                                    std::optional<Tolerance> tolerance = std::nullopt,
                                    int64_t summed_terms = 1);
 
+// A block of a global array that another array holds: elements [start, start + sizes) of the
+// global array are elements [0, sizes) of *held (a device's padded shard, which may be larger).
+struct OutputBlock {
+  const Array* held = nullptr;
+  std::vector<int64_t> start, sizes;
+};
+// CompareOutput for an output given as blocks that tile it (each element in exactly one block, as
+// ShardedProgram::OutputBlocks gives a sharded output's pieces), each read where it is held: no
+// global copy of `got` is made. The result is CompareOutput's on the assembled array (the first
+// mismatch is the first in row-major order of the global array). Errors: a block of another
+// dtype or rank than `want`, a block outside want's or its holder's dims, blocks whose sizes do
+// not add up to want's element count.
+StatusOr<OutputDiff> CompareOutputBlocks(const std::vector<OutputBlock>& got, const Array& want,
+                                         int64_t index = 0,
+                                         std::optional<Tolerance> tolerance = std::nullopt,
+                                         int64_t summed_terms = 1);
+
 }  // namespace xs
 
 #endif  // XSHARD_JIT_OUTPUT_CHECK_H_

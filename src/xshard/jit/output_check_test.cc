@@ -145,6 +145,44 @@ TEST(OutputCheckTest, ShapeAndCountMismatchesAreErrors) {
   EXPECT_EQ(shape.status().message(), "output 0 is f32[2] but the reference's is f32[1,2]");
 }
 
+TEST(OutputCheckTest, BlocksAreComparedWhereTheyAreHeldAndTheGlobalFirstMismatchIsNamed) {
+  // want is s32[3,4] = 0..11. Two padded holders: rows 0-1 (held 2x4) and row 2 (held in a 2x4
+  // whose second row is padding), each wrong in one place; the global first is [1,3], although
+  // the block holding row 2 comes first in the list.
+  Array want = Array::Iota(DType::kS32, {3, 4});
+  Array top = Array::FromVector<int32_t>({2, 4}, {0, 1, 2, 3, 4, 5, 6, 70});
+  Array bottom = Array::FromVector<int32_t>({2, 4}, {8, 9, 100, 11, -1, -1, -1, -1});
+  std::vector<OutputBlock> blocks = {{&bottom, {2, 0}, {1, 4}}, {&top, {0, 0}, {2, 4}}};
+  StatusOr<OutputDiff> d = CompareOutputBlocks(blocks, want);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->mismatches, 2);  // the padding (-1) is not compared
+  EXPECT_EQ(d->first_mismatch, (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(d->got, 70);
+  EXPECT_EQ(d->want, 7);
+  EXPECT_EQ(d->max_abs_error, 90);
+  // The same values assembled give the same answer through CompareOutput.
+  Array global = Array::FromVector<int32_t>({3, 4}, {0, 1, 2, 3, 4, 5, 6, 70, 8, 9, 100, 11});
+  StatusOr<OutputDiff> whole = CompareOutput(global, want);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->mismatches, d->mismatches);
+  EXPECT_EQ(whole->first_mismatch, d->first_mismatch);
+  EXPECT_EQ(whole->max_abs_error, d->max_abs_error);
+}
+
+TEST(OutputCheckTest, BlocksThatDoNotTileTheReferenceAreErrors) {
+  Array want = Array::Iota(DType::kF32, {2, 2});
+  Array held = Array::Iota(DType::kF32, {1, 2});
+  StatusOr<OutputDiff> missing = CompareOutputBlocks({{&held, {0, 0}, {1, 2}}}, want);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(), "output 0: its blocks hold 2 elements but the reference f32[2,2] has 4");
+  StatusOr<OutputDiff> outside = CompareOutputBlocks({{&held, {1, 1}, {1, 2}}}, want);
+  ASSERT_FALSE(outside.ok());
+  EXPECT_EQ(outside.status().message(),
+            "output 0: the block [1,1] + [1,2] held in f32[1,2] is outside the reference's f32[2,2]");
+  Array ints = Array::Iota(DType::kS32, {2, 2});
+  EXPECT_FALSE(CompareOutputBlocks({{&ints, {0, 0}, {2, 2}}}, want).ok());
+}
+
 TEST(OutputCheckTest, DefaultTolerancesFollowThePrecision) {
   EXPECT_EQ(DefaultTolerance(DType::kS32).atol, 0);
   EXPECT_LT(DefaultTolerance(DType::kF64).rtol, DefaultTolerance(DType::kF32).rtol);

@@ -2,6 +2,7 @@
 #include "xshard/jit/sharded_program.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "xshard/base/strings.h"
 #include "xshard/ir/attributes.h"
@@ -145,14 +146,7 @@ std::unique_ptr<Module> ReplicatedReference(const Module& global) {
 
 StatusOr<std::unique_ptr<ShardedProgram>> ShardedProgram::Compile(const Module& global, int64_t num_devices,
                                                                   const CompileOptions& options) {
-  if (num_devices < 1 || num_devices > 4096) {
-    return InvalidArgument("the device count must be 1..4096, got ", num_devices);
-  }
-  if (global.config().replica_count > 1) {
-    return Unimplemented("unsupported: module '", global.name(), "' has replica_count=",
-                         global.config().replica_count, "; xshard partitions modules with one replica "
-                         "(data parallelism is expressed with shardings over num_partitions)");
-  }
+  // CompileModule checks the device count and replica_count.
   std::unique_ptr<ShardedProgram> p(new ShardedProgram());
   p->num_devices_ = num_devices;
   XS_ASSIGN_OR_RETURN(CompiledModule compiled, CompileModule(global, num_devices, options));
@@ -169,6 +163,12 @@ StatusOr<std::unique_ptr<ShardedProgram>> ShardedProgram::Compile(const Module& 
   }
   AppendLeaves(entry.root()->shape(), &p->output_shapes_);
   AppendLeafShardings(entry.root()->shape(), r.output_sharding, &p->output_shardings_);
+  for (size_t i = 0; i < p->output_shapes_.size(); ++i) {
+    // A sharding whose geometry fails here fails again, with its error, in OutputBlocks.
+    StatusOr<std::optional<ShardGeometry>> g = GeometryOf(p->output_shardings_[i], p->output_shapes_[i], num_devices);
+    p->output_per_device_.push_back(g.ok() && PerDeviceValues(p->output_shardings_[i], *g));
+  }
+  XS_ASSIGN_OR_RETURN(p->executable_, SpmdExecutable::Create(*p->spmd_));
   return p;
 }
 
@@ -222,6 +222,94 @@ StatusOr<std::vector<std::vector<Array>>> ShardedProgram::ShardArguments(const s
   return shards;
 }
 
+StatusOr<std::vector<OutputBlock>> ShardedProgram::OutputBlocks(
+    size_t i, const std::vector<std::vector<Array>>& device_outputs) const {
+  const int64_t n = num_devices_;
+  if (static_cast<int64_t>(device_outputs.size()) != n) {
+    return InvalidArgument("outputs of ", device_outputs.size(), " devices given; the program runs on ", n);
+  }
+  if (i >= output_shapes_.size()) {
+    return InvalidArgument("output ", i, " does not exist; the program has ", output_shapes_.size());
+  }
+  const Shape& shape = output_shapes_[i];
+  const HloSharding& s = output_shardings_[i];
+  XS_ASSIGN_OR_RETURN(std::optional<ShardGeometry> g, GeometryOf(s, shape, n));
+  if (PerDeviceValues(s, g)) {
+    return InvalidArgument("output ", i, " (sharding ", s.ToString(), ") holds per-device values; it has no global array");
+  }
+  const std::vector<int64_t> padded = g ? g->PaddedShardShape() : shape.dims();
+  auto held = [&](int64_t d) -> StatusOr<const Array*> {
+    if (device_outputs[d].size() != output_shapes_.size()) {
+      return InvalidArgument("device ", d, " has ", device_outputs[d].size(), " outputs; the program has ",
+                             output_shapes_.size());
+    }
+    const Array& a = device_outputs[d][i];
+    if (a.dims() != padded || a.dtype() != shape.dtype()) {
+      return Internal("device ", d, " output ", i, " is ", a.shape().ToString(false), "; its shard of ",
+                      shape.ToString(false), " under ", s.ToString(), " is ", DTypeName(shape.dtype()), "[",
+                      JoinDims(padded), "]");
+    }
+    return &a;
+  };
+  std::vector<OutputBlock> blocks;
+  if (!g) {
+    XS_ASSIGN_OR_RETURN(const Array* a, held(0));
+    blocks.push_back({a, std::vector<int64_t>(padded.size(), 0), shape.dims()});
+    return blocks;
+  }
+  for (const Piece& piece : g->pieces()) {
+    if (piece.box.num_elements() == 0) continue;
+    XS_ASSIGN_OR_RETURN(const Array* a, held(piece.devices.front()));
+    blocks.push_back({a, piece.box.start, piece.box.sizes()});
+  }
+  return blocks;
+}
+
+namespace {
+
+// Copies elements [0, block.sizes) of *block.held to [block.start, + sizes) of `out`, one
+// contiguous row of the innermost dim at a time.
+void CopyBlock(const OutputBlock& block, Array& out) {
+  const int rank = static_cast<int>(block.sizes.size());
+  for (int64_t s : block.sizes) {
+    if (s == 0) return;
+  }
+  const int64_t elem = DTypeSize(out.dtype());
+  if (rank == 0) {
+    std::memcpy(out.data(), block.held->data(), static_cast<size_t>(elem));
+    return;
+  }
+  const std::vector<int64_t> from = RowMajorStrides(block.held->dims());
+  const std::vector<int64_t> to = RowMajorStrides(out.dims());
+  const size_t row = static_cast<size_t>(block.sizes[rank - 1] * elem);
+  std::vector<int64_t> at(rank, 0);
+  for (;;) {
+    int64_t f = 0, t = 0;
+    for (int d = 0; d < rank; ++d) {
+      f += at[d] * from[d];
+      t += (block.start[d] + at[d]) * to[d];
+    }
+    std::memcpy(out.data() + t * elem, block.held->data() + f * elem, row);
+    int d = rank - 2;
+    while (d >= 0 && ++at[d] == block.sizes[d]) at[d--] = 0;
+    if (d < 0) return;
+  }
+}
+
+}  // namespace
+
+StatusOr<Array> ShardedProgram::AssembleOutput(size_t i, const std::vector<std::vector<Array>>& device_outputs) const {
+  XS_ASSIGN_OR_RETURN(std::vector<OutputBlock> blocks, OutputBlocks(i, device_outputs));
+  const Shape& shape = output_shapes_[i];
+  int64_t covered = 0;
+  for (const OutputBlock& b : blocks) covered += Product(b.sizes);
+  // Every element comes from a block when the pieces tile the array (they do): no zero-fill, and
+  // the pages are touched once, by the copy.
+  Array global = covered == shape.num_elements() ? Array::Uninitialized(shape) : Array(shape);
+  for (const OutputBlock& b : blocks) CopyBlock(b, global);
+  return global;
+}
+
 StatusOr<ShardedResult> ShardedProgram::AssembleOutputs(std::vector<std::vector<Array>> device_outputs) const {
   const int64_t n = num_devices_;
   if (static_cast<int64_t>(device_outputs.size()) != n) {
@@ -236,33 +324,13 @@ StatusOr<ShardedResult> ShardedProgram::AssembleOutputs(std::vector<std::vector<
   ShardedResult result;
   for (size_t i = 0; i < output_shapes_.size(); ++i) {
     const Shape& shape = output_shapes_[i];
-    const HloSharding& s = output_shardings_[i];
-    XS_ASSIGN_OR_RETURN(std::optional<ShardGeometry> g, GeometryOf(s, shape, n));
-    if (PerDeviceValues(s, g)) {
+    XS_ASSIGN_OR_RETURN(std::optional<ShardGeometry> g, GeometryOf(output_shardings_[i], shape, n));
+    if (PerDeviceValues(output_shardings_[i], g)) {
       result.outputs.push_back(Array(DType::kF32, {0}));
       result.assembled.push_back(false);
       continue;
     }
-    const std::vector<int64_t> padded = g ? g->PaddedShardShape() : shape.dims();
-    Array global(shape);
-    if (!g) {
-      global = device_outputs[0][i];
-    } else {
-      for (const Piece& piece : g->pieces()) {
-        if (piece.box.num_elements() == 0) continue;
-        const Array& held = device_outputs[piece.devices.front()][i];
-        if (held.dims() != padded || held.dtype() != shape.dtype()) {
-          return Internal("device ", piece.devices.front(), " output ", i, " is ", held.shape().ToString(false),
-                          "; its shard of ", shape.ToString(false), " under ", s.ToString(), " is ",
-                          DTypeName(shape.dtype()), "[", JoinDims(padded), "]");
-        }
-        global.UpdateSlice(held.Slice(std::vector<int64_t>(padded.size(), 0), piece.box.sizes()), piece.box.start);
-      }
-    }
-    if (global.dims() != shape.dims() || global.dtype() != shape.dtype()) {
-      return Internal("output ", i, " came back as ", global.shape().ToString(false), ", expected ",
-                      shape.ToString(false));
-    }
+    XS_ASSIGN_OR_RETURN(Array global, AssembleOutput(i, device_outputs));
     result.outputs.push_back(std::move(global));
     result.assembled.push_back(true);
   }
@@ -270,23 +338,25 @@ StatusOr<ShardedResult> ShardedProgram::AssembleOutputs(std::vector<std::vector<
   return result;
 }
 
-StatusOr<ShardedResult> ShardedProgram::Run(Client& client, const std::vector<Array>& args,
-                                            const SpmdRunOptions& options) const {
+StatusOr<const SpmdExecutable*> ShardedProgram::Planned(const Client& client) const {
   if (client.num_devices() < num_devices_) {
     return InvalidArgument("the program runs on ", num_devices_, " devices but the client has ",
                            client.num_devices());
   }
+  return executable_.get();
+}
+
+StatusOr<SpmdResult> ShardedProgram::RunWithoutGather(Client& client, const std::vector<Array>& args,
+                                                      const SpmdRunOptions& options) const {
   // Planned before the arguments are placed: an unsupported program fails without allocating.
-  const SpmdExecutable* executable = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(plan_mutex_);
-    if (!executable_) {
-      XS_ASSIGN_OR_RETURN(executable_, SpmdExecutable::Create(*spmd_));
-    }
-    executable = executable_.get();
-  }
+  XS_ASSIGN_OR_RETURN(const SpmdExecutable* executable, Planned(client));
   XS_ASSIGN_OR_RETURN(DeviceArguments placed, PlaceArguments(args));
-  XS_ASSIGN_OR_RETURN(SpmdResult ran, executable->Run(client, placed.per_device, options));
+  return executable->Run(client, placed.per_device, options);
+}
+
+StatusOr<ShardedResult> ShardedProgram::Run(Client& client, const std::vector<Array>& args,
+                                            const SpmdRunOptions& options) const {
+  XS_ASSIGN_OR_RETURN(SpmdResult ran, RunWithoutGather(client, args, options));
   XS_ASSIGN_OR_RETURN(ShardedResult result, AssembleOutputs(std::move(ran.outputs)));
   result.memory = std::move(ran.memory);
   return result;
@@ -294,18 +364,7 @@ StatusOr<ShardedResult> ShardedProgram::Run(Client& client, const std::vector<Ar
 
 StatusOr<SpmdResult> ShardedProgram::RunPlaced(Client& client, const std::vector<std::vector<Array>>& shards,
                                                const SpmdRunOptions& options) const {
-  if (client.num_devices() < num_devices_) {
-    return InvalidArgument("the program runs on ", num_devices_, " devices but the client has ",
-                           client.num_devices());
-  }
-  const SpmdExecutable* executable = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(plan_mutex_);
-    if (!executable_) {
-      XS_ASSIGN_OR_RETURN(executable_, SpmdExecutable::Create(*spmd_));
-    }
-    executable = executable_.get();
-  }
+  XS_ASSIGN_OR_RETURN(const SpmdExecutable* executable, Planned(client));
   return executable->Run(client, shards, options);
 }
 

@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +24,7 @@
 #include "xshard/core/array.h"
 #include "xshard/ir/module.h"
 #include "xshard/jit/compile_pipeline.h"
+#include "xshard/jit/output_check.h"
 #include "xshard/runtime/spmd_executor.h"
 #include "xshard/spmd/partitioner.h"
 #include "xshard/spmd/report.h"
@@ -47,10 +47,12 @@ struct ShardedResult {
 class ShardedProgram {
  public:
   // Propagates shardings through `global`, partitions it for `num_devices` partitions and cleans
-  // the SPMD module up (CompileModule's pipeline). global_module() is the propagated module. The SPMD module is marked is_scheduled (its instruction order is final),
-  // so `xshard run` runs a printed copy as is instead of partitioning it again. Errors: a module
-  // with replica_count > 1, num_devices < 1 or > 4096, and every Partition() error (named by
-  // instruction).
+  // the SPMD module up (CompileModule's pipeline), then plans it for execution (SpmdExecutable).
+  // global_module() is the propagated module. The SPMD module is marked is_scheduled (its
+  // instruction order is final), so `xshard run` runs a printed copy as is instead of partitioning
+  // it again. Errors: CompileModule's (replica_count > 1, num_devices outside 1..kMaxDevices,
+  // every Partition() error, named by instruction) and SpmdExecutable::Create's (an op the
+  // executor does not support; `xshard partition` calls CompileModule and plans nothing).
   static StatusOr<std::unique_ptr<ShardedProgram>> Compile(const Module& global, int64_t num_devices,
                                                            const CompileOptions& options = {});
 
@@ -72,22 +74,38 @@ class ShardedProgram {
   // The inverse for outputs: global arrays from every device's padded output shards (replicas
   // are taken from the lowest device holding each piece).
   StatusOr<ShardedResult> AssembleOutputs(std::vector<std::vector<Array>> device_outputs) const;
+  // Whether output leaf `i` holds per-device values (a manual or unreduced sharding): it has no
+  // global array, only the devices' pieces.
+  bool OutputHasPerDeviceValues(size_t i) const { return output_per_device_[i]; }
+  // Where output leaf `i` lies in the devices' outputs (device_outputs[d][i]: device d's padded
+  // shard): one block per piece of its sharding, read from the lowest device holding it; the
+  // blocks tile the global array. Errors: an output with per-device values, a device output of
+  // another shape than its shard.
+  StatusOr<std::vector<OutputBlock>> OutputBlocks(size_t i,
+                                                   const std::vector<std::vector<Array>>& device_outputs) const;
+  // Global output leaf `i` from the devices' outputs: one array written block by block (no copy
+  // of a piece on the way). Errors as OutputBlocks.
+  StatusOr<Array> AssembleOutput(size_t i, const std::vector<std::vector<Array>>& device_outputs) const;
 
   // ShardArguments (without copying: replicated and manual arguments are read by every device
   // from `args` itself), SpmdExecutable::Run on the client's first num_devices() devices, and
-  // AssembleOutputs. The client must have at least num_devices() devices. The SPMD module is
-  // planned for execution on the first call (an op the executor does not support fails here, not
-  // in Compile, so that a program can always be partitioned and printed).
+  // AssembleOutputs. The client must have at least num_devices() devices.
   StatusOr<ShardedResult> Run(Client& client, const std::vector<Array>& args,
                               const SpmdRunOptions& options = {}) const;
   // The per-device execution alone, on shards already placed on the devices (shards[d][i]:
   // argument leaf i on device d, as ShardArguments returns them): no scatter, no gather; the
   // devices' outputs come back as they hold them (SpmdResult::outputs[d]). This is what a
-  // benchmark times, like JAX timing a jitted call on already-sharded arrays. Plans the SPMD
-  // module on the first call (shared with Run). Errors as SpmdExecutable::Run's, and a client
-  // with fewer than num_devices() devices.
+  // benchmark times, like JAX timing a jitted call on already-sharded arrays (Compile's plan,
+  // shared with Run). Errors as SpmdExecutable::Run's, and a client with fewer than
+  // num_devices() devices.
   StatusOr<SpmdResult> RunPlaced(Client& client, const std::vector<std::vector<Array>>& shards,
                                  const SpmdRunOptions& options = {}) const;
+  // Run without the gather: the global arguments placed as Run places them, and the devices'
+  // outputs as they hold them (views of each device's arena: no copy). For a caller that needs
+  // no global output, or assembles the ones it needs with AssembleOutput, so that a run's memory
+  // stays the arguments, the devices' arenas and what the caller asks for. Errors as Run's.
+  StatusOr<SpmdResult> RunWithoutGather(Client& client, const std::vector<Array>& args,
+                                        const SpmdRunOptions& options = {}) const;
 
  private:
   // Each device's argument leaves: pointers into the caller's arrays (replicated, manual, the
@@ -97,16 +115,18 @@ class ShardedProgram {
     std::vector<std::vector<const Array*>> per_device;
   };
   StatusOr<DeviceArguments> PlaceArguments(const std::vector<Array>& args) const;
+  // The SPMD executable Compile planned; errors: a client with fewer than num_devices() devices.
+  StatusOr<const SpmdExecutable*> Planned(const Client& client) const;
 
   ShardedProgram() = default;
   int64_t num_devices_ = 1;
   std::unique_ptr<Module> global_;
   std::unique_ptr<Module> spmd_;
-  mutable std::mutex plan_mutex_;
-  mutable std::unique_ptr<SpmdExecutable> executable_;  // planned by the first Run
+  std::unique_ptr<SpmdExecutable> executable_;  // planned by Compile
   spmd::PartitionReport report_;
   std::vector<Shape> argument_shapes_, output_shapes_;
   std::vector<HloSharding> argument_shardings_, output_shardings_;
+  std::vector<bool> output_per_device_;  // OutputHasPerDeviceValues
 };
 
 // True when `module` is a global program to partition: some instruction carries a sharding and

@@ -133,6 +133,47 @@ ENTRY main {
   EXPECT_EQ(r->device_outputs[3][0], Array::FromVector<float>({2, 2}, {0, 2, 16, 18}));
 }
 
+TEST(ShardedProgramTest, RunWithoutGatherLeavesTheOutputsOnTheDevicesUntilOneIsAssembled) {
+  // 5 rows on 4 devices (shards of 2, 2, 1, 0 rows, padded to 2) and a replicated output.
+  auto module = Parse(R"(
+HloModule two_outputs, num_partitions=4
+ENTRY main {
+  p = s32[5,3] parameter(0), sharding={devices=[4,1]<=[4]}
+  n = s32[5,3] negate(p), sharding={devices=[4,1]<=[4]}
+  r = s32[5,3] copy(p), sharding={replicated}
+  ROOT t = (s32[5,3], s32[5,3]) tuple(n, r), sharding={{devices=[4,1]<=[4]}, {replicated}}
+})");
+  StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(*module, 4);
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  auto client = MakeClient(4);
+  Array x = Array::Iota(DType::kS32, {5, 3});
+  StatusOr<SpmdResult> ran = (*program)->RunWithoutGather(*client, {x});
+  ASSERT_TRUE(ran.ok()) << ran.status().ToString();
+  ASSERT_EQ(ran->outputs.size(), 4u);
+  EXPECT_EQ(ran->outputs[2][0], Array::FromVector<int32_t>({2, 3}, {-12, -13, -14, 0, 0, 0}));
+  EXPECT_FALSE((*program)->OutputHasPerDeviceValues(0));
+  StatusOr<std::vector<OutputBlock>> blocks = (*program)->OutputBlocks(0, ran->outputs);
+  ASSERT_TRUE(blocks.ok()) << blocks.status().ToString();
+  ASSERT_EQ(blocks->size(), 3u);  // device 3 holds no rows
+  EXPECT_EQ((*blocks)[2].start, (std::vector<int64_t>{4, 0}));
+  EXPECT_EQ((*blocks)[2].sizes, (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ((*blocks)[2].held, &ran->outputs[2][0]);
+  std::vector<int32_t> negated(15), same(15);
+  for (int i = 0; i < 15; ++i) negated[i] = -i, same[i] = i;
+  StatusOr<Array> out0 = (*program)->AssembleOutput(0, ran->outputs);
+  ASSERT_TRUE(out0.ok()) << out0.status().ToString();
+  EXPECT_EQ(*out0, Array::FromVector<int32_t>({5, 3}, negated));
+  StatusOr<Array> out1 = (*program)->AssembleOutput(1, ran->outputs);
+  ASSERT_TRUE(out1.ok()) << out1.status().ToString();
+  EXPECT_EQ(*out1, Array::FromVector<int32_t>({5, 3}, same));
+  EXPECT_FALSE((*program)->AssembleOutput(2, ran->outputs).ok());
+  ran->outputs[1][0] = Array::Iota(DType::kS32, {3, 3});
+  StatusOr<Array> wrong = (*program)->AssembleOutput(0, ran->outputs);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().message(), "device 1 output 0 is s32[3,3]; its shard of s32[5,3] under "
+                                      "{devices=[4,1]<=[4]} is s32[2,3]");
+}
+
 TEST(ShardedProgramTest, MaximalArgumentLivesOnItsDevice) {
   auto module = Parse(R"(
 HloModule maximal, num_partitions=2
@@ -174,7 +215,7 @@ TEST(ShardedProgramTest, BadDeviceCountsAndReplicasAreRefused) {
   auto module = Parse(kInner);
   StatusOr<std::unique_ptr<ShardedProgram>> zero = ShardedProgram::Compile(*module, 0);
   ASSERT_FALSE(zero.ok());
-  EXPECT_EQ(zero.status().message(), "the device count must be 1..4096, got 0");
+  EXPECT_EQ(zero.status().message(), "the device count must be 1..8192, got 0");
   auto replicas = Parse(R"(
 HloModule r, replica_count=2
 ENTRY main {

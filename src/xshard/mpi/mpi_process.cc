@@ -191,7 +191,9 @@ void SendAbortToAll(const Status& reason) {
   if (!p.initialized || p.abort_sent) return;
   p.abort_sent = true;
   if (p.broken.ok()) p.broken = reason;
-  // A peer that sent the abort we are reacting to need not hear it back, but it does no harm.
+  // A failure that follows a peer's abort need not travel: that peer told every process already,
+  // and passed on it would reach them as "process P: process Q: ...".
+  if (!p.remote_abort.ok()) return;
   p.sent.push_back(EncodeStatus(reason));
   const std::string& text = p.sent.back();
   for (int q = 0; q < p.size; ++q) {
@@ -200,6 +202,13 @@ void SendAbortToAll(const Status& reason) {
     MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, q, kAbortTag, p.world, &r);
     MPI_Request_free(&r);
   }
+}
+
+Status PollRemoteAbort() {
+  std::lock_guard<std::mutex> lock(P().mu);
+  if (!P().initialized) return OkStatus();
+  if (P().remote_abort.ok()) ProbeAbort();
+  return P().remote_abort;
 }
 
 Status RemoteAbort() {

@@ -37,6 +37,12 @@ int64_t ProcessCount();
 // exits and mpirun ends the others).
 void Finalize();
 
+// The failure a peer process announced (its abort message), checked for now without waiting:
+// "process P: <its error>", or OK when none has come (or MPI is not started). A process whose
+// devices compute without any MPI call (one device stuck in a loop) learns of a peer's failure
+// this way: the CLI's run watch polls it while the devices run and stops them with it. Thread-safe.
+Status PollRemoteAbort();
+
 // Whether a failed cross-process collective or run left messages in flight: later runs fail at
 // once with this reason (MPI traffic cannot resume after a peer died or diverged).
 Status BrokenReason();

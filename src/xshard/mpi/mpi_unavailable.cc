@@ -30,6 +30,7 @@ bool Initialized() { return false; }
 int64_t ProcessRank() { return 0; }
 int64_t ProcessCount() { return 1; }
 void Finalize() {}
+Status PollRemoteAbort() { return OkStatus(); }
 Status BrokenReason() { return OkStatus(); }
 void MarkBroken(const Status&) {}
 Status BroadcastArrays(std::vector<Array>&, const Status&, int64_t, std::chrono::milliseconds) {

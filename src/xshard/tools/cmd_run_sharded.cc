@@ -42,11 +42,11 @@ StatusOr<int64_t> PartitionCount(const RunFlags& f, const Module& module) {
 
 // Outputs with per-device values (manual, unreduced) have no global array: each device's piece
 // is printed / saved as DIR/dev<d>/out<i>.npy instead.
-void WritePerDeviceOutput(const RunFlags& f, const ShardedResult& r, size_t i, const HloSharding& s,
-                          std::vector<FileToSave>& files) {
+void WritePerDeviceOutput(const RunFlags& f, const std::vector<std::vector<Array>>& device_outputs, size_t i,
+                          const HloSharding& s, std::vector<FileToSave>& files) {
   std::cout << "out" << i << ": per-device values (sharding " << s.ToString() << ")\n";
-  for (size_t d = 0; d < r.device_outputs.size(); ++d) {
-    const Array& a = r.device_outputs[d][i];
+  for (size_t d = 0; d < device_outputs.size(); ++d) {
+    const Array& a = device_outputs[d][i];
     std::cout << "  dev" << d << ": " << a.shape().ToString(false) << "\n";
     if (f.print) std::cout << a.ToString() << "\n";
     if (!f.save_dir.empty()) {
@@ -54,6 +54,15 @@ void WritePerDeviceOutput(const RunFlags& f, const ShardedResult& r, size_t i, c
     }
   }
 }
+
+// A run's outputs: every device's (its padded shards, views of its arena) and the global arrays
+// assembled from them only where something needs them (--print, --save): without those, no
+// global copy is made, and --check compares the devices' pieces with the reference in place.
+struct RunOutputs {
+  std::vector<std::vector<Array>> device;  // [device][output]
+  std::vector<std::optional<Array>> global;  // [output]: assembled, or nullopt
+  std::vector<SpmdDeviceMemory> memory;
+};
 
 // The reference outputs: a one-device run of the global module, or, when the module means
 // something per device, the run of its ReplicatedReference on the same devices (per-device
@@ -102,7 +111,7 @@ Status LoopsDidNotFinish(const RunFlags& f, const ShardedProgram& program, const
 }
 
 Status Check(const RunFlags& f, const ShardedProgram& program, const std::vector<Array>& args,
-             const ShardedResult& result, Client& client, const SpmdRunOptions& run_options) {
+             const RunOutputs& result, Client& client, const SpmdRunOptions& run_options) {
   XS_ASSIGN_OR_RETURN(Reference ref, ReferenceRun(f, program, args, client, run_options));
   std::optional<Tolerance> tolerance;
   if (f.atol || f.rtol) tolerance = Tolerance{f.atol.value_or(0), f.rtol.value_or(0)};
@@ -111,21 +120,30 @@ Status Check(const RunFlags& f, const ShardedProgram& program, const std::vector
   std::string first;
   // The tolerance grows with the longest sum of the program (output_check.h).
   const int64_t summed_terms = LongestSum(program.global_module());
-  auto compare = [&](const Array& got, const Array& want, const std::string& label) -> Status {
-    XS_ASSIGN_OR_RETURN(OutputDiff d, CompareOutput(got, want, 0, tolerance, summed_terms));
-    std::cout << "  " << d.ToString(got.dims(), got.dtype(), label) << "\n";
+  auto report = [&](const OutputDiff& d, const Array& want, const std::string& label) {
+    std::cout << "  " << d.ToString(want.dims(), want.dtype(), label) << "\n";
     ++checked;
     if (!d.ok() && failed++ == 0) first = label;
-    return OkStatus();
   };
-  for (size_t i = 0; i < result.outputs.size(); ++i) {
-    if (result.assembled[i]) {
-      XS_RETURN_IF_ERROR(compare(result.outputs[i], ref.outputs[i], StrCat("out", i)));
+  for (size_t i = 0; i < result.global.size(); ++i) {
+    if (program.OutputHasPerDeviceValues(i)) {
+      for (size_t d = 0; d < result.device.size() && !ref.device_outputs.empty(); ++d) {
+        const Array& want = ref.device_outputs[d][i];
+        XS_ASSIGN_OR_RETURN(OutputDiff diff, CompareOutput(result.device[d][i], want, 0, tolerance, summed_terms));
+        report(diff, want, StrCat("out", i, " dev", d));
+      }
       continue;
     }
-    for (size_t d = 0; d < result.device_outputs.size() && !ref.device_outputs.empty(); ++d) {
-      XS_RETURN_IF_ERROR(compare(result.device_outputs[d][i], ref.device_outputs[d][i], StrCat("out", i, " dev", d)));
+    // The assembled array when there is one, else the devices' pieces where they are.
+    StatusOr<OutputDiff> diff = OutputDiff{};
+    if (result.global[i]) {
+      diff = CompareOutput(*result.global[i], ref.outputs[i], 0, tolerance, summed_terms);
+    } else {
+      XS_ASSIGN_OR_RETURN(std::vector<OutputBlock> blocks, program.OutputBlocks(i, result.device));
+      diff = CompareOutputBlocks(blocks, ref.outputs[i], 0, tolerance, summed_terms);
     }
+    XS_RETURN_IF_ERROR(diff.status());
+    report(*diff, ref.outputs[i], StrCat("out", i));
   }
   if (failed > 0) {
     return Internal("--check failed: ", failed, " of ", checked, " outputs (first: ", first, ") differ from ",
@@ -150,16 +168,6 @@ StatusOr<std::vector<std::vector<Array>>> ScatterShards(Client& client,
   XS_RETURN_IF_ERROR(mpi::ScatterArrays(owner, shards, status, 0,
                                         client.options().collective_timeout));
   return shards;
-}
-
-// ShardedProgram::Run on shards already placed (every process gets every device's outputs).
-StatusOr<ShardedResult> RunShards(const ShardedProgram& program, Client& client,
-                                  const std::vector<std::vector<Array>>& shards,
-                                  const SpmdRunOptions& options) {
-  XS_ASSIGN_OR_RETURN(SpmdResult ran, program.RunPlaced(client, shards, options));
-  XS_ASSIGN_OR_RETURN(ShardedResult result, program.AssembleOutputs(std::move(ran.outputs)));
-  result.memory = std::move(ran.memory);
-  return result;
 }
 
 }  // namespace
@@ -207,42 +215,63 @@ Status RunSharded(const RunFlags& f, const Module& module) {
   RunMonitor monitor(n);
   run_options.monitor = &monitor;
   RunWatch watch(monitor, "run", f.timeout);
-  StatusOr<ShardedResult> result = shards ? RunShards(**program, *client, *shards, run_options)
-                                          : (*program)->Run(*client, args, run_options);
-  if (watch.stopped()) return Annotate(watch.Finish(result.status()), StrCat(f.file, ": "));
-  if (!result.ok() && f.check && ExceededWhileIterations(result.status())) {
-    return watch.Finish(LoopsDidNotFinish(f, **program, args, *client, run_options, result.status()));
+  StatusOr<SpmdResult> ran = shards ? (*program)->RunPlaced(*client, *shards, run_options)
+                                     : (*program)->RunWithoutGather(*client, args, run_options);
+  shards.reset();  // the inputs' shards (MPI mode) are not needed any more
+  if (watch.stopped()) return Annotate(watch.Finish(ran.status()), StrCat(f.file, ": "));
+  if (!ran.ok() && f.check && ExceededWhileIterations(ran.status())) {
+    return watch.Finish(LoopsDidNotFinish(f, **program, args, *client, run_options, ran.status()));
   }
-  if (!result.ok()) return Annotate(result.status(), StrCat(f.file, ": "));
+  // A run a peer process's failure stopped (under mpirun) ends with that failure (RunWatch).
+  if (!ran.ok()) return Annotate(watch.Finish(ran.status()), StrCat(f.file, ": "));
+  const size_t num_outputs = (*program)->output_shapes().size();
+  RunOutputs result;
+  result.device = std::move(ran->outputs);
+  result.memory = std::move(ran->memory);
+  result.global.resize(num_outputs);
+  // The global copies only for what prints or saves values.
+  if (f.print || !f.save_dir.empty()) {
+    for (size_t i = 0; i < num_outputs; ++i) {
+      if ((*program)->OutputHasPerDeviceValues(i)) continue;
+      StatusOr<Array> global = (*program)->AssembleOutput(i, result.device);
+      if (!global.ok()) return Annotate(global.status(), StrCat(f.file, ": "));
+      result.global[i] = std::move(*global);
+    }
+  }
   bool all_global = true;
-  for (bool a : result->assembled) all_global = all_global && a;
-  if (all_global) {
-    XS_RETURN_IF_ERROR(WriteOutputs(f, result->outputs));
+  for (size_t i = 0; i < num_outputs; ++i) all_global = all_global && !(*program)->OutputHasPerDeviceValues(i);
+  if (all_global && (f.print || !f.save_dir.empty())) {
+    std::vector<Array> outputs;
+    for (std::optional<Array>& g : result.global) outputs.push_back(std::move(*g));
+    Status written = WriteOutputs(f, outputs);
+    for (size_t i = 0; i < num_outputs; ++i) result.global[i] = std::move(outputs[i]);
+    XS_RETURN_IF_ERROR(written);
   } else {
     std::vector<FileToSave> files;
-    for (size_t i = 0; i < result->outputs.size(); ++i) {
-      if (result->assembled[i]) {
-        std::cout << "out" << i << ": " << result->outputs[i].shape().ToString(false) << "\n";
-        if (f.print) std::cout << result->outputs[i].ToString() << "\n";
-        if (!f.save_dir.empty()) {
-          files.push_back({(std::filesystem::path(f.save_dir) / StrCat("out", i, ".npy")).string(), &result->outputs[i]});
-        }
-      } else {
-        WritePerDeviceOutput(f, *result, i, (*program)->output_shardings()[i], files);
+    for (size_t i = 0; i < num_outputs; ++i) {
+      if ((*program)->OutputHasPerDeviceValues(i)) {
+        WritePerDeviceOutput(f, result.device, i, (*program)->output_shardings()[i], files);
+        continue;
+      }
+      std::cout << "out" << i << ": " << (*program)->output_shapes()[i].ToString(false) << "\n";
+      if (!result.global[i]) continue;
+      if (f.print) std::cout << result.global[i]->ToString() << "\n";
+      if (!f.save_dir.empty()) {
+        files.push_back({(std::filesystem::path(f.save_dir) / StrCat("out", i, ".npy")).string(), &*result.global[i]});
       }
     }
     XS_RETURN_IF_ERROR(SaveFiles(files));
   }
-  if (f.memory) std::cout << FormatSpmdMemory(result->memory);
+  if (f.memory) std::cout << FormatSpmdMemory(result.memory);
   if (!f.check) return OkStatus();
-  // The devices' pieces of the assembled outputs are not compared: free them before the
-  // reference run, so that it does not add to them.
-  for (std::vector<Array>& device : result->device_outputs) {
-    for (size_t i = 0; i < device.size() && i < result->assembled.size(); ++i) {
-      if (result->assembled[i]) device[i] = Array();
+  // The devices' pieces of the assembled outputs are not compared: drop them before the
+  // reference run.
+  for (std::vector<Array>& device : result.device) {
+    for (size_t i = 0; i < device.size() && i < num_outputs; ++i) {
+      if (result.global[i]) device[i] = Array();
     }
   }
-  return watch.Finish(Check(f, **program, args, *result, *client, run_options));
+  return watch.Finish(Check(f, **program, args, result, *client, run_options));
 }
 
 }  // namespace xs::tools

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "xshard/base/strings.h"
+#include "xshard/mpi/mpi_process.h"
 
 namespace xs::tools {
 namespace {
@@ -122,6 +123,17 @@ void RunWatch::Loop() {
     const auto now = steady_clock::now();
     const double elapsed = duration<double>(now - start_).count();
     if (monitor_.stopped()) continue;
+    // Under mpirun, a peer process that failed (its collective timed out waiting for a device of
+    // this process that never came) says so; this process's devices, which may never reach
+    // another MPI call (one stuck in a loop), stop with its error.
+    if (Status peer = mpi::PollRemoteAbort(); !peer.ok()) {
+      const std::string where = monitor_.Where(device_ids_);
+      if (monitor_.Stop(peer)) {
+        where_at_stop_ = where;
+        stopped_by_peer_ = true;
+      }
+      continue;
+    }
     Status stop;
     if (const int sig = ReceivedStopSignal(); sig != 0) {
       stop = Cancelled("interrupted by ", StopSignalName(sig), " after ", Seconds(elapsed), " s");
@@ -149,6 +161,11 @@ Status RunWatch::Finish(const Status& result) {
     // A stop that came from a device's own failure (the executor stops the others) is that
     // failure, which `result` already says.
     std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_by_peer_ && !result.ok()) {
+      // The peer's error (naming the op and the devices), then where this process's devices were.
+      const Status peer = monitor_.stop_reason();
+      return Status(peer.code(), StrCat(peer.message(), "; stopped here: ", where_at_stop_));
+    }
     if (!stopped_here_) return result;
   }
   const Status reason = monitor_.stop_reason();

@@ -1,5 +1,6 @@
 // RunWatch: for the length of one command, Ctrl-C (SIGINT) and SIGTERM stop the run's devices
-// instead of killing the process, --timeout SECONDS stops them when it passes, and a run still
+// instead of killing the process, --timeout SECONDS stops them when it passes, under mpirun a
+// peer process's failure stops them (polled every 50 ms), and a run still
 // going after 10 s prints where every device is to stderr every 10 s ($XSHARD_PROGRESS_SECONDS
 // changes the period). StopSignalScope: the signal handling alone, for saving files.
 #ifndef XSHARD_TOOLS_RUN_WATCH_H_
@@ -64,7 +65,9 @@ class RunWatch {
 
   // The command's result: when this watch stopped the run, the stop's own one-line error
   // (Cancelled for a signal: exit 130 / 143; DeadlineExceeded for --timeout: exit 1) naming where
-  // each device was, instead of whatever the devices returned on the way out; else `result`
+  // each device was, instead of whatever the devices returned on the way out; when a peer
+  // process's failure stopped it (under mpirun) and `result` failed, that failure ("process P:
+  // ...", naming its op and devices) and where this process's devices were; else `result`
   // unchanged (a run a failing device stopped ends with that device's error).
   Status Finish(const Status& result);
 
@@ -82,6 +85,7 @@ class RunWatch {
   bool done_ = false;
   std::string where_at_stop_;  // Where() when the stop was requested
   bool stopped_here_ = false;  // the stop was this watch's (a signal, --timeout)
+  bool stopped_by_peer_ = false;  // a peer process's abort stopped the run (mpi::PollRemoteAbort)
   StopSignalScope signals_;
   std::thread thread_;
 };
