@@ -67,10 +67,16 @@ double ReshardSeconds(const Shape& shape, const DimAxes& from, const DimAxes& to
     const auto pt = AxisPositions(to, mesh.num_axes());
     double local = static_cast<double>(shape.byte_size()) / static_cast<double>(ShardCount(from, mesh));
     int64_t dropped = 1;
+    bool sliced = false;
     for (int a = 0; a < mesh.num_axes(); ++a) {
-      if (pf[a].first < 0 && pt[a].first >= 0) local /= static_cast<double>(mesh.AxisSize(a));  // slice
+      if (pf[a].first < 0 && pt[a].first >= 0) {  // a local slice
+        local /= static_cast<double>(mesh.AxisSize(a));
+        sliced = true;
+      }
       if (pf[a].first >= 0 && pt[a].first < 0) dropped *= mesh.AxisSize(a);
     }
+    // The slice copies the tile out (read and written once): free of communication, not of time.
+    if (sliced) seconds += cost.memory(2 * local);
     for (int a = 0; a < mesh.num_axes(); ++a) {
       if (pf[a].first >= 0 && pt[a].first >= 0 && pf[a] != pt[a]) {  // moves to another dim
         const auto g = static_cast<double>(mesh.AxisSize(a));

@@ -39,7 +39,7 @@ struct CostFunctions {
 };
 
 // Estimated seconds to turn `shape` split `from` into split `to` (each device ends with its tile of
-// `to`): axes `to` adds are local slices (free), axes that move to another dim are all-to-alls,
+// `to`): axes `to` adds are local slices (a copy of the tile), axes that move to another dim are all-to-alls,
 // axes `to` drops are all-gathers (priced after the slices, on the smaller tiles). Also the bytes
 // received per device and the collective count, when the pointers are given.
 double ReshardSeconds(const Shape& shape, const DimAxes& from, const DimAxes& to, const Mesh& mesh,
