@@ -9,6 +9,7 @@ void BindProgram(nb::module_& m);
 void BindShardMap(nb::module_& m);
 void BindNumerics(nb::module_& m);
 void BindCmm(nb::module_& m);
+void BindAutoshard(nb::module_& m);
 }  // namespace xs::python
 
 NB_MODULE(_xshard, m) {
@@ -18,6 +19,7 @@ NB_MODULE(_xshard, m) {
   xs::python::BindShardMap(m);
   xs::python::BindNumerics(m);
   xs::python::BindCmm(m);
+  xs::python::BindAutoshard(m);
   // The one device-count limit (base/limits.h), which xshard.compile checks devices= against.
   m.attr("MAX_DEVICES") = xs::kMaxDevices;
 }

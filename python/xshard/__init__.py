@@ -17,12 +17,14 @@ from ._program import Collective, Compiled, Report, Timing, compile
 from ._jax import from_jax, jax_available, lower_to_hlo
 from ._shard_map import shard_map
 from ._numerics import BlockNumerics, NumericsReport, numerics
+from ._autoshard import AutoshardPlan, autoshard
 from . import cmm, lax
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BlockNumerics", "Collective", "cmm", "Compiled", "HloSharding", "Mesh", "NamedSharding",
+    "AutoshardPlan", "autoshard", "BlockNumerics", "Collective", "cmm", "Compiled", "HloSharding",
+    "Mesh", "NamedSharding",
     "NumericsReport", "P", "PartitionSpec", "Report", "ShardedArray", "Timing", "compile",
     "device_put", "devices_indices_map", "draw_sharding", "from_jax", "gather", "jax_available",
     "lax", "lower_to_hlo", "make_mesh", "numerics", "shard_map", "to_hlo_sharding",

@@ -54,20 +54,34 @@ StatusOr<HloSharding> ToSharding(const DimAxes& axes, const Mesh& mesh) {
   return named.ToHloSharding(static_cast<int>(axes.size()));
 }
 
-// The spec of `sharding` on `mesh`, or its HloSharding text where no spec expresses it.
-std::string SpecOf(const HloSharding& sharding, const Mesh& mesh, int rank) {
-  if (sharding.IsReplicated()) return "P()";
-  StatusOr<NamedSharding> named = NamedSharding::FromHloSharding(mesh, sharding);
-  if (!named.ok()) return sharding.ToString();
+// `sharding` as a spec on `mesh` (its HloSharding text where no spec expresses it).
+PlannedTensor Planned(std::string name, const Shape& shape, const HloSharding& sharding, const Mesh& mesh) {
+  PlannedTensor t{std::move(name), shape, "", {}, true};
+  const int rank = shape.IsArray() ? shape.rank() : 0;
+  t.axes.resize(static_cast<size_t>(rank));
+  if (sharding.IsReplicated()) {
+    t.spec = "P()";
+    return t;
+  }
+  StatusOr<NamedSharding> named = shape.IsArray() ? NamedSharding::FromHloSharding(mesh, sharding)
+                                                  : StatusOr<NamedSharding>(InvalidArgument("not an array"));
+  if (!named.ok()) {
+    t.spec = sharding.ToString();
+    t.axes.clear();
+    t.expressible = false;
+    return t;
+  }
   DimAxes axes(static_cast<size_t>(rank));
   const auto& entries = named->spec().entries();
   for (size_t d = 0; d < entries.size() && d < axes.size(); ++d) {
-    for (const std::string& name : entries[d]) {
-      StatusOr<int> a = mesh.AxisIndex(name);
+    for (const std::string& axis : entries[d]) {
+      StatusOr<int> a = mesh.AxisIndex(axis);
       if (a.ok()) axes[d].push_back(*a);
+      t.axes[d].push_back(axis);
     }
   }
-  return SpecText(axes, mesh);
+  t.spec = SpecText(axes, mesh);
+  return t;
 }
 
 // The split a kept annotation gives `inst`, when it is an array tiled over the mesh's axes.
@@ -144,20 +158,17 @@ StatusOr<PlanEvaluation> EvaluateAnnotated(const Module& annotated, const Mesh& 
     const Instruction* p = entry->parameter(i);
     if (p == nullptr) continue;
     const std::string jax = JaxName(*p);
-    plan.parameters.push_back(PlannedTensor{jax.empty() ? p->name() : jax, p->shape(),
-                                            SpecOf(params[i], mesh, p->shape().IsArray() ? p->shape().rank() : 0)});
+    plan.parameters.push_back(Planned(jax.empty() ? p->name() : jax, p->shape(), params[i], mesh));
   }
   const Shape& out = entry->root()->shape();
   const HloSharding& os = compiled.partitioned.output_sharding;
   if (out.IsTuple()) {
     for (int i = 0; i < out.tuple_size(); ++i) {
-      const Shape& leaf = out.tuple_shape(i);
       const HloSharding s = os.IsTuple() && i < static_cast<int>(os.tuple_elements().size()) ? os.tuple_elements()[i] : os;
-      plan.outputs.push_back(PlannedTensor{StrCat("output ", i), leaf,
-                                           leaf.IsArray() ? SpecOf(s, mesh, leaf.rank()) : s.ToString()});
+      plan.outputs.push_back(Planned(StrCat("output ", i), out.tuple_shape(i), s, mesh));
     }
   } else {
-    plan.outputs.push_back(PlannedTensor{"output 0", out, SpecOf(os, mesh, out.IsArray() ? out.rank() : 0)});
+    plan.outputs.push_back(Planned("output 0", out, os, mesh));
   }
   return plan;
 }

@@ -59,6 +59,10 @@ struct PlannedTensor {
   std::string name;  // JAX's name (metadata op_name) where present, else the HLO name / "output N"
   Shape shape;
   std::string spec;  // "P('x', None)"; an HloSharding text where no spec on the mesh expresses it
+  // The spec as mesh axis names per dim (major to minor); empty with `expressible` false when no
+  // spec on the mesh expresses the sharding.
+  std::vector<std::vector<std::string>> axes;
+  bool expressible = true;
 };
 
 // One plan as the real pipeline runs it.
