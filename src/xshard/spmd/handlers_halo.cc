@@ -238,28 +238,65 @@ StatusOr<HloSharding> Mirrored(const HloSharding& s, const std::vector<int>& dim
   return HloSharding::Tile(std::move(mirrored), s.ReplicateOnLastTileDim());
 }
 
+// The locally reversed `local` (sharding `mirrored`: x's tiling with the tile order of the
+// reversed dims mirrored) realigned along its uneven dims `dims`: reversed, tile k of a dim of n
+// in shards of L holds the positions [kL - δ, kL - δ + L) of the result (δ = tL - n, the padding),
+// so each tile takes the window [kL + δ, kL + δ + L) of that padded view by halo exchange.
+StatusOr<Instruction*> AlignReversed(const PartitionedValue& x, Instruction* local, const HloSharding& mirrored,
+                                     const std::vector<int>& dims, Emitter& em) {
+  XS_ASSIGN_OR_RETURN(ShardLayout in, x.Layout());
+  std::vector<int64_t> padded = x.global_shape().dims();
+  for (int d : dims) padded[d] = in.tiles()[d] * in.shard_dims()[d];
+  const Shape view(x.global_shape().dtype(), padded);
+  for (int d : dims) {
+    const int64_t t = in.tiles()[d], L = in.shard_dims()[d], n = in.dims()[d], delta = t * L - n;
+    DimWindow w;
+    w.dim = d;
+    w.size = L;
+    for (int64_t k = 0; k < t; ++k) {
+      w.lo.push_back(k * L + delta);
+      w.needed.push_back(std::clamp<int64_t>(n - k * L, 0, L));
+    }
+    XS_ASSIGN_OR_RETURN(local, MaskedWindow(PartitionedValue(local, view, mirrored, &em), w, nullptr, "reverse"));
+  }
+  return local;
+}
+
 }  // namespace
 
-// reverse along evenly sharded dims: each partition reverses its own piece, which is the
-// result's piece of the mirrored tile; one collective-permute (or whatever the target needs)
-// moves it. Uneven sharded dims go through the rule handler (gathered).
+// reverse along sharded dims: each partition reverses its own piece, which is the result's piece
+// of the mirrored tile, and one collective-permute (or whatever the target needs) moves it; on
+// uneven dims the reversed pieces are off by the padding, and a halo exchange realigns them
+// first (taken when that receives less than the rule handler's gather).
 Status HandleReverse(const Instruction& inst, Context& ctx) {
   const PartitionedValue& x = ctx.Get(inst.operand(0));
   const HloSharding& s = x.sharding();
   if (!s.IsTiled() || !s.subgroup_types().empty() || x.partial()) return HandleShapeOp(inst, ctx);
   Emitter& em = ctx.em();
   XS_ASSIGN_OR_RETURN(ShardLayout in, x.Layout());
-  std::vector<int> sharded;
+  std::vector<int> sharded, uneven;
   for (int64_t d : *inst.attrs().dimensions) {
     if (in.tiles()[d] == 1) continue;
-    if (in.HasPadding(static_cast<int>(d))) return HandleShapeOp(inst, ctx);
     sharded.push_back(static_cast<int>(d));
+    if (in.HasPadding(static_cast<int>(d))) uneven.push_back(static_cast<int>(d));
   }
   if (sharded.empty()) return HandleShapeOp(inst, ctx);
   XS_ASSIGN_OR_RETURN(HloSharding mirrored, Mirrored(s, sharded));
+  if (!uneven.empty()) {
+    std::unique_ptr<Emitter> scratch = Emitter::Scratch(&ctx.state());
+    Instruction* dry = scratch->ScratchParameter(x.hlo()->shape());
+    if (!AlignReversed(x, dry, mirrored, uneven, *scratch).ok() ||
+        scratch->cost() + ReshardCost(ctx.state(), inst.shape(), mirrored, std::nullopt, ctx.TargetOf(inst)) >=
+            RulePlanCost(inst, ctx, RuleConfig{})) {
+      return HandleShapeOp(inst, ctx);
+    }
+  }
   Attributes attrs;
   attrs.dimensions = *inst.attrs().dimensions;
   Instruction* local = em.Add(Opcode::kReverse, x.hlo()->shape(), {x.hlo()}, std::move(attrs));
+  if (!uneven.empty()) {
+    XS_ASSIGN_OR_RETURN(local, AlignReversed(x, local, mirrored, uneven, em));
+  }
   return ctx.Finish(inst, PartitionedValue(local, inst.shape(), mirrored, &em), "reverse");
 }
 
