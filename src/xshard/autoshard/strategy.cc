@@ -100,11 +100,14 @@ double ReshardSeconds(const Shape& shape, const DimAxes& from, const DimAxes& to
   return seconds;
 }
 
-double ComputeSeconds(const Instruction& inst, int64_t shards, const CostFunctions& cost) {
+double ComputeSeconds(const Instruction& inst, int64_t shards, const CostFunctions& cost, double batch) {
   const Opcode op = inst.opcode();
   const double n = static_cast<double>(std::max<int64_t>(shards, 1));
   if (op == Opcode::kDot || op == Opcode::kConvolution) {
-    return cost.dot(inst.shape().IsArray() ? inst.shape().dtype() : DType::kF32, spmd::InstructionFlops(inst) / n);
+    // A batched dot is `batch` GEMMs of the per-element size: the rate is that size's.
+    const double b = std::max(batch, 1.0);
+    const DType type = inst.shape().IsArray() ? inst.shape().dtype() : DType::kF32;
+    return b * cost.dot(type, spmd::InstructionFlops(inst) / n / b);
   }
   switch (op) {
     case Opcode::kParameter:
@@ -223,7 +226,22 @@ std::vector<Strategy> EnumerateStrategies(const Instruction& inst, const OpShard
       const auto g = static_cast<double>(reduced);
       s.comm_seconds = cost.collective("all-reduce", reduced, 2 * (g - 1) / g * static_cast<double>(s.result_bytes));
     }
-    s.seconds = ComputeSeconds(inst, used, cost) + s.comm_seconds;
+    // Dot batch dims: factors in both operands and the result; each device runs its share of them.
+    double batch = 1;
+    if (inst.opcode() == Opcode::kDot && rule.operands.size() >= 2 && !rule.results.empty()) {
+      auto has = [](const TensorFactors& t, int f) {
+        for (const auto& dim : t.dims) {
+          if (std::find(dim.begin(), dim.end(), f) != dim.end()) return true;
+        }
+        return false;
+      };
+      for (int f = 0; f < rule.num_factors(); ++f) {
+        if (has(rule.operands[0], f) && has(rule.operands[1], f) && has(rule.results[0], f)) {
+          batch *= static_cast<double>(rule.factors[f].size / split[f]);
+        }
+      }
+    }
+    s.seconds = ComputeSeconds(inst, used, cost, batch) + s.comm_seconds;
     out.push_back(std::move(s));
   }
   return out;

@@ -74,8 +74,9 @@ std::vector<Strategy> EnumerateStrategies(const Instruction& inst, const OpShard
 // (elementwise ops following their operand), or -1.
 int FindUniformStrategy(const std::vector<Strategy>& strategies, const DimAxes& axes);
 
-// Per-device compute seconds of `inst` when its work is divided `shards` ways.
-double ComputeSeconds(const Instruction& inst, int64_t shards, const CostFunctions& cost);
+// Per-device compute seconds of `inst` when its work is divided `shards` ways; a dot with `batch`
+// batch elements per device is priced as that many GEMMs of one element's size.
+double ComputeSeconds(const Instruction& inst, int64_t shards, const CostFunctions& cost, double batch = 1);
 
 }  // namespace xs::autoshard
 

@@ -77,6 +77,31 @@ ENTRY e {
   EXPECT_EQ(k.result_bytes, 96);
 }
 
+TEST(EnumerateStrategiesTest, BatchedDotIsPricedPerBatchElement) {
+  auto m = ParseHloModule(R"(
+HloModule m
+ENTRY e {
+  a = f32[4,8,16] parameter(0)
+  b = f32[4,16,8] parameter(1)
+  ROOT d = f32[4,8,8] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+})");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const Instruction* dot = (*m)->entry()->root();
+  auto rule = GetRule(*dot);
+  ASSERT_TRUE(rule.ok());
+  CostFunctions c = Linear();
+  c.dot = [](DType, double flops) { return 1e-6 + flops * 1e-9; };  // a fixed cost per GEMM call
+  const std::vector<Strategy> s = EnumerateStrategies(*dot, *rule, M("x=2"), c);
+  const double per_element = 2.0 * 8 * 8 * 16;  // FLOPs of one batch element
+  for (const Strategy& st : s) {
+    if (st.result == DimAxes{{0}, {}, {}}) {  // batch split: 2 GEMMs per device
+      EXPECT_NEAR(st.seconds, 2 * (1e-6 + per_element * 1e-9), 1e-15);
+    } else if (st.result == DimAxes{{}, {0}, {}}) {  // rows split: 4 half-size GEMMs
+      EXPECT_NEAR(st.seconds, 4 * (1e-6 + per_element / 2 * 1e-9), 1e-15);
+    }
+  }
+}
+
 TEST(EnumerateStrategiesTest, UnevenFactorsAreNotSplit) {
   auto m = ParseHloModule(R"(
 HloModule m
