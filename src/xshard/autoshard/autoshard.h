@@ -52,6 +52,8 @@ struct AutoshardOptions {
   // Choices kept per group (the cheapest by their own cost); 0: all.
   int max_strategies_per_group = 32;
   EnumerateOptions enumerate;
+  // When set, the exact program is also written here in MPS format (for other solvers).
+  std::string write_mps;
 };
 
 // A parameter or output with the split a plan gives it.

@@ -87,7 +87,8 @@ double Evaluate(const CoarseProgram& p, const std::vector<int>& choice) {
   return total;
 }
 
-StatusOr<CoarseSolution> SolveCoarse(const CoarseProgram& p, double time_limit_s, int max_ilp_variables) {
+StatusOr<CoarseSolution> SolveCoarse(const CoarseProgram& p, double time_limit_s, int max_ilp_variables,
+                                     const std::string& write_mps) {
   const auto t0 = std::chrono::steady_clock::now();
   const int n = p.num_classes();
   std::vector<std::vector<int>> adjacent(n);
@@ -222,6 +223,10 @@ StatusOr<CoarseSolution> SolveCoarse(const CoarseProgram& p, double time_limit_s
       for (size_t s = 0; s < bytes.size(); ++s) t.push_back({first_var[c] + static_cast<int>(s), bytes[s]});
     }
     ilp.AddRow(std::move(t), -1e30, row.budget - fixed);
+  }
+  if (!write_mps.empty()) {
+    XS_ASSIGN_OR_RETURN(std::string written, ilp.WriteMps(write_mps));
+    best.notes.push_back(StrCat("the exact program (", ilp.num_variables(), " variables) is in ", written));
   }
   best.variables = ilp.num_variables();
   best.rows = ilp.num_rows();

@@ -43,8 +43,9 @@ double Evaluate(const CoarseProgram& p, const std::vector<int>& choice);
 
 // Local search (from several starts, best-response sweeps) always; then the exact 0-1 program,
 // started from the local search's plan, when it has at most `max_ilp_variables` variables. The
-// better plan wins. Errors: no choice satisfies the memory rows (ResourceExhausted).
-StatusOr<CoarseSolution> SolveCoarse(const CoarseProgram& p, double time_limit_s, int max_ilp_variables);
+// better plan wins. `write_mps`: also write the exact program there (MPS). Errors: no choice satisfies the memory rows (ResourceExhausted).
+StatusOr<CoarseSolution> SolveCoarse(const CoarseProgram& p, double time_limit_s, int max_ilp_variables,
+                                     const std::string& write_mps = "");
 
 }  // namespace xs::autoshard
 

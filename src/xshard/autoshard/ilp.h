@@ -4,6 +4,7 @@
 #define XSHARD_AUTOSHARD_ILP_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,11 +32,17 @@ class Ilp {
     bool optimal = false;  // false: the time limit stopped the search at the best plan found
     double seconds = 0;
   };
+  // Writes the program in MPS format as CBC writes it (gzip-compressed when CBC was built with
+  // zlib, as Debian's is): to `path` without its ".mps" / ".mps.gz" ending, plus ".mps" or
+  // ".mps.gz". Returns the file written.
+  StatusOr<std::string> WriteMps(const std::string& path) const;
   // Solves with CBC, single-threaded (deterministic). Errors: infeasible (no assignment satisfies
   // the rows: the message says so), no solution found within `time_limit_s`.
   StatusOr<Solution> Solve(double time_limit_s) const;
 
  private:
+  // The program as a CBC model (CBC's Cbc_Model is void).
+  StatusOr<std::shared_ptr<void>> Build() const;
   struct Row {
     std::vector<std::pair<int, double>> terms;
     double lo, hi;

@@ -362,7 +362,7 @@ StatusOr<SearchOutcome> SearchShardings(const Computation& entry, const Autoshar
   }
 
   // 6. Solve.
-  StatusOr<CoarseSolution> sol = SolveCoarse(program, options.time_limit_s, options.max_ilp_variables);
+  StatusOr<CoarseSolution> sol = SolveCoarse(program, options.time_limit_s, options.max_ilp_variables, options.write_mps);
   if (!sol.ok()) {
     if (sol.status().code() == StatusCode::kResourceExhausted) {
       return ResourceExhausted("autoshard: no plan fits ", spmd::FormatBytes(options.memory_per_device),

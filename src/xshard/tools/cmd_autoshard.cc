@@ -24,6 +24,7 @@ struct AutoshardFlags {
   bool compare = false;
   double time_limit = 60;
   int max_ilp_variables = 250000;
+  std::string write_mps;
 };
 
 // "8GiB", "8G", "512MiB", "1.5G", "1000000" -> bytes.
@@ -94,6 +95,7 @@ Status RunAutoshard(const AutoshardFlags& f) {
   options.keep_annotations = f.keep_annotations;
   options.time_limit_s = f.time_limit;
   options.max_ilp_variables = f.max_ilp_variables;
+  options.write_mps = f.write_mps;
   StatusOr<autoshard::AutoshardResult> result = autoshard::Autoshard(*module, options);
   if (!result.ok()) return Annotate(result.status(), StrCat(f.file, ": "));
   std::cout << "autoshard " << f.file << ": mesh " << options.mesh.ToString() << " (" << n << " devices), "
@@ -149,6 +151,8 @@ void AddAutoshardCommand(CLI::App& root, CommandList& commands) {
                   "Largest exact program (variables) handed to the ILP solver; bigger ones keep the\n"
                   "local search's plan (default 250000)")
       ->check(CLI::Range(0, 100000000));
+  cmd->add_option("--write-mps", flags->write_mps,
+                  "Also write the exact 0-1 program to this file in MPS format (for another solver)");
   commands.push_back({cmd, [flags] { return RunAutoshard(*flags); }});
 }
 
