@@ -3,13 +3,18 @@
 // chooses the shardings of a module for a mesh (autoshard/autoshard.h), prints the chosen
 // PartitionSpec of every parameter and output, the predicted step time and peak memory per device,
 // and the collectives with their cost; --emit writes the annotated module for `xshard run`.
+#include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <fstream>
 #include <iostream>
 
 #include "xshard/autoshard/autoshard.h"
 #include "xshard/core/npy.h"
 #include "xshard/jit/host_memory.h"
+#include "xshard/jit/sharded_program.h"
+#include "xshard/tools/cli_mpi.h"
+#include "xshard/tools/run_flags.h"
 #include "xshard/text/printer.h"
 #include "xshard/tools/cli.h"
 #include "xshard/autoshard/hardware_cost.h"
@@ -22,6 +27,7 @@ struct AutoshardFlags {
   std::vector<std::string> forbid;
   bool keep_annotations = false;
   bool compare = false;
+  bool measure = false;
   double time_limit = 60;
   int max_ilp_variables = 250000;
   std::string write_mps;
@@ -49,6 +55,39 @@ StatusOr<int64_t> ParseSize(const std::string& text) {
                            "suffix (binary), e.g. 16G or 512MiB");
   }
   return static_cast<int64_t>(value * scale);
+}
+
+// Median wall ms of `module` (a global module with shardings) on `n` in-process devices with random
+// inputs, as `xshard bench run` times it: compiled and placed once, 2 warm-up calls, then calls
+// until 1 s and 5 calls have passed (at most 50).
+StatusOr<double> MeasureMs(const Module& module, int64_t n) {
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<ShardedProgram> program, ShardedProgram::Compile(module, n, CompileOptions{}));
+  XS_ASSIGN_OR_RETURN(std::optional<int64_t> limit, HostMemoryLimit());
+  if (limit) XS_RETURN_IF_ERROR(CheckHostMemory(*program, false, *limit));
+  RunFlags flags;
+  flags.random_seed = 1;
+  XS_ASSIGN_OR_RETURN(std::vector<Array> args, LoadArguments(flags, program->argument_shapes(), module.entry()->name()));
+  XS_ASSIGN_OR_RETURN(std::vector<std::vector<Array>> shards, program->ShardArguments(args));
+  args.clear();
+  XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, CliCreateClient(n));
+  std::vector<double> ms;
+  double total = 0;
+  for (int i = 0; i < 52 && (i < 7 || total < 1.0); ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    XS_RETURN_IF_ERROR(program->RunPlaced(*client, shards, SpmdRunOptions{}).status());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (i >= 2) {
+      ms.push_back(s * 1e3);
+      total += s;
+    }
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms.size() % 2 == 1 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+}
+
+void PrintMeasured(const char* what, double predicted_s, double measured_ms) {
+  std::printf("%s: predicted %.3f ms, measured median %.3f ms on this machine, predicted/measured %.2f\n", what,
+              predicted_s * 1e3, measured_ms, measured_ms > 0 ? predicted_s * 1e3 / measured_ms : 0.0);
 }
 
 // "w1:1=x" -> {w1, 1, x}.
@@ -103,6 +142,11 @@ Status RunAutoshard(const AutoshardFlags& f) {
             << (options.memory_per_device > 0 ? spmd::FormatBytes(options.memory_per_device) : std::string("unlimited"))
             << ", hardware: " << hw.name << "\n";
   std::cout << autoshard::FormatResult(*result, options.cost);
+  if (f.measure) {
+    StatusOr<double> ms = MeasureMs(*result->annotated, n);
+    if (!ms.ok()) return Annotate(ms.status(), StrCat(f.file, ": --measure: "));
+    PrintMeasured("chosen plan", result->plan.seconds, *ms);
+  }
   if (f.compare) {
     StatusOr<autoshard::PlanEvaluation> own =
         autoshard::EvaluateAnnotated(*module, options.mesh, options.evaluate, "the module's own shardings");
@@ -110,6 +154,13 @@ Status RunAutoshard(const AutoshardFlags& f) {
     std::cout << "\n" << autoshard::FormatEvaluation(*own);
     const double ratio = own->seconds > 0 ? result->plan.seconds / own->seconds : 0;
     std::printf("chosen / own predicted time: %.3f\n", ratio);
+    if (f.measure) {
+      std::unique_ptr<Module> own_module = module->Clone();
+      own_module->mutable_config().num_partitions = n;
+      StatusOr<double> ms = MeasureMs(*own_module, n);
+      if (!ms.ok()) return Annotate(ms.status(), StrCat(f.file, ": --measure: the module's own shardings: "));
+      PrintMeasured("module's own shardings", own->seconds, *ms);
+    }
   }
   if (!f.emit.empty()) {
     XS_RETURN_IF_ERROR(WriteFileAtomically(f.emit, PrintHloModule(*result->annotated)));
@@ -144,6 +195,10 @@ void AddAutoshardCommand(CLI::App& root, CommandList& commands) {
                   "NAME:DIM=AXIS: never split dim DIM of parameter NAME (JAX name, HLO name, or * for\n"
                   "every parameter) over mesh axis AXIS; repeatable");
   cmd->add_flag("--compare", flags->compare, "Also compile and price the module's own shardings");
+  cmd->add_flag("--measure", flags->measure,
+                "Also run the chosen plan (and with --compare the module's own) on in-process\n"
+                "devices with random inputs, as `bench run` times it, and print predicted next to\n"
+                "the measured median");
   cmd->add_option("--emit", flags->emit, "Write the module with the chosen shardings to this file");
   cmd->add_option("--time-limit", flags->time_limit, "Seconds the ILP solver may take (default 60)")
       ->check(CLI::Range(0.01, 86400.0));
