@@ -26,6 +26,26 @@ std::string JaxName(const Instruction& inst) {
   return end == std::string::npos ? "" : md->substr(begin, end - begin);
 }
 
+// The name a user knows a parameter by: its op_name metadata, else its HLO name without the ".N"
+// suffix JAX's lowering appends ("w1.1" -> "w1") when no other parameter has the same stem.
+std::string UserName(const Instruction& p) {
+  std::string jax = JaxName(p);
+  if (!jax.empty()) return jax;
+  auto stem = [](const std::string& name) {
+    const size_t dot = name.rfind('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == name.size()) return name;
+    for (size_t i = dot + 1; i < name.size(); ++i) {
+      if (name[i] < '0' || name[i] > '9') return name;
+    }
+    return name.substr(0, dot);
+  };
+  const std::string s = stem(p.name());
+  for (const Instruction* q : p.parent()->parameters()) {
+    if (q != nullptr && q != &p && stem(q->name()) == s) return p.name();
+  }
+  return s;
+}
+
 bool IsManualRegion(const Instruction& inst) {
   if (inst.has_sharding()) {
     const HloSharding& s = *inst.sharding();
@@ -157,8 +177,7 @@ StatusOr<PlanEvaluation> EvaluateAnnotated(const Module& annotated, const Mesh& 
   for (int i = 0; i < entry->num_parameters() && i < static_cast<int>(params.size()); ++i) {
     const Instruction* p = entry->parameter(i);
     if (p == nullptr) continue;
-    const std::string jax = JaxName(*p);
-    plan.parameters.push_back(Planned(jax.empty() ? p->name() : jax, p->shape(), params[i], mesh));
+    plan.parameters.push_back(Planned(UserName(*p), p->shape(), params[i], mesh));
   }
   const Shape& out = entry->root()->shape();
   const HloSharding& os = compiled.partitioned.output_sharding;
@@ -212,7 +231,7 @@ StatusOr<AutoshardResult> Autoshard(const Module& module, const AutoshardOptions
     XS_ASSIGN_OR_RETURN(int axis, mesh.AxisIndex(f.axis));
     bool matched = false;
     for (const Instruction* p : base->entry()->parameters()) {
-      if (p == nullptr || !(f.value == "*" || f.value == p->name() || f.value == JaxName(*p))) continue;
+      if (p == nullptr || !(f.value == "*" || f.value == p->name() || f.value == UserName(*p))) continue;
       if (!p->shape().IsArray() || f.dim < 0 || f.dim >= p->shape().rank()) {
         if (f.value == "*") continue;
         return InvalidArgument("autoshard: --forbid ", f.value, ":", f.dim, "=", f.axis, ": ", p->name(), " is ",

@@ -36,8 +36,8 @@ struct AutoshardOptions {
   int64_t memory_per_device = 0;
   // Keep the module's own shardings where it has them (those values are not chosen).
   bool keep_annotations = false;
-  // A mesh axis a parameter's dim must not be split over. `value` is a parameter's JAX name (its
-  // metadata op_name), its HLO name, or "*" for every parameter.
+  // A mesh axis a parameter's dim must not be split over. `value` is a parameter's name as printed
+  // (PlannedTensor::name), its HLO name, or "*" for every parameter.
   struct Forbid {
     std::string value;
     int dim = 0;
@@ -58,7 +58,9 @@ struct AutoshardOptions {
 
 // A parameter or output with the split a plan gives it.
 struct PlannedTensor {
-  std::string name;  // JAX's name (metadata op_name) where present, else the HLO name / "output N"
+  // JAX's name (metadata op_name) where present, else the HLO name without JAX's ".N" suffix when
+  // that is unambiguous ("w1.1" -> "w1"); "output N" for outputs.
+  std::string name;
   Shape shape;
   std::string spec;  // "P('x', None)"; an HloSharding text where no spec on the mesh expresses it
   // The spec as mesh axis names per dim (major to minor); empty with `expressible` false when no
