@@ -1,5 +1,6 @@
-// HaloWindow: per-shift used ranges, collective-permutes of the used parts, concatenation and a
-// dynamic-slice at each tile's offset. FarWindow: the same by rounds of whole source tiles.
+// HaloWindow: per-shift used ranges (or per-tile parts in rounds), collective-permutes of them,
+// concatenation and a dynamic-slice at each tile's offset. FarWindow: the same by rounds of whole
+// source tiles, or of per-tile parts.
 #include "xshard/spmd/halo.h"
 
 #include <algorithm>
@@ -33,76 +34,135 @@ std::vector<std::pair<int64_t, int64_t>> ShiftPairs(const TileAssignment& ta, in
 
 namespace {
 
-// A part [a, b) of a source tile.
-using Part = std::pair<int64_t, int64_t>;
+// (source, target) pairs that move tile source[k] along `dim` to the devices holding tile k,
+// other tile indices unchanged (tiles k with source[k] < 0 receive nothing).
+std::vector<std::pair<int64_t, int64_t>> TilePairs(const TileAssignment& ta, int dim, const std::vector<int64_t>& source) {
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  std::vector<int64_t> index(ta.num_dims(), 0);
+  for (int64_t pos = 0; pos < ta.num_devices(); ++pos) {
+    int64_t rem = pos;
+    for (int k = ta.num_dims() - 1; k >= 0; --k) {
+      index[k] = rem % ta.dim(k);
+      rem /= ta.dim(k);
+    }
+    const int64_t target = ta(index), m = source[index[dim]];
+    if (m < 0) continue;
+    index[dim] = m;
+    pairs.push_back({ta(index), target});
+  }
+  std::sort(pairs.begin(), pairs.end());
+  return pairs;
+}
 
-// HaloWindow when tiles want different parts of the tile at the same shift (a split of a dim:
-// one tile needs the first half of its neighbour, the next the last half): per shift s, each
-// tile's sender slices the part its receiver wants (a fixed width W_s from an offset looked up
-// by the sender's tile index), one collective-permute moves it, and the receiver writes it at
-// its global place in a zero buffer of the window plus margins. parts[s][k]: the part of tile
-// k + s that tile k's window uses (empty when b <= a).
-StatusOr<Instruction*> PieceWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why,
-                                   const ShardLayout& layout, const std::map<int64_t, std::vector<Part>>& parts) {
+// One tile's use of another: receiver tile k wants [a, b) of source tile m.
+struct Transfer {
+  int64_t k, m, a, b;
+};
+
+// Every part of another tile some window uses (m != k; empty parts left out).
+std::vector<Transfer> Transfers(const DimWindow& w, int64_t t, int64_t len, int64_t size) {
+  std::vector<Transfer> out;
+  for (int64_t k = 0; k < t; ++k) {
+    const int64_t lo = std::max<int64_t>(w.lo[k], 0), hi = std::min(w.lo[k] + w.needed[k], size);
+    for (int64_t m = lo / len; lo < hi && m <= (hi - 1) / len; ++m) {
+      if (m != k) out.push_back({k, m, std::max(lo, m * len) - m * len, std::min(hi, (m + 1) * len) - m * len});
+    }
+  }
+  return out;
+}
+
+// The transfers grouped into rounds in which every tile sends at most once and receives at most
+// once (one collective-permute each), widest first; a round moves its widest part's width.
+std::vector<std::vector<Transfer>> Rounds(std::vector<Transfer> transfers, int64_t t) {
+  std::stable_sort(transfers.begin(), transfers.end(),
+                   [](const Transfer& x, const Transfer& y) { return x.b - x.a > y.b - y.a; });
+  std::vector<std::vector<Transfer>> rounds;
+  std::vector<std::vector<bool>> sends, receives;
+  for (const Transfer& tr : transfers) {
+    size_t r = 0;
+    while (r < rounds.size() && (sends[r][tr.m] || receives[r][tr.k])) ++r;
+    if (r == rounds.size()) {
+      rounds.emplace_back();
+      sends.emplace_back(t, false);
+      receives.emplace_back(t, false);
+    }
+    rounds[r].push_back(tr);
+    sends[r][tr.m] = receives[r][tr.k] = true;
+  }
+  return rounds;
+}
+
+int64_t Width(const std::vector<Transfer>& round) {
+  int64_t width = 0;
+  for (const Transfer& tr : round) width = std::max(width, tr.b - tr.a);
+  return width;
+}
+
+// Elements each receiver gets by PieceWindow.
+int64_t PieceLength(const DimWindow& w, int64_t t, int64_t len, int64_t size) {
+  int64_t total = 0;
+  for (const std::vector<Transfer>& round : Rounds(Transfers(w, t, len, size), t)) total += Width(round);
+  return total;
+}
+
+// The window when tiles want different parts of other tiles (a split of a dim: one tile needs
+// the first half of its neighbour, the next the last half): per round, each sender slices the
+// part its receiver wants (a fixed width from an offset looked up by the sender's tile index),
+// one collective-permute moves it, and the receiver writes it at its global place in a zero
+// buffer of the window plus margins (its own tile too, whole).
+StatusOr<Instruction*> PieceWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why) {
   Emitter& em = v.emitter();
+  XS_ASSIGN_OR_RETURN(ShardLayout layout, v.Layout());
   const int d = w.dim;
-  const int64_t t = layout.tiles()[d], len = layout.shard_dims()[d];
+  const int64_t t = layout.tiles()[d], len = layout.shard_dims()[d], size = layout.dims()[d];
+  if (!v.sharding().IsTiled() || t <= 1 || len == 0) return FailedPrecondition("the dim is not sharded");
   Instruction* x = v.hlo();
   const int rank = x->shape().rank();
   const TileAssignment& ta = v.sharding().tile_assignment();
-  std::map<int64_t, int64_t> width;
+  const std::vector<std::vector<Transfer>> rounds = Rounds(Transfers(w, t, len, size), t);
   int64_t margin = len;
-  for (const auto& [s, by_tile] : parts) {
-    int64_t wmax = 0;
-    for (const Part& p : by_tile) wmax = std::max(wmax, p.second - p.first);
-    width[s] = s == 0 ? len : wmax;
-    margin = std::max(margin, width[s]);
-  }
+  for (const std::vector<Transfer>& round : rounds) margin = std::max(margin, Width(round));
   std::vector<int64_t> dims = x->shape().dims();
   dims[d] = w.size + 2 * margin;
   Instruction* buffer = em.Broadcast(em.ZeroOf(x->shape().dtype()), x->shape().WithDims(dims), {});
-  for (const auto& [s, by_tile] : parts) {
-    const int64_t ws = width[s];
-    if (ws == 0) continue;
-    // Receiver k: source offset off[k], placed at window position (k + s) * len + off[k] - lo[k]
-    // (plus the margin); tiles that use nothing at this shift write into the left margin.
-    std::vector<int64_t> off(t, 0), place(t, 0), send(t, 0);
-    std::vector<bool> uses(t, false);
-    for (int64_t k = 0; k < t; ++k) {
-      const Part& p = by_tile[k];
-      if (p.second <= p.first) continue;
-      uses[k] = true;
-      off[k] = s == 0 ? 0 : std::clamp<int64_t>(p.first, 0, len - ws);
-      place[k] = (k + s) * len + off[k] - w.lo[k] + margin;
-      if (k + s >= 0 && k + s < t) send[k + s] = off[k];
-    }
-    Instruction* piece = x;
-    if (s != 0) {
-      std::vector<Instruction*> starts(rank, em.ZeroOf(DType::kS32));
-      starts[d] = em.PerTile(layout, d, send);
-      std::vector<int64_t> sizes = x->shape().dims();
-      sizes[d] = ws;
-      piece = ws == len ? x : em.DynamicSlice(x, std::move(starts), std::move(sizes));
-      std::vector<std::pair<int64_t, int64_t>> pairs;
-      for (const auto& [src, dst] : ShiftPairs(ta, d, s)) {
-        if (uses[layout.TileIndex(dst, d)]) pairs.push_back({src, dst});
-      }
-      piece = em.CollectivePermute(piece, std::move(pairs),
-                                   StrCat(why, why.empty() ? "" : ": ", "halo exchange along dim ", d, ", ", ws,
-                                          " of ", len, " elements from the tile ", s, s > 0 ? " after" : " before",
-                                          " (each tile its own part)"));
-    }
-    std::vector<Instruction*> at(rank, em.ZeroOf(DType::kS32));
-    at[d] = em.PerTile(layout, d, place);
+  auto place = [&](Instruction* piece, const std::vector<int64_t>& at_tile) {
     std::vector<Instruction*> operands = {buffer, piece};
-    operands.insert(operands.end(), at.begin(), at.end());
+    for (int i = 0; i < rank; ++i) operands.push_back(i == d ? em.PerTile(layout, d, at_tile) : em.ZeroOf(DType::kS32));
     buffer = em.Add(Opcode::kDynamicUpdateSlice, buffer->shape(), std::move(operands));
+  };
+  // The own tile, where the window overlaps it (else into the left margin).
+  std::vector<int64_t> own(t, 0);
+  for (int64_t k = 0; k < t; ++k) {
+    const int64_t lo = std::max<int64_t>(w.lo[k], 0), hi = std::min(w.lo[k] + w.needed[k], size);
+    if (lo < std::min(hi, (k + 1) * len) && std::max(lo, k * len) < hi) own[k] = k * len - w.lo[k] + margin;
+  }
+  place(x, own);
+  for (const std::vector<Transfer>& round : rounds) {
+    const int64_t width = Width(round);
+    std::vector<int64_t> send(t, 0), at(t, 0), source(t, -1);
+    for (const Transfer& tr : round) {
+      const int64_t off = std::clamp<int64_t>(tr.a, 0, len - width);
+      send[tr.m] = off;
+      at[tr.k] = tr.m * len + off - w.lo[tr.k] + margin;
+      source[tr.k] = tr.m;
+    }
+    std::vector<Instruction*> starts(rank, em.ZeroOf(DType::kS32));
+    starts[d] = em.PerTile(layout, d, send);
+    std::vector<int64_t> sizes = x->shape().dims();
+    sizes[d] = width;
+    Instruction* piece = width == len ? x : em.DynamicSlice(x, std::move(starts), std::move(sizes));
+    piece = em.CollectivePermute(piece, TilePairs(ta, d, source),
+                                 StrCat(why, why.empty() ? "" : ": ", "halo exchange along dim ", d, ", ", width,
+                                        " of ", len, " elements, each tile its own part"));
+    place(piece, at);
   }
   std::vector<int64_t> starts(rank, 0), limits = dims;
   starts[d] = margin;
   limits[d] = margin + w.size;
   return em.Slice(buffer, std::move(starts), std::move(limits));
 }
+
+StatusOr<Instruction*> TileWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why);
 
 }  // namespace
 
@@ -134,29 +194,14 @@ StatusOr<Instruction*> HaloWindow(const PartitionedValue& v, const DimWindow& w,
     return FailedPrecondition("windows reach more than ", max_shift, " tiles away");
   }
   {
-    // Bytes of the union of the parts per shift (below) against each tile's own part.
-    std::map<int64_t, std::vector<Part>> parts;
-    for (int64_t k = 0; k < t; ++k) {
-      const int64_t lo = std::max<int64_t>(w.lo[k], 0);
-      const int64_t hi = std::min(w.lo[k] + w.needed[k], size);
-      for (int64_t m = lo / len; lo < hi && m <= (hi - 1) / len; ++m) {
-        std::vector<Part>& p = parts[m - k];
-        p.resize(t, Part{0, 0});
-        p[k] = {std::max(lo, m * len) - m * len, std::min(hi, (m + 1) * len) - m * len};
-      }
-    }
-    int64_t union_len = 0, piece_len = 0;
+    // Elements received with the union of the parts per shift (below) against each tile's own.
+    int64_t union_len = 0;
     for (int64_t s = smin; s <= smax; ++s) {
       if (s == 0) continue;
-      auto [a, b] = used.count(s) ? used[s] : Part{0, len};
+      auto [a, b] = used.count(s) ? used[s] : std::pair<int64_t, int64_t>{0, len};
       union_len += (s < smax ? len : b) - (s > smin ? 0 : a);
-      int64_t wmax = 0;
-      if (parts.count(s)) {
-        for (const Part& p : parts[s]) wmax = std::max(wmax, p.second - p.first);
-      }
-      piece_len += wmax;
     }
-    if (piece_len < union_len) return PieceWindow(v, w, why, layout, parts);
+    if (PieceLength(w, t, len, size) < union_len) return PieceWindow(v, w, why);
   }
   Instruction* x = v.hlo();
   const int rank = x->shape().rank();
@@ -206,6 +251,20 @@ StatusOr<Instruction*> HaloWindow(const PartitionedValue& v, const DimWindow& w,
 
 
 StatusOr<Instruction*> FarWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why) {
+  // Whole source tiles, or each tile's own parts when that receives less.
+  std::unique_ptr<Emitter> tiles = Emitter::Scratch(&v.emitter().state());
+  std::unique_ptr<Emitter> parts = Emitter::Scratch(&v.emitter().state());
+  auto dry = [&](Emitter& em) {
+    return PartitionedValue(em.ScratchParameter(v.hlo()->shape()), v.global_shape(), v.sharding(), &em);
+  };
+  const bool by_tiles = TileWindow(dry(*tiles), w, why).ok(), by_parts = PieceWindow(dry(*parts), w, why).ok();
+  if (by_parts && (!by_tiles || parts->cost() < tiles->cost())) return PieceWindow(v, w, why);
+  return TileWindow(v, w, why);
+}
+
+namespace {
+
+StatusOr<Instruction*> TileWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why) {
   Emitter& em = v.emitter();
   XS_ASSIGN_OR_RETURN(ShardLayout layout, v.Layout());
   const int d = w.dim;
@@ -253,27 +312,14 @@ StatusOr<Instruction*> FarWindow(const PartitionedValue& v, const DimWindow& w, 
         b = std::max(b, kb);
       }
     }
-    std::vector<std::pair<int64_t, int64_t>> pairs;
-    std::vector<int64_t> index(ta.num_dims(), 0);
+    std::vector<int64_t> source(t, -1);
     bool identity = true;
-    for (int64_t pos = 0; pos < ta.num_devices(); ++pos) {
-      int64_t rem = pos;
-      for (int k = ta.num_dims() - 1; k >= 0; --k) {
-        index[k] = rem % ta.dim(k);
-        rem /= ta.dim(k);
-      }
-      const int64_t target = ta(index);
-      std::optional<int64_t> m = source_tile(index[d]);
-      if (!m) {
-        identity = false;
-        continue;
-      }
-      index[d] = *m;
-      identity = identity && ta(index) == target;
-      pairs.push_back({ta(index), target});
+    for (int64_t k = 0; k < t; ++k) {
+      source[k] = source_tile(k).value_or(-1);
+      identity = identity && source[k] == k;
     }
-    std::sort(pairs.begin(), pairs.end());
     if (identity) return x;
+    std::vector<std::pair<int64_t, int64_t>> pairs = TilePairs(ta, d, source);
     // Only the used part travels; it is padded back into place in the slot.
     std::vector<int64_t> starts(rank, 0), limits = x->shape().dims();
     starts[d] = a;
@@ -350,5 +396,7 @@ StatusOr<Instruction*> FarWindow(const PartitionedValue& v, const DimWindow& w, 
   sizes[d] = w.size;
   return em.DynamicSlice(buffer, std::move(starts), std::move(sizes));
 }
+
+}  // namespace
 
 }  // namespace xs::spmd::internal

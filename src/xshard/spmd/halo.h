@@ -32,10 +32,11 @@ std::vector<std::pair<int64_t, int64_t>> ShiftPairs(const TileAssignment& ta, in
 // The local buffer of `v` with dim `w.dim` replaced by the window: a collective-permute per
 // neighbour shift the windows reach (sending only the part of the shard some window uses), a
 // concatenation, and a dynamic-slice at each tile's offset. When tiles want different parts of
-// the tile at the same shift (a split of the dim) and their widest part is narrower than the
-// union, each sender slices its receiver's own part (an offset from its tile index) and the
-// receiver writes it at its place in the window. Error (FailedPrecondition) when a window reaches
-// more than `max_shift` tiles away, so that the caller gathers instead.
+// the tile at the same shift (a split of the dim) and that moves more than each tile's own parts
+// would, the parts go instead in rounds (one collective-permute each, every tile sending and
+// receiving at most once per round), each sender slicing its receiver's part (an offset from its
+// tile index) and each receiver writing it at its place in the window. Error (FailedPrecondition)
+// when a window reaches more than `max_shift` tiles away, so that the caller gathers instead.
 StatusOr<Instruction*> HaloWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why,
                                   int64_t max_shift = 2);
 
@@ -43,7 +44,8 @@ StatusOr<Instruction*> HaloWindow(const PartitionedValue& v, const DimWindow& w,
 // buffer is the c-th source tile its window touches. One collective-permute per slot when no
 // source tile is wanted twice in a slot (a window far from its own tile then costs as many
 // permutes as tiles it spans: concatenate's operands land far from where they start); else one
-// per distinct shift (source tile - own tile), each slot selecting its own shift's result.
+// per distinct shift (source tile - own tile), each slot selecting its own shift's result. Or,
+// when that receives less, each tile's own parts in rounds as HaloWindow sends them.
 StatusOr<Instruction*> FarWindow(const PartitionedValue& v, const DimWindow& w, std::string_view why);
 
 }  // namespace xs::spmd::internal
