@@ -55,18 +55,22 @@ def _ln(x):
     return (x - m) * jax.lax.rsqrt(((x - m) ** 2).mean(-1, keepdims=True) + 1e-5)
 
 
-def _decoder(params, x):
+def decoder_block(params, x, b, s, d, h):
+    """A pre-norm decoder block (causal attention with h heads, a 4d gelu MLP) on x[b, s, d]."""
     wq, wk, wv, wo, w1, w2 = params
-    h = _ln(x)
-    q = (h @ wq).reshape(DB, DS, DH, DD // DH)
-    k = (h @ wk).reshape(DB, DS, DH, DD // DH)
-    v = (h @ wv).reshape(DB, DS, DH, DD // DH)
-    s = jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.float32(np.sqrt(DD // DH))
-    mask = jnp.tril(jnp.ones((DS, DS), bool))
-    s = jnp.where(mask, s, -1e9)
-    a = jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(s, -1), v).reshape(DB, DS, DD)
+    n = _ln(x)
+    q = (n @ wq).reshape(b, s, h, d // h)
+    k = (n @ wk).reshape(b, s, h, d // h)
+    v = (n @ wv).reshape(b, s, h, d // h)
+    sc = jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.float32(np.sqrt(d // h))
+    sc = jnp.where(jnp.tril(jnp.ones((s, s), bool)), sc, -1e9)
+    a = jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(sc, -1), v).reshape(b, s, d)
     x = x + a @ wo
     return x + jax.nn.gelu(_ln(x) @ w1) @ w2
+
+
+def _decoder(params, x):
+    return decoder_block(params, x, DB, DS, DD, DH)
 
 
 def _decoder_step(wq, wk, wv, wo, w1, w2, x, y):
