@@ -50,5 +50,15 @@ TEST(HaloPiecesTest, ThirdsUnevenAndReplicatedStayCorrect) {
   Slice("s32[5,37]", "s32[5,18]", "{[0:5], [0:18]}", "{devices=[1,4]3,1,0,2}", 4);
 }
 
+// The halves of f32[16,384] over 8 (tiles of 48 into tiles of 24): tile k needs half of source
+// tile k / 2, up to four tiles away. Every source serves two tiles, so two rounds of one permute
+// each (16 x 24 floats, 1.5 KiB), where whole source tiles or per-shift unions moved far more.
+TEST(HaloPiecesTest, FarSplitsGoInRoundsOfOwnParts) {
+  const PartitionResult r = Slice("f32[16,384]", "f32[16,192]", "{[0:16], [0:192]}", "{devices=[1,8]<=[8]}", 8);
+  ASSERT_EQ(testing::CollectiveKinds(r), std::vector<std::string>(2, "collective-permute"));
+  for (const CollectiveRecord& c : r.report.collectives) EXPECT_EQ(c.bytes, 16 * 24 * 4);
+  EXPECT_EQ(r.report.collectives[0].groups, "{{0,1},{1,2},{2,4},{3,6}}");
+}
+
 }  // namespace
 }  // namespace xs::spmd
