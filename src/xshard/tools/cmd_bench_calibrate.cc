@@ -31,39 +31,52 @@ struct CalibrateFlags {
   bool quick = false;
 };
 
-// One module of the calibration, compiled once and timed on the client's devices.
+// One module of the calibration, compiled once and timed on the client's devices over several
+// rounds: every probe runs once per round, so that each one's steps spread over the whole
+// calibration and meet the same mix of load from other work as the others.
 class Probe {
  public:
-  static StatusOr<Probe> Create(const std::string& text) {
-    Probe p;
-    XS_ASSIGN_OR_RETURN(p.module_, ParseHloModule(text, "calibrate"));
-    XS_ASSIGN_OR_RETURN(p.exe_, SpmdExecutable::Create(*p.module_));
+  static StatusOr<std::unique_ptr<Probe>> Create(const std::string& text, int min_iters, double min_seconds) {
+    auto p = std::unique_ptr<Probe>(new Probe);
+    XS_ASSIGN_OR_RETURN(p->module_, ParseHloModule(text, "calibrate"));
+    XS_ASSIGN_OR_RETURN(p->exe_, SpmdExecutable::Create(*p->module_));
+    p->min_iters_ = min_iters;
+    p->min_seconds_ = min_seconds;
     return p;
   }
-  // Median seconds of one step after 2 warm-up steps, over at least `min_iters` steps and, until
-  // `max_iters`, `min_seconds` of them: the statistic `bench run` reports, so that a profile
-  // calibrated under some load predicts medians measured under the same load. (The fastest step
-  // was tried: on this shared 2-core machine it made every prediction 30-40 % low.)
-  StatusOr<double> Median(Client& client, int min_iters, int max_iters, double min_seconds) const {
+  // One round of `rounds`: a warm-up step, then at least min_iters / rounds steps and, up to 50,
+  // min_seconds / rounds of them. Inputs are made per round, so that only one probe's are alive.
+  Status Round(Client& client, int rounds) {
     const std::vector<std::vector<Array>> args =
         RandomDeviceArguments(1, exe_->num_devices(), exe_->executable().argument_shapes());
-    for (int i = 0; i < 2; ++i) XS_RETURN_IF_ERROR(exe_->Run(client, args).status());
-    std::vector<double> s;
+    XS_RETURN_IF_ERROR(exe_->Run(client, args).status());
+    const int iters = std::max(1, (min_iters_ + rounds - 1) / rounds);
     double total = 0;
-    while (static_cast<int>(s.size()) < min_iters || (total < min_seconds && static_cast<int>(s.size()) < max_iters)) {
+    for (int i = 0; i < iters || (total < min_seconds_ / rounds && i < 50); ++i) {
       const auto start = std::chrono::steady_clock::now();
       XS_RETURN_IF_ERROR(exe_->Run(client, args).status());
-      s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      total += s.back();
+      samples_.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      total += samples_.back();
     }
+    return OkStatus();
+  }
+  // Median seconds of one step over every round: the statistic `bench run` reports, so that a
+  // profile calibrated under some load predicts medians measured under the same load. (The
+  // fastest step was tried: on this shared 2-core machine it made every prediction 30-40 % low.)
+  double Median() const {
+    std::vector<double> s = samples_;
     std::sort(s.begin(), s.end());
-    return s[s.size() / 2];
+    return s.empty() ? 0 : s[s.size() / 2];
   }
   const Module& module() const { return *module_; }
 
  private:
+  Probe() = default;
   std::unique_ptr<Module> module_;
   std::unique_ptr<SpmdExecutable> exe_;
+  int min_iters_ = 1;
+  double min_seconds_ = 0;
+  std::vector<double> samples_;
 };
 
 std::string Header(int64_t n) { return StrCat("HloModule calibrate, num_partitions=", n, "\n"); }
@@ -153,65 +166,92 @@ Status RunCalibrate(const CalibrateFlags& f) {
   p.source = StrCat("xshard bench calibrate --devices ", n, f.quick ? " --quick" : "", ", ", Now(), ", load average ",
                     LoadAverage(), " at the start");
   std::printf("calibrating on %lld in-process devices (%s)\n", static_cast<long long>(n), f.quick ? "quick" : "full");
+  std::fflush(stdout);
 
+  // Every probe first, then the rounds, then the figures.
+  std::vector<Probe*> all;
+  auto make = [&](const std::string& text, int min_iters, double min_seconds) -> StatusOr<std::unique_ptr<Probe>> {
+    XS_ASSIGN_OR_RETURN(std::unique_ptr<Probe> probe, Probe::Create(text, min_iters, min_seconds));
+    all.push_back(probe.get());
+    return probe;
+  };
   // The step's fixed cost, and each executed instruction's.
-  XS_ASSIGN_OR_RETURN(Probe one, Probe::Create(StepsModule(n, 1)));
-  XS_ASSIGN_OR_RETURN(Probe many, Probe::Create(StepsModule(n, 33)));
-  XS_ASSIGN_OR_RETURN(double t1, one.Median(*client, iters * 4, 200, seconds));
-  XS_ASSIGN_OR_RETURN(double t33, many.Median(*client, iters * 4, 200, seconds));
-  p.op_overhead_us = Round(std::max(0.0, (t33 - t1) / 32 * 1e6));
-  p.step_overhead_us = Round(std::max(0.0, t1 * 1e6 - p.op_overhead_us));
-  std::printf("step: %.1f us fixed, %.2f us per instruction\n", p.step_overhead_us, p.op_overhead_us);
-  const double fixed = p.step_overhead_us * 1e-6 + p.op_overhead_us * 1e-6;
-
+  XS_ASSIGN_OR_RETURN(auto one, make(StepsModule(n, 1), iters * 4, seconds));
+  XS_ASSIGN_OR_RETURN(auto many, make(StepsModule(n, 33), iters * 4, seconds));
   // GEMM: every device multiplies its own square matrices; the host's rate is n times one's.
-  std::printf("%-6s %-14s %12s %14s\n", "gemm", "m=n=k", "ms/step", "host GFLOP/s");
   const std::vector<int64_t> sizes = f.quick ? std::vector<int64_t>{64, 256, 512} : std::vector<int64_t>{64, 192, 512, 1024};
-  for (std::string_view type : {"f32", "bf16"}) {
+  const std::vector<std::string_view> types = {"f32", "bf16"};
+  std::vector<std::unique_ptr<Probe>> gemms;
+  for (std::string_view type : types) {
     for (int64_t m : sizes) {
-      XS_ASSIGN_OR_RETURN(Probe probe, Probe::Create(GemmModule(n, type, m)));
-      XS_ASSIGN_OR_RETURN(double t, probe.Median(*client, iters, 50, seconds));
-      const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(m) * static_cast<double>(m);
-      const double gflops = flops * static_cast<double>(n) / std::max(t - fixed, 1e-7) / 1e9;
-      p.gemm[type == "f32" ? DType::kF32 : DType::kBF16].push_back({flops, Round(gflops)});
-      std::printf("%-6s %-14lld %12.3f %14.1f\n", std::string(type).c_str(), static_cast<long long>(m), t * 1e3, gflops);
+      XS_ASSIGN_OR_RETURN(auto probe, make(GemmModule(n, type, m), iters, seconds));
+      gemms.push_back(std::move(probe));
     }
   }
-
-  // Memory: one add of two vectors per device (reads 2, writes 1).
+  // Memory: one add of two vectors per device (reads 2, writes 1); transcendentals: one tanh.
   const int64_t elements = f.quick ? (int64_t{1} << 19) : (int64_t{1} << 21);
-  XS_ASSIGN_OR_RETURN(Probe add, Probe::Create(StrCat(Header(n), "ENTRY e {\n  a = f32[", elements, "] parameter(0)\n  b = f32[",
-                                                      elements, "] parameter(1)\n  ROOT c = f32[", elements, "] add(a, b)\n}\n")));
-  XS_ASSIGN_OR_RETURN(double t_add, add.Median(*client, iters, 50, seconds));
-  p.memory_gbps = Round(12.0 * static_cast<double>(elements) * static_cast<double>(n) / std::max(t_add - fixed, 1e-7) / 1e9);
-  std::printf("memory: %.3f ms/step for %lld x 3 x %s, %.1f GB/s for the host\n", t_add * 1e3, static_cast<long long>(n),
-              spmd::FormatBytes(4 * elements).c_str(), p.memory_gbps);
-
-  // Transcendentals: one tanh per element, less the bytes it moves at the rate just measured.
-  XS_ASSIGN_OR_RETURN(Probe tanh, Probe::Create(StrCat(Header(n), "ENTRY e {\n  a = f32[", elements,
-                                                       "] parameter(0)\n  ROOT t = f32[", elements, "] tanh(a)\n}\n")));
-  XS_ASSIGN_OR_RETURN(double t_tanh, tanh.Median(*client, iters, 50, seconds));
-  const double all = static_cast<double>(elements) * static_cast<double>(n);
-  const double math = t_tanh - fixed - 8 * all / (p.memory_gbps * 1e9);
-  p.transcendental_gops = math > 0 ? Round(all / math / 1e9) : 0;
-  std::printf("tanh: %.3f ms/step, %.2f G elements/s for the host beyond its bytes\n", t_tanh * 1e3, p.transcendental_gops);
-
+  XS_ASSIGN_OR_RETURN(auto add, make(StrCat(Header(n), "ENTRY e {\n  a = f32[", elements, "] parameter(0)\n  b = f32[", elements,
+                                            "] parameter(1)\n  ROOT c = f32[", elements, "] add(a, b)\n}\n"),
+                                     iters, seconds));
+  XS_ASSIGN_OR_RETURN(auto tanh, make(StrCat(Header(n), "ENTRY e {\n  a = f32[", elements, "] parameter(0)\n  ROOT t = f32[",
+                                             elements, "] tanh(a)\n}\n"),
+                                      iters, seconds));
   // Collectives: latency from a 64-element exchange, bandwidth from the difference to a large one.
   std::vector<int64_t> groups;
   for (int64_t g : {int64_t{2}, int64_t{4}, n}) {
     if (g >= 2 && g <= n && n % g == 0 && std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
   }
   const int64_t large = f.quick ? (int64_t{1} << 18) : (int64_t{1} << 20);
-  std::printf("%-20s %5s %12s %12s %12s\n", "collective", "group", "latency us", "large ms", "GB/s/device");
+  std::vector<std::pair<std::unique_ptr<Probe>, std::unique_ptr<Probe>>> collectives;
   for (std::string_view kind : spmd::kProfileCollectiveKinds) {
     for (int64_t g : groups) {
-      XS_ASSIGN_OR_RETURN(Probe small, Probe::Create(CollectiveModule(n, kind, g, 64)));
-      XS_ASSIGN_OR_RETURN(Probe big, Probe::Create(CollectiveModule(n, kind, g, large)));
-      XS_ASSIGN_OR_RETURN(double ts, small.Median(*client, iters * 2, 100, seconds / 2));
-      XS_ASSIGN_OR_RETURN(double tb, big.Median(*client, iters, 50, seconds));
+      XS_ASSIGN_OR_RETURN(auto small, make(CollectiveModule(n, kind, g, 64), iters * 2, seconds / 2));
+      XS_ASSIGN_OR_RETURN(auto big, make(CollectiveModule(n, kind, g, large), iters, seconds));
+      collectives.push_back({std::move(small), std::move(big)});
+    }
+  }
+  const int rounds = f.quick ? 1 : 3;
+  for (int r = 0; r < rounds; ++r) {
+    for (Probe* probe : all) XS_RETURN_IF_ERROR(probe->Round(*client, rounds));
+  }
+
+  const double t1 = one->Median(), t33 = many->Median();
+  p.op_overhead_us = Round(std::max(0.0, (t33 - t1) / 32 * 1e6));
+  p.step_overhead_us = Round(std::max(0.0, t1 * 1e6 - p.op_overhead_us));
+  std::printf("step: %.1f us fixed, %.2f us per instruction\n", p.step_overhead_us, p.op_overhead_us);
+  const double fixed = p.step_overhead_us * 1e-6 + p.op_overhead_us * 1e-6;
+
+  std::printf("%-6s %-14s %12s %14s\n", "gemm", "m=n=k", "ms/step", "host GFLOP/s");
+  for (size_t k = 0; k < gemms.size(); ++k) {
+    const std::string_view type = types[k / sizes.size()];
+    const int64_t m = sizes[k % sizes.size()];
+    const double t = gemms[k]->Median();
+    const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(m) * static_cast<double>(m);
+    const double gflops = flops * static_cast<double>(n) / std::max(t - fixed, 1e-7) / 1e9;
+    p.gemm[type == "f32" ? DType::kF32 : DType::kBF16].push_back({flops, Round(gflops)});
+    std::printf("%-6s %-14lld %12.3f %14.1f\n", std::string(type).c_str(), static_cast<long long>(m), t * 1e3, gflops);
+  }
+
+  const double t_add = add->Median();
+  p.memory_gbps = Round(12.0 * static_cast<double>(elements) * static_cast<double>(n) / std::max(t_add - fixed, 1e-7) / 1e9);
+  std::printf("memory: %.3f ms/step for %lld x 3 x %s, %.1f GB/s for the host\n", t_add * 1e3, static_cast<long long>(n),
+              spmd::FormatBytes(4 * elements).c_str(), p.memory_gbps);
+  // The tanh's cost beyond the bytes it moves at the rate just measured.
+  const double t_tanh = tanh->Median();
+  const double count = static_cast<double>(elements) * static_cast<double>(n);
+  const double math = t_tanh - fixed - 8 * count / (p.memory_gbps * 1e9);
+  p.transcendental_gops = math > 0 ? Round(count / math / 1e9) : 0;
+  std::printf("tanh: %.3f ms/step, %.2f G elements/s for the host beyond its bytes\n", t_tanh * 1e3, p.transcendental_gops);
+
+  std::printf("%-20s %5s %12s %12s %12s\n", "collective", "group", "latency us", "large ms", "GB/s/device");
+  size_t k = 0;
+  for (std::string_view kind : spmd::kProfileCollectiveKinds) {
+    for (int64_t g : groups) {
+      const auto& [small, big] = collectives[k++];
+      const double ts = small->Median(), tb = big->Median();
       spmd::CollectiveRate r;
       r.latency_us = Round(std::max(0.0, (ts - fixed) * 1e6));
-      const double bytes = ReceivedBytes(big, n) - ReceivedBytes(small, n);
+      const double bytes = ReceivedBytes(*big, n) - ReceivedBytes(*small, n);
       r.gbps = Round(bytes / std::max(tb - ts, 1e-7) / 1e9);
       p.collectives[std::string(kind)][g] = r;
       std::printf("%-20s %5lld %12.1f %12.3f %12.2f\n", std::string(kind).c_str(), static_cast<long long>(g), r.latency_us,
