@@ -184,8 +184,6 @@ class Predictor {
     return std::move(p_);
   }
 
-  std::vector<std::string>& notes() { return p_.notes; }
-
  private:
   static std::string FormatFlops(double f) {
     char buf[32];
