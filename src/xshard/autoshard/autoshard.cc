@@ -125,7 +125,8 @@ std::optional<DimAxes> KeptAxes(const Instruction& inst, const Mesh& mesh) {
 enum class Pin { kEverything, kParametersAndOutputs, kReplicated };
 
 // A copy of `base` with the search's choice written as shardings (`pin` says which values).
-StatusOr<std::unique_ptr<Module>> Materialize(const Module& base, const SearchOutcome& search, const Mesh& mesh,
+StatusOr<std::unique_ptr<Module>> Materialize(const Module& base, const std::map<const Instruction*, DimAxes>& chosen,
+                                              const Mesh& mesh,
                                               Pin pin) {
   std::unique_ptr<Module> m = base.Clone();
   Computation* entry = m->entry();
@@ -139,8 +140,8 @@ StatusOr<std::unique_ptr<Module>> Materialize(const Module& base, const SearchOu
   const Computation* base_entry = base.entry();
   for (Instruction* inst : entry->instructions()) {
     const Instruction* original = base_entry->GetInstruction(inst->name());
-    auto it = original ? search.chosen.find(original) : search.chosen.end();
-    if (it == search.chosen.end()) continue;
+    auto it = original ? chosen.find(original) : chosen.end();
+    if (it == chosen.end()) continue;
     const bool wanted = pin == Pin::kEverything || inst->opcode() == Opcode::kParameter || outputs.count(inst) > 0;
     if (!wanted) continue;
     if (pin == Pin::kReplicated) {
@@ -260,22 +261,29 @@ StatusOr<AutoshardResult> Autoshard(const Module& module, const AutoshardOptions
   AutoshardResult result;
   result.stats = search.stats;
   result.notes = search.notes;
-  const std::vector<std::pair<Pin, std::string>> pins = {
-      {Pin::kEverything, "search"},
-      {Pin::kParametersAndOutputs, "search (parameters and outputs pinned)"},
-      {Pin::kReplicated, "replicated"}};
-  std::vector<std::unique_ptr<Module>> modules;
-  for (const auto& [pin, label] : pins) {
-    if (pin == Pin::kReplicated && options.keep_annotations && !kept.empty()) continue;
-    XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> m, Materialize(*base, search, mesh, pin));
-    StatusOr<PlanEvaluation> e = EvaluateAnnotated(*m, mesh, options.evaluate, label);
+  struct Candidate {
+    const std::map<const Instruction*, DimAxes>* chosen;
+    Pin pin;
+    std::string label;
+  };
+  std::vector<Candidate> plans = {{&search.chosen, Pin::kEverything, "search"},
+                                  {&search.chosen, Pin::kParametersAndOutputs, "search (parameters and outputs pinned)"}};
+  for (size_t k = 0; k < search.alternatives.size(); ++k) {
+    plans.push_back({&search.alternatives[k], Pin::kEverything,
+                     StrCat("local optimum ", k + 1, " (search estimate ",
+                            spmd::FormatSeconds(search.alternative_estimates[k]), ")")});
+  }
+  if (!(options.keep_annotations && !kept.empty())) plans.push_back({&search.chosen, Pin::kReplicated, "replicated"});
+  for (const Candidate& c : plans) {
+    XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> m, Materialize(*base, *c.chosen, mesh, c.pin));
+    StatusOr<PlanEvaluation> e = EvaluateAnnotated(*m, mesh, options.evaluate, c.label);
     if (!e.ok()) {
-      if (pin == Pin::kEverything) return Annotate(e.status(), "autoshard: compiling the chosen plan");
-      result.notes.push_back(StrCat(label, ": not compiled: ", e.status().message()));
+      if (&c == &plans.front()) return Annotate(e.status(), "autoshard: compiling the chosen plan");
+      result.notes.push_back(StrCat(c.label, ": not compiled: ", e.status().message()));
       continue;
     }
     result.candidates.push_back(std::move(*e));
-    modules.push_back(std::move(m));
+    result.candidate_modules.push_back(std::move(m));
   }
   // The fastest that fits; when none fits, the smallest.
   const auto budget = options.memory_per_device;
@@ -294,7 +302,8 @@ StatusOr<AutoshardResult> Autoshard(const Module& module, const AutoshardOptions
                                   "smallest is shown"));
   }
   result.plan = result.candidates[best];
-  result.annotated = std::move(modules[best]);
+  result.chosen = best;
+  result.annotated = result.candidate_modules[best]->Clone();
   result.stats.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
 }

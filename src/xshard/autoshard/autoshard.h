@@ -7,9 +7,9 @@
 // follow their operand (one choice for the chain); the choice minimizing compute + in-op
 // collectives + reshards on edges, under a per-device memory row at the peaks of liveness, is an
 // exact 0-1 program solved with CBC (ilp.h). The chosen plan, the same plan with only parameters
-// and outputs pinned, and full replication are then compiled with the real pipeline (propagate,
-// partition, cleanup) and priced by `evaluate`; the fastest that fits wins, so what is printed is
-// what `xshard run` will do.
+// and outputs pinned, the other local optima of the search (up to 4) and full replication are then
+// compiled with the real pipeline (propagate, partition, cleanup) and priced by `evaluate`; the
+// fastest that fits wins, so what is printed is what `xshard run` will do.
 #ifndef XSHARD_AUTOSHARD_AUTOSHARD_H_
 #define XSHARD_AUTOSHARD_AUTOSHARD_H_
 
@@ -95,6 +95,8 @@ struct AutoshardResult {
   std::unique_ptr<Module> annotated;  // the winning plan's module (num_partitions = mesh devices)
   PlanEvaluation plan;
   std::vector<PlanEvaluation> candidates;  // every plan evaluated, the winner among them
+  std::vector<std::unique_ptr<Module>> candidate_modules;  // their modules, in the same order
+  int chosen = 0;                          // index of the winner in `candidates`
   SearchStats stats;
   std::vector<std::string> notes;
 };

@@ -116,9 +116,11 @@ StatusOr<CoarseSolution> SolveCoarse(const CoarseProgram& p, double time_limit_s
   }
   CoarseSolution best;
   double best_value = kInf;
+  std::vector<std::pair<double, std::vector<int>>> optima;
   for (auto& s : starts) {
     LocalSearch(p, adjacent, s);
     const double v = Penalized(p, s);
+    if (std::isfinite(Evaluate(p, s))) optima.push_back({v, s});
     if (v < best_value) {
       best_value = v;
       best.choice = s;
@@ -264,6 +266,12 @@ StatusOr<CoarseSolution> SolveCoarse(const CoarseProgram& p, double time_limit_s
   }
   if (!std::isfinite(best.objective)) {
     return ResourceExhausted("no plan fits the memory budget (the best found still exceeds it)");
+  }
+  std::stable_sort(optima.begin(), optima.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [v, s] : optima) {
+    if (s == best.choice || best.alternatives.size() >= 4) continue;
+    if (std::find(best.alternatives.begin(), best.alternatives.end(), s) != best.alternatives.end()) continue;
+    best.alternatives.push_back(std::move(s));
   }
   best.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return best;

@@ -36,6 +36,9 @@ struct CoarseSolution {
   double seconds = 0;
   int variables = 0, rows = 0;
   std::vector<std::string> notes;
+  // Other local optima the local search reached (distinct, fitting, cheapest first, at most 4):
+  // plans the model ranks close, for checking with the real compiler or by measurement.
+  std::vector<std::vector<int>> alternatives;
 };
 
 // Objective of `choice` (infinity when a memory row is exceeded).

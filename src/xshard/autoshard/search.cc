@@ -384,6 +384,11 @@ StatusOr<SearchOutcome> SearchShardings(const Computation& entry, const Autoshar
   for (const Node& n : nodes) {
     out.chosen[n.inst] = n.strategies[n.map[sol->choice[class_of[n.group]]]].result;
   }
+  for (const std::vector<int>& alt : sol->alternatives) {
+    auto& m = out.alternatives.emplace_back();
+    for (const Node& n : nodes) m[n.inst] = n.strategies[n.map[alt[class_of[n.group]]]].result;
+    out.alternative_estimates.push_back(Evaluate(program, alt));
+  }
   out.stats.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

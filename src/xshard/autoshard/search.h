@@ -22,6 +22,9 @@ using StrategyFilter = std::function<bool(const Instruction&, const Strategy&)>;
 
 struct SearchOutcome {
   std::map<const Instruction*, DimAxes> chosen;  // every planned entry instruction
+  // Other local optima of the search (CoarseSolution::alternatives), with their estimates.
+  std::vector<std::map<const Instruction*, DimAxes>> alternatives;
+  std::vector<double> alternative_estimates;
   SearchStats stats;
   std::vector<std::string> notes;
 };
