@@ -6,6 +6,8 @@
 // all-to-all and keeps them all). Dims whose data moves (sliced, padded, concatenated, reversed, windowed, indexed,
 // sorted) are made unsharded first: an all-gather along those dims only, never a full
 // replication. Broadcast's new dims may be sharded for free (every slice is equal).
+#include <algorithm>
+
 #include "xshard/spmd/handlers.h"
 
 namespace xs::spmd::internal {
@@ -71,9 +73,10 @@ std::optional<std::vector<std::vector<int>>> UserDemands(const Instruction& inst
 
 // A reshape merging operand dims whose minor ones are sharded (transpose(x, (1,0,..)).reshape):
 // the rule keeps only the major dim's axes on the merged dim, so the target drops the others
-// and the operand is gathered. When every user wants those axes back on the merged dim, the
-// operand's axes move onto its major dim instead (an all-to-all) and the result keeps them all
-// (a finer sharding than the target, which the users take as it is). False when that does not
+// and the operand is gathered. When every user wants those axes back on the merged dim (or all
+// want the same finer axes there), the operand's axes move onto its major dim instead (an
+// all-to-all, after local slices of axes it does not use) and the result keeps them (a finer
+// sharding than the target, which the users take as it is). False when that does not
 // apply or costs more than the rule handler's plan.
 StatusOr<bool> TryMergeKeepingAxes(const Instruction& inst, Context& ctx) {
   const PartitionedValue& x = ctx.Get(inst.operand(0));
@@ -109,19 +112,24 @@ StatusOr<bool> TryMergeKeepingAxes(const Instruction& inst, Context& ctx) {
     std::vector<int> merged;
     for (int i = g.in_begin; i < g.in_end; ++i) merged.insert(merged.end(), in_axes->dims[i].begin(), in_axes->dims[i].end());
     const std::vector<int>& want = res->dims[r];
-    if (merged.size() > want.size() && StartsWith(merged, want)) {
+    // The users' common wish for the merged dim when they agree on one that extends the
+    // target's (axes the operand does not use are sliced locally), else the merged dims' axes.
+    const std::optional<std::vector<std::vector<int>>> demands = UserDemands(inst, r, ctx);
+    std::vector<int> keep = merged;
+    if (demands && !demands->empty() && StartsWith((*demands)[0], want) &&
+        std::all_of(demands->begin(), demands->end(), [&](const std::vector<int>& d) { return d == (*demands)[0]; })) {
+      keep = (*demands)[0];
+    }
+    if (demands && keep.size() > want.size() && StartsWith(keep, want)) {
       uint64_t extra = 0, others = 0;
-      for (size_t k = want.size(); k < merged.size(); ++k) extra |= uint64_t{1} << merged[k];
+      for (size_t k = want.size(); k < keep.size(); ++k) extra |= uint64_t{1} << keep[k];
       for (int o = 0; o < static_cast<int>(out.size()); ++o) {
         for (int a : res->dims[o]) others |= o == r ? 0 : uint64_t{1} << a;
       }
-      std::optional<std::vector<std::vector<int>>> demands = UserDemands(inst, r, ctx);
-      bool wanted = (extra & others) == 0 && demands.has_value();
-      for (const std::vector<int>& d : demands.value_or(std::vector<std::vector<int>>{})) {
-        wanted = wanted && StartsWith(d, merged);
-      }
+      bool wanted = (extra & others) == 0;
+      for (const std::vector<int>& d : *demands) wanted = wanted && StartsWith(d, keep);
       if (wanted) {
-        res->dims[r] = merged;
+        res->dims[r] = keep;
         refined = true;
       }
     }

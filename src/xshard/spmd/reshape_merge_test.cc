@@ -12,19 +12,21 @@
 namespace xs::spmd {
 namespace {
 
-// Mesh x, y, z = 2, 2, 2 (device = 4x + 2y + z). x: f32[8(a),8(b),16(c),8(d)] in P('x','y',-,'z'),
-// transposed to [b,a,c,d] in P('y','x',-,'z'), reshaped to [64,16,8] (the target keeps only 'y'
-// on the merged dim), summed over d into P(('y','x'),'z').
-std::string Module(const std::string& sum_sharding) {
+// Mesh x, y, z = 2, 2, 2 (device = 4x + 2y + z). x: f32[8(a),8(b),16(c),8(d)] (by default in
+// P('x','y',-,'z')), transposed to [b,a,c,d], reshaped to [64,16,8] (the target keeps only 'y' on
+// the merged dim), summed over d into `sum_sharding`. The shardings are propagation's.
+std::string Module(const std::string& sum_sharding, const std::string& x = "{devices=[2,2,1,2]<=[8]}",
+                   const std::string& t = "{devices=[2,2,1,2]<=[2,2,2]T(1,0,2)}",
+                   const std::string& r = "{devices=[2,1,2,2]<=[2,4]T(1,0) last_tile_dim_replicate}") {
   return StrCat(R"(add {
   a = f32[] parameter(0)
   b = f32[] parameter(1)
   ROOT s = f32[] add(a, b)
 }
 ENTRY e {
-  x = f32[8,8,16,8] parameter(0), sharding={devices=[2,2,1,2]<=[8]}
-  t = f32[8,8,16,8] transpose(x), dimensions={1,0,2,3}, sharding={devices=[2,2,1,2]<=[2,2,2]T(1,0,2)}
-  r = f32[64,16,8] reshape(t), sharding={devices=[2,1,2,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+  x = f32[8,8,16,8] parameter(0), sharding=)", x, R"(
+  t = f32[8,8,16,8] transpose(x), dimensions={1,0,2,3}, sharding=)", t, R"(
+  r = f32[64,16,8] reshape(t), sharding=)", r, R"(
   c = f32[] constant(0)
   ROOT s = f32[64,16] reduce(r, c), dimensions={2}, to_apply=add, sharding=)",
                 sum_sharding, "\n}\n");
@@ -46,6 +48,31 @@ TEST(ReshapeMergeTest, UsersWithoutTheMinorAxisKeepTheTarget) {
   const PartitionResult r =
       testing::PartitionAndCompare(Module("{devices=[2,2,2]<=[2,4]T(1,0) last_tile_dim_replicate}"), 8);
   for (const std::string& kind : testing::CollectiveKinds(r)) EXPECT_NE(kind, "all-to-all");
+}
+
+// x in P('x', -, -, 'z'): the merged dim gets the users' ('y','x'): a local slice for y (unused
+// by the operand), then the all-to-all of x (2 KiB of the f32[4,8,16,4] piece) and the
+// reduce-scatter (512 B), where gathering the operand over x received 8 KiB.
+TEST(ReshapeMergeTest, UsersAxesTheOperandDoesNotUseAreSlicedFirst) {
+  const PartitionResult r = testing::PartitionAndCompare(
+      Module("{devices=[4,2]<=[2,2,2]T(1,0,2)}", "{devices=[2,1,1,2,2]<=[2,2,2]T(0,2,1) last_tile_dim_replicate}",
+             "{devices=[1,2,1,2,2]<=[2,2,2]T(0,2,1) last_tile_dim_replicate}",
+             "{devices=[1,1,2,4]<=[4,2]T(1,0) last_tile_dim_replicate}"),
+      8);
+  ASSERT_EQ(testing::CollectiveKinds(r), (std::vector<std::string>{"all-to-all", "reduce-scatter"}));
+  EXPECT_EQ(r.report.collectives[0].bytes, 2048);
+  EXPECT_EQ(r.report.collectives[1].bytes, 512);
+}
+
+// x in P('x','y',-,-) with the reshape already in P(('y','x'), 'z', -): the reshard of the
+// operand slices c by z before the all-to-all moves x (2 KiB; after it, 4 KiB).
+TEST(ReshapeMergeTest, AllToAllMovesTheSlicedPiece) {
+  const PartitionResult r = testing::PartitionAndCompare(
+      Module("{devices=[4,2]<=[2,2,2]T(1,0,2)}", "{devices=[2,2,1,1,2]<=[8] last_tile_dim_replicate}",
+             "{devices=[2,2,1,1,2]<=[2,2,2]T(1,0,2) last_tile_dim_replicate}", "{devices=[4,2,1]<=[2,2,2]T(1,0,2)}"),
+      8);
+  ASSERT_EQ(testing::CollectiveKinds(r), std::vector<std::string>{"all-to-all"});
+  EXPECT_EQ(r.report.collectives[0].bytes, 2048);
 }
 
 }  // namespace

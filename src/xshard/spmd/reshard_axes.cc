@@ -1,5 +1,6 @@
-// The mesh-axes reshard route: all-to-alls that move a split between dims (after gathering the
-// axes that block one), all-gathers of the axes each dim loses, then a local slice.
+// The mesh-axes reshard route: local slices of the axes no dim uses yet, all-to-alls that move a
+// split between dims (after gathering the axes that block one), all-gathers of the axes each dim
+// loses, then a local slice.
 #include <algorithm>
 
 #include "xshard/base/strings.h"
@@ -117,6 +118,32 @@ StatusOr<PartitionedValue> AxesRoute(const PartitionedValue& v, const HloShardin
   const int64_t n = em.num_partitions();
   PartitionedValue value = v;
   AxesSharding c = *cur;
+  // 0. Local slices first for the axes a dim gains next that the value does not use at all: they
+  //    only shrink what the collectives below move (P('y', None, None) -> P(('y','x'), 'z', None)
+  //    with z unused slices dim 1 before the all-to-all).
+  {
+    uint64_t used = c.manual;
+    for (const Axes& d : c.dims) {
+      for (int a : d) used |= uint64_t{1} << a;
+    }
+    AxesSharding next = c;
+    bool gains = false;
+    for (int j = 0; j < rank; ++j) {
+      if (!IsPrefix(c.dims[j], want->dims[j])) continue;
+      for (size_t p = c.dims[j].size(); p < want->dims[j].size() && (used >> want->dims[j][p] & 1) == 0; ++p) {
+        next.dims[j].push_back(want->dims[j][p]);
+        used |= uint64_t{1} << want->dims[j][p];
+        gains = true;
+      }
+    }
+    if (gains && !(next == *want)) {
+      StatusOr<PartitionedValue> sliced = LocalSliceRoute(value, mesh.ToHloSharding(next));
+      if (sliced.ok()) {
+        value = *std::move(sliced);
+        c = std::move(next);
+      }
+    }
+  }
   // 1. all-to-all: the minor-most axes of dim i (a suffix X) that dim j wants next, all at once.
   //    When no move applies, a dim j that another dim's leaving axis wants to reach, but whose own
   //    axes are not a prefix of the target's, first gathers its excess axes (they leave it

@@ -26,7 +26,8 @@ StatusOr<PartitionedValue> LocalSliceRoute(const PartitionedValue& v, const HloS
 StatusOr<PartitionedValue> PermuteRoute(const PartitionedValue& v, const HloSharding& target,
                                         std::string_view why);
 
-// Over the module's TileMesh axes: all-to-all for a mesh axis that moves from the minor end of one
+// Over the module's TileMesh axes: a local slice first for the axes a dim gains that the value
+// does not use (it shrinks what moves), all-to-all for a mesh axis that moves from the minor end of one
 // dim's axes to the minor end of another's (after gathering the axes of the receiving dim that
 // leave it anyway, when they stand in the way), all-gather of the axes a dim must lose, then a
 // local slice for the axes it must gain. Needs both shardings expressible on the mesh
