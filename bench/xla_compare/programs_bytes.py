@@ -1,7 +1,7 @@
-"""Programs for bench/xla_compare on which xshard once moved more bytes than XLA: an associative
-scan and a linear recurrence over a sharded dim (pads with interior padding), a GLU whose fused
-projection is split along a sharded dim (halos that differ per device), and a transpose + reshape
-that merges a dim into a minor-major sharded one.
+"""Programs for bench/xla_compare of the kinds on which xshard once moved more bytes than XLA:
+associative scans and a linear recurrence over a sharded dim (pads with interior padding), fused
+projections split along a sharded dim (GLU, q / k / v; halos that differ per device), and a
+transpose + reshape that merges a dim into a minor-major sharded one, from three input shardings.
 """
 import jax
 import jax.numpy as jnp
@@ -34,6 +34,17 @@ def _merge_reshape(x):
     return jnp.sum(t.reshape(t.shape[0] * t.shape[1], t.shape[2], t.shape[3]), axis=-1)
 
 
+def _qkv_attention(x, w):
+    # Self-attention from one fused q / k / v projection split three ways along the sharded dim.
+    q, k, v = jnp.split(x @ w, 3, axis=-1)
+    return jax.nn.softmax(q @ k.T) @ v
+
+
+def _split4(x):
+    a, b, c, d = jnp.split(x, 4, axis=1)
+    return a * b - c * d
+
+
 def bytes_programs():
     m8, an_x = (8,), ("x",)
     m4 = (4,)
@@ -53,5 +64,22 @@ def bytes_programs():
         Program("merge_reshape", "transpose (1,0,2,3), reshape merging dims, sum; out P(('y','x'),'z')",
                 _plain(_merge_reshape), m222, an_xyz, [P("x", "y", None, "z")], P(("y", "x"), "z"),
                 lambda: [_rand((8, 8, 16, 8), 305)]),
+        Program("merge_reshape_xz", "the same from x in P('x', None, None, 'z') (y sliced, x moved)",
+                _plain(_merge_reshape), m222, an_xyz, [P("x", None, None, "z")], P(("y", "x"), "z"),
+                lambda: [_rand((8, 8, 16, 8), 308)]),
+        Program("merge_reshape_xy", "the same from x in P('x', 'y', None, None) (z sliced before the all-to-all)",
+                _plain(_merge_reshape), m222, an_xyz, [P("x", "y", None, None)], P(("y", "x"), "z"),
+                lambda: [_rand((8, 8, 16, 8), 309)]),
+        Program("scan_max_cols", "lax.associative_scan(max) along dim 1, both dims sharded on 2 x 4",
+                _plain(lambda x: jax.lax.associative_scan(jnp.maximum, x, axis=1)), (2, 4), ("x", "y"),
+                [P("x", "y")], None, lambda: [_rand((16, 64), 310)]),
+        Program("scan_reverse", "lax.associative_scan(add, reverse=True) of f32[128,8] along the sharded dim",
+                _plain(lambda x: jax.lax.associative_scan(jnp.add, x, axis=0, reverse=True)), m8, an_x,
+                [P("x", None)], None, lambda: [_rand((128, 8), 311)]),
+        Program("split4", "jnp.split of a 512 dim over 8 into 4, a * b - c * d",
+                _plain(_split4), m8, an_x, [P(None, "x")], None, lambda: [_rand((8, 512), 312)]),
+        Program("qkv_split", "attention from a fused q / k / v projection split 3 ways, the 96 dim over 4",
+                _plain(_qkv_attention), m4, an_x, [P(), P(None, "x")], None,
+                lambda: [_rand((16, 32), 313), _rand((32, 96), 314, scale=0.2)]),
     ]
 
