@@ -274,17 +274,19 @@ StatusOr<AutoshardResult> Autoshard(const Module& module, const AutoshardOptions
                             spmd::FormatSeconds(search.alternative_estimates[k]), ")")});
   }
   if (!(options.keep_annotations && !kept.empty())) plans.push_back({&search.chosen, Pin::kReplicated, "replicated"});
+  Status first_error;
   for (const Candidate& c : plans) {
     XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> m, Materialize(*base, *c.chosen, mesh, c.pin));
     StatusOr<PlanEvaluation> e = EvaluateAnnotated(*m, mesh, options.evaluate, c.label);
     if (!e.ok()) {
-      if (&c == &plans.front()) return Annotate(e.status(), "autoshard: compiling the chosen plan");
+      if (first_error.ok()) first_error = e.status();
       result.notes.push_back(StrCat(c.label, ": not compiled: ", e.status().message()));
       continue;
     }
     result.candidates.push_back(std::move(*e));
     result.candidate_modules.push_back(std::move(m));
   }
+  if (result.candidates.empty()) return Annotate(first_error, "autoshard: compiling the chosen plan: ");
   // The fastest that fits; when none fits, the smallest.
   const auto budget = options.memory_per_device;
   int best = -1;

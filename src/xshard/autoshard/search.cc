@@ -184,7 +184,9 @@ StatusOr<SearchOutcome> SearchShardings(const Computation& entry, const Autoshar
 
   // 1. Strategies of every array instruction.
   for (Instruction* inst : order) {
-    if (!inst->shape().IsArray()) continue;
+    // Async pairs (start / update / done) stay unannotated: a reshard between them would break the
+    // pair; propagation gives them their operands' splits.
+    if (!inst->shape().IsArray() || IsAsync(inst->opcode())) continue;
     Node n;
     n.inst = inst;
     n.position = position[inst];
