@@ -12,31 +12,12 @@
 
 namespace xs::spmd::internal {
 
-std::vector<std::pair<int64_t, int64_t>> ShiftPairs(const TileAssignment& ta, int dim, int64_t shift,
-                                                     bool cyclic) {
-  std::vector<std::pair<int64_t, int64_t>> pairs;
-  std::vector<int64_t> index(ta.num_dims(), 0);
-  const int64_t tiles = ta.dim(dim);
-  for (int64_t pos = 0; pos < ta.num_devices(); ++pos) {
-    int64_t rem = pos;
-    for (int k = ta.num_dims() - 1; k >= 0; --k) {
-      index[k] = rem % ta.dim(k);
-      rem /= ta.dim(k);
-    }
-    const int64_t target = ta(index);
-    index[dim] += shift;
-    if (cyclic) index[dim] = (index[dim] % tiles + tiles) % tiles;
-    if (index[dim] >= 0 && index[dim] < tiles) pairs.push_back({ta(index), target});
-  }
-  std::sort(pairs.begin(), pairs.end());
-  return pairs;
-}
-
 namespace {
 
 // (source, target) pairs that move tile source[k] along `dim` to the devices holding tile k,
 // other tile indices unchanged (tiles k with source[k] < 0 receive nothing).
-std::vector<std::pair<int64_t, int64_t>> TilePairs(const TileAssignment& ta, int dim, const std::vector<int64_t>& source) {
+std::vector<std::pair<int64_t, int64_t>> TilePairs(const TileAssignment& ta, int dim,
+                                                   const std::vector<int64_t>& source) {
   std::vector<std::pair<int64_t, int64_t>> pairs;
   std::vector<int64_t> index(ta.num_dims(), 0);
   for (int64_t pos = 0; pos < ta.num_devices(); ++pos) {
@@ -53,6 +34,20 @@ std::vector<std::pair<int64_t, int64_t>> TilePairs(const TileAssignment& ta, int
   std::sort(pairs.begin(), pairs.end());
   return pairs;
 }
+
+}  // namespace
+
+std::vector<std::pair<int64_t, int64_t>> ShiftPairs(const TileAssignment& ta, int dim, int64_t shift,
+                                                     bool cyclic) {
+  const int64_t tiles = ta.dim(dim);
+  std::vector<int64_t> source(tiles);
+  for (int64_t k = 0; k < tiles; ++k) {
+    source[k] = cyclic ? ((k + shift) % tiles + tiles) % tiles : (k + shift < 0 || k + shift >= tiles ? -1 : k + shift);
+  }
+  return TilePairs(ta, dim, source);
+}
+
+namespace {
 
 // One tile's use of another: receiver tile k wants [a, b) of source tile m.
 struct Transfer {

@@ -3,9 +3,9 @@
 // select-and-scatter, bitcast-convert. Dims an op keeps whole pass through with their sharding
 // (reshape: a split or merged dim keeps it when the major-most factor carries it and splits
 // evenly; a merge whose users want the minor dims' axes too moves them onto the major dim by
-// all-to-all and keeps them all). Dims whose data moves (sliced, padded, concatenated, reversed, windowed, indexed,
-// sorted) are made unsharded first: an all-gather along those dims only, never a full
-// replication. Broadcast's new dims may be sharded for free (every slice is equal).
+// all-to-all and keeps them all). Dims whose data moves (sliced, padded, concatenated, reversed,
+// windowed, indexed, sorted) are made unsharded first: an all-gather along those dims only, never
+// a full replication. Broadcast's new dims may be sharded for free (every slice is equal).
 #include <algorithm>
 
 #include "xshard/spmd/handlers.h"
@@ -83,6 +83,7 @@ StatusOr<bool> TryMergeKeepingAxes(const Instruction& inst, Context& ctx) {
   if (!x.sharding().IsTiled() || x.partial() || !x.sharding().subgroup_types().empty()) return false;
   const std::vector<int64_t>& in = x.global_shape().dims();
   const std::vector<int64_t>& out = inst.shape().dims();
+  if (std::count(in.begin(), in.end(), 0) > 0) return false;
   const std::vector<ReshapeGroup> groups = ReshapeGroups(in, out);
   if (groups.empty()) return false;
   const TileMesh& mesh = ctx.state().mesh;
@@ -99,7 +100,7 @@ StatusOr<bool> TryMergeKeepingAxes(const Instruction& inst, Context& ctx) {
       op.dims[g.in_begin] = res->dims[g.out_begin];
       continue;
     }
-    // A merge of several operand dims into result dim r (size-1 dims aside).
+    // A merge of several operand dims into result dim r (size-1 dims aside; a split: false).
     int r = -1;
     for (int o = g.out_begin; o < g.out_end; ++o) {
       if (out[o] != 1) r = r < 0 ? o : -2;
@@ -108,9 +109,11 @@ StatusOr<bool> TryMergeKeepingAxes(const Instruction& inst, Context& ctx) {
     for (int i = g.in_begin; i < g.in_end && major < 0; ++i) {
       if (in[i] != 1) major = i;
     }
-    if (r < 0 || major < 0 || go != 1) return false;
+    if (r < 0 || major < 0) return false;
     std::vector<int> merged;
-    for (int i = g.in_begin; i < g.in_end; ++i) merged.insert(merged.end(), in_axes->dims[i].begin(), in_axes->dims[i].end());
+    for (int i = g.in_begin; i < g.in_end; ++i) {
+      merged.insert(merged.end(), in_axes->dims[i].begin(), in_axes->dims[i].end());
+    }
     const std::vector<int>& want = res->dims[r];
     // The users' common wish for the merged dim when they agree on one that extends the
     // target's (axes the operand does not use are sliced locally), else the merged dims' axes.
