@@ -20,6 +20,7 @@ StatusOr<HardwareCost> LoadHardwareCost(const std::string& path, int64_t num_dev
   out.name = hw->name + " (" + hw->source + ")";
   const int64_t n = num_devices;
   out.cost.dot = [hw, n](DType type, double flops) { return hw->DotSeconds(type, flops, n); };
+  out.cost.conv = [hw, n](DType type, double flops) { return hw->ConvSeconds(type, flops, n); };
   out.cost.memory = [hw, n](double bytes) { return hw->MemorySeconds(bytes, n); };
   out.cost.collective = [hw, n](std::string_view kind, int64_t group, double bytes) {
     return hw->CollectiveSeconds(kind, group, bytes, n);

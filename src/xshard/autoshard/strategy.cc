@@ -107,7 +107,8 @@ double ComputeSeconds(const Instruction& inst, int64_t shards, const CostFunctio
     // A batched dot is `batch` GEMMs of the per-element size: the rate is that size's.
     const double b = std::max(batch, 1.0);
     const DType type = inst.shape().IsArray() ? inst.shape().dtype() : DType::kF32;
-    return b * cost.dot(type, spmd::InstructionFlops(inst) / n / b);
+    const auto& rate = op == Opcode::kConvolution && cost.conv ? cost.conv : cost.dot;
+    return b * rate(type, spmd::InstructionFlops(inst) / n / b);
   }
   switch (op) {
     case Opcode::kParameter:

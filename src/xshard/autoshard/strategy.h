@@ -29,8 +29,10 @@ DimAxes Replicated(int rank);
 
 // Seconds of the operations the search prices, on the target and for the mesh's device count.
 struct CostFunctions {
-  // A dot / convolution of `flops` FLOPs on one device.
+  // A dot of `flops` FLOPs on one device.
   std::function<double(DType, double)> dot;
+  // A convolution of `flops` FLOPs on one device (empty: priced as a dot).
+  std::function<double(DType, double)> conv;
   // An op that streams `bytes` (read plus written) on one device.
   std::function<double(double)> memory;
   // A collective of `kind` ("all-gather", "all-reduce", "reduce-scatter", "all-to-all",

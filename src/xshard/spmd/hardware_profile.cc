@@ -66,6 +66,16 @@ double HardwareProfile::DotSeconds(PrimitiveType type, double flops, int64_t num
   return flops * Share(*this, num_devices) / (gflops * 1e9);
 }
 
+double HardwareProfile::ConvSeconds(PrimitiveType type, double flops, int64_t num_devices) const {
+  if (flops <= 0) return 0;
+  auto it = conv.find(type);
+  if (it == conv.end() || it->second.empty()) it = conv.find(DType::kF32);
+  if (it == conv.end() || it->second.empty()) return DotSeconds(type, flops, num_devices);
+  const double gflops = InterpolateLogLog(it->second, flops);
+  if (gflops <= 0) return DotSeconds(type, flops, num_devices);
+  return flops * Share(*this, num_devices) / (gflops * 1e9);
+}
+
 double HardwareProfile::MemorySeconds(double bytes, int64_t num_devices) const {
   if (bytes <= 0 || memory_gbps <= 0) return 0;
   return bytes * Share(*this, num_devices) / (memory_gbps * 1e9);

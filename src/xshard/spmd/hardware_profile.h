@@ -40,6 +40,9 @@ struct HardwareProfile {
   // GEMM GFLOP/s per element type at several problem sizes (FLOPs of one call), interpolated
   // log-log between points, clamped at the ends. Types without a table use f32's.
   std::map<PrimitiveType, std::vector<std::pair<double, double>>> gemm;
+  // Convolution GFLOP/s the same way (FLOPs of one convolution); types without a table use the
+  // GEMM rate of their type (convolution kernels often run well below it on CPUs).
+  std::map<PrimitiveType, std::vector<std::pair<double, double>>> conv;
   double memory_gbps = 0;  // streaming bandwidth (bytes read + written per second / 1e9)
   // Collectives by kind ("all-gather", "all-reduce", "reduce-scatter", "all-to-all",
   // "collective-permute") and group size; sizes between points interpolate linearly, beyond clamp.
@@ -58,6 +61,8 @@ struct HardwareProfile {
 
   // Seconds for one dot / convolution of `flops` FLOPs on one of `num_devices` devices.
   double DotSeconds(PrimitiveType type, double flops, int64_t num_devices) const;
+  // Seconds for one convolution of `flops` FLOPs (the conv table, else DotSeconds).
+  double ConvSeconds(PrimitiveType type, double flops, int64_t num_devices) const;
   // Seconds to stream `bytes` (read + written) on one of `num_devices` devices.
   double MemorySeconds(double bytes, int64_t num_devices) const;
   // The fixed costs above, in seconds, for a run on `num_devices` devices.

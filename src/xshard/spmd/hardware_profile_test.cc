@@ -56,6 +56,21 @@ TEST(HardwareProfileTest, GemmRateInterpolatesLogLogAndClamps) {
   EXPECT_EQ(p.DotSeconds(DType::kF32, 0, 8), 0);
 }
 
+TEST(HardwareProfileTest, ConvRateFromItsTableElseTheGemmRate) {
+  HardwareProfile p = Valid();
+  // No conv lines: a convolution is priced as a GEMM of its FLOPs.
+  EXPECT_EQ(p.ConvSeconds(DType::kF32, 1e7, 8), p.DotSeconds(DType::kF32, 1e7, 8));
+  auto parsed = ParseHardwareProfile(std::string(kValid) + "conv f32 1e6 = 5\nconv f32 1e8 = 500\n", "c.profile");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  // sqrt(5 * 500) = 50 GFLOP/s at 1e7 FLOPs; bf16 has no conv table and uses f32's.
+  EXPECT_NEAR(parsed->ConvSeconds(DType::kF32, 1e7, 8), 1e7 / 50e9, 1e-15);
+  EXPECT_NEAR(parsed->ConvSeconds(DType::kBF16, 1e7, 8), 1e7 / 50e9, 1e-15);
+  auto dup = ParseHardwareProfile(std::string(kValid) + "conv f32 1e6 = 5\nconv f32 1e6 = 6\n", "d.profile");
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.status().message().find("d.profile:13: conv f32 1e6 is given twice"), std::string::npos)
+      << dup.status().message();
+}
+
 TEST(HardwareProfileTest, SharedHostDividesComputeAndMemoryByDevices) {
   HardwareProfile p = Valid();
   EXPECT_NEAR(p.MemorySeconds(1e9, 4), 0.05, 1e-12);  // 1e9 B at 20 GB/s
@@ -99,6 +114,7 @@ TEST(HardwareProfileTest, FormatReadsBackEqual) {
   p.step_overhead_us = 12.5;
   p.op_overhead_us = 0.1;
   p.gemm[DType::kF32].push_back({3.3e9, 123.456789012345});
+  p.conv[DType::kF32] = {{1e6, 20}, {1e8, 150}};
   const std::string text = FormatHardwareProfile(p);
   StatusOr<HardwareProfile> back = ParseHardwareProfile(text, "round.profile");
   ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << text;
@@ -118,7 +134,7 @@ TEST(HardwareProfileTest, ErrorsNameFileLineProblemAndFix) {
       {"shared_host = false", "shared_host = yes", "t.profile:4: shared_host is 'yes'; write true or false"},
       {"gemm f32 1e6 = 10", "gemm f32 1e6 = x", "t.profile:6: gemm rate 'x' is not a positive number; write GFLOP/s"},
       {"gemm f32 1e6 = 10", "gemm f99 1e6 = 10", "t.profile:6: gemm type 'f99' is not a numeric element type"},
-      {"gemm f32 1e6 = 10", "gemm f32 = 10", "t.profile:6: a GEMM line is `gemm TYPE FLOPS = GFLOPS`"},
+      {"gemm f32 1e6 = 10", "gemm f32 = 10", "t.profile:6: a gemm line is `gemm TYPE FLOPS = GFLOPS`"},
       {"gemm f32 1e6 = 10", "gemm f32 1e8 = 10", "t.profile:7: gemm f32 1e8 is given twice; keep one line"},
       {"collective all-reduce 2 = 10 us, 5 GB/s", "collective all-reduce 2 = 10 ms, 5 GB/s",
        "t.profile:9: collective value '10 ms, 5 GB/s' is not `LATENCY us, BANDWIDTH GB/s`"},

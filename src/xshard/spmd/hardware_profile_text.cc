@@ -9,6 +9,7 @@
 //   op_overhead_us = 2                    (optional, default 0)
 //   transcendental_gops = 1.5             (optional, default 0: 1e9 exp / tanh / ... per second)
 //   gemm f32 1e9 = 400                    (GFLOP/s of f32 GEMM calls of 1e9 FLOPs; f32 required)
+//   conv f32 1e8 = 60                     (GFLOP/s of f32 convolutions of 1e8 FLOPs; optional)
 //   collective all-reduce 8 = 25 us, 180 GB/s   (latency and GB/s received per device; >= 1 line)
 // Each (type, size) and (kind, group size) once; every error names the file and line.
 #include <algorithm>
@@ -26,7 +27,7 @@ namespace {
 
 constexpr std::string_view kKeys =
     "name, source, shared_host, devices, memory_gbps, step_overhead_us, op_overhead_us, transcendental_gops, "
-    "gemm TYPE FLOPS, collective KIND GROUP_SIZE";
+    "gemm TYPE FLOPS, conv TYPE FLOPS, collective KIND GROUP_SIZE";
 
 std::vector<std::string_view> Words(std::string_view s) {
   std::vector<std::string_view> out;
@@ -86,7 +87,7 @@ class Parser {
         break;
       }
     }
-    if (key[0] == "gemm") return Gemm(key, value);
+    if (key[0] == "gemm" || key[0] == "conv") return Gemm(key, value);
     if (key[0] == "collective") return Collective(key, value);
     if (key.size() != 1) return Error("unknown key '", Clip(text.substr(0, eq)), "'; keys are: ", kKeys);
     return Scalar(key[0], value);
@@ -104,6 +105,7 @@ class Parser {
       return Error("no collective line; add at least one like `collective all-reduce 8 = 25 us, 180 GB/s`");
     }
     for (auto& [type, points] : p_.gemm) std::sort(points.begin(), points.end());
+    for (auto& [type, points] : p_.conv) std::sort(points.begin(), points.end());
     return p_;
   }
 
@@ -154,22 +156,26 @@ class Parser {
     return Once(std::string(key));
   }
 
+  // `gemm TYPE FLOPS = GFLOPS` and `conv TYPE FLOPS = GFLOPS`.
   Status Gemm(const std::vector<std::string_view>& key, std::string_view value) {
-    if (key.size() != 3) return Error("a GEMM line is `gemm TYPE FLOPS = GFLOPS`, e.g. gemm f32 1e9 = 400");
+    const std::string what(key[0]);
+    if (key.size() != 3) {
+      return Error("a ", what, " line is `", what, " TYPE FLOPS = GFLOPS`, e.g. ", what, " f32 1e9 = 400");
+    }
     StatusOr<DType> type = ParseDType(key[1]);
     if (!type.ok() || *type == DType::kToken || *type == DType::kPred) {
-      return Error("gemm type '", Clip(key[1]), "' is not a numeric element type; write f32, bf16, f16, f64, s8, ...");
+      return Error(what, " type '", Clip(key[1]), "' is not a numeric element type; write f32, bf16, f16, f64, s8, ...");
     }
     double flops = 0, gflops = 0;
     if (!Number(key[2], true, &flops)) {
-      return Error("gemm size '", Clip(key[2]), "' is not a positive number; write the FLOPs of one call, e.g. 1e9");
+      return Error(what, " size '", Clip(key[2]), "' is not a positive number; write the FLOPs of one call, e.g. 1e9");
     }
     if (!Number(value, true, &gflops)) {
-      return Error("gemm rate '", Clip(value), "' is not a positive number; write GFLOP/s, e.g. gemm f32 1e9 = 400");
+      return Error(what, " rate '", Clip(value), "' is not a positive number; write GFLOP/s, e.g. ", what, " f32 1e9 = 400");
     }
-    auto& points = p_.gemm[*type];
+    auto& points = (what == "conv" ? p_.conv : p_.gemm)[*type];
     for (const auto& [f, r] : points) {
-      if (f == flops) return Error("gemm ", key[1], " ", key[2], " is given twice; keep one line per type and size");
+      if (f == flops) return Error(what, " ", key[1], " ", key[2], " is given twice; keep one line per type and size");
     }
     points.push_back({flops, gflops});
     return OkStatus();
@@ -252,6 +258,12 @@ std::string FormatHardwareProfile(const HardwareProfile& p) {
   for (const auto& [type, points] : p.gemm) {
     for (const auto& [flops, gflops] : points) {
       StrAppend(&out, "gemm ", DTypeName(type), " ", Num(flops), " = ", Num(gflops), "\n");
+    }
+  }
+  if (!p.conv.empty()) StrAppend(&out, "# conv TYPE FLOPS_PER_CALL = GFLOP/s\n");
+  for (const auto& [type, points] : p.conv) {
+    for (const auto& [flops, gflops] : points) {
+      StrAppend(&out, "conv ", DTypeName(type), " ", Num(flops), " = ", Num(gflops), "\n");
     }
   }
   StrAppend(&out, "# collective KIND GROUP_SIZE = LATENCY us, GB/s received per device\n");

@@ -154,7 +154,7 @@ class Predictor {
         if (op == Opcode::kFusion && i->called(CallRole::kCalls) != nullptr) {
           for (const Instruction* f : i->called(CallRole::kCalls)->instructions()) flops += InstructionFlops(*f);
         }
-        const double compute = hw_.DotSeconds(type, flops, n_);
+        const double compute = op == Opcode::kConvolution ? hw_.ConvSeconds(type, flops, n_) : hw_.DotSeconds(type, flops, n_);
         const double memory = op == Opcode::kFusion ? hw_.MemorySeconds(static_cast<double>(OperandBytes(*i) + Bytes(i->shape())), n_) : 0;
         Add(i, times, where, compute, &p_.compute_s, flops > 0 ? StrCat(FormatFlops(flops), " FLOP") : "");
         // A fusion's bytes count as memory, in the same item.

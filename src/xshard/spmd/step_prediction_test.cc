@@ -48,6 +48,21 @@ ENTRY e {
   EXPECT_EQ(p.largest[0].second.rfind("d: f32[64,32] dot", 0), 0u) << p.largest[0].second;
 }
 
+TEST(PredictStepTest, ConvolutionAtTheConvRate) {
+  auto m = Parse(R"(HloModule m, num_partitions=4
+ENTRY e {
+  x = f32[1,8,8,4] parameter(0)
+  k = f32[3,3,4,4] parameter(1)
+  ROOT y = f32[1,8,8,4] convolution(x, k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+})");
+  ASSERT_NE(m, nullptr);
+  // 2 * 64 outputs * 4 features * 36 kernel elements = 18432 FLOP.
+  EXPECT_NEAR(PredictStep(*m, Profile(), 4).compute_s, 18432 / 1e11, 1e-16);  // no conv table: GEMM rate
+  HardwareProfile p = Profile();
+  p.conv[DType::kF32] = {{1e9, 25}};
+  EXPECT_NEAR(PredictStep(*m, p, 4).compute_s, 18432 / 25e9, 1e-16);
+}
+
 TEST(PredictStepTest, AllReduceByTheRingModel) {
   auto m = Parse(R"(HloModule m, num_partitions=4
 sum {

@@ -87,6 +87,14 @@ std::string GemmModule(int64_t n, std::string_view type, int64_t m) {
                 "] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
 }
 
+// A 3x3 'SAME' convolution, NHWC, c -> c channels on an hw x hw image, one image per device.
+std::string ConvModule(int64_t n, int64_t hw, int64_t c) {
+  return StrCat(Header(n), "ENTRY e {\n  x = f32[1,", hw, ",", hw, ",", c, "] parameter(0)\n  k = f32[3,3,", c, ",", c,
+                "] parameter(1)\n  ROOT y = f32[1,", hw, ",", hw, ",", c,
+                "] convolution(x, k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f\n}\n");
+}
+double ConvFlops(int64_t hw, int64_t c) { return 2.0 * static_cast<double>(hw * hw * c * c * 9); }
+
 // A chain of `ops` transposes of a tiny array: each is one executed step that moves nothing.
 std::string StepsModule(int64_t n, int ops) {
   std::string body = "  t0 = f32[2,2] parameter(0)\n";
@@ -188,6 +196,15 @@ Status RunCalibrate(const CalibrateFlags& f) {
       gemms.push_back(std::move(probe));
     }
   }
+  // Convolution: 3x3, same channels in and out, at a few sizes.
+  const std::vector<std::pair<int64_t, int64_t>> convs =
+      f.quick ? std::vector<std::pair<int64_t, int64_t>>{{16, 16}, {32, 64}}
+              : std::vector<std::pair<int64_t, int64_t>>{{16, 16}, {32, 32}, {32, 64}, {64, 64}};
+  std::vector<std::unique_ptr<Probe>> conv_probes;
+  for (const auto& [hw, c] : convs) {
+    XS_ASSIGN_OR_RETURN(auto probe, make(ConvModule(n, hw, c), iters, seconds));
+    conv_probes.push_back(std::move(probe));
+  }
   // Memory: one add of two vectors per device (reads 2, writes 1); transcendentals: one tanh.
   const int64_t elements = f.quick ? (int64_t{1} << 19) : (int64_t{1} << 21);
   XS_ASSIGN_OR_RETURN(auto add, make(StrCat(Header(n), "ENTRY e {\n  a = f32[", elements, "] parameter(0)\n  b = f32[", elements,
@@ -232,6 +249,16 @@ Status RunCalibrate(const CalibrateFlags& f) {
     std::printf("%-6s %-14lld %12.3f %14.1f\n", std::string(type).c_str(), static_cast<long long>(m), t * 1e3, gflops);
   }
 
+  std::printf("%-6s %-14s %12s %14s\n", "conv", "hw x c (3x3)", "ms/step", "host GFLOP/s");
+  for (size_t i = 0; i < convs.size(); ++i) {
+    const auto [hw, c] = convs[i];
+    const double t = conv_probes[i]->Median();
+    const double flops = ConvFlops(hw, c);
+    const double gflops = flops * static_cast<double>(n) / std::max(t - fixed, 1e-7) / 1e9;
+    p.conv[DType::kF32].push_back({flops, Round(gflops)});
+    std::printf("%-6s %-14s %12.3f %14.1f\n", "f32", StrCat(hw, "x", hw, " x ", c).c_str(), t * 1e3, gflops);
+  }
+
   const double t_add = add->Median();
   p.memory_gbps = Round(12.0 * static_cast<double>(elements) * static_cast<double>(n) / std::max(t_add - fixed, 1e-7) / 1e9);
   std::printf("memory: %.3f ms/step for %lld x 3 x %s, %.1f GB/s for the host\n", t_add * 1e3, static_cast<long long>(n),
@@ -259,6 +286,7 @@ Status RunCalibrate(const CalibrateFlags& f) {
     }
   }
   for (auto& [type, points] : p.gemm) std::sort(points.begin(), points.end());
+  for (auto& [type, points] : p.conv) std::sort(points.begin(), points.end());
 
   const std::string text = spmd::FormatHardwareProfile(p);
   // Written through the parser's eyes: a profile that would not read back is a bug here.
