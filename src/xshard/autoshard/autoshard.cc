@@ -275,9 +275,20 @@ StatusOr<AutoshardResult> Autoshard(const Module& module, const AutoshardOptions
   }
   if (!(options.keep_annotations && !kept.empty())) plans.push_back({&search.chosen, Pin::kReplicated, "replicated"});
   Status first_error;
+  double first_compile_s = 0;
   for (const Candidate& c : plans) {
+    // Local optima are extra checks: skipped when one compile is slow (big programs).
+    if (c.label.rfind("local optimum", 0) == 0 && first_compile_s > 0.5) {
+      result.notes.push_back(StrCat(c.label, ": not compiled (one compile takes ", spmd::FormatSeconds(first_compile_s),
+                                    ")"));
+      continue;
+    }
+    const auto c0 = std::chrono::steady_clock::now();
     XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> m, Materialize(*base, *c.chosen, mesh, c.pin));
     StatusOr<PlanEvaluation> e = EvaluateAnnotated(*m, mesh, options.evaluate, c.label);
+    if (&c == &plans.front()) {
+      first_compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+    }
     if (!e.ok()) {
       if (first_error.ok()) first_error = e.status();
       result.notes.push_back(StrCat(c.label, ": not compiled: ", e.status().message()));
