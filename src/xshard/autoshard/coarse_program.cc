@@ -141,10 +141,8 @@ StatusOr<CoarseSolution> SolveCoarse(const CoarseProgram& p, double time_limit_s
     for (int s = 0; s < k; ++s) one.push_back({ilp.AddVariable(p.cost[c][s], true), 1.0});
     ilp.AddRow(std::move(one), 1, 1);
   }
-  double constant = p.constant;
-  for (int c = 0; c < n; ++c) {
-    if (first_var[c] < 0) constant += p.cost[c][0];
-  }
+  // Costs of classes with one choice are the same in every plan: they stay out of the program
+  // (the objective is recomputed with Evaluate).
   std::vector<double> start;
   for (int c = 0; c < n; ++c) {
     for (size_t s = 0; first_var[c] >= 0 && s < p.cost[c].size(); ++s) {
@@ -190,8 +188,6 @@ StatusOr<CoarseSolution> SolveCoarse(const CoarseProgram& p, double time_limit_s
         const double v = on_v ? e.c[0][s] : e.c[s][0];
         if (first_var[c] >= 0) {
           ilp.SetCost(first_var[c] + static_cast<int>(s), ilp.Cost(first_var[c] + static_cast<int>(s)) + v);
-        } else {
-          constant += v;
         }
       }
       continue;
