@@ -25,6 +25,7 @@
 namespace xs {
 namespace {
 
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
 constexpr std::chrono::milliseconds kTimeout(20000);
@@ -86,7 +87,10 @@ TEST(SpmdExecutorFailure, DeviceThatSkipsACollectiveFailsEveryDeviceQuickly) {
   }
   // The partitions that skipped it are named on the device left waiting.
   EXPECT_THAT(out.devices[0].message(), HasSubstr("missing: 1,2,3"));
-  EXPECT_THAT(out.devices[2].message(), HasSubstr("device 2 finished, but the run was aborted"));
+  // A device that skipped it either finished first (and learns the run was aborted) or was still
+  // running when device 0 failed (and is stopped by that failure): which one is a race.
+  EXPECT_THAT(out.devices[2].message(), AnyOf(HasSubstr("device 2 finished, but the run was aborted"),
+                                              HasSubstr("device 0 failed: instruction 'ar.7'")));
   EXPECT_LT(out.seconds, 5.0);  // departures are noticed at once, not at the 20 s timeout
 }
 
