@@ -74,43 +74,13 @@ StatusOr<HloSharding> ToSharding(const DimAxes& axes, const Mesh& mesh) {
   return named.ToHloSharding(static_cast<int>(axes.size()));
 }
 
-// `sharding` as a spec on `mesh` (its HloSharding text where no spec expresses it).
-PlannedTensor Planned(std::string name, const Shape& shape, const HloSharding& sharding, const Mesh& mesh) {
-  PlannedTensor t{std::move(name), shape, "", {}, true};
-  const int rank = shape.IsArray() ? shape.rank() : 0;
-  t.axes.resize(static_cast<size_t>(rank));
-  if (sharding.IsReplicated()) {
-    t.spec = "P()";
-    return t;
-  }
-  StatusOr<NamedSharding> named = shape.IsArray() ? NamedSharding::FromHloSharding(mesh, sharding)
-                                                  : StatusOr<NamedSharding>(InvalidArgument("not an array"));
-  if (!named.ok()) {
-    t.spec = sharding.ToString();
-    t.axes.clear();
-    t.expressible = false;
-    return t;
-  }
-  DimAxes axes(static_cast<size_t>(rank));
-  const auto& entries = named->spec().entries();
-  for (size_t d = 0; d < entries.size() && d < axes.size(); ++d) {
-    for (const std::string& axis : entries[d]) {
-      StatusOr<int> a = mesh.AxisIndex(axis);
-      if (a.ok()) axes[d].push_back(*a);
-      t.axes[d].push_back(axis);
-    }
-  }
-  t.spec = SpecText(axes, mesh);
-  return t;
-}
-
-// The split a kept annotation gives `inst`, when it is an array tiled over the mesh's axes.
-std::optional<DimAxes> KeptAxes(const Instruction& inst, const Mesh& mesh) {
-  if (!inst.has_sharding() || !inst.shape().IsArray()) return std::nullopt;
-  if (inst.sharding()->IsReplicated()) return Replicated(inst.shape().rank());
-  StatusOr<NamedSharding> named = NamedSharding::FromHloSharding(mesh, *inst.sharding());
+// The split `sharding` gives an array of `shape` on `mesh`, when a spec on the mesh expresses it.
+std::optional<DimAxes> AxesOf(const HloSharding& sharding, const Shape& shape, const Mesh& mesh) {
+  if (!shape.IsArray()) return std::nullopt;
+  if (sharding.IsReplicated()) return Replicated(shape.rank());
+  StatusOr<NamedSharding> named = NamedSharding::FromHloSharding(mesh, sharding);
   if (!named.ok()) return std::nullopt;
-  DimAxes axes(static_cast<size_t>(inst.shape().rank()));
+  DimAxes axes(static_cast<size_t>(shape.rank()));
   const auto& entries = named->spec().entries();
   for (size_t d = 0; d < entries.size() && d < axes.size(); ++d) {
     for (const std::string& name : entries[d]) {
@@ -120,6 +90,23 @@ std::optional<DimAxes> KeptAxes(const Instruction& inst, const Mesh& mesh) {
     }
   }
   return axes;
+}
+
+// `sharding` as a spec on `mesh` (its HloSharding text where no spec expresses it).
+PlannedTensor Planned(std::string name, const Shape& shape, const HloSharding& sharding, const Mesh& mesh) {
+  PlannedTensor t{std::move(name), shape, "", {}, true};
+  const std::optional<DimAxes> axes = AxesOf(sharding, shape, mesh);
+  if (!axes) {
+    t.spec = sharding.ToString();
+    t.expressible = false;
+    return t;
+  }
+  for (const auto& dim : *axes) {
+    auto& names = t.axes.emplace_back();
+    for (int a : dim) names.push_back(mesh.axis_names()[a]);
+  }
+  t.spec = SpecText(*axes, mesh);
+  return t;
 }
 
 enum class Pin { kEverything, kParametersAndOutputs, kReplicated };
@@ -220,7 +207,8 @@ StatusOr<AutoshardResult> Autoshard(const Module& module, const AutoshardOptions
   for (Computation* c : base->computations()) {
     for (Instruction* inst : c->instructions()) {
       if (options.keep_annotations && c == base->entry()) {
-        if (auto axes = KeptAxes(*inst, mesh)) kept[inst] = *axes;
+        if (!inst->has_sharding()) continue;
+        if (auto axes = AxesOf(*inst->sharding(), inst->shape(), mesh)) kept[inst] = *axes;
         continue;
       }
       if (!options.keep_annotations) inst->set_sharding(std::nullopt);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "xshard/autoshard/ilp.h"
 #include "xshard/base/strings.h"
@@ -18,16 +19,23 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // any plan that does not.
 constexpr double kOverBudgetPerByte = 1e-3;
 
-double Penalized(const CoarseProgram& p, const std::vector<int>& choice) {
-  double total = p.constant;
+// Seconds of `choice` and the bytes by which it exceeds the memory rows (each budget taken with a
+// relative `slack`).
+std::pair<double, double> CostAndExcess(const CoarseProgram& p, const std::vector<int>& choice, double slack) {
+  double total = p.constant, excess = 0;
   for (int c = 0; c < p.num_classes(); ++c) total += p.cost[c][choice[c]];
   for (const auto& e : p.edges) total += e.c[choice[e.u]][choice[e.v]];
   for (const auto& row : p.memory) {
     double used = 0;
     for (const auto& [c, bytes] : row.bytes) used += bytes[choice[c]];
-    if (used > row.budget) total += (used - row.budget) * kOverBudgetPerByte;
+    excess += std::max(0.0, used - row.budget * (1 + slack));
   }
-  return total;
+  return {total, excess};
+}
+
+double Penalized(const CoarseProgram& p, const std::vector<int>& choice) {
+  const auto [total, excess] = CostAndExcess(p, choice, 0);
+  return total + excess * kOverBudgetPerByte;
 }
 
 // Best-response sweeps until no class improves (or 100 sweeps).
@@ -76,15 +84,8 @@ void LocalSearch(const CoarseProgram& p, const std::vector<std::vector<int>>& ad
 }  // namespace
 
 double Evaluate(const CoarseProgram& p, const std::vector<int>& choice) {
-  for (const auto& row : p.memory) {
-    double used = 0;
-    for (const auto& [c, bytes] : row.bytes) used += bytes[choice[c]];
-    if (used > row.budget * (1 + 1e-9)) return kInf;
-  }
-  double total = p.constant;
-  for (int c = 0; c < p.num_classes(); ++c) total += p.cost[c][choice[c]];
-  for (const auto& e : p.edges) total += e.c[choice[e.u]][choice[e.v]];
-  return total;
+  const auto [total, excess] = CostAndExcess(p, choice, 1e-9);
+  return excess > 0 ? kInf : total;
 }
 
 StatusOr<CoarseSolution> SolveCoarse(const CoarseProgram& p, double time_limit_s, int max_ilp_variables,

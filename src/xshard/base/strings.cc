@@ -36,6 +36,31 @@ bool ParseInt64(std::string_view s, int64_t* out) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
+bool ParseByteCount(std::string_view s, int64_t* out) {
+  std::string unit;
+  size_t end = s.size();
+  while (end > 0 && std::isalpha(static_cast<unsigned char>(s[end - 1]))) --end;
+  for (char c : s.substr(end)) unit += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  int shift = -1;
+  const std::string_view rest = unit.empty() ? std::string_view() : std::string_view(unit).substr(1);
+  if (unit.empty() || unit == "B") {
+    shift = 0;
+  } else if (const size_t i = std::string_view("KMGT").find(unit[0]);
+             i != std::string_view::npos && (rest.empty() || rest == "B" || rest == "IB")) {
+    shift = 10 * static_cast<int>(i + 1);
+  }
+  double value = 0;
+  const std::string_view number = s.substr(0, end);
+  if (shift < 0 || number.empty() || number.find_first_not_of("0123456789.") != std::string_view::npos ||
+      !ParseDouble(number, &value)) {
+    return false;
+  }
+  const double bytes = value * static_cast<double>(int64_t{1} << shift);
+  if (!(bytes >= 1) || bytes > 4.6e18) return false;
+  *out = static_cast<int64_t>(bytes);
+  return true;
+}
+
 bool ParseDouble(std::string_view s, double* out) {
   if (s.empty() || s.size() > 512) return false;
   std::string copy(s);

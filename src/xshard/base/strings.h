@@ -74,6 +74,10 @@ std::string_view StripWhitespace(std::string_view s);
 bool ParseInt64(std::string_view s, int64_t* out);
 // Parses a whole string as a double (decimal or hex float, inf, nan); false on junk.
 bool ParseDouble(std::string_view s, double* out);
+// Parses a positive byte count: a whole or decimal number with an optional binary suffix K, M, G or
+// T (each may be followed by "B" or "iB"; case-insensitive) or "B": "4096", "8G", "512MiB", "1.5g".
+// False on junk, zero, negatives, and counts above 2^62.
+bool ParseByteCount(std::string_view s, int64_t* out);
 // C-style quoting of `s` for messages and HLO text: "a\"b\n" -> "\"a\\\"b\\n\"".
 std::string CEscape(std::string_view s);
 

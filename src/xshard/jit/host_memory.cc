@@ -98,20 +98,12 @@ HostMemoryEstimate EstimateHostMemory(const ShardedProgram& program, bool refere
 StatusOr<std::optional<int64_t>> HostMemoryLimit() {
   const char* env = std::getenv("XSHARD_HOST_MEMORY");
   if (env == nullptr || *env == '\0') return AvailableHostMemory();
-  std::string text(env);
-  int shift = 0;
-  const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
-  const std::string units = "KMGT";
-  if (const size_t u = units.find(last); u != std::string::npos) {
-    shift = 10 * static_cast<int>(u + 1);
-    text.pop_back();
-  }
   int64_t value = 0;
-  if (!ParseInt64(text, &value) || value <= 0 || (shift > 0 && value > (int64_t{1} << (62 - shift)))) {
+  if (!ParseByteCount(env, &value)) {
     return InvalidArgument("$XSHARD_HOST_MEMORY='", env, "' is not a positive byte count; give bytes or a "
                            "number with a K, M, G or T suffix (e.g. 8G), or unset it to use the available memory");
   }
-  return std::optional<int64_t>(value << shift);
+  return std::optional<int64_t>(value);
 }
 
 Status CheckHostMemory(const ShardedProgram& program, bool reference, int64_t limit) {

@@ -4,7 +4,6 @@
 // PartitionSpec of every parameter and output, the predicted step time and peak memory per device,
 // and the collectives with their cost; --emit writes the annotated module for `xshard run`.
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -32,30 +31,6 @@ struct AutoshardFlags {
   int max_ilp_variables = 250000;
   std::string write_mps;
 };
-
-// "8GiB", "8G", "512MiB", "1.5G", "1000000" -> bytes.
-StatusOr<int64_t> ParseSize(const std::string& text) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (...) {
-    used = 0;
-  }
-  std::string unit = text.substr(used);
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  double scale = 0;
-  if (unit.empty() || unit == "B") scale = 1;
-  if (unit == "K" || unit == "KB" || unit == "KIB") scale = 1024.0;
-  if (unit == "M" || unit == "MB" || unit == "MIB") scale = 1024.0 * 1024;
-  if (unit == "G" || unit == "GB" || unit == "GIB") scale = 1024.0 * 1024 * 1024;
-  if (unit == "T" || unit == "TB" || unit == "TIB") scale = 1024.0 * 1024 * 1024 * 1024;
-  if (used == 0 || scale == 0 || !(value > 0) || value * scale > 9.0e18) {
-    return InvalidArgument("--memory-per-device '", text, "' is not a size: give bytes or a number with a K, M, G or T "
-                           "suffix (binary), e.g. 16G or 512MiB");
-  }
-  return static_cast<int64_t>(value * scale);
-}
 
 // Median wall ms of `module` (a global module with shardings) on `n` in-process devices with random
 // inputs, as `xshard bench run` times it: compiled and placed once, 2 warm-up calls, then calls
@@ -122,7 +97,10 @@ Status RunAutoshard(const AutoshardFlags& f) {
   options.cost = hw.cost;
   options.evaluate = hw.evaluate;
   if (!f.memory.empty()) {
-    XS_ASSIGN_OR_RETURN(options.memory_per_device, ParseSize(f.memory));
+    if (!ParseByteCount(f.memory, &options.memory_per_device)) {
+      return InvalidArgument("--memory-per-device '", f.memory, "' is not a size: give bytes or a number with a K, M, "
+                             "G or T suffix (binary), e.g. 16G or 512MiB");
+    }
   } else {
     XS_ASSIGN_OR_RETURN(std::optional<int64_t> host, HostMemoryLimit());
     if (host) options.memory_per_device = *host / n;
