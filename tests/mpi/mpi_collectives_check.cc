@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -283,6 +284,44 @@ int RunCollectives(Client& mpi_client) {
   return failures == 0 ? 0 : 1;
 }
 
+// Client::ShareRankResults: every process fills its own devices' entries; shared with every
+// process each must hold every entry, shared only to process 0 only it does (the others keep
+// just their own). Prints "process P: sharing ok" or what differs; returns the failures.
+int RunShare(Client& client) {
+  const int64_t n = client.num_devices();
+  std::vector<int64_t> devices(n);
+  for (int64_t d = 0; d < n; ++d) devices[d] = d;
+  int failures = 0;
+  for (const bool to_zero : {false, true}) {
+    std::vector<std::vector<Array>> per_rank(n);
+    for (int64_t d = 0; d < n; ++d) {
+      if (client.IsLocal(d)) per_rank[d] = {Input(DType::kF32, {3}, d)};
+    }
+    const std::optional<int64_t> only_to = to_zero ? std::optional<int64_t>(0) : std::nullopt;
+    if (Status s = client.ShareRankResults(devices, per_rank, only_to); !s.ok()) {
+      std::printf("process %lld: sharing failed: %s\n", static_cast<long long>(mpi::ProcessRank()),
+                  s.message().c_str());
+      ++failures;
+      continue;
+    }
+    const bool receives = !to_zero || mpi::ProcessRank() == 0;
+    for (int64_t d = 0; d < n; ++d) {
+      const bool want = receives || client.IsLocal(d);
+      const bool same = want ? per_rank[d].size() == 1 &&
+                                   std::memcmp(per_rank[d][0].data(), Input(DType::kF32, {3}, d).data(), 12) == 0
+                             : per_rank[d].empty();
+      if (!same) {
+        std::printf("process %lld: device %lld's entry is wrong after sharing %s\n",
+                    static_cast<long long>(mpi::ProcessRank()), static_cast<long long>(d),
+                    to_zero ? "to process 0" : "with every process");
+        ++failures;
+      }
+    }
+  }
+  if (failures == 0) std::printf("process %lld: sharing ok\n", static_cast<long long>(mpi::ProcessRank()));
+  return failures;
+}
+
 // Device 0 all-gathers f32[2] while the others all-gather f32[3]: every process must fail with a
 // mismatch naming both calls (device 0's process sees it locally or from a peer).
 int RunMismatch(Client& client) {
@@ -363,7 +402,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   int code = 1;
-  if (mode == "collectives") code = RunCollectives(**client);
+  if (mode == "collectives") code = RunCollectives(**client) | (RunShare(**client) == 0 ? 0 : 1);
   if (mode == "mismatch") code = RunMismatch(**client);
   if (mode == "early" || mode == "late") code = RunAbsent(**client, mode == "late");
   // The MPI state is broken after a failed collective: no Finalize. A process that exits without

@@ -67,7 +67,7 @@ std::optional<int64_t> AvailableHostMemory() {
 
 }  // namespace
 
-HostMemoryEstimate EstimateHostMemory(const ShardedProgram& program, bool reference) {
+HostMemoryEstimate EstimateHostMemory(const ShardedProgram& program, bool reference, bool global_outputs) {
   const int64_t n = program.num_devices();
   const spmd::PartitionReport& report = program.report();
   HostMemoryEstimate e;
@@ -76,14 +76,18 @@ HostMemoryEstimate EstimateHostMemory(const ShardedProgram& program, bool refere
   for (size_t i = 0; i < program.argument_shapes().size(); ++i) {
     placed += PlacedBytes(program.argument_shapes()[i], program.argument_shardings()[i], n);
   }
-  // Each device's own buffers: its peak minus its parameters (the placed arguments above).
+  // Each device's own buffers: its peak minus its parameters (the placed arguments above). The
+  // devices' results are among them.
   const int64_t per_device = std::max<int64_t>(0, report.after.peak_bytes - report.after.parameter_bytes);
   e.device_bytes = placed + n * per_device;
-  int64_t outputs = 0;
-  for (const Shape& s : program.output_shapes()) outputs += s.byte_size();
+  const int64_t during_run = e.argument_bytes + e.device_bytes;
+  // After the run the placed shards and the devices' other buffers are gone; their results stay,
+  // next to the assembled global copy of the outputs when one is made.
   const int64_t device_outputs = n * program.spmd_module().entry()->root()->shape().byte_size();
-  const int64_t during_run = e.argument_bytes + e.device_bytes + outputs;
-  int64_t after_run = e.argument_bytes + outputs + device_outputs;
+  if (global_outputs) {
+    for (const Shape& s : program.output_shapes()) e.global_output_bytes += s.byte_size();
+  }
+  int64_t after_run = e.argument_bytes + device_outputs + e.global_output_bytes;
   if (reference) {
     // One device runs the global module; a module with per-device meaning is instead run
     // partitioned with its automatic shardings replicated: every device holds the global values.
@@ -106,11 +110,12 @@ StatusOr<std::optional<int64_t>> HostMemoryLimit() {
   return std::optional<int64_t>(value);
 }
 
-Status CheckHostMemory(const ShardedProgram& program, bool reference, int64_t limit) {
-  const HostMemoryEstimate e = EstimateHostMemory(program, reference);
+Status CheckHostMemory(const ShardedProgram& program, bool reference, bool global_outputs, int64_t limit) {
+  const HostMemoryEstimate e = EstimateHostMemory(program, reference, global_outputs);
   if (e.peak_bytes <= limit) return OkStatus();
   std::string parts = StrCat(FormatBytes(e.argument_bytes), " of global arguments, ", FormatBytes(e.device_bytes),
                              " on the ", program.num_devices(), " virtual devices");
+  if (global_outputs) StrAppend(&parts, ", ", FormatBytes(e.global_output_bytes), " for the assembled outputs");
   if (reference) StrAppend(&parts, ", ", FormatBytes(e.reference_bytes), " for the --check reference");
   return Unimplemented("unsupported: running '", program.global_module().name(), "' on ", program.num_devices(),
                        " virtual devices in this process needs about ", FormatBytes(e.peak_bytes),

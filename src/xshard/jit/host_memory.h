@@ -15,18 +15,22 @@
 
 namespace xs {
 
-// The peak bytes of ShardedProgram::Run on global arguments (plus, with `reference`, a reference
-// run for --check while the results are held), from the partitioner's liveness estimates: the
-// global arguments, the per-device shards made from them (replicated ones are shared), N x each
-// device's own buffers, the gathered outputs and the reference's buffers. Kernel scratch and loop
-// bodies are not counted, so the true peak is at least this.
+// The peak bytes of a sharded run on global arguments (ShardedProgram::RunWithoutGather, plus
+// with `global_outputs` the global copies AssembleOutput makes of the outputs, as ShardedProgram::Run
+// does, and with `reference` a reference run for --check while the results are held; --check
+// compares block by block and needs no global copy), from the partitioner's liveness estimates:
+// the global arguments, the per-device shards made from them (replicated ones are shared), N x each
+// device's own buffers during the run; after it the devices' results, the assembled outputs and the
+// reference's buffers. Kernel scratch and loop bodies are not counted, so the true peak is at least
+// this.
 struct HostMemoryEstimate {
   int64_t peak_bytes = 0;
-  int64_t argument_bytes = 0;     // global arguments
-  int64_t device_bytes = 0;       // all devices' shards and buffers during the run
-  int64_t reference_bytes = 0;    // the reference run's buffers (0 without `reference`)
+  int64_t argument_bytes = 0;       // global arguments
+  int64_t device_bytes = 0;         // all devices' shards and buffers during the run
+  int64_t global_output_bytes = 0;  // the assembled outputs (0 without `global_outputs`)
+  int64_t reference_bytes = 0;      // the reference run's buffers (0 without `reference`)
 };
-HostMemoryEstimate EstimateHostMemory(const ShardedProgram& program, bool reference);
+HostMemoryEstimate EstimateHostMemory(const ShardedProgram& program, bool reference, bool global_outputs);
 
 // What this process may use: $XSHARD_HOST_MEMORY (bytes, or with a K / M / G / T suffix, binary)
 // when set, else MemAvailable from /proc/meminfo, lowered to the address space still free under
@@ -36,7 +40,7 @@ StatusOr<std::optional<int64_t>> HostMemoryLimit();
 
 // Unimplemented "unsupported: ..." when the estimate exceeds `limit`, naming the module, the
 // device count, the estimate's parts and the limit; OK otherwise.
-Status CheckHostMemory(const ShardedProgram& program, bool reference, int64_t limit);
+Status CheckHostMemory(const ShardedProgram& program, bool reference, bool global_outputs, int64_t limit);
 
 // The same gate for modules run as they are (one-device and SPMD modules): `devices` copies of
 // each device's peak (spmd::EstimateMemory of the entry, and never less than the largest value of

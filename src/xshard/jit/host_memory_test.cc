@@ -22,34 +22,42 @@ ENTRY e {
   return testing::ValueOrFail(ShardedProgram::Compile(*m, n));
 }
 
-// x (4 MiB) split in 4 row blocks: 4 x 1 MiB shards, each device's 1 MiB result, the 4 MiB
-// gathered output during the run (4 + 8 + 4 = 16 MiB); the reference adds the 4 MiB negation.
+// x (4 MiB) split in 4 row blocks: 4 x 1 MiB shards and each device's 1 MiB result during the
+// run (4 + 8 = 12 MiB); after it the arguments, the devices' 4 MiB of results and the reference's
+// 4 MiB negation (12 MiB), and 4 MiB more when the outputs are assembled into a global copy.
 TEST(HostMemoryTest, TiledArgumentsAreShardedOnceAndEachDeviceHoldsItsResult) {
-  const HostMemoryEstimate e = EstimateHostMemory(*Compile("{devices=[4,1]<=[4]}", 4), true);
+  const HostMemoryEstimate e = EstimateHostMemory(*Compile("{devices=[4,1]<=[4]}", 4), true, false);
   EXPECT_EQ(e.argument_bytes, 4 * kMiB);
   EXPECT_EQ(e.device_bytes, 8 * kMiB);
   EXPECT_EQ(e.reference_bytes, 4 * kMiB);
-  EXPECT_EQ(e.peak_bytes, 16 * kMiB);
+  EXPECT_EQ(e.global_output_bytes, 0);
+  EXPECT_EQ(e.peak_bytes, 12 * kMiB);
+  const HostMemoryEstimate gathered = EstimateHostMemory(*Compile("{devices=[4,1]<=[4]}", 4), true, true);
+  EXPECT_EQ(gathered.global_output_bytes, 4 * kMiB);
+  EXPECT_EQ(gathered.peak_bytes, 16 * kMiB);
 }
 
 // A replicated argument is read by every device from the caller's array (ShardedProgram::Run makes
 // no copies): the devices hold only their own 4 MiB results (16 MiB for 4 devices, not 32).
 TEST(HostMemoryTest, AReplicatedArgumentCountsOnceNotOncePerDevice) {
-  const HostMemoryEstimate e = EstimateHostMemory(*Compile("{replicated}", 4), false);
+  const HostMemoryEstimate e = EstimateHostMemory(*Compile("{replicated}", 4), false, false);
   EXPECT_EQ(e.argument_bytes, 4 * kMiB);
   EXPECT_EQ(e.device_bytes, 16 * kMiB);
   EXPECT_EQ(e.reference_bytes, 0);
+  EXPECT_EQ(e.peak_bytes, 20 * kMiB);
 }
 
 TEST(HostMemoryTest, ARunOverTheLimitIsUnsupportedNamingTheParts) {
   std::unique_ptr<ShardedProgram> p = Compile("{devices=[4,1]<=[4]}", 4);
-  EXPECT_TRUE(CheckHostMemory(*p, true, 16 * kMiB).ok());
-  Status s = CheckHostMemory(*p, true, 16 * kMiB - 1);
+  EXPECT_TRUE(CheckHostMemory(*p, true, true, 16 * kMiB).ok());
+  EXPECT_TRUE(CheckHostMemory(*p, true, false, 12 * kMiB).ok());
+  Status s = CheckHostMemory(*p, true, true, 16 * kMiB - 1);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
   EXPECT_EQ(s.message(),
             "unsupported: running 'neg' on 4 virtual devices in this process needs about 16.00MiB of host "
-            "memory (4.00MiB of global arguments, 8.00MiB on the 4 virtual devices, 4.00MiB for the --check "
-            "reference), more than the 16.00MiB it may use ($XSHARD_HOST_MEMORY, else the memory available)");
+            "memory (4.00MiB of global arguments, 8.00MiB on the 4 virtual devices, 4.00MiB for the assembled "
+            "outputs, 4.00MiB for the --check reference), more than the 16.00MiB it may use ($XSHARD_HOST_MEMORY, "
+            "else the memory available)");
 }
 
 TEST(HostMemoryTest, LimitComesFromTheEnvironmentWithBinarySuffixes) {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,9 +64,10 @@ Status ScatterArrays(const std::vector<int64_t>& owner, std::vector<std::vector<
                      const Status& root_status, int64_t root, std::chrono::milliseconds timeout);
 
 // Exchanges per-device arrays: process p fills per_rank[r] for every r with owner[r] == p; on
-// return every process has every entry. owner.size() == per_rank.size().
+// return every process has every entry, or with `only_to` only that process does (the others
+// send theirs to it and receive nothing). owner.size() == per_rank.size().
 Status ShareArrays(const std::vector<int64_t>& owner, std::vector<std::vector<Array>>& per_rank,
-                   std::chrono::milliseconds timeout);
+                   std::chrono::milliseconds timeout, std::optional<int64_t> only_to = std::nullopt);
 
 // Every process tells every other how its part of a run ended and gets theirs back; returns OK
 // when all succeeded, else the first failure in process order, as "process P: <message>" (the

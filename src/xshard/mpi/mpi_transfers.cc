@@ -205,7 +205,7 @@ Status ScatterArrays(const std::vector<int64_t>& owner, std::vector<std::vector<
 }
 
 Status ShareArrays(const std::vector<int64_t>& owner, std::vector<std::vector<Array>>& per_rank,
-                   std::chrono::milliseconds timeout) {
+                   std::chrono::milliseconds timeout, std::optional<int64_t> only_to) {
   XS_RETURN_IF_ERROR(Initialize());
   std::vector<std::vector<const Array*>> mine;
   for (size_t r = 0; r < owner.size(); ++r) {
@@ -213,13 +213,19 @@ Status ShareArrays(const std::vector<int64_t>& owner, std::vector<std::vector<Ar
     mine.emplace_back();
     for (const Array& a : per_rank[r]) mine.back().push_back(&a);
   }
+  const bool receives = !only_to || *only_to == ProcessRank();
   std::vector<int64_t> peers;
   for (int64_t q : Others()) {
-    if (std::find(owner.begin(), owner.end(), q) != owner.end()) peers.push_back(q);
+    if (receives && std::find(owner.begin(), owner.end(), q) != owner.end()) peers.push_back(q);
   }
-  const std::vector<std::byte> blob = Serialize(mine, OkStatus());
+  std::vector<int64_t> to;
   // A process without devices in the run sends nothing (nobody waits for it).
-  const std::vector<int64_t> to = mine.empty() ? std::vector<int64_t>{} : Others();
+  if (!mine.empty()) {
+    for (int64_t q : Others()) {
+      if (!only_to || *only_to == q) to.push_back(q);
+    }
+  }
+  const std::vector<std::byte> blob = to.empty() ? std::vector<std::byte>{} : Serialize(mine, OkStatus());
   const std::vector<const std::vector<std::byte>*> blobs(to.size(), &blob);
   XS_ASSIGN_OR_RETURN(auto got, ExchangeBlobs(blobs, to, peers, timeout,
                                               "sharing the devices' outputs"));

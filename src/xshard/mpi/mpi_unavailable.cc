@@ -41,7 +41,7 @@ Status ScatterArrays(const std::vector<int64_t>&, std::vector<std::vector<Array>
   return NotBuilt();
 }
 Status ShareArrays(const std::vector<int64_t>&, std::vector<std::vector<Array>>&,
-                   std::chrono::milliseconds) {
+                   std::chrono::milliseconds, std::optional<int64_t>) {
   return NotBuilt();
 }
 Status AgreeOnOutcome(const Status& local, std::chrono::milliseconds) { return local; }

@@ -54,8 +54,8 @@ class DistributedCuda final : public CommunicatorFactory {
     return mpi_->AgreeOnOutcome(local, timeout);
   }
   Status ShareArrays(std::span<const int64_t> owner, std::vector<std::vector<Array>>& per_rank,
-                     std::chrono::milliseconds timeout) override {
-    return mpi_->ShareArrays(owner, per_rank, timeout);
+                     std::chrono::milliseconds timeout, std::optional<int64_t> only_to) override {
+    return mpi_->ShareArrays(owner, per_rank, timeout, only_to);
   }
 
   StatusOr<std::unique_ptr<Communicator>> Create(const CommunicatorSpec& spec) override {

@@ -32,8 +32,8 @@ class MpiFactory final : public CommunicatorFactory {
     return mpi::AgreeOnOutcome(local, timeout);
   }
   Status ShareArrays(std::span<const int64_t> owner, std::vector<std::vector<Array>>& per_rank,
-                     std::chrono::milliseconds timeout) override {
-    return mpi::ShareArrays(std::vector<int64_t>(owner.begin(), owner.end()), per_rank, timeout);
+                     std::chrono::milliseconds timeout, std::optional<int64_t> only_to) override {
+    return mpi::ShareArrays(std::vector<int64_t>(owner.begin(), owner.end()), per_rank, timeout, only_to);
   }
 
  private:

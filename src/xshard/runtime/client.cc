@@ -205,11 +205,12 @@ StatusOr<Client::RunResult> Client::RunPerRank(std::span<const int64_t> device_i
 }
 
 Status Client::ShareRankResults(std::span<const int64_t> device_ids,
-                                std::vector<std::vector<Array>>& per_rank) {
+                                std::vector<std::vector<Array>>& per_rank,
+                                std::optional<int64_t> only_to) {
   if (!distributed_) return OkStatus();
   std::vector<int64_t> owner;
   for (int64_t id : device_ids) owner.push_back(ProcessOf(id));
-  return options_.communicators->ShareArrays(owner, per_rank, options_.collective_timeout);
+  return options_.communicators->ShareArrays(owner, per_rank, options_.collective_timeout, only_to);
 }
 
 Status Client::Run(std::span<const int64_t> device_ids, const RankFn& fn) {

@@ -122,9 +122,11 @@ class Client {
   Status Run(const DeviceAssignment& assignment, const RankFn& fn);
 
   // Distributed: per_rank[r] (results of rank r of a run over `device_ids`) is filled by the process
-  // of device_ids[r]; afterwards every process has all of them. A no-op otherwise.
+  // of device_ids[r]; afterwards every process has all of them, or with `only_to` only that
+  // process (the others keep their own ranks' results). A no-op otherwise.
   Status ShareRankResults(std::span<const int64_t> device_ids,
-                          std::vector<std::vector<Array>>& per_rank);
+                          std::vector<std::vector<Array>>& per_rank,
+                          std::optional<int64_t> only_to = std::nullopt);
 
   std::vector<MemoryStats> memory_stats() const;
   // Per-device live / peak bytes and buffer counts, one row per device plus a total:

@@ -36,7 +36,7 @@ Status CommunicatorFactory::AgreeOnOutcome(const Status& local, std::chrono::mil
 
 Status CommunicatorFactory::ShareArrays(std::span<const int64_t>,
                                         std::vector<std::vector<Array>>&,
-                                        std::chrono::milliseconds) {
+                                        std::chrono::milliseconds, std::optional<int64_t>) {
   return OkStatus();
 }
 

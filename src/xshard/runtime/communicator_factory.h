@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -56,10 +57,10 @@ class CommunicatorFactory {
   // (bounded by `timeout`). Otherwise `local`.
   virtual Status AgreeOnOutcome(const Status& local, std::chrono::milliseconds timeout);
   // Distributed: per_rank[r] is filled by process owner[r]; afterwards every process has all of
-  // them. Otherwise a no-op.
+  // them, or with `only_to` only that process. Otherwise a no-op.
   virtual Status ShareArrays(std::span<const int64_t> owner,
                              std::vector<std::vector<Array>>& per_rank,
-                             std::chrono::milliseconds timeout);
+                             std::chrono::milliseconds timeout, std::optional<int64_t> only_to);
 };
 
 // Every device a thread of this process; collectives meet in shared memory

@@ -227,8 +227,9 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
     }
   }
   if (!run.status.ok()) return run.status;
-  // MPI mode: every process gets every device's outputs (memory figures stay per process).
-  XS_RETURN_IF_ERROR(client.ShareRankResults(devices, result.outputs));
+  // MPI mode: every process (or options.outputs_to_process) gets every device's outputs (memory
+  // figures stay per process).
+  XS_RETURN_IF_ERROR(client.ShareRankResults(devices, result.outputs, options.outputs_to_process));
   for (int64_t r = 0; r < n; ++r) {
     SpmdDeviceMemory m;
     m.device = devices[r];

@@ -54,6 +54,9 @@ struct SpmdRunOptions {
   // Not owned; when set (with a slot per rank), every device publishes its progress to it and
   // stops when it is stopped, devices blocked in a collective included (run_monitor.h).
   RunMonitor* monitor = nullptr;
+  // Under mpirun: the process that receives every device's outputs; the others keep only their
+  // own devices' outputs (the other entries stay empty). Unset: every process receives them all.
+  std::optional<int64_t> outputs_to_process;
 };
 
 // One device's memory over a run, in bytes.

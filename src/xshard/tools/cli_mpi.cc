@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "xshard/base/limits.h"
 #include "xshard/mpi/mpi_process.h"
 #include "xshard/runtime/client.h"
 #include "xshard/tools/cli.h"
@@ -21,7 +22,7 @@ void AddMpiFlags(CLI::App* cmd) {
   cmd->add_option("--devices-per-process", f.devices_per_process,
                   "Under mpirun: devices each process hosts (default: --devices / processes);\n"
                   "process p runs devices p*L .. p*L+L-1")
-      ->check(IntegerRangeCheck(1, 4096));
+      ->check(IntegerRangeCheck(1, kMaxDevices));
   cmd->add_option("--collective-timeout", f.collective_timeout_s,
                   "Seconds a device waits for its peers inside a collective (and, under mpirun,\n"
                   "for the other processes) before every device fails (default 30)")

@@ -38,7 +38,7 @@ struct AutoshardFlags {
 StatusOr<double> MeasureMs(const Module& module, int64_t n) {
   XS_ASSIGN_OR_RETURN(std::unique_ptr<ShardedProgram> program, ShardedProgram::Compile(module, n, CompileOptions{}));
   XS_ASSIGN_OR_RETURN(std::optional<int64_t> limit, HostMemoryLimit());
-  if (limit) XS_RETURN_IF_ERROR(CheckHostMemory(*program, false, *limit));
+  if (limit) XS_RETURN_IF_ERROR(CheckHostMemory(*program, false, false, *limit));
   RunFlags flags;
   flags.random_seed = 1;
   XS_ASSIGN_OR_RETURN(std::vector<Array> args, LoadArguments(flags, program->argument_shapes(), module.entry()->name()));

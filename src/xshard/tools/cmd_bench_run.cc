@@ -165,6 +165,8 @@ StatusOr<std::unique_ptr<Client>> MakeClient(int64_t n) {
 SpmdRunOptions SpmdOptions(const RunFlags& f) {
   SpmdRunOptions options;
   options.blas_threads = f.blas_threads;
+  // The timed runs' outputs are dropped: under mpirun only rank 0 receives them (as `run` does).
+  options.outputs_to_process = 0;
   return options;
 }
 
@@ -189,7 +191,7 @@ Status BenchGlobal(const BenchRunFlags& f, const Module& module) {
   StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(module, n, compile);
   if (!program.ok()) return Annotate(program.status(), StrCat(f.run.file, ": "));
   XS_ASSIGN_OR_RETURN(std::optional<int64_t> limit, HostMemoryLimit());
-  if (limit) XS_RETURN_IF_ERROR(Annotate(CheckHostMemory(**program, false, *limit), StrCat(f.run.file, ": ")));
+  if (limit) XS_RETURN_IF_ERROR(Annotate(CheckHostMemory(**program, false, false, *limit), StrCat(f.run.file, ": ")));
   XS_ASSIGN_OR_RETURN(std::vector<Array> args,
                       LoadArguments(f.run, (*program)->argument_shapes(), module.entry()->name()));
   XS_ASSIGN_OR_RETURN(std::vector<std::vector<Array>> shards, (*program)->ShardArguments(args));

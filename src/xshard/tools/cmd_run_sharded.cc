@@ -192,7 +192,7 @@ Status RunSharded(const RunFlags& f, const Module& module) {
   if (f.report) std::cout << spmd::FormatReport((*program)->report()) << "\n";
   XS_ASSIGN_OR_RETURN(std::optional<int64_t> memory_limit, HostMemoryLimit());
   if (memory_limit) {
-    XS_RETURN_IF_ERROR(Annotate(CheckHostMemory(**program, f.check, *memory_limit), StrCat(f.file, ": ")));
+    XS_RETURN_IF_ERROR(Annotate(CheckHostMemory(**program, f.check, f.print || !f.save_dir.empty(), *memory_limit), StrCat(f.file, ": ")));
   }
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, CliCreateClient(n));
   auto load = [&]() {
@@ -214,6 +214,10 @@ Status RunSharded(const RunFlags& f, const Module& module) {
   run_options.max_while_iterations = f.max_while_iterations;
   RunMonitor monitor(n);
   run_options.monitor = &monitor;
+  // Under mpirun only rank 0 prints and saves: the other processes send it their devices' outputs
+  // and receive none (with --check every process compares, so every one receives them all).
+  const bool outputs_elsewhere = client->distributed() && !f.check && client->process_rank() != 0;
+  if (client->distributed() && !f.check) run_options.outputs_to_process = 0;
   RunWatch watch(monitor, "run", f.timeout);
   StatusOr<SpmdResult> ran = shards ? (*program)->RunPlaced(*client, *shards, run_options)
                                      : (*program)->RunWithoutGather(*client, args, run_options);
@@ -224,6 +228,7 @@ Status RunSharded(const RunFlags& f, const Module& module) {
   }
   // A run a peer process's failure stopped (under mpirun) ends with that failure (RunWatch).
   if (!ran.ok()) return Annotate(watch.Finish(ran.status()), StrCat(f.file, ": "));
+  if (outputs_elsewhere) return OkStatus();
   const size_t num_outputs = (*program)->output_shapes().size();
   RunOutputs result;
   result.device = std::move(ran->outputs);
