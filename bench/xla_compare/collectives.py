@@ -150,14 +150,16 @@ def dot_flops(hlo_text):
     """FLOPs of the dots and convolutions of a program (2 per multiply-add), each counted once
     (a loop body's once, like the collectives): one device's work in an SPMD program."""
     shapes, total = {}, 0
-    lines = hlo_text.splitlines()
-    for line in lines:
+    for line in hlo_text.splitlines():
         m = _DEF.match(line)
-        if m:
-            shapes[m.group(1)] = m.group(2)
-    for line in lines:
-        m = _DEF.match(line)
-        if not m or m.group(3) not in ("dot", "convolution"):
+        if not m:
+            # A computation's header: names are looked up within it (a printed program may reuse a
+            # name in another computation), and an operand is defined before its users.
+            if line.rstrip().endswith("{"):
+                shapes = {}
+            continue
+        shapes[m.group(1)] = m.group(2)
+        if m.group(3) not in ("dot", "convolution"):
             continue
         result = _dims(m.group(2))
         args = m.group(4)
