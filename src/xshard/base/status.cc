@@ -27,9 +27,34 @@ std::string Status::ToString() const {
   return StrCat(StatusCodeName(code_), ": ", message_);
 }
 
+Status Status::AttributedTo(std::string instruction, std::string opcode) const {
+  Status s = *this;
+  s.instruction_ = std::move(instruction);
+  s.opcode_ = std::move(opcode);
+  return s;
+}
+
+Status Status::WithDetail(StatusDetail detail) const {
+  Status s = *this;
+  s.detail_ = detail;
+  return s;
+}
+
+Status Status::WithMessage(std::string message) const {
+  Status s = *this;
+  s.message_ = std::move(message);
+  return s;
+}
+
+std::string_view UnsupportedWhat(const Status& status) {
+  std::string_view m = status.message();
+  if (m.starts_with(kUnsupportedPrefix)) m.remove_prefix(kUnsupportedPrefix.size());
+  return m;
+}
+
 Status Annotate(const Status& status, std::string_view prefix) {
   if (status.ok()) return status;
-  return Status(status.code(), StrCat(prefix, status.message()));
+  return status.WithMessage(StrCat(prefix, status.message()));
 }
 
 namespace internal {

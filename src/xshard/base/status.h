@@ -28,6 +28,14 @@ enum class StatusCode {
 };
 std::string_view StatusCodeName(StatusCode code);
 
+// A fact about an error beyond its code, for the callers that act on it (they test the field,
+// never the message text).
+enum class StatusDetail {
+  kNone,
+  kWhileIterationLimit,  // a while loop ran into a limit on its iterations (a run that may not end)
+  kTextPosition,         // the message points at the position in a parsed text (file:line:col, caret)
+};
+
 class [[nodiscard]] Status {
  public:
   Status() = default;
@@ -39,9 +47,28 @@ class [[nodiscard]] Status {
   std::string ToString() const;
   friend bool operator==(const Status&, const Status&) = default;
 
+  // The instruction the error is attributed to, set by the layer that named it in the message (the
+  // executor: "instruction 'fft.3' (fft): ..."); empty when none. Layers above test it instead of
+  // looking for the name in the text, and do not name the instruction again.
+  const std::string& instruction() const { return instruction_; }
+  // That instruction's opcode name ("fft"), or empty.
+  const std::string& opcode() const { return opcode_; }
+  StatusDetail detail() const { return detail_; }
+
+  // A copy attributed to `instruction` of `opcode` (the message is unchanged).
+  Status AttributedTo(std::string instruction, std::string opcode) const;
+  // A copy with `detail`.
+  Status WithDetail(StatusDetail detail) const;
+  // A copy with another message; the code, the attribution and the detail stay (for wrappers that
+  // rewrite the text: "device 3 failed: ...").
+  Status WithMessage(std::string message) const;
+
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  std::string instruction_;
+  std::string opcode_;
+  StatusDetail detail_ = StatusDetail::kNone;
 };
 
 inline Status OkStatus() { return Status(); }
@@ -64,7 +91,22 @@ XS_DEFINE_ERROR_BUILDER_(Unavailable)
 XS_DEFINE_ERROR_BUILDER_(Cancelled)
 #undef XS_DEFINE_ERROR_BUILDER_
 
-// Returns `status` with `prefix` put in front of its message (same code); OK stays OK.
+// What every message of Unsupported() starts with. Callers decide by the code (kUnimplemented),
+// never by looking for these words.
+inline constexpr std::string_view kUnsupportedPrefix = "unsupported: ";
+// Valid input outside what xshard supports: Unsupported("fft of ", t) is kUnimplemented with the
+// message "unsupported: fft of c64" (the words are added here, not written at every site).
+template <typename... Args>
+Status Unsupported(const Args&... args) {
+  return Status(StatusCode::kUnimplemented, StrCat(kUnsupportedPrefix, args...));
+}
+// What an unsupported `status` says is not supported: its message without the "unsupported: " that
+// Unsupported() put in front (the whole message of an Unimplemented built otherwise). For layers
+// that restate the error with its subject ("unsupported: instruction 'x' (op) ...; <what>").
+std::string_view UnsupportedWhat(const Status& status);
+
+// Returns `status` with `prefix` put in front of its message (same code, attribution and detail);
+// OK stays OK.
 Status Annotate(const Status& status, std::string_view prefix);
 
 namespace internal {

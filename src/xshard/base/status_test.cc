@@ -44,6 +44,33 @@ TEST(StatusTest, AnnotatePrefixesMessageAndKeepsCode) {
   EXPECT_TRUE(Annotate(OkStatus(), "x").ok());
 }
 
+TEST(StatusTest, UnsupportedIsUnimplementedWithThePrefixAddedOnce) {
+  Status s = Unsupported("fft of ", "c64");
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(s.message(), "unsupported: fft of c64");
+  EXPECT_EQ(UnsupportedWhat(s), "fft of c64");
+  // An Unimplemented built without the builder is restated whole.
+  EXPECT_EQ(UnsupportedWhat(Unimplemented("no GEMM plan")), "no GEMM plan");
+}
+
+TEST(StatusTest, AttributionAndDetailSurviveAnnotateAndWithMessage) {
+  Status s = InvalidArgument("loop stopped").AttributedTo("w.1", "while").WithDetail(
+      StatusDetail::kWhileIterationLimit);
+  EXPECT_EQ(s.message(), "loop stopped");  // the fields do not change the text
+  Status a = Annotate(s, "device 3 failed: ");
+  EXPECT_EQ(a.message(), "device 3 failed: loop stopped");
+  EXPECT_EQ(a.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(a.instruction(), "w.1");
+  EXPECT_EQ(a.opcode(), "while");
+  EXPECT_EQ(a.detail(), StatusDetail::kWhileIterationLimit);
+  Status m = s.WithMessage("other");
+  EXPECT_EQ(m.message(), "other");
+  EXPECT_EQ(m.detail(), StatusDetail::kWhileIterationLimit);
+  EXPECT_TRUE(InvalidArgument("x").instruction().empty());
+  EXPECT_EQ(InvalidArgument("x").detail(), StatusDetail::kNone);
+  EXPECT_NE(s, InvalidArgument("loop stopped"));  // equality sees the fields
+}
+
 TEST(StatusDeathTest, CheckAbortsWithMessage) {
   EXPECT_DEATH(XS_CHECK(1 == 2, "math is broken: ", 42), "math is broken: 42");
 }

@@ -30,9 +30,11 @@ class Runner {
       const size_t first_event = trace_ ? Mark() : 0;
       Status st = RunAction(a, f);
       if (!st.ok()) {
-        if (st.message().rfind("instruction '", 0) == 0) return st;
-        return Annotate(st, StrCat("instruction '", a.step->inst->name(), "' (",
-                                   OpcodeName(a.step->inst->opcode()), ") on GPU ", s_.options.device, ": "));
+        if (!st.instruction().empty()) return st;
+        const Instruction& inst = *a.step->inst;
+        return Annotate(st, StrCat("instruction '", inst.name(), "' (", OpcodeName(inst.opcode()), ") on GPU ",
+                                   s_.options.device, ": "))
+            .AttributedTo(inst.name(), std::string(OpcodeName(inst.opcode())));
       }
       if (trace_) traced_.push_back({&a, first_event, Mark()});
       ++actions_run_;
@@ -211,7 +213,8 @@ Status Runner::RunWhile(const Action& a, const Frame& f) {
     if (go == 0) return OkStatus();
     if (o_.max_while_iterations >= 0 && iteration >= o_.max_while_iterations) {
       return InvalidArgument("while loop '", a.step->inst->name(), "' exceeded ", o_.max_while_iterations,
-                             " iterations ", kWhileLimitNote);
+                             " iterations ", kWhileLimitNote)
+          .WithDetail(StatusDetail::kWhileIterationLimit);
     }
     XS_ASSIGN_OR_RETURN(std::vector<std::byte*> root, Run(body, region, carry));
     // Carries the body passes to another position go through the temporary, so none is

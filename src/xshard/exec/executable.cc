@@ -18,10 +18,10 @@
 namespace xs {
 
 Status UnsupportedInstruction(const Instruction& inst, std::string_view detail) {
-  std::string msg = StrCat("unsupported: instruction '", inst.name(), "' (", OpcodeName(inst.opcode()),
-                           ") is not supported by the executor");
+  const std::string_view op = OpcodeName(inst.opcode());
+  std::string msg = StrCat("instruction '", inst.name(), "' (", op, ") is not supported by the executor");
   if (!detail.empty()) StrAppend(&msg, "; ", detail);
-  return Unimplemented(msg);
+  return Unsupported(msg).AttributedTo(inst.name(), std::string(op));
 }
 
 std::vector<Array> Value::Flatten() && {
@@ -96,20 +96,17 @@ Slot UnflattenSlot(const Shape& shape, std::vector<std::shared_ptr<Array>>& leav
 
 namespace {
 
-bool AlreadyNamed(const Status& s) {
-  const std::string& m = s.message();
-  return m.rfind("instruction '", 0) == 0 || m.rfind("unsupported: instruction '", 0) == 0;
-}
-
-// Prefixes a handler's or kernel's error with the instruction; a kernel's "unsupported: ..."
-// becomes "unsupported: instruction 'x' (op) is not supported by the executor; ...".
+// Names the instruction in a handler's or kernel's error (once: an error from a called
+// computation is already attributed to its own instruction). Unimplemented errors become
+// "unsupported: instruction 'x' (op) is not supported by the executor; <what the kernel said>".
 Status AnnotateInstruction(const Status& s, const Instruction& inst) {
-  if (s.ok() || AlreadyNamed(s)) return s;
-  constexpr std::string_view kUnsupported = "unsupported: ";
-  if (s.message().rfind(kUnsupported, 0) == 0) {
-    return UnsupportedInstruction(inst, std::string_view(s.message()).substr(kUnsupported.size()));
+  if (s.ok() || !s.instruction().empty()) return s;
+  if (s.code() == StatusCode::kUnimplemented) {
+    return UnsupportedInstruction(inst, UnsupportedWhat(s)).WithDetail(s.detail());
   }
-  return Annotate(s, StrCat("instruction '", inst.name(), "' (", OpcodeName(inst.opcode()), "): "));
+  const std::string_view op = OpcodeName(inst.opcode());
+  return Annotate(s, StrCat("instruction '", inst.name(), "' (", op, "): "))
+      .AttributedTo(inst.name(), std::string(op));
 }
 
 // Arrays must have static, non-negative dims (bounded-dynamic `f32[<=4]` and unbounded `f32[?]`

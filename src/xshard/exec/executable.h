@@ -160,15 +160,17 @@ StatusOr<std::vector<Array>> Execute(const Module& module, std::span<const Array
 StatusOr<Value> ExecuteTuple(const Module& module, std::span<const Array> args,
                              const ExecuteOptions& options = {});
 
-// Ends the message of a while loop stopped by ExecuteOptions::max_while_iterations.
+// Ends the message of a while loop stopped by ExecuteOptions::max_while_iterations (whose status
+// has StatusDetail::kWhileIterationLimit).
 inline constexpr std::string_view kWhileLimitNote = "(ExecuteOptions::max_while_iterations)";
-// True when `s` is, or wraps (e.g. "device 3 failed: ..."), that error.
+// True when `s` is, or wraps (e.g. "device 3 failed: ..."), that error (decided by its detail).
 inline bool ExceededWhileIterations(const Status& s) {
-  return !s.ok() && s.message().find(kWhileLimitNote) != std::string::npos;
+  return !s.ok() && s.detail() == StatusDetail::kWhileIterationLimit;
 }
 
 // The status an unsupported instruction gets: "unsupported: instruction 'fft.3' (fft) is not
-// supported by the executor" plus `detail` ("; <detail>") when given.
+// supported by the executor" plus `detail` ("; <detail>") when given; kUnimplemented, attributed to
+// the instruction (Status::instruction() / opcode()).
 Status UnsupportedInstruction(const Instruction& inst, std::string_view detail = "");
 
 // True when the executor has a handler for `op` (unary / binary elementwise ops: when kernels/ has

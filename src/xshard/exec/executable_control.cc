@@ -70,7 +70,8 @@ Status RunWhile(const Step& step, Frame& frame, RunContext& ctx) {
     if (!PredValue(cond)) break;
     if (ctx.options.max_while_iterations >= 0 && iterations >= ctx.options.max_while_iterations) {
       return InvalidArgument("while loop '", step.inst->name(), "' exceeded ",
-                             ctx.options.max_while_iterations, " iterations ", kWhileLimitNote);
+                             ctx.options.max_while_iterations, " iterations ", kWhileLimitNote)
+          .WithDetail(StatusDetail::kWhileIterationLimit);
     }
     std::vector<Slot> args;
     args.push_back(std::move(state));

@@ -142,7 +142,8 @@ Op ComputationBuilder::Emit(std::string_view method, Opcode opcode, std::vector<
     st = VerifyInstruction(*inst, state_->config.num_partitions);
   } else {
     st = Annotate(st, StrCat("instruction '", inst->name(), "' (", OpcodeName(opcode),
-                             ") in computation '", this->name(), "': "));
+                             ") in computation '", this->name(), "': "))
+             .AttributedTo(inst->name(), std::string(OpcodeName(opcode)));
   }
   if (!st.ok()) {
     raw_->set_root(root_ != nullptr ? root_ : last_);

@@ -72,9 +72,9 @@ StatusOr<CompiledModule> CompileModule(const Module& global, int64_t num_devices
     return InvalidArgument("the device count must be 1..", kMaxDevices, ", got ", num_devices);
   }
   if (global.config().replica_count > 1) {
-    return Unimplemented("unsupported: module '", global.name(), "' has replica_count=",
-                         global.config().replica_count, "; xshard partitions modules with one replica "
-                         "(data parallelism is expressed with shardings over num_partitions)");
+    return Unsupported("module '", global.name(), "' has replica_count=",
+                       global.config().replica_count, "; xshard partitions modules with one replica "
+                       "(data parallelism is expressed with shardings over num_partitions)");
   }
   XS_RETURN_IF_ERROR(CheckPartitionInput(global, num_devices));  // the one Verify of the input
   CompiledModule out;

@@ -117,10 +117,10 @@ Status CheckHostMemory(const ShardedProgram& program, bool reference, bool globa
                              " on the ", program.num_devices(), " virtual devices");
   if (global_outputs) StrAppend(&parts, ", ", FormatBytes(e.global_output_bytes), " for the assembled outputs");
   if (reference) StrAppend(&parts, ", ", FormatBytes(e.reference_bytes), " for the --check reference");
-  return Unimplemented("unsupported: running '", program.global_module().name(), "' on ", program.num_devices(),
-                       " virtual devices in this process needs about ", FormatBytes(e.peak_bytes),
-                       " of host memory (", parts, "), more than the ", FormatBytes(limit),
-                       " it may use ($XSHARD_HOST_MEMORY, else the memory available)");
+  return Unsupported("running '", program.global_module().name(), "' on ", program.num_devices(),
+                     " virtual devices in this process needs about ", FormatBytes(e.peak_bytes),
+                     " of host memory (", parts, "), more than the ", FormatBytes(limit),
+                     " it may use ($XSHARD_HOST_MEMORY, else the memory available)");
 }
 
 namespace {

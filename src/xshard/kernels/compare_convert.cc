@@ -111,9 +111,9 @@ StatusOr<BinaryEntry> LookupCompare(ComparisonDirection direction, ComparisonTyp
 #undef XS_CASE
   }
   if (e.fast == nullptr) {
-    return Unimplemented("unsupported: compare direction=", ComparisonDirectionName(direction),
-                         " type=", ComparisonTypeName(k), " is not defined for element type ",
-                         DTypeName(operand));
+    return Unsupported("compare direction=", ComparisonDirectionName(direction),
+                       " type=", ComparisonTypeName(k), " is not defined for element type ",
+                       DTypeName(operand));
   }
   return e;
 }

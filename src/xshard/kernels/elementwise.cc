@@ -16,9 +16,9 @@ bool IsComputableDType(DType dtype) {
 }
 
 Status UnsupportedDType(std::string_view what, DType dtype) {
-  return Unimplemented("unsupported: ", what, " on element type ", DTypeName(dtype),
-                       " (the kernels compute on pred, s8-s64, u8-u64, f16, bf16, f32, f64, "
-                       "c64, c128)");
+  return Unsupported(what, " on element type ", DTypeName(dtype),
+                     " (the kernels compute on pred, s8-s64, u8-u64, f16, bf16, f32, f64, "
+                     "c64, c128)");
 }
 
 namespace internal {
@@ -79,8 +79,7 @@ UnaryKernel CopyKernelForSize(int64_t bytes) {
 }
 
 Status NotDefined(Opcode op, DType t) {
-  return Unimplemented("unsupported: ", OpcodeName(op), " is not defined for element type ",
-                       DTypeName(t));
+  return Unsupported(OpcodeName(op), " is not defined for element type ", DTypeName(t));
 }
 
 }  // namespace
@@ -98,7 +97,7 @@ StatusOr<UnaryEntry> LookupUnary(Opcode op, DType operand) {
     if (e.fast == nullptr) return NotDefined(op, operand);
     return e;
   }
-  return Unimplemented("unsupported: ", OpcodeName(op), " is not a unary elementwise op");
+  return Unsupported(OpcodeName(op), " is not a unary elementwise op");
 }
 
 StatusOr<BinaryEntry> LookupBinary(Opcode op, DType operand) {
@@ -109,7 +108,7 @@ StatusOr<BinaryEntry> LookupBinary(Opcode op, DType operand) {
     if (e.fast == nullptr) return NotDefined(op, operand);
     return e;
   }
-  return Unimplemented("unsupported: ", OpcodeName(op), " is not a binary elementwise op");
+  return Unsupported(OpcodeName(op), " is not a binary elementwise op");
 }
 
 }  // namespace internal

@@ -70,8 +70,8 @@ Status Boundary(const Instruction& inst, Context& ctx) {
   const std::vector<int64_t>& have = x.hlo()->shape().dims();
   for (size_t d = 0; d < have.size(); ++d) {
     if (have[d] >= local.dims()[d]) continue;
-    return InvalidArgument(
-        "unsupported: '", inst.name(), "' (", *inst.attrs().custom_call_target, ", sharding ", target.ToString(false),
+    return Unsupported(
+        "'", inst.name(), "' (", *inst.attrs().custom_call_target, ", sharding ", target.ToString(false),
         ") needs a ", local.ToString(false), " piece per device but its operand '", inst.operand(0)->name(),
         "' is sharded ", x.sharding().ToString(false), " (", x.hlo()->shape().ToString(false),
         " per device): shard the operand as the region's boundary needs (a Sharding custom-call "

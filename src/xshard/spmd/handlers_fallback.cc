@@ -106,10 +106,10 @@ Status HandleCollective(const Instruction& inst, Context& ctx) {
   }
   const int64_t n = ctx.state().num_partitions;
   if (std::optional<std::string> problem = SubgroupManualProblem(inst, target, n)) {
-    return Unimplemented("unsupported: the collective has sharding ", target.ToString(),
-                         "; a collective written in the global program must be replicated, inside a fully "
-                         "manual region (sharding={manual}), or inside a partially manual region with each "
-                         "group on one manual subgroup", problem->empty() ? "" : StrCat(" (", *problem, ")"));
+    return Unsupported("the collective has sharding ", target.ToString(),
+                       "; a collective written in the global program must be replicated, inside a fully "
+                       "manual region (sharding={manual}), or inside a partially manual region with each "
+                       "group on one manual subgroup", problem->empty() ? "" : StrCat(" (", *problem, ")"));
   }
   XS_ASSIGN_OR_RETURN(PartitionedValue operand, ctx.Get(inst.operand(0)).Reshard(target, "operand 0"));
   XS_ASSIGN_OR_RETURN(Shape local_shape, LocalShape(inst.shape(), target, n));

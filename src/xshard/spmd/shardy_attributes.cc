@@ -76,7 +76,7 @@ class SdyReader {
     while (!Consume("}")) {
       if (!axes.empty()) XS_RETURN_IF_ERROR(Expect(","));
       XS_ASSIGN_OR_RETURN(std::string a, Quoted());
-      if (Peek() == ':') return Unimplemented("unsupported: sdy sub-axis of '", a, "' in '", text_, "'", kFix);
+      if (Peek() == ':') return Unsupported("sdy sub-axis of '", a, "' in '", text_, "'", kFix);
       axes.push_back(std::move(a));
     }
     return axes;
@@ -113,7 +113,7 @@ class SdyReader {
     SdyTensorSharding s;
     XS_RETURN_IF_ERROR(Expect("<"));
     if (!Consume("@")) {
-      return Unimplemented("unsupported: sdy sharding with an inline mesh in '", text_, "'", kFix);
+      return Unsupported("sdy sharding with an inline mesh in '", text_, "'", kFix);
     }
     XS_ASSIGN_OR_RETURN(s.mesh, Identifier());
     XS_RETURN_IF_ERROR(Expect(","));
@@ -129,7 +129,7 @@ class SdyReader {
           continue;
         }
         XS_ASSIGN_OR_RETURN(std::string a, Quoted());
-        if (Peek() == ':') return Unimplemented("unsupported: sdy sub-axis of '", a, "' in '", text_, "'", kFix);
+        if (Peek() == ':') return Unsupported("sdy sub-axis of '", a, "' in '", text_, "'", kFix);
         dim.axes.push_back(std::move(a));
       }
       if (Peek() == 'p') {  // dim priority p0, p1, ...: irrelevant to the value's sharding
@@ -147,7 +147,7 @@ class SdyReader {
       } else if (key == "unreduced") {
         s.unreduced = std::move(axes);
       } else {
-        return Unimplemented("unsupported: sdy sharding field '", key, "' in '", text_, "'", kFix);
+        return Unsupported("sdy sharding field '", key, "' in '", text_, "'", kFix);
       }
     }
     XS_RETURN_IF_ERROR(Expect(">"));
@@ -224,8 +224,8 @@ StatusOr<HloSharding> SdyToHloSharding(const SdyMesh& mesh, const SdyTensorShard
                            " dims for a value of rank ", rank);
   }
   if (!sharding.unreduced.empty()) {
-    return Unimplemented("unsupported: sdy sharding with unreduced axes {", StrJoin(sharding.unreduced, ", "), "}",
-                         kFix);
+    return Unsupported("sdy sharding with unreduced axes {", StrJoin(sharding.unreduced, ", "), "}",
+                       kFix);
   }
   std::vector<bool> used(n_axes, false), manual(n_axes, false);
   for (const std::string& a : manual_axes) {
@@ -242,8 +242,8 @@ StatusOr<HloSharding> SdyToHloSharding(const SdyMesh& mesh, const SdyTensorShard
       used[i] = true;
       if (manual[i]) {
         if (seen_free) {
-          return Unimplemented("unsupported: manual axis '", a, "' after a free axis in dim ", d,
-                               " of an sdy sharding", kFix);
+          return Unsupported("manual axis '", a, "' after a free axis in dim ", d,
+                             " of an sdy sharding", kFix);
         }
         continue;
       }

@@ -133,23 +133,20 @@ StatusOr<Boundary> ReadBoundary(const ShardyContext& ctx, const Instruction& ins
   for (int i = 0; i < inst.operand_count(); ++i) {
     const Shape& global_shape = operands_are_global ? inst.operand(i)->shape() : ElementShape(inst, i);
     if (global_shape.IsTuple()) {
-      return Unimplemented("unsupported: tuple-shaped value at '", inst.name(), "'", kFix);
+      return Unsupported("tuple-shaped value at '", inst.name(), "'", kFix);
     }
     XS_ASSIGN_OR_RETURN(const SdyMesh* mesh, ctx.MeshOf(shardings[i], inst));
     if (b.mesh != nullptr && !(*b.mesh == *mesh)) {
-      return Unimplemented("unsupported: '", inst.name(), "' mixes sdy meshes", kFix);
+      return Unsupported("'", inst.name(), "' mixes sdy meshes", kFix);
     }
     b.mesh = mesh;
     const int rank = static_cast<int>(global_shape.dims().size());
     auto with_name = [&](StatusOr<HloSharding> s) -> StatusOr<HloSharding> {
       if (s.ok()) return s;
-      std::string_view message = s.status().message();
-      constexpr std::string_view kUnsupported = "unsupported: ";
-      const bool unsupported = message.rfind(kUnsupported, 0) == 0;
-      if (unsupported) message.remove_prefix(kUnsupported.size());
-      return Status(s.status().code(),
-                    StrCat(unsupported ? kUnsupported : "", "'", inst.name(), "': ", message));
-      return s;
+      if (s.status().code() == StatusCode::kUnimplemented) {
+        return Unsupported("'", inst.name(), "': ", UnsupportedWhat(s.status()));
+      }
+      return Annotate(s.status(), StrCat("'", inst.name(), "': "));
     };
     // The local value is the global one cut by the manual axes only (Shardy's local type); free
     // axes a dim names after them are a placement hint that the boundary drops (the value is
@@ -414,7 +411,7 @@ Status ImportShardyManualComputations(Module& module) {
       } else if (target == "xla.sdy.LocalToGlobalShape") {
         to_global.push_back(inst);
       } else {
-        return Unimplemented("unsupported: custom-call target ", target, " at '", inst->name(), "'", kFix);
+        return Unsupported("custom-call target ", target, " at '", inst->name(), "'", kFix);
       }
     }
   }
@@ -443,8 +440,8 @@ Status ImportShardyManualComputations(Module& module) {
     for (Instruction* op : l2g->operands()) {
       Instruction* source = op->opcode() == Opcode::kGetTupleElement ? op->operand(0) : op;
       if (source->opcode() != Opcode::kCall || (call != nullptr && call != source)) {
-        return Unimplemented("unsupported: the operands of '", l2g->name(), "' are not the results of one "
-                             "call of a shard_map body", kFix);
+        return Unsupported("the operands of '", l2g->name(), "' are not the results of one "
+                           "call of a shard_map body", kFix);
       }
       call = source;
     }

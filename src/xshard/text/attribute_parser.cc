@@ -346,7 +346,7 @@ Status ParseAttribute(Lexer& lex, AttrSink& sink) {
   const auto& table = Table();
   if (auto it = table.find(name); it != table.end()) {
     Status st = it->second(lex, sink);
-    if (!st.ok() && st.message().find(": error: ") == std::string::npos)
+    if (!st.ok() && st.detail() != StatusDetail::kTextPosition)
       return lex.ErrorAt(at, StrCat("bad value for attribute '", name, "': ", st.message()));
     return st;
   }

@@ -301,7 +301,8 @@ Status Lexer::ErrorAt(size_t pos, std::string_view message) const {
   for (size_t i = ls; i < pos && i < le; ++i) caret.push_back(text_[i] == '\t' ? '\t' : ' ');
   caret.push_back('^');
   return InvalidArgument(filename_, ":", line, ":", col, ": error: ", msg, "\n", source_line, "\n",
-                         caret);
+                         caret)
+      .WithDetail(StatusDetail::kTextPosition);
 }
 
 }  // namespace xs

@@ -29,8 +29,8 @@ StatusOr<std::vector<Array>> LoadArguments(const RunFlags& f, const std::vector<
   for (size_t i = 0; i < want.size(); ++i) {
     for (int64_t d : want[i].dims()) {
       if (d < 0) {
-        return Unimplemented("unsupported: argument ", i, " of '", entry_name, "' has the dynamic shape ",
-                             want[i].ToString(false), "; xshard runs static shapes only");
+        return Unsupported("argument ", i, " of '", entry_name, "' has the dynamic shape ",
+                           want[i].ToString(false), "; xshard runs static shapes only");
       }
     }
   }

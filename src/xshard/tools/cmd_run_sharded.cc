@@ -105,9 +105,9 @@ Status LoopsDidNotFinish(const RunFlags& f, const ShardedProgram& program, const
                          Client& client, const SpmdRunOptions& run_options, const Status& partitioned) {
   StatusOr<Reference> ref = ReferenceRun(f, program, args, client, run_options);
   if (ref.ok() || !ExceededWhileIterations(ref.status())) return Annotate(partitioned, StrCat(f.file, ": "));
-  return Unimplemented("unsupported: --check cannot compare runs that do not finish: on these inputs a while "
-                       "loop of ", f.file, " runs past --max-while-iterations ", f.max_while_iterations,
-                       " both partitioned and in the reference (", partitioned.message(), ")");
+  return Unsupported("--check cannot compare runs that do not finish: on these inputs a while "
+                     "loop of ", f.file, " runs past --max-while-iterations ", f.max_while_iterations,
+                     " both partitioned and in the reference (", partitioned.message(), ")");
 }
 
 Status Check(const RunFlags& f, const ShardedProgram& program, const std::vector<Array>& args,
