@@ -214,6 +214,39 @@ ENTRY main {
   ExpectFusedEqualsUnfused(text, args, 2);
 }
 
+TEST(Fusion, MulhiJoinsTheLoop) {
+  // mulhi is fusible (ir/opcode.h): with the add it forms one loop that reads the broadcast of
+  // `c` in place, so the broadcast never runs. Were mulhi left out, the broadcast would run as a
+  // step of its own to feed it (4 instructions instead of 3).
+  const std::string text = R"(
+HloModule mulhi_chain
+ENTRY main {
+  x = s32[300,70] parameter(0)
+  y = s32[300,70] parameter(1)
+  c = s32[] constant(-1000003)
+  cb = s32[300,70] broadcast(c), dimensions={}
+  h = s32[300,70] mulhi(x, cb)
+  ROOT r = s32[300,70] add(h, y)
+})";
+  Array x(DType::kS32, {300, 70}), y(DType::kS32, {300, 70});
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    x.SetDouble(i, static_cast<double>((i * 2654435761LL) % 2000000000LL - 1000000000LL));
+    y.SetDouble(i, static_cast<double>(i % 97 - 48));
+  }
+  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  ExecuteStats stats;
+  const std::vector<Array> args = {x, y};
+  std::vector<Array> out = *e->Run(args, {}, &stats);
+  EXPECT_EQ(stats.instructions_run, 3);  // the fused step's mulhi and add, the constant
+  for (int64_t i = 0; i < out[0].num_elements(); ++i) {
+    const int64_t product = static_cast<int64_t>(x.GetDouble(i)) * int64_t{-1000003};
+    const int64_t want = (product >> 32) + static_cast<int64_t>(y.GetDouble(i));
+    ASSERT_EQ(static_cast<int64_t>(out[0].GetDouble(i)), want) << i;
+  }
+  ExpectFusedEqualsUnfused(text, {x, y}, 2);
+}
+
 TEST(Fusion, ValuesAlsoReadOutsideTheGroupAndAcrossANonFusibleOp) {
   // `a` feeds a reduce whose broadcast feeds the same chain: fusing `a` into the chain would be a
   // cycle, so it must stay a separate output; `e` is both a result and an intermediate.

@@ -16,24 +16,6 @@
 namespace xs {
 namespace {
 
-// Ops whose handler returns a buffer of its own (a kernel's fresh Array, a literal): the result
-// never aliases an operand. Every other op without writes_result_buffer is assumed to possibly
-// pass (parts of) its operands through, which keeps their buffers alive as long as the result.
-bool ProducesFreshValue(Opcode op) {
-  switch (op) {
-    case Opcode::kDot: case Opcode::kConvolution: case Opcode::kReduce: case Opcode::kReduceWindow:
-    case Opcode::kSelectAndScatter: case Opcode::kGather: case Opcode::kScatter: case Opcode::kSort:
-    case Opcode::kBroadcast: case Opcode::kTranspose: case Opcode::kSlice: case Opcode::kDynamicSlice:
-    case Opcode::kConcatenate: case Opcode::kPad: case Opcode::kReverse: case Opcode::kIota:
-    case Opcode::kConstant: case Opcode::kMap: case Opcode::kPartitionId: case Opcode::kReplicaId:
-    case Opcode::kGetDimensionSize: case Opcode::kAfterAll: case Opcode::kBitcastConvert:
-    case Opcode::kReducePrecision: case Opcode::kClamp:
-      return true;
-    default:
-      return false;
-  }
-}
-
 void Union(std::vector<int>& into, const std::vector<int>& from) {
   into.insert(into.end(), from.begin(), from.end());
 }
@@ -85,7 +67,7 @@ void PlanMemory(ComputationPlan& plan, bool root_in_arena) {
     if (st.writes_result_buffer && inst.shape().IsArray()) {
       b = {k};
       candidate[k] = 1;
-    } else if (ProducesFreshValue(inst.opcode())) {
+    } else if (ProducesFreshResult(inst.opcode())) {
       b.clear();
     } else if (inst.opcode() == Opcode::kTuple) {
       for (int o : st.operands) {
@@ -165,7 +147,7 @@ void PlanMemory(ComputationPlan& plan, bool root_in_arena) {
   for (int k = 0; k < n; ++k) {
     const Step& st = plan.steps[k];
     const Opcode op = st.inst->opcode();
-    if (st.writes_result_buffer ? !candidate[k] : (ProducesFreshValue(op) && op != Opcode::kConstant)) {
+    if (st.writes_result_buffer ? !candidate[k] : (ProducesFreshResult(op) && op != Opcode::kConstant)) {
       owned_value[k] = 1;
       continue;
     }

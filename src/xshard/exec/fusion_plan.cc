@@ -10,33 +10,6 @@
 
 namespace xs {
 
-namespace {
-
-bool IsMemberOpcode(Opcode op) {
-  switch (op) {
-    case Opcode::kAbs: case Opcode::kNegate: case Opcode::kExp: case Opcode::kLog:
-    case Opcode::kSqrt: case Opcode::kRsqrt: case Opcode::kTanh: case Opcode::kSin:
-    case Opcode::kCos: case Opcode::kTan: case Opcode::kLogistic: case Opcode::kExpm1:
-    case Opcode::kLog1p: case Opcode::kCbrt: case Opcode::kErf: case Opcode::kCeil:
-    case Opcode::kFloor: case Opcode::kRoundNearestAfz: case Opcode::kRoundNearestEven:
-    case Opcode::kAtan: case Opcode::kAcos: case Opcode::kAsin: case Opcode::kAcosh:
-    case Opcode::kAsinh: case Opcode::kAtanh: case Opcode::kCosh: case Opcode::kSinh:
-    case Opcode::kSign: case Opcode::kIsFinite: case Opcode::kNot:
-    case Opcode::kPopulationCount: case Opcode::kClz: case Opcode::kReal: case Opcode::kImag:
-    case Opcode::kAdd: case Opcode::kSubtract: case Opcode::kMultiply: case Opcode::kDivide:
-    case Opcode::kRemainder: case Opcode::kMaximum: case Opcode::kMinimum: case Opcode::kPower:
-    case Opcode::kAtan2: case Opcode::kAnd: case Opcode::kOr: case Opcode::kXor:
-    case Opcode::kShiftLeft: case Opcode::kShiftRightArithmetic:
-    case Opcode::kShiftRightLogical: case Opcode::kComplex: case Opcode::kCompare:
-    case Opcode::kConvert: case Opcode::kCopy: case Opcode::kSelect: case Opcode::kClamp:
-      return true;
-    default:
-      return false;
-  }
-}
-
-}  // namespace
-
 bool FusionLoopShaped(const Shape& s) {
   return s.IsArray() && s.rank() >= 1 && s.num_elements() > 0 && DTypeSize(s.dtype()) > 0;
 }
@@ -45,7 +18,7 @@ namespace {
 
 bool IsMember(const Step& step) {
   const Instruction& inst = *step.inst;
-  if (!IsMemberOpcode(inst.opcode()) || !FusionLoopShaped(inst.shape())) return false;
+  if (!IsLoopFusible(inst.opcode()) || !FusionLoopShaped(inst.shape())) return false;
   for (const Instruction* o : inst.operands()) {
     if (!o->shape().IsArray() || DTypeSize(o->shape().dtype()) <= 0) return false;
     if (o->shape().rank() != 0 && o->shape().dims() != inst.shape().dims()) return false;

@@ -34,6 +34,19 @@ inline constexpr uint32_t kOpReducer = 1u << 4;
 // (Every other op with a non-barrier factor rule has a rule-driven spmd handler; tested.)
 inline constexpr uint32_t kOpReplicatedForm = 1u << 5;
 
+// Elementwise, but fused elementwise loops (exec/fusion_plan.h) do not take it; the op runs as a
+// step of its own. Each has a reason: map calls a computation per element; reduce-precision's
+// kernel takes exponent / mantissa bit counts and stochastic-convert reads random bits of another
+// type, so neither has the one-function scalar form a fused loop calls (jit/op_table_test.cc
+// checks that every other elementwise op fuses).
+inline constexpr uint32_t kOpNoLoopFusion = 1u << 6;
+// The executor's handler always writes a buffer of its own: the result never aliases an operand,
+// so buffer assignment may reuse an operand's memory after its last use. Ops without it (and
+// without a kernel that writes its result buffer) may pass (parts of) operands through (reshape,
+// bitcast, tuple, get-tuple-element, while, ...), which keeps those buffers alive as long as the
+// result (exec/executable_memory.cc).
+inline constexpr uint32_t kOpFreshResult = 1u << 7;
+
 // Elementwise kind (bits 8-10; each implies kOpElementwise). Unary and binary ops also list the
 // element types they accept (below); shape inference reads both, the executor registers its
 // generic unary / binary kernels for them.
@@ -68,141 +81,141 @@ inline constexpr uint32_t kOnTypeMask = kOnAny;
 // V(enum, text name, arity, facts). Sorted by enum name, as XLA's hlo_opcode.h. Adding an op:
 // one line here (see docs/architecture.md, "Adding an op").
 #define XS_OPCODE_LIST(V)                                                          \
-  V(kAbs, "abs", 1, kOpUnary | kOnSigned | kOnFloat | kOnComplex)                  \
-  V(kAcos, "acos", 1, kOpUnary | kOnFloat | kOnComplex)                            \
-  V(kAcosh, "acosh", 1, kOpUnary | kOnFloat | kOnComplex)                          \
-  V(kAdd, "add", 2, kOpBinary | kOnAny)                                            \
-  V(kAddDependency, "add-dependency", 2, kOpReplicatedForm)                        \
-  V(kAfterAll, "after-all", kVariadic, kOpSideEffect)                              \
-  V(kAllGather, "all-gather", kVariadic, kOpCollective)                            \
-  V(kAllGatherDone, "all-gather-done", 1, kOpCollective)                           \
-  V(kAllGatherStart, "all-gather-start", kVariadic, kOpCollective)                 \
-  V(kAllReduce, "all-reduce", kVariadic, kOpCollective | kOpReducer)               \
-  V(kAllReduceDone, "all-reduce-done", 1, kOpCollective)                           \
-  V(kAllReduceStart, "all-reduce-start", kVariadic, kOpCollective | kOpReducer)    \
-  V(kAllToAll, "all-to-all", kVariadic, kOpCollective)                             \
-  V(kAnd, "and", 2, kOpBinary | kOnPred | kOnInt)                                  \
-  V(kAsin, "asin", 1, kOpUnary | kOnFloat | kOnComplex)                            \
-  V(kAsinh, "asinh", 1, kOpUnary | kOnFloat | kOnComplex)                          \
-  V(kAsyncDone, "async-done", 1, kOpAsync | kOpReplicatedForm)                     \
-  V(kAsyncStart, "async-start", kVariadic, kOpAsync | kOpReplicatedForm)           \
-  V(kAsyncUpdate, "async-update", kVariadic, kOpAsync | kOpReplicatedForm)         \
-  V(kAtan, "atan", 1, kOpUnary | kOnFloat | kOnComplex)                            \
-  V(kAtan2, "atan2", 2, kOpBinary | kOnNumeric)                                    \
-  V(kAtanh, "atanh", 1, kOpUnary | kOnFloat | kOnComplex)                          \
-  V(kBatchNormGrad, "batch-norm-grad", 5, kOpNone)                                 \
-  V(kBatchNormInference, "batch-norm-inference", 5, kOpNone)                       \
-  V(kBatchNormTraining, "batch-norm-training", 3, kOpNone)                         \
-  V(kBitcast, "bitcast", 1, kOpReplicatedForm)                                     \
-  V(kBitcastConvert, "bitcast-convert", 1, kOpNone)                                \
-  V(kBroadcast, "broadcast", 1, kOpNone)                                           \
-  V(kCall, "call", kVariadic, kOpNone)                                             \
-  V(kCbrt, "cbrt", 1, kOpUnary | kOnFloat | kOnComplex)                            \
-  V(kCeil, "ceil", 1, kOpUnary | kOnFloat)                                         \
-  V(kCholesky, "cholesky", 1, kOpNone)                                             \
-  V(kClamp, "clamp", 3, kOpTernary)                                                \
-  V(kClz, "count-leading-zeros", 1, kOpUnary | kOnInt)                             \
-  V(kCollectiveBroadcast, "collective-broadcast", kVariadic, kOpCollective)        \
-  V(kCollectivePermute, "collective-permute", kVariadic, kOpCollective)            \
-  V(kCollectivePermuteDone, "collective-permute-done", 1, kOpCollective)           \
-  V(kCollectivePermuteStart, "collective-permute-start", kVariadic, kOpCollective) \
-  V(kCollectiveReduce, "collective-reduce", kVariadic, kOpCollective | kOpReducer) \
-  V(kCompare, "compare", 2, kOpCompare | kOnAny)                                   \
-  V(kComplex, "complex", 2, kOpBinary | kOnFloat)                                  \
-  V(kConcatenate, "concatenate", kVariadic, kOpNone)                               \
-  V(kConditional, "conditional", kVariadic, kOpNone)                               \
-  V(kConstant, "constant", 0, kOpNone)                                             \
-  V(kConvert, "convert", 1, kOpConvert)                                            \
-  V(kConvolution, "convolution", kVariadic, kOpNone)                               \
-  V(kCopy, "copy", 1, kOpElementwise)                                              \
-  V(kCopyDone, "copy-done", 1, kOpReplicatedForm)                                  \
-  V(kCopyStart, "copy-start", 1, kOpReplicatedForm)                                \
-  V(kCos, "cosine", 1, kOpUnary | kOnFloat | kOnComplex)                           \
-  V(kCosh, "cosh", 1, kOpUnary | kOnFloat | kOnComplex)                            \
-  V(kCustomCall, "custom-call", kVariadic, kOpNone)                                \
-  V(kDivide, "divide", 2, kOpBinary | kOnNumeric)                                  \
-  V(kDomain, "domain", 1, kOpReplicatedForm)                                       \
-  V(kDot, "dot", 2, kOpNone)                                                       \
-  V(kDynamicReshape, "dynamic-reshape", kVariadic, kOpNone)                        \
-  V(kDynamicSlice, "dynamic-slice", kVariadic, kOpNone)                            \
-  V(kDynamicUpdateSlice, "dynamic-update-slice", kVariadic, kOpNone)               \
-  V(kErf, "erf", 1, kOpUnary | kOnFloat | kOnComplex)                              \
-  V(kExp, "exponential", 1, kOpUnary | kOnFloat | kOnComplex)                      \
-  V(kExpm1, "exponential-minus-one", 1, kOpUnary | kOnFloat | kOnComplex)          \
-  V(kFft, "fft", 1, kOpNone)                                                       \
-  V(kFloor, "floor", 1, kOpUnary | kOnFloat)                                       \
-  V(kFusion, "fusion", kVariadic, kOpReplicatedForm)                               \
-  V(kGather, "gather", 2, kOpNone)                                                 \
-  V(kGetDimensionSize, "get-dimension-size", 1, kOpNone)                           \
-  V(kGetTupleElement, "get-tuple-element", 1, kOpNone)                             \
-  V(kImag, "imag", 1, kOpUnary | kOnFloat | kOnComplex)                            \
-  V(kInfeed, "infeed", 1, kOpSideEffect)                                           \
-  V(kIota, "iota", 0, kOpNone)                                                     \
-  V(kIsFinite, "is-finite", 1, kOpUnary | kOnFloat)                                \
-  V(kLog, "log", 1, kOpUnary | kOnFloat | kOnComplex)                              \
-  V(kLog1p, "log-plus-one", 1, kOpUnary | kOnFloat | kOnComplex)                   \
-  V(kLogistic, "logistic", 1, kOpUnary | kOnFloat | kOnComplex)                    \
-  V(kMap, "map", kVariadic, kOpElementwise)                                        \
-  V(kMaximum, "maximum", 2, kOpBinary | kOnAny)                                    \
-  V(kMinimum, "minimum", 2, kOpBinary | kOnAny)                                    \
-  V(kMulhi, "mulhi", 2, kOpBinary | kOnInt)                                        \
-  V(kMultiply, "multiply", 2, kOpBinary | kOnAny)                                  \
-  V(kNegate, "negate", 1, kOpUnary | kOnNumeric)                                   \
-  V(kNot, "not", 1, kOpUnary | kOnPred | kOnInt)                                   \
-  V(kOptimizationBarrier, "opt-barrier", 1, kOpNone)                               \
-  V(kOr, "or", 2, kOpBinary | kOnPred | kOnInt)                                    \
-  V(kOutfeed, "outfeed", 2, kOpSideEffect)                                         \
-  V(kPad, "pad", 2, kOpNone)                                                       \
-  V(kParameter, "parameter", 0, kOpNone)                                           \
-  V(kPartitionId, "partition-id", 0, kOpReplicatedForm)                            \
-  V(kPopulationCount, "popcnt", 1, kOpUnary | kOnInt)                              \
-  V(kPower, "power", 2, kOpBinary | kOnNumeric)                                    \
-  V(kRaggedAllToAll, "ragged-all-to-all", 6, kOpCollective)                        \
-  V(kRaggedDot, "ragged-dot", 3, kOpNone)                                          \
-  V(kReal, "real", 1, kOpUnary | kOnFloat | kOnComplex)                            \
-  V(kRecv, "recv", 1, kOpSideEffect)                                               \
-  V(kRecvDone, "recv-done", 1, kOpSideEffect)                                      \
-  V(kReduce, "reduce", kVariadic, kOpReducer)                                      \
-  V(kReducePrecision, "reduce-precision", 1, kOpUnary | kOnFloat)                  \
-  V(kReduceScatter, "reduce-scatter", kVariadic, kOpCollective | kOpReducer)       \
-  V(kReduceWindow, "reduce-window", kVariadic, kOpReducer)                         \
-  V(kRemainder, "remainder", 2, kOpBinary | kOnNumeric)                            \
-  V(kReplicaId, "replica-id", 0, kOpReplicatedForm)                                \
-  V(kReshape, "reshape", 1, kOpNone)                                               \
-  V(kReverse, "reverse", 1, kOpNone)                                               \
-  V(kRng, "rng", kVariadic, kOpSideEffect | kOpReplicatedForm)                     \
-  V(kRngBitGenerator, "rng-bit-generator", 1, kOpReplicatedForm)                   \
-  V(kRngGetAndUpdateState, "rng-get-and-update-state", 0, kOpSideEffect | kOpReplicatedForm)\
-  V(kRoundNearestAfz, "round-nearest-afz", 1, kOpUnary | kOnFloat)                 \
-  V(kRoundNearestEven, "round-nearest-even", 1, kOpUnary | kOnFloat)               \
-  V(kRsqrt, "rsqrt", 1, kOpUnary | kOnFloat | kOnComplex)                          \
-  V(kScaledDot, "scaled-dot", 4, kOpNone)                                          \
-  V(kScan, "scan", kVariadic, kOpNone)                                             \
-  V(kScatter, "scatter", kVariadic, kOpReducer)                                    \
-  V(kSelect, "select", 3, kOpTernary)                                              \
-  V(kSelectAndScatter, "select-and-scatter", 3, kOpReducer)                        \
-  V(kSend, "send", 2, kOpSideEffect)                                               \
-  V(kSendDone, "send-done", 1, kOpSideEffect)                                      \
-  V(kSetDimensionSize, "set-dimension-size", 2, kOpReplicatedForm)                 \
-  V(kShiftLeft, "shift-left", 2, kOpBinary | kOnInt)                               \
-  V(kShiftRightArithmetic, "shift-right-arithmetic", 2, kOpBinary | kOnInt)        \
-  V(kShiftRightLogical, "shift-right-logical", 2, kOpBinary | kOnInt)              \
-  V(kShuffle, "shuffle", 1, kOpNone)                                               \
-  V(kSign, "sign", 1, kOpUnary | kOnSigned | kOnFloat | kOnComplex)                \
-  V(kSin, "sine", 1, kOpUnary | kOnFloat | kOnComplex)                             \
-  V(kSinh, "sinh", 1, kOpUnary | kOnFloat | kOnComplex)                            \
-  V(kSlice, "slice", 1, kOpNone)                                                   \
-  V(kSort, "sort", kVariadic, kOpNone)                                             \
-  V(kSqrt, "sqrt", 1, kOpUnary | kOnFloat | kOnComplex)                            \
-  V(kStochasticConvert, "stochastic-convert", 2, kOpConvert)                       \
-  V(kSubtract, "subtract", 2, kOpBinary | kOnNumeric)                              \
-  V(kTan, "tan", 1, kOpUnary | kOnFloat | kOnComplex)                              \
-  V(kTanh, "tanh", 1, kOpUnary | kOnFloat | kOnComplex)                            \
-  V(kTopK, "topk", 1, kOpNone)                                                     \
-  V(kTranspose, "transpose", 1, kOpNone)                                           \
-  V(kTriangularSolve, "triangular-solve", 2, kOpNone)                              \
-  V(kTuple, "tuple", kVariadic, kOpNone)                                           \
-  V(kWhile, "while", 1, kOpNone)                                                   \
+  V(kAbs, "abs", 1, kOpUnary | kOnSigned | kOnFloat | kOnComplex)                                    \
+  V(kAcos, "acos", 1, kOpUnary | kOnFloat | kOnComplex)                                              \
+  V(kAcosh, "acosh", 1, kOpUnary | kOnFloat | kOnComplex)                                            \
+  V(kAdd, "add", 2, kOpBinary | kOnAny)                                                              \
+  V(kAddDependency, "add-dependency", 2, kOpReplicatedForm)                                          \
+  V(kAfterAll, "after-all", kVariadic, kOpSideEffect | kOpFreshResult)                               \
+  V(kAllGather, "all-gather", kVariadic, kOpCollective)                                              \
+  V(kAllGatherDone, "all-gather-done", 1, kOpCollective)                                             \
+  V(kAllGatherStart, "all-gather-start", kVariadic, kOpCollective)                                   \
+  V(kAllReduce, "all-reduce", kVariadic, kOpCollective | kOpReducer)                                 \
+  V(kAllReduceDone, "all-reduce-done", 1, kOpCollective)                                             \
+  V(kAllReduceStart, "all-reduce-start", kVariadic, kOpCollective | kOpReducer)                      \
+  V(kAllToAll, "all-to-all", kVariadic, kOpCollective)                                               \
+  V(kAnd, "and", 2, kOpBinary | kOnPred | kOnInt)                                                    \
+  V(kAsin, "asin", 1, kOpUnary | kOnFloat | kOnComplex)                                              \
+  V(kAsinh, "asinh", 1, kOpUnary | kOnFloat | kOnComplex)                                            \
+  V(kAsyncDone, "async-done", 1, kOpAsync | kOpReplicatedForm)                                       \
+  V(kAsyncStart, "async-start", kVariadic, kOpAsync | kOpReplicatedForm)                             \
+  V(kAsyncUpdate, "async-update", kVariadic, kOpAsync | kOpReplicatedForm)                           \
+  V(kAtan, "atan", 1, kOpUnary | kOnFloat | kOnComplex)                                              \
+  V(kAtan2, "atan2", 2, kOpBinary | kOnNumeric)                                                      \
+  V(kAtanh, "atanh", 1, kOpUnary | kOnFloat | kOnComplex)                                            \
+  V(kBatchNormGrad, "batch-norm-grad", 5, kOpNone)                                                   \
+  V(kBatchNormInference, "batch-norm-inference", 5, kOpNone)                                         \
+  V(kBatchNormTraining, "batch-norm-training", 3, kOpNone)                                           \
+  V(kBitcast, "bitcast", 1, kOpReplicatedForm)                                                       \
+  V(kBitcastConvert, "bitcast-convert", 1, kOpFreshResult)                                           \
+  V(kBroadcast, "broadcast", 1, kOpFreshResult)                                                      \
+  V(kCall, "call", kVariadic, kOpNone)                                                               \
+  V(kCbrt, "cbrt", 1, kOpUnary | kOnFloat | kOnComplex)                                              \
+  V(kCeil, "ceil", 1, kOpUnary | kOnFloat)                                                           \
+  V(kCholesky, "cholesky", 1, kOpNone)                                                               \
+  V(kClamp, "clamp", 3, kOpTernary | kOpFreshResult)                                                 \
+  V(kClz, "count-leading-zeros", 1, kOpUnary | kOnInt)                                               \
+  V(kCollectiveBroadcast, "collective-broadcast", kVariadic, kOpCollective)                          \
+  V(kCollectivePermute, "collective-permute", kVariadic, kOpCollective)                              \
+  V(kCollectivePermuteDone, "collective-permute-done", 1, kOpCollective)                             \
+  V(kCollectivePermuteStart, "collective-permute-start", kVariadic, kOpCollective)                   \
+  V(kCollectiveReduce, "collective-reduce", kVariadic, kOpCollective | kOpReducer)                   \
+  V(kCompare, "compare", 2, kOpCompare | kOnAny)                                                     \
+  V(kComplex, "complex", 2, kOpBinary | kOnFloat)                                                    \
+  V(kConcatenate, "concatenate", kVariadic, kOpFreshResult)                                          \
+  V(kConditional, "conditional", kVariadic, kOpNone)                                                 \
+  V(kConstant, "constant", 0, kOpFreshResult)                                                        \
+  V(kConvert, "convert", 1, kOpConvert)                                                              \
+  V(kConvolution, "convolution", kVariadic, kOpFreshResult)                                          \
+  V(kCopy, "copy", 1, kOpElementwise)                                                                \
+  V(kCopyDone, "copy-done", 1, kOpReplicatedForm)                                                    \
+  V(kCopyStart, "copy-start", 1, kOpReplicatedForm)                                                  \
+  V(kCos, "cosine", 1, kOpUnary | kOnFloat | kOnComplex)                                             \
+  V(kCosh, "cosh", 1, kOpUnary | kOnFloat | kOnComplex)                                              \
+  V(kCustomCall, "custom-call", kVariadic, kOpNone)                                                  \
+  V(kDivide, "divide", 2, kOpBinary | kOnNumeric)                                                    \
+  V(kDomain, "domain", 1, kOpReplicatedForm)                                                         \
+  V(kDot, "dot", 2, kOpFreshResult)                                                                  \
+  V(kDynamicReshape, "dynamic-reshape", kVariadic, kOpNone)                                          \
+  V(kDynamicSlice, "dynamic-slice", kVariadic, kOpFreshResult)                                       \
+  V(kDynamicUpdateSlice, "dynamic-update-slice", kVariadic, kOpNone)                                 \
+  V(kErf, "erf", 1, kOpUnary | kOnFloat | kOnComplex)                                                \
+  V(kExp, "exponential", 1, kOpUnary | kOnFloat | kOnComplex)                                        \
+  V(kExpm1, "exponential-minus-one", 1, kOpUnary | kOnFloat | kOnComplex)                            \
+  V(kFft, "fft", 1, kOpNone)                                                                         \
+  V(kFloor, "floor", 1, kOpUnary | kOnFloat)                                                         \
+  V(kFusion, "fusion", kVariadic, kOpReplicatedForm)                                                 \
+  V(kGather, "gather", 2, kOpFreshResult)                                                            \
+  V(kGetDimensionSize, "get-dimension-size", 1, kOpFreshResult)                                      \
+  V(kGetTupleElement, "get-tuple-element", 1, kOpNone)                                               \
+  V(kImag, "imag", 1, kOpUnary | kOnFloat | kOnComplex)                                              \
+  V(kInfeed, "infeed", 1, kOpSideEffect)                                                             \
+  V(kIota, "iota", 0, kOpFreshResult)                                                                \
+  V(kIsFinite, "is-finite", 1, kOpUnary | kOnFloat)                                                  \
+  V(kLog, "log", 1, kOpUnary | kOnFloat | kOnComplex)                                                \
+  V(kLog1p, "log-plus-one", 1, kOpUnary | kOnFloat | kOnComplex)                                     \
+  V(kLogistic, "logistic", 1, kOpUnary | kOnFloat | kOnComplex)                                      \
+  V(kMap, "map", kVariadic, kOpElementwise | kOpNoLoopFusion | kOpFreshResult)                       \
+  V(kMaximum, "maximum", 2, kOpBinary | kOnAny)                                                      \
+  V(kMinimum, "minimum", 2, kOpBinary | kOnAny)                                                      \
+  V(kMulhi, "mulhi", 2, kOpBinary | kOnInt)                                                          \
+  V(kMultiply, "multiply", 2, kOpBinary | kOnAny)                                                    \
+  V(kNegate, "negate", 1, kOpUnary | kOnNumeric)                                                     \
+  V(kNot, "not", 1, kOpUnary | kOnPred | kOnInt)                                                     \
+  V(kOptimizationBarrier, "opt-barrier", 1, kOpNone)                                                 \
+  V(kOr, "or", 2, kOpBinary | kOnPred | kOnInt)                                                      \
+  V(kOutfeed, "outfeed", 2, kOpSideEffect)                                                           \
+  V(kPad, "pad", 2, kOpFreshResult)                                                                  \
+  V(kParameter, "parameter", 0, kOpNone)                                                             \
+  V(kPartitionId, "partition-id", 0, kOpReplicatedForm | kOpFreshResult)                             \
+  V(kPopulationCount, "popcnt", 1, kOpUnary | kOnInt)                                                \
+  V(kPower, "power", 2, kOpBinary | kOnNumeric)                                                      \
+  V(kRaggedAllToAll, "ragged-all-to-all", 6, kOpCollective)                                          \
+  V(kRaggedDot, "ragged-dot", 3, kOpNone)                                                            \
+  V(kReal, "real", 1, kOpUnary | kOnFloat | kOnComplex)                                              \
+  V(kRecv, "recv", 1, kOpSideEffect)                                                                 \
+  V(kRecvDone, "recv-done", 1, kOpSideEffect)                                                        \
+  V(kReduce, "reduce", kVariadic, kOpReducer | kOpFreshResult)                                       \
+  V(kReducePrecision, "reduce-precision", 1, kOpUnary | kOnFloat | kOpNoLoopFusion | kOpFreshResult) \
+  V(kReduceScatter, "reduce-scatter", kVariadic, kOpCollective | kOpReducer)                         \
+  V(kReduceWindow, "reduce-window", kVariadic, kOpReducer | kOpFreshResult)                          \
+  V(kRemainder, "remainder", 2, kOpBinary | kOnNumeric)                                              \
+  V(kReplicaId, "replica-id", 0, kOpReplicatedForm | kOpFreshResult)                                 \
+  V(kReshape, "reshape", 1, kOpNone)                                                                 \
+  V(kReverse, "reverse", 1, kOpFreshResult)                                                          \
+  V(kRng, "rng", kVariadic, kOpSideEffect | kOpReplicatedForm)                                       \
+  V(kRngBitGenerator, "rng-bit-generator", 1, kOpReplicatedForm)                                     \
+  V(kRngGetAndUpdateState, "rng-get-and-update-state", 0, kOpSideEffect | kOpReplicatedForm)         \
+  V(kRoundNearestAfz, "round-nearest-afz", 1, kOpUnary | kOnFloat)                                   \
+  V(kRoundNearestEven, "round-nearest-even", 1, kOpUnary | kOnFloat)                                 \
+  V(kRsqrt, "rsqrt", 1, kOpUnary | kOnFloat | kOnComplex)                                            \
+  V(kScaledDot, "scaled-dot", 4, kOpNone)                                                            \
+  V(kScan, "scan", kVariadic, kOpNone)                                                               \
+  V(kScatter, "scatter", kVariadic, kOpReducer | kOpFreshResult)                                     \
+  V(kSelect, "select", 3, kOpTernary)                                                                \
+  V(kSelectAndScatter, "select-and-scatter", 3, kOpReducer | kOpFreshResult)                         \
+  V(kSend, "send", 2, kOpSideEffect)                                                                 \
+  V(kSendDone, "send-done", 1, kOpSideEffect)                                                        \
+  V(kSetDimensionSize, "set-dimension-size", 2, kOpReplicatedForm)                                   \
+  V(kShiftLeft, "shift-left", 2, kOpBinary | kOnInt)                                                 \
+  V(kShiftRightArithmetic, "shift-right-arithmetic", 2, kOpBinary | kOnInt)                          \
+  V(kShiftRightLogical, "shift-right-logical", 2, kOpBinary | kOnInt)                                \
+  V(kShuffle, "shuffle", 1, kOpNone)                                                                 \
+  V(kSign, "sign", 1, kOpUnary | kOnSigned | kOnFloat | kOnComplex)                                  \
+  V(kSin, "sine", 1, kOpUnary | kOnFloat | kOnComplex)                                               \
+  V(kSinh, "sinh", 1, kOpUnary | kOnFloat | kOnComplex)                                              \
+  V(kSlice, "slice", 1, kOpFreshResult)                                                              \
+  V(kSort, "sort", kVariadic, kOpFreshResult)                                                        \
+  V(kSqrt, "sqrt", 1, kOpUnary | kOnFloat | kOnComplex)                                              \
+  V(kStochasticConvert, "stochastic-convert", 2, kOpConvert | kOpNoLoopFusion)                       \
+  V(kSubtract, "subtract", 2, kOpBinary | kOnNumeric)                                                \
+  V(kTan, "tan", 1, kOpUnary | kOnFloat | kOnComplex)                                                \
+  V(kTanh, "tanh", 1, kOpUnary | kOnFloat | kOnComplex)                                              \
+  V(kTopK, "topk", 1, kOpNone)                                                                       \
+  V(kTranspose, "transpose", 1, kOpFreshResult)                                                      \
+  V(kTriangularSolve, "triangular-solve", 2, kOpNone)                                                \
+  V(kTuple, "tuple", kVariadic, kOpNone)                                                             \
+  V(kWhile, "while", 1, kOpNone)                                                                     \
   V(kXor, "xor", 2, kOpBinary | kOnPred | kOnInt)
 
 enum class Opcode : uint8_t {
@@ -245,6 +258,12 @@ inline bool HasReplicatedForm(Opcode op) { return (OpcodeFlags(op) & kOpReplicat
 inline ElementwiseKind GetElementwiseKind(Opcode op) {
   return static_cast<ElementwiseKind>((OpcodeFlags(op) & kOpKindMask) >> kOpKindShift);
 }
+// True for elementwise ops that fused loops take (all but those marked kOpNoLoopFusion).
+inline bool IsLoopFusible(Opcode op) {
+  return IsElementwise(op) && (OpcodeFlags(op) & kOpNoLoopFusion) == 0;
+}
+// True for ops whose result never aliases an operand in the executor (kOpFreshResult).
+inline bool ProducesFreshResult(Opcode op) { return (OpcodeFlags(op) & kOpFreshResult) != 0; }
 // The kOn* element-type bits of a unary / binary / compare op (0 for other ops).
 inline uint32_t OpcodeAcceptedTypes(Opcode op) { return OpcodeFlags(op) & kOnTypeMask; }
 

@@ -45,7 +45,7 @@ bool HasUnboundedDim(const Shape& shape) {
   return std::any_of(shape.dims().begin(), shape.dims().end(), [](int64_t d) { return d < 0; });
 }
 
-namespace si {
+namespace shape_inference {
 
 Status ExpectArray(const Shape& shape, std::string_view what) {
   if (shape.IsArray()) return OkStatus();
@@ -100,9 +100,9 @@ bool IsPermutation(std::span<const int64_t> perm, int64_t n) {
   return true;
 }
 
-}  // namespace si
+}  // namespace shape_inference
 
-using si::ExpectArray;
+using shape_inference::ExpectArray;
 
 namespace {
 
@@ -154,10 +154,10 @@ StatusOr<Shape> InferUnaryOpShape(Opcode opcode, const Shape& operand) {
       return InvalidArgument(OpcodeName(opcode), " needs a ", ClassName(accepts),
                              " operand, got ", ShapeText(operand));
     }
-    if (opcode == Opcode::kIsFinite) return si::WithDTypeKeepDynamic(operand, DType::kPred);
+    if (opcode == Opcode::kIsFinite) return shape_inference::WithDTypeKeepDynamic(operand, DType::kPred);
     if ((opcode == Opcode::kAbs || opcode == Opcode::kReal || opcode == Opcode::kImag) &&
         IsComplex(operand.dtype())) {
-      return si::WithDTypeKeepDynamic(operand, ComplexComponent(operand.dtype()));
+      return shape_inference::WithDTypeKeepDynamic(operand, ComplexComponent(operand.dtype()));
     }
     return operand.WithoutLayout();
   }
@@ -188,17 +188,17 @@ StatusOr<Shape> InferBinaryOpShape(Opcode opcode, const Shape& lhs, const Shape&
     return InvalidArgument(OpcodeName(opcode), " needs ", ClassName(AcceptedClass(opcode)),
                            " operands, got ", ShapeText(lhs));
   }
-  Shape result = si::WithDTypeKeepDynamic(lhs, si::HigherPrecision(lhs.dtype(), rhs.dtype()));
+  Shape result = shape_inference::WithDTypeKeepDynamic(lhs, shape_inference::HigherPrecision(lhs.dtype(), rhs.dtype()));
   for (int i = 0; i < rhs.rank(); ++i) {
     if (rhs.is_dynamic_dim(i)) result.set_dynamic_dim(i, true);
   }
-  if (opcode == Opcode::kCompare) return si::WithDTypeKeepDynamic(result, DType::kPred);
+  if (opcode == Opcode::kCompare) return shape_inference::WithDTypeKeepDynamic(result, DType::kPred);
   if (opcode == Opcode::kComplex) {
     if (lhs.dtype() == DType::kF32 && rhs.dtype() == DType::kF32) {
-      return si::WithDTypeKeepDynamic(result, DType::kC64);
+      return shape_inference::WithDTypeKeepDynamic(result, DType::kC64);
     }
     if (lhs.dtype() == DType::kF64 && rhs.dtype() == DType::kF64) {
-      return si::WithDTypeKeepDynamic(result, DType::kC128);
+      return shape_inference::WithDTypeKeepDynamic(result, DType::kC128);
     }
     return InvalidArgument("complex needs two f32 or two f64 operands, got ", ShapeText(lhs),
                            " and ", ShapeText(rhs));
@@ -224,7 +224,7 @@ StatusOr<Shape> InferTernaryOpShape(Opcode opcode, const Shape& a, const Shape& 
       return InvalidArgument("the predicate ", ShapeText(a), " must have the dims of on_true ",
                              ShapeText(b), "; broadcast it first");
     }
-    return si::WithDTypeKeepDynamic(b, b.dtype());
+    return shape_inference::WithDTypeKeepDynamic(b, b.dtype());
   }
   if (opcode == Opcode::kClamp) {
     for (const Shape* bound : {&a, &c}) {
@@ -246,7 +246,7 @@ StatusOr<Shape> InferTernaryOpShape(Opcode opcode, const Shape& a, const Shape& 
 StatusOr<Shape> InferConvertShape(const Shape& operand, DType to) {
   XS_RETURN_IF_ERROR(ExpectArray(operand, "the operand of convert"));
   if (to == DType::kToken) return InvalidArgument("cannot convert to token");
-  return si::WithDTypeKeepDynamic(operand, to);
+  return shape_inference::WithDTypeKeepDynamic(operand, to);
 }
 
 StatusOr<Shape> InferBitcastConvertShape(const Shape& operand, DType to) {
@@ -257,7 +257,7 @@ StatusOr<Shape> InferBitcastConvertShape(const Shape& operand, DType to) {
     return InvalidArgument("bitcast-convert between complex and real types: ", ShapeText(operand),
                            " to ", DTypeName(to));
   }
-  const int in_bits = si::BitWidth(from), out_bits = si::BitWidth(to);
+  const int in_bits = shape_inference::BitWidth(from), out_bits = shape_inference::BitWidth(to);
   if (std::max(in_bits, out_bits) % std::min(in_bits, out_bits) != 0) {
     return InvalidArgument("bitcast-convert from ", DTypeName(from), " (", in_bits, " bits) to ",
                            DTypeName(to), " (", out_bits, " bits): widths must divide");

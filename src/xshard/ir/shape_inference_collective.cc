@@ -7,7 +7,7 @@
 #include "xshard/ir/shape_inference_instruction.h"
 #include "xshard/ir/shape_inference_util.h"
 
-namespace xs::sii {
+namespace xs::instruction_shape {
 namespace {
 
 const Shape kU32Scalar(DType::kU32, {});
@@ -178,7 +178,7 @@ StatusOr<Shape> AsyncStartHandler(const Instruction& inst) {
 StatusOr<Shape> RngHandler(const Instruction& inst) {
   XS_RETURN_IF_ERROR(ExpectOperandCount(inst, 2));
   const Shape &a = Op(inst, 0), &b = Op(inst, 1);
-  XS_RETURN_IF_ERROR(si::ExpectArray(inst.shape(), "the result of rng"));
+  XS_RETURN_IF_ERROR(shape_inference::ExpectArray(inst.shape(), "the result of rng"));
   if (!a.IsArray() || !b.IsArray() || a.rank() != 0 || b.rank() != 0 || a.dtype() != b.dtype() ||
       a.dtype() != inst.shape().dtype()) {
     return InvalidArgument("rng takes two scalars of the result type ",
@@ -200,14 +200,14 @@ StatusOr<Shape> RngBitGeneratorHandler(const Instruction& inst) {
 }
 StatusOr<Shape> RngStateHandler(const Instruction&) { return Shape(DType::kU64, {2}); }
 StatusOr<Shape> GetDimensionSizeHandler(const Instruction& inst) {
-  XS_RETURN_IF_ERROR(si::ExpectArray(Op(inst, 0), "the operand"));
-  XS_RETURN_IF_ERROR(si::CheckDimsInRange(inst.dimensions(), Op(inst, 0).rank(), "dimension",
+  XS_RETURN_IF_ERROR(shape_inference::ExpectArray(Op(inst, 0), "the operand"));
+  XS_RETURN_IF_ERROR(shape_inference::CheckDimsInRange(inst.dimensions(), Op(inst, 0).rank(), "dimension",
                                           Op(inst, 0), true));
   return kS32Scalar;
 }
 StatusOr<Shape> SetDimensionSizeHandler(const Instruction& inst) {
-  XS_RETURN_IF_ERROR(si::ExpectArray(Op(inst, 0), "the operand"));
-  XS_RETURN_IF_ERROR(si::CheckDimsInRange(inst.dimensions(), Op(inst, 0).rank(), "dimension",
+  XS_RETURN_IF_ERROR(shape_inference::ExpectArray(Op(inst, 0), "the operand"));
+  XS_RETURN_IF_ERROR(shape_inference::CheckDimsInRange(inst.dimensions(), Op(inst, 0).rank(), "dimension",
                                           Op(inst, 0), true));
   if (!Op(inst, 1).Compatible(kS32Scalar)) {
     return InvalidArgument("the size operand must be s32[], got ", ShapeText(Op(inst, 1)));
@@ -223,7 +223,7 @@ StatusOr<Shape> FftHandler(const Instruction& inst) {
     return InvalidArgument("fft needs fft_type=... and fft_length={...} with 1 to 3 sizes >= 0");
   }
   const Shape& in = Op(inst, 0);
-  XS_RETURN_IF_ERROR(si::ExpectArray(in, "the operand of fft"));
+  XS_RETURN_IF_ERROR(shape_inference::ExpectArray(in, "the operand of fft"));
   const int n = static_cast<int>(length->size());
   if (in.rank() < n) {
     return InvalidArgument("fft of rank ", n, " needs an operand of rank >= ", n, ", got ",
@@ -291,7 +291,7 @@ StatusOr<Shape> BatchNormHandler(const Instruction& inst) {
   const Shape& x = Op(inst, 0);
   if (!inst.attrs().feature_index) return InvalidArgument("batch norm needs feature_index=N");
   const int64_t f = *inst.attrs().feature_index;
-  XS_RETURN_IF_ERROR(si::ExpectArray(x, "the operand"));
+  XS_RETURN_IF_ERROR(shape_inference::ExpectArray(x, "the operand"));
   if (f < 0 || f >= x.rank() || !IsFloating(x.dtype())) {
     return InvalidArgument("feature_index=", f, " must be a dim of the floating operand ",
                            ShapeText(x));
@@ -348,4 +348,4 @@ Handler CollectiveHandlerFor(Opcode op) {
   return nullptr;
 }
 
-}  // namespace xs::sii
+}  // namespace xs::instruction_shape

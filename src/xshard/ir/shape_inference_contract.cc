@@ -8,8 +8,8 @@
 
 namespace xs {
 
-using si::Contains;
-using si::ExpectArray;
+using shape_inference::Contains;
+using shape_inference::ExpectArray;
 
 namespace {
 
@@ -17,7 +17,7 @@ namespace {
 // narrow.
 StatusOr<DType> MaybeUpcast(DType from, std::optional<DType> preferred) {
   if (!preferred || *preferred == from) return from;
-  if (!IsFloating(from) && si::BitWidth(*preferred) < si::BitWidth(from)) {
+  if (!IsFloating(from) && shape_inference::BitWidth(*preferred) < shape_inference::BitWidth(from)) {
     return InvalidArgument("result type ", DTypeName(*preferred), " is narrower than the ",
                            "operand type ", DTypeName(from));
   }
@@ -90,7 +90,7 @@ StatusOr<Shape> InferDotShape(const Shape& lhs, const Shape& rhs, const DotDimen
     if (!Contains(dn.rhs_batch, i) && !Contains(dn.rhs_contracting, i)) dims.push_back(rhs.dim(i));
   }
   XS_ASSIGN_OR_RETURN(DType type,
-                      MaybeUpcast(si::HigherPrecision(lhs.dtype(), rhs.dtype()), preferred));
+                      MaybeUpcast(shape_inference::HigherPrecision(lhs.dtype(), rhs.dtype()), preferred));
   return Shape(type, std::move(dims));
 }
 
@@ -140,7 +140,7 @@ StatusOr<Shape> InferConvolutionShape(const Shape& lhs, const Shape& rhs, int64_
   auto is_perm = [nd](int64_t a, int64_t b, const std::vector<int64_t>& s) {
     std::vector<int64_t> all = {a, b};
     all.insert(all.end(), s.begin(), s.end());
-    return si::IsPermutation(all, nd);
+    return shape_inference::IsPermutation(all, nd);
   };
   if (!is_perm(dn.input_batch, dn.input_feature, dn.input_spatial) ||
       !is_perm(dn.kernel_input_feature, dn.kernel_output_feature, dn.kernel_spatial) ||
@@ -177,7 +177,7 @@ StatusOr<Shape> InferConvolutionShape(const Shape& lhs, const Shape& rhs, int64_
   dims[dn.output_feature] = k_out;
   for (size_t i = 0; i < ns; ++i) dims[dn.output_spatial[i]] = spatial.dim(static_cast<int>(i));
   XS_ASSIGN_OR_RETURN(DType type,
-                      MaybeUpcast(si::HigherPrecision(lhs.dtype(), rhs.dtype()), preferred));
+                      MaybeUpcast(shape_inference::HigherPrecision(lhs.dtype(), rhs.dtype()), preferred));
   return Shape(type, std::move(dims));
 }
 
@@ -247,7 +247,7 @@ StatusOr<Shape> InferReduceShape(std::span<const Shape> operands, std::span<cons
                                  const ProgramShape& reducer) {
   XS_ASSIGN_OR_RETURN(size_t n, SplitInputsAndInits(operands, "reduce"));
   const Shape& arg = operands[0];
-  XS_RETURN_IF_ERROR(si::CheckDimsInRange(dims, arg.rank(), "reduce dimension", arg, true));
+  XS_RETURN_IF_ERROR(shape_inference::CheckDimsInRange(dims, arg.rank(), "reduce dimension", arg, true));
   std::vector<DType> types;
   for (size_t i = 0; i < n; ++i) types.push_back(operands[i].dtype());
   XS_RETURN_IF_ERROR(VerifyReducerShape(reducer, operands.subspan(n), types));

@@ -5,7 +5,7 @@
 
 namespace xs {
 
-using si::ExpectArray;
+using shape_inference::ExpectArray;
 
 StatusOr<Shape> InferCallShape(std::span<const Shape> args, const ProgramShape& fn) {
   if (args.size() != fn.parameters.size()) {

@@ -8,8 +8,8 @@
 
 namespace xs {
 
-using si::Contains;
-using si::ExpectArray;
+using shape_inference::Contains;
+using shape_inference::ExpectArray;
 
 namespace {
 
@@ -35,8 +35,8 @@ Status CheckBatchingDims(const Shape& operand, std::span<const int64_t> operand_
                          std::span<const int64_t> collapsed, std::span<const int64_t> index_map,
                          const Shape& indices, std::span<const int64_t> indices_batching,
                          int64_t index_vector_dim, std::string_view names) {
-  XS_RETURN_IF_ERROR(si::CheckSortedUnique(operand_batching, "operand batching dims"));
-  XS_RETURN_IF_ERROR(si::CheckDimsInRange(operand_batching, operand.rank(),
+  XS_RETURN_IF_ERROR(shape_inference::CheckSortedUnique(operand_batching, "operand batching dims"));
+  XS_RETURN_IF_ERROR(shape_inference::CheckDimsInRange(operand_batching, operand.rank(),
                                           "operand batching dim", operand, true));
   for (int64_t d : operand_batching) {
     if (Contains(collapsed, d) || Contains(index_map, d)) {
@@ -44,7 +44,7 @@ Status CheckBatchingDims(const Shape& operand, std::span<const int64_t> operand_
                              "inserted or in the index map (", names, ")");
     }
   }
-  XS_RETURN_IF_ERROR(si::CheckDimsInRange(indices_batching, indices.rank(),
+  XS_RETURN_IF_ERROR(shape_inference::CheckDimsInRange(indices_batching, indices.rank(),
                                           "indices batching dim", indices, true));
   if (Contains(indices_batching, index_vector_dim)) {
     return InvalidArgument("indices batching dims must not contain index_vector_dim ",
@@ -71,7 +71,7 @@ Status CheckIndexMap(std::span<const int64_t> map, int64_t index_vector_size,
     return InvalidArgument(name, " has ", map.size(), " entries but the index vector has ",
                            index_vector_size);
   }
-  return si::CheckDimsInRange(map, operand.rank(), StrCat(name, " entry"), operand, true);
+  return shape_inference::CheckDimsInRange(map, operand.rank(), StrCat(name, " entry"), operand, true);
 }
 
 }  // namespace
@@ -84,7 +84,7 @@ StatusOr<Shape> InferGatherShape(const Shape& operand, const Shape& indices,
                       ExpandedIndices(indices, dn.index_vector_dim));
   const int64_t out_rank =
       static_cast<int64_t>(dn.offset_dims.size() + expanded.size()) - 1;
-  XS_RETURN_IF_ERROR(si::CheckSortedUnique(dn.offset_dims, "offset_dims"));
+  XS_RETURN_IF_ERROR(shape_inference::CheckSortedUnique(dn.offset_dims, "offset_dims"));
   for (int64_t d : dn.offset_dims) {
     if (d < 0 || d >= out_rank) {
       return InvalidArgument("offset dim ", d, " is out of range for the output rank ", out_rank);
@@ -92,8 +92,8 @@ StatusOr<Shape> InferGatherShape(const Shape& operand, const Shape& indices,
   }
   XS_RETURN_IF_ERROR(CheckIndexMap(dn.start_index_map, expanded[dn.index_vector_dim], operand,
                                    "start_index_map"));
-  XS_RETURN_IF_ERROR(si::CheckSortedUnique(dn.collapsed_slice_dims, "collapsed_slice_dims"));
-  XS_RETURN_IF_ERROR(si::CheckDimsInRange(dn.collapsed_slice_dims, operand.rank(),
+  XS_RETURN_IF_ERROR(shape_inference::CheckSortedUnique(dn.collapsed_slice_dims, "collapsed_slice_dims"));
+  XS_RETURN_IF_ERROR(shape_inference::CheckDimsInRange(dn.collapsed_slice_dims, operand.rank(),
                                           "collapsed slice dim", operand, true));
   Shape expanded_indices(indices.dtype(), expanded);
   XS_RETURN_IF_ERROR(CheckBatchingDims(operand, dn.operand_batching_dims, dn.collapsed_slice_dims,
@@ -150,8 +150,8 @@ StatusOr<Shape> InferScatterShape(std::span<const Shape> args, const ProgramShap
   const Shape& indices = args[n];
   XS_ASSIGN_OR_RETURN(std::vector<int64_t> expanded,
                       ExpandedIndices(indices, dn.index_vector_dim));
-  XS_RETURN_IF_ERROR(si::CheckSortedUnique(dn.update_window_dims, "update_window_dims"));
-  XS_RETURN_IF_ERROR(si::CheckSortedUnique(dn.inserted_window_dims, "inserted_window_dims"));
+  XS_RETURN_IF_ERROR(shape_inference::CheckSortedUnique(dn.update_window_dims, "update_window_dims"));
+  XS_RETURN_IF_ERROR(shape_inference::CheckSortedUnique(dn.inserted_window_dims, "inserted_window_dims"));
   for (size_t k = 0; k < n; ++k) {
     const Shape& operand = args[k];
     const Shape& updates = args[n + 1 + k];
@@ -165,9 +165,9 @@ StatusOr<Shape> InferScatterShape(std::span<const Shape> args, const ProgramShap
       return InvalidArgument("scatter updates ", k, " ", ShapeText(updates), " must have the element type of operand ",
                              k, " ", ShapeText(operand), "; convert the updates first");
     }
-    XS_RETURN_IF_ERROR(si::CheckDimsInRange(dn.update_window_dims, updates.rank(),
+    XS_RETURN_IF_ERROR(shape_inference::CheckDimsInRange(dn.update_window_dims, updates.rank(),
                                             "update window dim", updates, true));
-    XS_RETURN_IF_ERROR(si::CheckDimsInRange(dn.inserted_window_dims, operand.rank(),
+    XS_RETURN_IF_ERROR(shape_inference::CheckDimsInRange(dn.inserted_window_dims, operand.rank(),
                                             "inserted window dim", operand, true));
     Shape expanded_indices(indices.dtype(), expanded);
     XS_RETURN_IF_ERROR(CheckBatchingDims(operand, dn.input_batching_dims, dn.inserted_window_dims,

@@ -11,7 +11,7 @@
 #include "xshard/ir/shape_inference_util.h"
 
 namespace xs {
-namespace sii {
+namespace instruction_shape {
 
 std::vector<Shape> OperandShapes(const Instruction& inst, int from) {
   std::vector<Shape> out;
@@ -56,17 +56,17 @@ int64_t FirstDimension(const Instruction& inst, int64_t fallback) {
   return inst.dimensions().empty() ? fallback : inst.dimensions()[0];
 }
 
-}  // namespace sii
+}  // namespace instruction_shape
 
-using sii::Called;
-using sii::CollectiveHandlerFor;
-using sii::Declared;
-using sii::ExpectOperandCount;
-using sii::FirstDimension;
-using sii::Handler;
-using sii::OpHandlerFor;
-using sii::Op;
-using sii::OperandShapes;
+using instruction_shape::Called;
+using instruction_shape::CollectiveHandlerFor;
+using instruction_shape::Declared;
+using instruction_shape::ExpectOperandCount;
+using instruction_shape::FirstDimension;
+using instruction_shape::Handler;
+using instruction_shape::OpHandlerFor;
+using instruction_shape::Op;
+using instruction_shape::OperandShapes;
 
 StatusOr<ProgramShape> ComputeProgramShape(const Computation& computation) {
   ProgramShape out;
@@ -199,7 +199,7 @@ const std::array<Handler, kOpcodeCount>& Table() {
 
 bool HasShapeInference(Opcode op) {
   const Handler h = Table()[static_cast<int>(op)];
-  return h != nullptr && h != &sii::DeclaredHandler;
+  return h != nullptr && h != &instruction_shape::DeclaredHandler;
 }
 
 StatusOr<Shape> InferInstructionShape(const Instruction& inst) {

@@ -9,7 +9,7 @@
 #include "xshard/ir/instruction.h"
 #include "xshard/ir/shape_inference.h"
 
-namespace xs::sii {
+namespace xs::instruction_shape {
 
 // Shapes of operands from..end.
 std::vector<Shape> OperandShapes(const Instruction& inst, int from);
@@ -35,6 +35,6 @@ StatusOr<Shape> DeclaredHandler(const Instruction& inst);
 // The handler of an array op (convert ... fusion) from shape_inference_ops.cc, or nullptr.
 Handler OpHandlerFor(Opcode op);
 
-}  // namespace xs::sii
+}  // namespace xs::instruction_shape
 
 #endif  // XSHARD_IR_SHAPE_INFERENCE_INSTRUCTION_H_

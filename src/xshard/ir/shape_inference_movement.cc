@@ -7,7 +7,7 @@
 
 namespace xs {
 
-using si::ExpectArray;
+using shape_inference::ExpectArray;
 
 StatusOr<Shape> InferBroadcastShape(const Shape& operand, std::span<const int64_t> output_dims,
                                     std::span<const int64_t> dims) {
@@ -17,7 +17,7 @@ StatusOr<Shape> InferBroadcastShape(const Shape& operand, std::span<const int64_
     return InvalidArgument("broadcast dimensions={", StrJoin(dims, ","), "} must list one output ",
                            "dim per operand dim of ", ShapeText(operand));
   }
-  XS_RETURN_IF_ERROR(si::CheckDimsInRange(dims, out.rank(), "broadcast dimension", out, true));
+  XS_RETURN_IF_ERROR(shape_inference::CheckDimsInRange(dims, out.rank(), "broadcast dimension", out, true));
   for (int i = 0; i < operand.rank(); ++i) {
     if (operand.dim(i) != out.dim(dims[i])) {
       return InvalidArgument("broadcast maps operand dim ", i, " (size ", operand.dim(i),
@@ -44,7 +44,7 @@ StatusOr<Shape> InferReshapeShape(const Shape& operand, std::span<const int64_t>
 
 StatusOr<Shape> InferTransposeShape(const Shape& operand, std::span<const int64_t> perm) {
   XS_RETURN_IF_ERROR(ExpectArray(operand, "the operand of transpose"));
-  if (!si::IsPermutation(perm, operand.rank())) {
+  if (!shape_inference::IsPermutation(perm, operand.rank())) {
     return InvalidArgument("transpose dimensions={", StrJoin(perm, ","),
                            "} is not a permutation of the dims of ", ShapeText(operand));
   }
@@ -161,7 +161,7 @@ StatusOr<Shape> InferConcatenateShape(std::span<const Shape> operands, int64_t d
     }
     const int64_t add = s.dim(static_cast<int>(dim));
     dims[dim] = dims[dim] < 0 || add < 0 ? -1 : dims[dim] + add;  // '?' (-1) stays unbounded
-    dtype = si::HigherPrecision(dtype, s.dtype());
+    dtype = shape_inference::HigherPrecision(dtype, s.dtype());
   }
   return Shape(dtype, std::move(dims));
 }
@@ -193,12 +193,12 @@ StatusOr<Shape> InferPadShape(const Shape& operand, const Shape& pad_value,
     }
     dims.push_back(size);
   }
-  return Shape(si::HigherPrecision(operand.dtype(), pad_value.dtype()), std::move(dims));
+  return Shape(shape_inference::HigherPrecision(operand.dtype(), pad_value.dtype()), std::move(dims));
 }
 
 StatusOr<Shape> InferReverseShape(const Shape& operand, std::span<const int64_t> dims) {
   XS_RETURN_IF_ERROR(ExpectArray(operand, "the operand of reverse"));
-  XS_RETURN_IF_ERROR(si::CheckDimsInRange(dims, operand.rank(), "reverse dimension", operand,
+  XS_RETURN_IF_ERROR(shape_inference::CheckDimsInRange(dims, operand.rank(), "reverse dimension", operand,
                                           true));
   return operand.WithoutLayout();
 }

@@ -7,7 +7,7 @@
 #include "xshard/ir/shape_inference_instruction.h"
 #include "xshard/ir/shape_inference_util.h"
 
-namespace xs::sii {
+namespace xs::instruction_shape {
 namespace {
 
 StatusOr<Shape> TernaryHandler(const Instruction& inst) {
@@ -15,19 +15,19 @@ StatusOr<Shape> TernaryHandler(const Instruction& inst) {
 }
 
 StatusOr<Shape> ConvertHandler(const Instruction& inst) {
-  XS_RETURN_IF_ERROR(si::ExpectArray(inst.shape(), "the result of convert"));
+  XS_RETURN_IF_ERROR(shape_inference::ExpectArray(inst.shape(), "the result of convert"));
   return InferConvertShape(Op(inst, 0), inst.shape().dtype());
 }
 StatusOr<Shape> BitcastConvertHandler(const Instruction& inst) {
-  XS_RETURN_IF_ERROR(si::ExpectArray(inst.shape(), "the result of bitcast-convert"));
+  XS_RETURN_IF_ERROR(shape_inference::ExpectArray(inst.shape(), "the result of bitcast-convert"));
   return InferBitcastConvertShape(Op(inst, 0), inst.shape().dtype());
 }
 StatusOr<Shape> StochasticConvertHandler(const Instruction& inst) {
   const Shape& x = Op(inst, 0);
   const Shape& r = Op(inst, 1);
-  XS_RETURN_IF_ERROR(si::ExpectArray(inst.shape(), "the result of stochastic-convert"));
+  XS_RETURN_IF_ERROR(shape_inference::ExpectArray(inst.shape(), "the result of stochastic-convert"));
   if (!x.IsArray() || !r.IsArray() || !IsFloating(x.dtype()) || !IsUnsignedInteger(r.dtype()) ||
-      si::BitWidth(x.dtype()) != si::BitWidth(r.dtype()) || x.dims() != r.dims()) {
+      shape_inference::BitWidth(x.dtype()) != shape_inference::BitWidth(r.dtype()) || x.dims() != r.dims()) {
     return InvalidArgument("stochastic-convert needs a floating operand and unsigned random ",
                            "bits of the same width and dims, got ", ShapeText(x), " and ",
                            ShapeText(r));
@@ -35,15 +35,15 @@ StatusOr<Shape> StochasticConvertHandler(const Instruction& inst) {
   return InferConvertShape(x, inst.shape().dtype());
 }
 StatusOr<Shape> BroadcastHandler(const Instruction& inst) {
-  XS_RETURN_IF_ERROR(si::ExpectArray(inst.shape(), "the result of broadcast"));
+  XS_RETURN_IF_ERROR(shape_inference::ExpectArray(inst.shape(), "the result of broadcast"));
   return InferBroadcastShape(Op(inst, 0), inst.shape().dims(), inst.dimensions());
 }
 StatusOr<Shape> ReshapeHandler(const Instruction& inst) {
-  XS_RETURN_IF_ERROR(si::ExpectArray(inst.shape(), "the result of reshape"));
+  XS_RETURN_IF_ERROR(shape_inference::ExpectArray(inst.shape(), "the result of reshape"));
   return InferReshapeShape(Op(inst, 0), inst.shape().dims());
 }
 StatusOr<Shape> DynamicReshapeHandler(const Instruction& inst) {
-  XS_RETURN_IF_ERROR(si::ExpectArray(inst.shape(), "the result of dynamic-reshape"));
+  XS_RETURN_IF_ERROR(shape_inference::ExpectArray(inst.shape(), "the result of dynamic-reshape"));
   if (inst.operand_count() != inst.shape().rank() + 1) {
     return InvalidArgument("dynamic-reshape to ", ShapeText(inst.shape()), " takes the operand ",
                            "and one s32[] size per result dim (", inst.shape().rank() + 1,
@@ -161,7 +161,7 @@ StatusOr<Shape> CustomCallHandler(const Instruction& inst) {
 StatusOr<Shape> DotHandler(const Instruction& inst) {
   if (inst.attrs().Other("sparsity")) return Declared(inst);  // sparse operands are compressed
   XS_RETURN_IF_ERROR(ExpectOperandCount(inst, 2));
-  XS_RETURN_IF_ERROR(si::ExpectArray(inst.shape(), "the result of dot"));
+  XS_RETURN_IF_ERROR(shape_inference::ExpectArray(inst.shape(), "the result of dot"));
   DotDimensionNumbers dn = inst.attrs().dot.value_or(DotDimensionNumbers{});
   return InferDotShape(Op(inst, 0), Op(inst, 1), dn, inst.shape().dtype());
 }
@@ -175,20 +175,20 @@ StatusOr<Shape> RaggedDotHandler(const Instruction& inst) {
   if (!ragged || ragged->size() != 1) {
     return InvalidArgument("ragged-dot needs lhs_ragged_dims={d} (and optional rhs_group_dims)");
   }
-  XS_RETURN_IF_ERROR(si::ExpectArray(rhs, "rhs"));
-  XS_RETURN_IF_ERROR(si::ExpectArray(inst.shape(), "the result of ragged-dot"));
+  XS_RETURN_IF_ERROR(shape_inference::ExpectArray(rhs, "rhs"));
+  XS_RETURN_IF_ERROR(shape_inference::ExpectArray(inst.shape(), "the result of ragged-dot"));
   if (!sizes.IsArray() || sizes.rank() < 1 || !IsInteger(sizes.dtype())) {
     return InvalidArgument("group sizes must be an integer array, got ", ShapeText(sizes));
   }
-  XS_RETURN_IF_ERROR(si::CheckDimsInRange(group, rhs.rank(), "rhs group dim", rhs, true));
+  XS_RETURN_IF_ERROR(shape_inference::CheckDimsInRange(group, rhs.rank(), "rhs group dim", rhs, true));
   DotDimensionNumbers dn = inst.attrs().dot.value_or(DotDimensionNumbers{});
   std::vector<int64_t> kept;
   for (int i = 0; i < rhs.rank(); ++i) {
-    if (!si::Contains(group, i)) kept.push_back(rhs.dim(i));
+    if (!shape_inference::Contains(group, i)) kept.push_back(rhs.dim(i));
   }
   auto remap = [&](std::vector<int64_t>& dims) -> Status {
     for (int64_t& d : dims) {
-      if (si::Contains(group, d)) {
+      if (shape_inference::Contains(group, d)) {
         return InvalidArgument("rhs group dim ", d, " is also a batch or contracting dim");
       }
       d -= std::count_if(group.begin(), group.end(), [d](int64_t g) { return g < d; });
@@ -199,7 +199,7 @@ StatusOr<Shape> RaggedDotHandler(const Instruction& inst) {
   XS_RETURN_IF_ERROR(remap(dn.rhs_contracting));
   XS_ASSIGN_OR_RETURN(Shape out, InferDotShape(lhs, Shape(rhs.dtype(), kept), dn,
                                                inst.shape().dtype()));
-  if (si::Contains(dn.lhs_contracting, (*ragged)[0])) {
+  if (shape_inference::Contains(dn.lhs_contracting, (*ragged)[0])) {
     std::vector<int64_t> dims = {sizes.dims().back()};
     dims.insert(dims.end(), out.dims().begin(), out.dims().end());
     return Shape(out.dtype(), std::move(dims));
@@ -210,7 +210,7 @@ StatusOr<Shape> RaggedDotHandler(const Instruction& inst) {
 StatusOr<Shape> ConvolutionHandler(const Instruction& inst) {
   if (inst.attrs().Other("sparsity_config")) return Declared(inst);
   XS_RETURN_IF_ERROR(ExpectOperandCount(inst, 2));
-  XS_RETURN_IF_ERROR(si::ExpectArray(inst.shape(), "the result of convolution"));
+  XS_RETURN_IF_ERROR(shape_inference::ExpectArray(inst.shape(), "the result of convolution"));
   if (!inst.attrs().conv_dims) return InvalidArgument("convolution needs dim_labels=...");
   const auto& a = inst.attrs();
   return InferConvolutionShape(Op(inst, 0), Op(inst, 1), a.feature_group_count,
@@ -324,4 +324,4 @@ Handler OpHandlerFor(Opcode op) {
   return nullptr;
 }
 
-}  // namespace xs::sii
+}  // namespace xs::instruction_shape

@@ -9,7 +9,7 @@
 #include "xshard/base/status.h"
 #include "xshard/core/shape.h"
 
-namespace xs::si {
+namespace xs::shape_inference {
 
 // Error "<what> must be an array, but is (f32[], s32[])" unless `shape` is an array.
 Status ExpectArray(const Shape& shape, std::string_view what);
@@ -34,6 +34,6 @@ inline bool Contains(std::span<const int64_t> dims, int64_t d) {
   return false;
 }
 
-}  // namespace xs::si
+}  // namespace xs::shape_inference
 
 #endif  // XSHARD_IR_SHAPE_INFERENCE_UTIL_H_

@@ -239,5 +239,72 @@ ENTRY e {
   EXPECT_EQ(Values<int8_t>((*out)[1]), (std::vector<int8_t>{1, 0, 127, -128}));
 }
 
+// Elementwise ops that fused loops leave out, each for its reason (marked kOpNoLoopFusion in
+// ir/opcode.h; every other elementwise op must fuse).
+const std::set<Opcode> kNotLoopFused = {
+    Opcode::kMap,                // calls a computation per element
+    Opcode::kReducePrecision,    // its kernel takes exponent / mantissa bit counts
+    Opcode::kStochasticConvert,  // reads random bits of another type: no one-function scalar form
+};
+
+TEST(OpTable, EveryElementwiseOpFusesUnlessExcludedWithAReason) {
+  for (int i = 0; i < kOpcodeCount; ++i) {
+    const Opcode op = static_cast<Opcode>(i);
+    if (!IsElementwise(op)) {
+      EXPECT_FALSE(IsLoopFusible(op)) << Name(op) << " is not elementwise";
+      continue;
+    }
+    EXPECT_EQ(IsLoopFusible(op), kNotLoopFused.count(op) == 0)
+        << Name(op) << ": kOpNoLoopFusion in ir/opcode.h and kNotLoopFused here must agree";
+  }
+  for (Opcode op : kNotLoopFused) EXPECT_TRUE(IsElementwise(op)) << Name(op) << " is not elementwise";
+  // The two the hand-written list used to leave out silently: one fuses, one has its reason.
+  EXPECT_TRUE(IsLoopFusible(Opcode::kMulhi));
+  EXPECT_FALSE(IsLoopFusible(Opcode::kStochasticConvert));
+}
+
+// The element type a fusion probe runs `op` on, and its result type.
+std::pair<std::string, std::string> ProbeTypes(Opcode op) {
+  const uint32_t types = OpcodeAcceptedTypes(op);
+  const std::string t = (types & kOnFloat) ? "f32" : (types & kOnSigned) ? "s32" : "pred";
+  if (op == Opcode::kIsFinite || op == Opcode::kCompare) return {t, "pred"};
+  if (op == Opcode::kComplex) return {t, "c64"};
+  if (op == Opcode::kConvert) return {t, "s16"};
+  return {t, t};
+}
+
+// Every unary / binary / compare / convert op the table calls fusible really joins a loop in the
+// executor: fed by a broadcast of a constant, the fused loop reads the constant in place and the
+// broadcast never runs (2 instructions: the op and the constant; 3 op by op).
+TEST(OpTable, FusibleOpsJoinALoopInTheExecutor) {
+  int probed = 0;
+  for (int i = 0; i < kOpcodeCount; ++i) {
+    const Opcode op = static_cast<Opcode>(i);
+    const ElementwiseKind kind = GetElementwiseKind(op);
+    if (!IsLoopFusible(op) || !ExecutorSupports(op) ||
+        (kind != ElementwiseKind::kUnary && kind != ElementwiseKind::kBinary &&
+         kind != ElementwiseKind::kCompare && kind != ElementwiseKind::kConvert)) {
+      continue;
+    }
+    const auto [t, result] = ProbeTypes(op);
+    const bool binary = kind == ElementwiseKind::kBinary || kind == ElementwiseKind::kCompare;
+    const std::string value = t == "pred" ? "true" : "1";
+    std::string text = "HloModule m\nENTRY e {\n  c = " + t + "[] constant(" + value + ")\n  b = " + t +
+                       "[64,8] broadcast(c), dimensions={}\n  ROOT r = " + result + "[64,8] " + Name(op) +
+                       (binary ? "(b, b)" : "(b)") + (op == Opcode::kCompare ? ", direction=LT" : "") + "\n}\n";
+    StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
+    ASSERT_TRUE(m.ok()) << m.status().ToString() << "\n" << text;
+    StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
+    ASSERT_TRUE(e.ok()) << e.status().ToString() << "\n" << text;
+    ExecuteStats stats;
+    const std::vector<Array> no_args;
+    StatusOr<std::vector<Array>> out = (*e)->Run(no_args, {}, &stats);
+    ASSERT_TRUE(out.ok()) << out.status().ToString() << "\n" << text;
+    EXPECT_EQ(stats.instructions_run, 2) << Name(op) << " did not join a fused loop:\n" << text;
+    ++probed;
+  }
+  EXPECT_GT(probed, 50);
+}
+
 }  // namespace
 }  // namespace xs
