@@ -3,10 +3,11 @@
 
 For each HLO file: the report's header total (collectives, bytes received per device) must equal
 the sum of the collectives it lists, and the collectives of the printed program (counted with
-bench/xla_compare/collectives.py, the report's ring model) must be exactly the listed ones plus
-the module's own collectives (shard_map psum / all_gather / ..., which the report does not list
-because the partitioner did not insert them): same count, and every listed (kind, bytes) appears
-in the program. Prints one line per file and exits 1 on any mismatch.
+bench/xla_compare/collectives.py, the report's ring model) must be exactly the listed ones: same
+count, and every listed (kind, bytes) appears in the program. The report lists the module's own
+collectives too (shard_map psum / all_gather / ..., marked "written in the program"), so they are
+counted once, as listed; the line also says how many of the module's own the input has. Prints
+one line per file and exits 1 on any mismatch.
 
   tests/tools/check_report_totals.py --xshard build/xshard --devices 8 FILE.hlo[:DEVICES]...
   tests/tools/check_report_totals.py --xshard build/xshard bench/xla_compare/out/*/*.hlo \\
@@ -46,11 +47,13 @@ def check(xshard, path, devices):
     h = HEADER.search(report)
     if not h:
         return False, "no report header"
-    listed = []
+    listed, written = [], 0
     for line in report.split("\nmemory per device")[0].splitlines():
         m = LISTED.match(line)
         if m:
             listed.append((m.group(1), parse_bytes(m.group(2))))
+        elif line.startswith("    written in the program"):
+            written += 1
     own = collectives.count(Path(path).read_text(), devices)["count"]
     got = collectives.count(program, devices)
     problems = []
@@ -61,14 +64,15 @@ def check(xshard, path, devices):
     # The header rounds to its unit (e.g. 1.1KiB): compare within that rounding.
     if header_bytes is None or abs(header_bytes - listed_bytes) > max(1, header_bytes // 50):
         problems.append(f"header says {h.group(2)}, the listed collectives sum to {listed_bytes} B")
-    if got["count"] != len(listed) + own:
+    if got["count"] != len(listed):
         problems.append(f"program has {got['count']} collectives, the report lists {len(listed)} "
-                        f"(+ {own} of the module's own)")
+                        f"({written} of them the module's own, of {own} in the input)")
     in_program = collections.Counter((k, b) for k, _, b in got["list"])
     missing = collections.Counter(listed) - in_program
     if missing:
         problems.append(f"listed but not in the program: {dict(missing)}")
-    summary = f"{len(listed)} listed + {own} own = {got['count']} in the program, {listed_bytes} B"
+    summary = (f"{len(listed)} listed ({written} written in the program, {own} in the input) = "
+               f"{got['count']} in the program, {listed_bytes} B")
     return not problems, "; ".join(problems) if problems else summary
 
 

@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -154,6 +155,35 @@ class Emitter {
   // GroupsOverAxes(mesh(), axes), cached in the module state.
   ReplicaGroups GroupsOver(const std::vector<int>& axes);
 
+  // The reshards already emitted into this computation, so that one value resharded the same
+  // way for two users is moved once (XLA's PartitionedHlo reshard cache): `from` (an instruction
+  // of this computation) with sharding `from_sharding` and pending partial axes `partial`
+  // (nullptr: none) resharded to `to` gave `result` with `result_sharding`. Scratch emitters
+  // remember nothing (their dry runs cost each reshard on its own). Instructions are never
+  // removed while partitioning, so the pointers stay valid for the emitter's lifetime.
+  struct CachedReshard {
+    HloSharding from_sharding;
+    std::optional<std::vector<int>> partial;
+    HloSharding to;
+    Instruction* result = nullptr;
+    HloSharding result_sharding;
+  };
+  const CachedReshard* FindReshard(const Instruction* from, const HloSharding& from_sharding,
+                                   const std::vector<int>* partial, const HloSharding& to) const {
+    auto [begin, end] = reshards_.equal_range(from);
+    for (auto it = begin; it != end; ++it) {
+      const CachedReshard& c = it->second;
+      if (c.from_sharding == from_sharding && c.to == to && c.partial.has_value() == (partial != nullptr) &&
+          (partial == nullptr || *c.partial == *partial)) {
+        return &c;
+      }
+    }
+    return nullptr;
+  }
+  void RememberReshard(const Instruction* from, CachedReshard entry) {
+    if (!scratch()) reshards_.emplace(from, std::move(entry));
+  }
+
   // Collectives (channel_id set; all-gather / all-reduce / reduce-scatter use global device ids).
   // `reason` says why, for the report.
   Instruction* AllGather(Instruction* x, int64_t dim, ReplicaGroups groups, std::string reason);
@@ -164,6 +194,13 @@ class Emitter {
   Instruction* AllToAll(Instruction* x, int64_t dim, ReplicaGroups groups, std::string reason);
   Instruction* CollectivePermute(Instruction* x, std::vector<std::pair<int64_t, int64_t>> pairs,
                                  std::string reason);
+  // Records `inst`, a collective of the input program copied into this computation as written
+  // (inside a manual region, or on replicated operands), in the report as the program's own
+  // (CollectiveRecord::written), with the bytes of the report's ring model on its result shape.
+  // Async -start / -done halves are not recorded; scratch emitters record nothing. `in`: the
+  // computation holding `inst` when it is not this one (a called computation copied verbatim);
+  // a collective already recorded there is not recorded twice.
+  void RecordWritten(Instruction* inst, std::string reason, const Computation* in = nullptr);
 
  private:
   Emitter(ModuleState* state, std::unique_ptr<Computation> owned);
@@ -186,6 +223,7 @@ class Emitter {
   std::map<std::pair<int64_t, int64_t>, Instruction*> digits_;
   std::map<std::pair<int64_t, std::vector<PartitionExpr::Term>>, Instruction*> exprs_;
   std::map<std::pair<DType, double>, Instruction*> scalars_;
+  std::unordered_multimap<const Instruction*, CachedReshard> reshards_;
 };
 
 }  // namespace xs::spmd

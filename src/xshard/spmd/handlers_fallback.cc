@@ -2,6 +2,7 @@
 // copied as is), collectives written in the global program, and the fallback for ops without a
 // partitioned form (computed on replicated operands, with a warning naming the op and the bytes
 // gathered).
+#include <algorithm>
 #include <optional>
 
 #include "xshard/base/strings.h"
@@ -19,6 +20,19 @@ Instruction* CloneLocal(const Instruction& inst, Context& ctx, std::vector<Instr
   return ctx.em().AddInstruction(std::move(clone));
 }
 
+// Records the collectives of the computations `local` calls (copied verbatim from the program:
+// a shard_map body called as one manual call), and of theirs, as the program's own.
+void RecordWrittenInCallees(const Instruction& local, Emitter& em, std::vector<const Computation*>& seen) {
+  for (const CalledComputation& c : local.calls()) {
+    if (std::find(seen.begin(), seen.end(), c.computation) != seen.end()) continue;
+    seen.push_back(c.computation);
+    for (Instruction* inst : c.computation->instructions()) {
+      em.RecordWritten(inst, "inside a manual region", c.computation);
+      RecordWrittenInCallees(*inst, em, seen);
+    }
+  }
+}
+
 }  // namespace
 
 Status HandleManual(const Instruction& inst, Context& ctx) {
@@ -28,8 +42,11 @@ Status HandleManual(const Instruction& inst, Context& ctx) {
     XS_ASSIGN_OR_RETURN(PartitionedValue m, v.Reshard(HloSharding::Manual(), StrCat("operand ", i)));
     operands.push_back(m.hlo());
   }
-  ctx.Set(&inst, PartitionedValue(CloneLocal(inst, ctx, std::move(operands)), inst.shape(),
-                                  ctx.TargetOf(inst), &ctx.em()));
+  Instruction* local = CloneLocal(inst, ctx, std::move(operands));
+  ctx.em().RecordWritten(local, "inside a manual region");
+  std::vector<const Computation*> seen;
+  RecordWrittenInCallees(*local, ctx.em(), seen);
+  ctx.Set(&inst, PartitionedValue(local, inst.shape(), ctx.TargetOf(inst), &ctx.em()));
   return OkStatus();
 }
 
@@ -101,6 +118,7 @@ Status HandleCollective(const Instruction& inst, Context& ctx) {
       operands.push_back(r.hlo());
     }
     Instruction* local = CloneLocal(inst, ctx, std::move(operands));
+    ctx.em().RecordWritten(local, "on replicated operands");
     ctx.Set(&inst, PartitionedValue(local, inst.shape(), target, &ctx.em()));
     return OkStatus();
   }
@@ -115,6 +133,7 @@ Status HandleCollective(const Instruction& inst, Context& ctx) {
   XS_ASSIGN_OR_RETURN(Shape local_shape, LocalShape(inst.shape(), target, n));
   Instruction* local = CloneLocal(inst, ctx, {operand.hlo()});
   local->set_shape(local_shape);
+  ctx.em().RecordWritten(local, "inside a partially manual region");
   ctx.Set(&inst, PartitionedValue(local, inst.shape(), target, &ctx.em()));
   return OkStatus();
 }

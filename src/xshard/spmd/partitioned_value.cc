@@ -204,6 +204,22 @@ StatusOr<PartitionedValue> PartitionedValue::Reshard(const HloSharding& target_i
     return InvalidArgument("tuple sharding ", target.ToString(), " for the array ",
                            global_shape_.ToString(false));
   }
+  if (!partial_ && sharding_ == target) return PartitionedValue(hlo_, global_shape_, target, emitter_);
+  // The same value resharded the same way before in this computation: reuse that result.
+  const std::vector<int>* partial_axes = partial_ ? &partial_->axes : nullptr;
+  if (const Emitter::CachedReshard* hit = emitter_->FindReshard(hlo_, sharding_, partial_axes, target)) {
+    return PartitionedValue(hit->result, global_shape_, hit->result_sharding, emitter_);
+  }
+  XS_ASSIGN_OR_RETURN(PartitionedValue r, ReshardArray(target, why));
+  if (r.hlo_ != hlo_ && !r.partial_ && r.emitter_ == emitter_) {
+    emitter_->RememberReshard(hlo_, {sharding_, partial_ ? std::optional(partial_->axes) : std::nullopt,
+                                     target, r.hlo_, r.sharding_});
+  }
+  return r;
+}
+
+StatusOr<PartitionedValue> PartitionedValue::ReshardArray(const HloSharding& target,
+                                                          std::string_view why) const {
   PartitionedValue v = *this;
   if (v.partial_) {
     XS_ASSIGN_OR_RETURN(v, internal::ResolvePartial(v, target, why));

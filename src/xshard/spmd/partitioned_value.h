@@ -9,7 +9,9 @@
 // collective-permute when dims trade mesh axes (P('y','x') -> P('x','y')); reduce-scatter /
 // all-reduce for partial results. Gathering to full replication and slicing is the last resort and
 // leaves a warning naming the instruction, both shardings and the bytes moved. Decisions (which
-// route, what a dry run costs) are remembered per (shape, sharding, target) in the ModuleState.
+// route, what a dry run costs) are remembered per (shape, sharding, target) in the ModuleState;
+// results per (value, sharding, target) in the computation's Emitter, so a value resharded the
+// same way for two users is moved once.
 #ifndef XSHARD_SPMD_PARTITIONED_VALUE_H_
 #define XSHARD_SPMD_PARTITIONED_VALUE_H_
 
@@ -61,6 +63,9 @@ class PartitionedValue {
   StatusOr<ShardLayout> Layout() const;
 
  private:
+  // Reshard of an array value to a canonical leaf `target`, without the per-computation cache.
+  StatusOr<PartitionedValue> ReshardArray(const HloSharding& target, std::string_view why) const;
+
   Instruction* hlo_ = nullptr;
   Shape global_shape_;
   HloSharding sharding_;

@@ -165,6 +165,10 @@ double PartitionReport::EstimatedSeconds() const {
                          static_cast<int64_t>(collectives.size()), flops);
 }
 
+int64_t PartitionReport::WrittenCollectives() const {
+  return std::count_if(collectives.begin(), collectives.end(), [](const CollectiveRecord& c) { return c.written; });
+}
+
 int64_t PartitionReport::TotalCollectiveBytes() const {
   int64_t total = 0;
   for (const CollectiveRecord& c : collectives) total += c.bytes;
@@ -175,7 +179,11 @@ std::string FormatReport(const PartitionReport& report) {
   std::string out = StrCat("SPMD partitioning: ", report.num_partitions, " partitions, ",
                            report.collectives.size(), " collective",
                            report.collectives.size() == 1 ? "" : "s", ", ",
-                           FormatBytes(report.TotalCollectiveBytes()), " received per device\n");
+                           FormatBytes(report.TotalCollectiveBytes()), " received per device");
+  if (const int64_t written = report.WrittenCollectives(); written > 0) {
+    StrAppend(&out, " (", written, " written in the program)");
+  }
+  StrAppend(&out, "\n");
   const MachineModel& m = report.machine;
   const double comm = m.Seconds(static_cast<double>(report.TotalCollectiveBytes()),
                                 static_cast<int64_t>(report.collectives.size()), 0);
@@ -189,7 +197,8 @@ std::string FormatReport(const PartitionReport& report) {
   for (const CollectiveRecord& c : report.collectives) {
     StrAppend(&out, "  %", c.name, ": ", c.kind, " ", c.shape.ToString(false), ", ",
               FormatBytes(c.bytes), " received, ", c.kind == "collective-permute" ? "pairs=" : "groups=",
-              c.groups, "\n    caused by %", c.cause, ": ", c.reason, "\n");
+              c.groups, "\n    ", c.written ? "written in the program, at %" : "caused by %", c.cause, ": ",
+              c.reason, "\n");
   }
   StrAppend(&out, "memory per device (peak of live values): before partitioning ",
             FormatBytes(report.before.peak_bytes), ", after ", FormatBytes(report.after.peak_bytes), "\n");

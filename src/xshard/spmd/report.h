@@ -1,5 +1,6 @@
 // What the partitioner did, for `xshard partition --report`: every collective it inserted (kind,
-// per-device shape, bytes, replica groups, the instruction that caused it and why), warnings
+// per-device shape, bytes, replica groups, the instruction that caused it and why) and the
+// program's own collectives it copied (marked as written in the program), warnings
 // (fallbacks to full replication), and per-device memory before and after partitioning.
 #ifndef XSHARD_SPMD_REPORT_H_
 #define XSHARD_SPMD_REPORT_H_
@@ -35,7 +36,7 @@ class ExplicitGroups {
   std::optional<ReplicaGroups> groups_;
 };
 
-// One inserted collective.
+// One collective of the SPMD program: inserted by the partitioner or the program's own.
 struct CollectiveRecord {
   std::string kind;       // "all-gather", "all-reduce", "reduce-scatter", "all-to-all",
                           // "collective-permute"
@@ -51,6 +52,9 @@ struct CollectiveRecord {
   int64_t dimension = -1;       // gathered / scattered / all-to-all dim (-1: none)
   std::string cause;      // the global instruction being partitioned ("dot.3")
   std::string reason;     // why ("operand 1: contracting dim sharded on the other operand")
+  // The program's own collective (written in the input, e.g. a shard_map psum in a manual
+  // region), copied as is rather than inserted by the partitioner.
+  bool written = false;
 };
 
 // Memory a computation needs on one device: the peak of the bytes alive at once when the entry
@@ -76,6 +80,8 @@ struct PartitionReport {
   double flops = 0;
   MachineModel machine;
   int64_t TotalCollectiveBytes() const;
+  // How many of `collectives` are the program's own (CollectiveRecord::written).
+  int64_t WrittenCollectives() const;
   // MachineModel::Seconds of the collectives' bytes and count and of `flops`.
   double EstimatedSeconds() const;
 };

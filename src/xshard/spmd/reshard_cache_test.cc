@@ -1,0 +1,83 @@
+// The per-computation reshard cache (Emitter::FindReshard): one value resharded the same way for
+// two users is moved once; other targets, other values and other computations are not merged.
+// Each case is checked against the one-device run and its collectives are pinned.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "xshard/spmd/partitioner.h"
+#include "xshard/spmd/run_partitioned.h"
+
+namespace xs::spmd {
+namespace {
+
+// PyTorch/XLA's batch-norm step: x split over the batch feeds batch-norm-training and
+// batch-norm-grad, each of which needs it whole: one all-gather (3/4 of 512 B = 384 B), not two.
+TEST(ReshardCacheTest, BatchNormTrainingAndGradShareOneAllGather) {
+  const PartitionResult r = testing::PartitionAndCompare(R"(
+ENTRY main {
+  x = f32[8,4,2,2] parameter(0), sharding={devices=[4,1,1,1]<=[4]}
+  scale = f32[4] parameter(1), sharding={replicated}
+  offset = f32[4] parameter(2), sharding={replicated}
+  gy = f32[8,4,2,2] parameter(3), sharding={replicated}
+  bn = (f32[8,4,2,2], f32[4], f32[4]) batch-norm-training(x, scale, offset), epsilon=0.001, feature_index=1, sharding={replicated}
+  y = f32[8,4,2,2] get-tuple-element(bn), index=0, sharding={replicated}
+  mean = f32[4] get-tuple-element(bn), index=1, sharding={replicated}
+  var = f32[4] get-tuple-element(bn), index=2, sharding={replicated}
+  grad = (f32[8,4,2,2], f32[4], f32[4]) batch-norm-grad(x, scale, mean, var, gy), epsilon=0.001, feature_index=1, sharding={replicated}
+  gx = f32[8,4,2,2] get-tuple-element(grad), index=0, sharding={replicated}
+  ROOT out = (f32[8,4,2,2], f32[8,4,2,2]) tuple(y, gx), sharding={{replicated}, {replicated}}
+}
+)", 4, {1});
+  ASSERT_EQ(testing::CollectiveKinds(r), std::vector<std::string>{"all-gather"});
+  EXPECT_EQ(r.report.collectives[0].bytes, 8 * 4 * 2 * 2 * 4 * 3 / 4);
+  int all_gathers = 0;
+  for (const Computation* c : r.module->computations()) {
+    for (const Instruction* inst : c->instructions()) all_gathers += inst->opcode() == Opcode::kAllGather;
+  }
+  EXPECT_EQ(all_gathers, 1);
+}
+
+// Two targets of one value are two reshards: x is asked for whole twice (one all-gather) and
+// split along dim 1 once (an all-to-all): the repeated target is emitted once, the other apart.
+TEST(ReshardCacheTest, DifferentTargetsStayApart) {
+  const PartitionResult r = testing::PartitionAndCompare(R"(
+ENTRY main {
+  x = f32[8,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  s1 = f32[8,8] custom-call(x), custom_call_target="Sharding", sharding={replicated}
+  s2 = f32[8,8] custom-call(x), custom_call_target="Sharding", sharding={replicated}
+  s3 = f32[8,8] custom-call(x), custom_call_target="Sharding", sharding={devices=[1,4]<=[4]}
+  a = f32[8,8] negate(s1), sharding={replicated}
+  c = f32[8,8] exponential(s2), sharding={replicated}
+  b = f32[8,8] abs(s3), sharding={devices=[1,4]<=[4]}
+  d = f32[8,8] add(a, c), sharding={replicated}
+  ROOT t = (f32[8,8], f32[8,8]) tuple(d, b), sharding={{replicated}, {devices=[1,4]<=[4]}}
+}
+)", 4, {1});
+  std::vector<std::string> kinds = testing::CollectiveKinds(r);
+  std::sort(kinds.begin(), kinds.end());
+  EXPECT_EQ(kinds, (std::vector<std::string>{"all-gather", "all-to-all"}));
+}
+
+// The cache is per computation: a value resharded in the entry and the same global value's
+// parameter resharded inside a called computation each move it (the callee cannot see the
+// entry's instructions).
+TEST(ReshardCacheTest, CalledComputationsKeepTheirOwnReshards) {
+  const PartitionResult r = testing::PartitionAndCompare(R"(
+body {
+  p = f32[8,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT n = f32[8,8] negate(p), sharding={replicated}
+}
+
+ENTRY main {
+  x = f32[8,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  a = f32[8,8] abs(x), sharding={replicated}
+  c = f32[8,8] call(x), to_apply=body, sharding={replicated}
+  ROOT d = f32[8,8] add(a, c), sharding={replicated}
+}
+)", 4, {1});
+  EXPECT_EQ(testing::CollectiveKinds(r), std::vector<std::string>(2, "all-gather"));
+}
+
+}  // namespace
+}  // namespace xs::spmd
