@@ -168,6 +168,8 @@ struct Attributes {
   std::optional<std::string> fusion_kind;          // kind=kLoop
   std::optional<std::string> custom_call_target;   // unescaped: custom_call_target="foo"
   std::optional<std::string> api_version;          // API_VERSION_TYPED_FFI
+  // custom-call: operand_layout_constraints={f32[4,4]{0,1}, s32[]}, one shape per operand.
+  std::optional<std::vector<Shape>> operand_layout_constraints;
   bool custom_call_has_side_effect = false;
   std::optional<std::string> backend_config;       // value text verbatim ("..." or {...})
   std::optional<std::vector<Precision>> operand_precision;

@@ -114,44 +114,18 @@ StatusOr<Shape> ConstantHandler(const Instruction& inst) {
   };
   return Walk::Of(*lit);
 }
-// Shape text without layouts or spaces: "(f32[2]{0}, s32[])" -> "(f32[2],s32[])".
-std::string BareShapeText(std::string_view text) {
-  std::string out;
-  int braces = 0;
-  for (char c : text) {
-    if (c == '{') ++braces;
-    if (braces == 0 && c != ' ') out += c;
-    if (c == '}') --braces;
-  }
-  return out;
-}
-
 // custom-call: the declared shape; operand_layout_constraints={...} must list one shape per
-// operand, each equal to the operand's.
+// operand, each equal to the operand's (layouts aside).
 StatusOr<Shape> CustomCallHandler(const Instruction& inst) {
-  auto text = inst.attrs().Other("operand_layout_constraints");
-  if (!text) return Declared(inst);
-  std::string_view body = StripWhitespace(*text);
-  if (body.size() >= 2 && body.front() == '{') body = body.substr(1, body.size() - 2);
-  std::vector<std::string> shapes(1);
-  int depth = 0;
-  for (char c : body) {
-    if (c == '(' || c == '[' || c == '{') ++depth;
-    if (c == ')' || c == ']' || c == '}') --depth;
-    if (c == ',' && depth == 0) {
-      shapes.emplace_back();
-    } else {
-      shapes.back() += c;
-    }
-  }
-  if (StripWhitespace(body).empty()) shapes.clear();
-  if (static_cast<int>(shapes.size()) != inst.operand_count()) {
-    return InvalidArgument("operand_layout_constraints lists ", shapes.size(),
+  const auto& shapes = inst.attrs().operand_layout_constraints;
+  if (!shapes) return Declared(inst);
+  if (static_cast<int>(shapes->size()) != inst.operand_count()) {
+    return InvalidArgument("operand_layout_constraints lists ", shapes->size(),
                            " shapes for ", inst.operand_count(), " operands");
   }
   for (int i = 0; i < inst.operand_count(); ++i) {
-    if (BareShapeText(shapes[i]) != BareShapeText(ShapeText(Op(inst, i)))) {
-      return InvalidArgument("operand_layout_constraints shape ", StripWhitespace(shapes[i]),
+    if (!(*shapes)[i].Compatible(Op(inst, i))) {
+      return InvalidArgument("operand_layout_constraints shape ", ShapeText((*shapes)[i]),
                              " does not match operand ", i, " ", ShapeText(Op(inst, i)));
     }
   }

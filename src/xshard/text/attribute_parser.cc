@@ -120,7 +120,7 @@ Handler Call(CallRole role) {
 constexpr std::string_view kVerbatim[] = {
     "algorithm", "batch_norm", "cross_program_prefetch_index", "domain", "is_associative",
     "is_composite", "is_host_transfer", "is_reverse", "num_carries",
-    "operand_layout_constraints", "origin", "output_to_operand_aliasing", "result_accuracy",
+    "origin", "output_to_operand_aliasing", "result_accuracy",
     "schedule", "split_dimension", "statistics", "lhs_group_dims", "ragged_dot_mode", "delta",
     "parameter_replication", "composite", "sparsity", "mode", "dynamic_slice_sizes_list",
     "slice_sizes_list", "scatter_dim", "known_cycle", "literal", "sparsity_config",
@@ -275,6 +275,20 @@ const std::unordered_map<std::string_view, Handler>& Table() {
       {"mantissa_bits", IntTo(&Attributes::mantissa_bits, "mantissa_bits")},
       {"infeed_config", StringTo(&Attributes::infeed_config)},
       {"outfeed_config", StringTo(&Attributes::outfeed_config)},
+      {"operand_layout_constraints",
+       [](Lexer& lex, AttrSink& s) -> Status {
+         XS_RETURN_IF_ERROR(lex.Expect('{', "to open operand_layout_constraints={shape, ...}"));
+         std::vector<Shape> shapes;
+         if (!lex.TryConsume('}')) {
+           do {
+             XS_ASSIGN_OR_RETURN(Shape sh, ParseShape(lex));
+             shapes.push_back(std::move(sh));
+           } while (lex.TryConsume(','));
+           XS_RETURN_IF_ERROR(lex.Expect('}', "to close operand_layout_constraints"));
+         }
+         s.inst->mutable_attrs().operand_layout_constraints = std::move(shapes);
+         return OkStatus();
+       }},
       {"outfeed_shape",
        [](Lexer& lex, AttrSink& s) -> Status {
          XS_ASSIGN_OR_RETURN(Shape sh, ParseShape(lex));

@@ -152,6 +152,11 @@ void TypedAttributes(const Instruction& inst, Attrs& out) {
   }
   if (a.fusion_kind) add("kind", *a.fusion_kind);
   if (a.custom_call_target) add("custom_call_target", CEscape(*a.custom_call_target));
+  if (a.operand_layout_constraints) {
+    std::vector<std::string> shapes;
+    for (const Shape& sh : *a.operand_layout_constraints) shapes.push_back(sh.ToString());
+    add("operand_layout_constraints", StrCat("{", StrJoin(shapes, ", "), "}"));
+  }
   if (a.api_version) add("api_version", *a.api_version);
   if (a.custom_call_has_side_effect) add("custom_call_has_side_effect", "true");
   if (a.is_stable) add("is_stable", "true");

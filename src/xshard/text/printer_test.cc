@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "xshard/ir/module_equal.h"
+#include "xshard/ir/verifier.h"
 #include "xshard/text/parser.h"
 
 namespace xs {
@@ -222,6 +223,45 @@ TEST(Printer, LargeSplatConstantPrintsAsOneValue) {
   EXPECT_EQ(PrintInstruction(*m->entry()->root(), PrintOptions::Short()),
             "c = f32[5,1024,1024] constant(1)");
   EXPECT_EQ(m->entry()->root()->literal().GetDouble(5 * 1024 * 1024 - 1), 1.0);
+}
+
+// operand_layout_constraints is parsed into shapes (text/), not kept as text for shape inference to
+// split: printed back with its layouts, reparsed equal, and checked against the operands.
+TEST(Printer, OperandLayoutConstraintsAreShapes) {
+  std::unique_ptr<Module> m = Parse(R"(HloModule m
+ENTRY e {
+  a = f32[4,4]{0,1} parameter(0)
+  b = f32[4,1]{0,1} parameter(1)
+  ROOT c = f32[4,1]{0,1} custom-call(a, b), custom_call_target="lapack_strsm_ffi", operand_layout_constraints={f32[4,4]{0,1}, f32[4,1]{0,1}}, api_version=API_VERSION_TYPED_FFI
+})");
+  ASSERT_NE(m, nullptr);
+  const Attributes& c = m->entry()->GetInstruction("c")->attrs();
+  ASSERT_TRUE(c.operand_layout_constraints.has_value());
+  ASSERT_EQ(c.operand_layout_constraints->size(), 2u);
+  EXPECT_EQ((*c.operand_layout_constraints)[0].ToString(), "f32[4,4]{0,1}");
+  EXPECT_EQ((*c.operand_layout_constraints)[1].ToString(), "f32[4,1]{0,1}");
+  EXPECT_TRUE(c.other.empty());
+  const std::string printed = PrintHloModule(*m);
+  EXPECT_NE(printed.find("operand_layout_constraints={f32[4,4]{0,1}, f32[4,1]{0,1}}"), std::string::npos)
+      << printed;
+  std::unique_ptr<Module> again = Parse(printed);
+  ASSERT_NE(again, nullptr);
+  EXPECT_TRUE(CheckModulesEqual(*m, *again).ok()) << printed;
+  // An empty list parses; a shape that differs from its operand is an error naming both.
+  StatusOr<std::unique_ptr<Module>> empty = ParseHloModule(R"(HloModule m
+ENTRY e { ROOT c = f32[2] custom-call(), custom_call_target="x", operand_layout_constraints={} })");
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_EQ((*empty)->entry()->GetInstruction("c")->attrs().operand_layout_constraints->size(), 0u);
+  std::unique_ptr<Module> bad = Parse(R"(HloModule m
+ENTRY e { a = f32[2] parameter(0)
+  ROOT c = f32[2] custom-call(a), custom_call_target="x", operand_layout_constraints={f32[3]{0}} })");
+  ASSERT_NE(bad, nullptr);
+  const Status verified = Verify(*bad);
+  ASSERT_FALSE(verified.ok());
+  EXPECT_NE(verified.message().find("operand_layout_constraints shape f32[3]"), std::string::npos)
+      << verified.message();
+  EXPECT_NE(verified.message().find("does not match operand 0 f32[2]"), std::string::npos)
+      << verified.message();
 }
 
 }  // namespace
