@@ -32,6 +32,16 @@ LISTED = re.compile(r"^  %[\w.\-]+: (all-gather|all-reduce|reduce-scatter|all-to
 UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
 
 
+def format_bytes(b):
+    """The report's FormatBytes: 12 -> "12B", 8069 -> "7.88KiB"."""
+    if b < 1024:
+        return f"{b}B"
+    v, unit = b / 1024, 0
+    while v >= 1024 and unit < 3:
+        v, unit = v / 1024, unit + 1
+    return f"{v:.2f}{('KiB', 'MiB', 'GiB', 'TiB')[unit]}"
+
+
 def parse_bytes(text):
     m = re.match(r"([0-9.]+)\s*([KMG]?i?B)", text)
     return round(float(m.group(1)) * UNITS[m.group(2)]) if m else None
@@ -51,7 +61,7 @@ def check(xshard, path, devices):
     for line in report.split("\nmemory per device")[0].splitlines():
         m = LISTED.match(line)
         if m:
-            listed.append((m.group(1), parse_bytes(m.group(2))))
+            listed.append((m.group(1), parse_bytes(m.group(2)), m.group(2)))
         elif line.startswith("    written in the program"):
             written += 1
     own = collectives.count(Path(path).read_text(), devices)["count"]
@@ -60,15 +70,16 @@ def check(xshard, path, devices):
     header_count, header_bytes = int(h.group(1)), parse_bytes(h.group(2))
     if header_count != len(listed):
         problems.append(f"header says {header_count} collectives, the report lists {len(listed)}")
-    listed_bytes = sum(b for _, b in listed)
+    listed_bytes = sum(b for _, b, _ in listed)
     # The header rounds to its unit (e.g. 1.1KiB): compare within that rounding.
     if header_bytes is None or abs(header_bytes - listed_bytes) > max(1, header_bytes // 50):
         problems.append(f"header says {h.group(2)}, the listed collectives sum to {listed_bytes} B")
     if got["count"] != len(listed):
         problems.append(f"program has {got['count']} collectives, the report lists {len(listed)} "
                         f"({written} of them the module's own, of {own} in the input)")
-    in_program = collections.Counter((k, b) for k, _, b in got["list"])
-    missing = collections.Counter(listed) - in_program
+    # Listed sizes are rounded as printed ("7.88KiB"): compare them in that form.
+    in_program = collections.Counter((k, format_bytes(b)) for k, _, b in got["list"])
+    missing = collections.Counter((k, text) for k, _, text in listed) - in_program
     if missing:
         problems.append(f"listed but not in the program: {dict(missing)}")
     summary = (f"{len(listed)} listed ({written} written in the program, {own} in the input) = "
