@@ -18,6 +18,7 @@
 
 #include "xshard/comm/communicator.h"
 #include "xshard/mpi/mpi_communicator.h"
+#include "xshard/mpi/status_encoding.h"
 
 namespace xs::mpi {
 
@@ -44,10 +45,7 @@ std::mutex& MpiMutex();
 void Bounded(std::string_view what, std::chrono::milliseconds timeout,
              const std::function<void()>& fn);
 
-// Status <-> "code:message", the form abort and outcome messages carry; DecodeStatus prefixes the
-// message with `prefix` ("process 2: ").
-std::string EncodeStatus(const Status& s);
-Status DecodeStatus(const std::string& text, std::string_view prefix);
+// EncodeStatus / DecodeStatus: status_encoding.h.
 
 // MarkBroken / BrokenReason for a caller that holds MpiMutex().
 void MarkBrokenLocked(const Status& reason);

@@ -35,18 +35,6 @@ Process& P() {
 
 }  // namespace
 
-std::string EncodeStatus(const Status& s) {
-  return StrCat(static_cast<int>(s.code()), ":", s.message());
-}
-Status DecodeStatus(const std::string& text, std::string_view prefix) {
-  const size_t colon = text.find(':');
-  int code = 0;
-  if (colon != std::string::npos) code = std::atoi(text.substr(0, colon).c_str());
-  if (code == 0) return OkStatus();
-  return Status(static_cast<StatusCode>(code),
-                StrCat(prefix, colon == std::string::npos ? text : text.substr(colon + 1)));
-}
-
 namespace {
 
 // Receives a pending message of `tag` from `source` (already probed) as text.
