@@ -313,6 +313,7 @@ nb::dict CollectiveDict(const spmd::CollectiveRecord& c) {
   d["dimension"] = c.dimension;
   d["cause"] = c.cause;
   d["reason"] = c.reason;
+  d["written"] = c.written;
   return d;
 }
 

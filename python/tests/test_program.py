@@ -72,6 +72,40 @@ def test_report_and_text(sums):
     spmd = sums.as_text(spmd=True)
     assert "all-reduce(" in spmd and "f32[2,6]" in spmd
     assert "sharding={devices=[4,1]<=[4]}" in sums.as_text()
+    assert not c.written  # inserted by the partitioner
+
+
+# A shard_map-style region whose only collective is the program's own psum: the report lists it,
+# marked written (not inserted), and the result is the column sums.
+MANUAL_PSUM_HLO = """
+HloModule manual_psum, num_partitions=4
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}
+  s = f32[8,4] custom-call(x), custom_call_target="Sharding", sharding={devices=[4,1]<=[4]}
+  m = f32[2,4] custom-call(s), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  zero = f32[] constant(0), sharding={manual}
+  r = f32[4] reduce(m, zero), dimensions={0}, to_apply=add, sharding={manual}
+  psum = f32[4] all-reduce(r), channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, to_apply=add, sharding={manual}
+  b = f32[4] custom-call(psum), custom_call_target="Sharding", sharding={manual}
+  ROOT f = f32[4] custom-call(b), custom_call_target="SPMDShardToFullShape", sharding={replicated}
+}
+"""
+
+
+def test_report_lists_the_programs_own_collectives():
+    program = xshard.compile(MANUAL_PSUM_HLO)
+    report = program.report()
+    assert [(c.kind, c.written) for c in report.collectives] == [("all-reduce", True)]
+    assert report.collectives[0].bytes == 24  # ring all-reduce of f32[4] over 4: 2 * 3/4 * 16 B
+    x = np.arange(32, dtype=np.float32).reshape(8, 4)
+    np.testing.assert_allclose(program(x), x.sum(axis=0))
 
 
 def test_in_and_out_shardings_override(sums):

@@ -20,7 +20,8 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 @dataclass
 class Collective:
-    """One collective the partitioner inserted."""
+    """One collective of the partitioned program: one the partitioner inserted, or (written=True)
+    one the program itself makes, such as a shard_map psum in a manual region."""
     kind: str       # "all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute"
     name: str       # its name in the SPMD program
     shape: str      # per-device result shape, e.g. "f16[4,4]"
@@ -29,6 +30,7 @@ class Collective:
     dimension: int  # gathered / scattered dim, -1 for none
     cause: str      # the global instruction being partitioned
     reason: str     # why
+    written: bool = False  # the program's own collective, copied (not inserted)
 
 
 @dataclass
@@ -163,8 +165,9 @@ class Compiled:
         return self._program.as_text(spmd)
 
     def report(self) -> Report:
-        """The collectives partitioning inserted (kind, shape, bytes, groups, cause), warnings
-        and the per-device memory estimate before and after."""
+        """The collectives of the partitioned program (kind, shape, bytes, groups, cause; the
+        program's own marked written), warnings and the per-device memory estimate before and
+        after."""
         return Report(self._program.report_text(),
                       [Collective(**c) for c in self._program.collectives()],
                       list(self._program.warnings()), dict(self._program.memory()))

@@ -413,7 +413,8 @@ def netns(args):
             print(" ".join(cmd))
             print(p.stdout, p.stderr[-3000:], f"({secs:.1f} s)")
             lines = [l for l in p.stdout.splitlines() if l.startswith("process ")]
-            ok = p.returncode == 0 and len(lines) == 2 and all(" 0 of " in l for l in lines)
+            ok = (p.returncode == 0 and sum(" 0 of " in l for l in lines) == 2
+                  and sum(l.endswith(": sharing ok") for l in lines) == 2)
             return 0 if ok else 1
     finally:
         for ns in made:
