@@ -394,7 +394,23 @@ bool Engine::ForwardGeneric(int id, int level) {
       }
       if (blocked) continue;
     }
-    DropNeedReplication(rule, fa);
+    auto tiles = [&](int f) {
+      int64_t t = 1;
+      for (int a : fa[f]) t *= mesh_.axis_size(a);
+      return t;
+    };
+    for (int f = 0; f < rule.num_factors(); ++f) {
+      if (rule.factors[f].kind != FactorKind::kNeedReplication) continue;
+      // Sort keeps the sorted dim's axes where they split it evenly and another dim could take
+      // them after its own (GSPMD's IsSortOperandShardingMovable; a rank-1 sort gathers).
+      bool movable = n.policy.forward_keeps_need_replication && rule.factors[f].size % tiles(f) == 0;
+      bool free_dim = false;
+      for (int g = 0; movable && g < rule.num_factors(); ++g) {
+        free_dim |= g != f && rule.factors[g].kind == FactorKind::kPassThrough &&
+                    rule.factors[g].size % (tiles(g) * tiles(f)) == 0 && rule.factors[g].size > 1;
+      }
+      if (!movable || !free_dim) fa[f].clear();
+    }
     for (int r = 0; r < static_cast<int>(rule.results.size()); ++r) {
       if (!rule.results[r].participates || rule.results[r].group != from.group) continue;
       AxesSharding cand = ProjectFromFactors(fa, rule.results[r], rule, mesh_);

@@ -56,7 +56,10 @@ PolicyTable MakeTable() {
   });
   SetAll(t, {Opcode::kScatter, Opcode::kTuple, Opcode::kWhile},
          [](OpPolicy& p) { p.aggressive_resharding = false; });
-  SetAll(t, {Opcode::kSort}, [](OpPolicy& p) { p.representative_at_level0 = true; });
+  SetAll(t, {Opcode::kSort}, [](OpPolicy& p) {
+    p.representative_at_level0 = true;
+    p.forward_keeps_need_replication = true;
+  });
   // Operands that share reduction / index factors take them from each other going backward
   // (variadic reduce inputs, sort operands, scatter indices <-> updates).
   SetAll(t, {Opcode::kReduce, Opcode::kSort, Opcode::kScatter},

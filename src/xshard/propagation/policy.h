@@ -34,6 +34,11 @@ struct OpPolicy {
   // Forward: skip a source whose need-replication factors are sharded (sort dim, dynamic-slice
   // sliced dims): GSPMD does not propagate through such an op at all.
   bool skip_if_need_replication_sharded = false;
+  // Forward: the result keeps the operand's axes on need-replication factors too where they split
+  // the factor evenly and a pass-through factor could take them after its own axes (sort, as
+  // GSPMD: the result takes the operand's sharding and the partitioner moves the sorted dim's
+  // axes to another dim with all-to-alls; a rank-1 sort's result stays replicated).
+  bool forward_keeps_need_replication = false;
   // Forward: a replicated operand gives nothing (broadcast, to avoid resharding after it).
   bool skip_replicated_source = false;
   // Backward: also use the other operands' factor shardings (dot / convolution contracting and

@@ -56,18 +56,28 @@ TEST(PropagationTest, ElementwiseChainTakesTheOperandSharding) {
   EXPECT_EQ(r.Origin("x"), "user annotation");
 }
 
-// A sort along a sharded dim still passes its other dims' axes on (as Shardy's rule does; GSPMD
-// stops there): jnp.argsort(x, axis=0) of x P('a', 'b') keys and positions sorted in P(None, 'b').
-TEST(PropagationTest, SortAlongAShardedDimKeepsTheOtherDimsAxes) {
-  Outcome r = Propagate(Module8(kToOutput, std::string("  x = f32[16,8] parameter(0), sharding=") + kPab +
-                                           "\n  i = s32[16,8] iota(), iota_dimension=0"
-                                           "\n  ROOT s = (f32[16,8], s32[16,8]) sort(x, i), dimensions={0}, to_apply=lt\n") +
-                        "\nlt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  c = s32[] parameter(2)\n"
-                        "  d = s32[] parameter(3)\n  ROOT r = pred[] compare(a, b), direction=LT\n}\n");
-  ASSERT_TRUE(r.result.ok()) << r.result.status().message();
+// A sort along a sharded dim takes its operand's sharding whole, as GSPMD (the partitioner then
+// moves the sorted dim's axes to another dim with all-to-alls): jnp.argsort(x, axis=0) of x
+// P('a', 'b') gives keys and positions in P('a', 'b'); the positions iota, taken backward,
+// stays P(None, 'b'). A sorted dim its axes would split unevenly (6 over 'a'=4) passes only the
+// other dims' axes on.
+TEST(PropagationTest, SortAlongAShardedDimTakesTheOperandsShardingWhereEven) {
+  const std::string lt = "\nlt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  c = s32[] parameter(2)\n"
+                         "  d = s32[] parameter(3)\n  ROOT r = pred[] compare(a, b), direction=LT\n}\n";
+  auto argsort = [&](const std::string& dims) {
+    return Propagate(Module8(kToOutput, "  x = f32[" + dims + "] parameter(0), sharding=" + kPab +
+                                            "\n  i = s32[" + dims + "] iota(), iota_dimension=0"
+                                            "\n  ROOT s = (f32[" + dims + "], s32[" + dims + "]) sort(x, i), "
+                                            "dimensions={0}, to_apply=lt\n") + lt);
+  };
   const std::string pb = "{devices=[1,2,4]<=[4,2]T(1,0) last_tile_dim_replicate}";  // P(None, 'b')
-  EXPECT_EQ(r.Sharding("s"), "{" + pb + ", " + pb + "}");
-  EXPECT_EQ(r.Sharding("i"), pb);
+  Outcome even = argsort("16,8");
+  ASSERT_TRUE(even.result.ok()) << even.result.status().message();
+  EXPECT_EQ(even.Sharding("s"), std::string("{") + kPab + ", " + kPab + "}");
+  EXPECT_EQ(even.Sharding("i"), pb);
+  Outcome uneven = argsort("6,8");
+  ASSERT_TRUE(uneven.result.ok()) << uneven.result.status().message();
+  EXPECT_EQ(uneven.Sharding("s"), "{" + pb + ", " + pb + "}");
 }
 
 TEST(PropagationTest, OutputsAreOpenAsUnderJaxAndParametersClosedUnlessAllowed) {

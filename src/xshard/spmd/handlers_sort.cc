@@ -9,24 +9,27 @@
 namespace xs::spmd::internal {
 namespace {
 
-// The operands' common axes view, or nullopt when they differ or are off the mesh / manual.
-std::optional<AxesSharding> CommonAxes(const Instruction& inst, Context& ctx) {
-  std::optional<AxesSharding> common;
+// The axes view to move: the first operand's whose sorted dim `d` is split (operands may differ
+// elsewhere, e.g. argsort's positions iota is replicated along the keys' split dims: each is
+// resharded to the moved view and costed), or nullopt when an operand is partial, off the mesh or
+// manual, or none splits `d`.
+std::optional<AxesSharding> SortedDimAxes(const Instruction& inst, Context& ctx, int d) {
+  std::optional<AxesSharding> found;
   for (const Instruction* operand : inst.operands()) {
     const PartitionedValue& v = ctx.Get(operand);
     if (v.partial()) return std::nullopt;
     std::optional<AxesSharding> a = ctx.state().mesh.ToAxes(v.sharding(), v.global_shape().rank());
-    if (!a || a->manual != 0 || (common && !(*common == *a))) return std::nullopt;
-    common = a;
+    if (!a || a->manual != 0) return std::nullopt;
+    if (!found && !a->dims[d].empty()) found = a;
   }
-  return common;
+  return found;
 }
 
 StatusOr<bool> TrySortByMovingTheAxes(const Instruction& inst, Context& ctx) {
   if (inst.operand_count() == 0 || !inst.attrs().dimensions || inst.attrs().dimensions->size() != 1) return false;
   const int d = static_cast<int>((*inst.attrs().dimensions)[0]);
-  std::optional<AxesSharding> axes = CommonAxes(inst, ctx);
-  if (!axes || axes->dims[d].empty()) return false;
+  std::optional<AxesSharding> axes = SortedDimAxes(inst, ctx, d);
+  if (!axes) return false;
   const TileMesh& mesh = ctx.state().mesh;
   ModuleState& state = ctx.state();
   const Shape& shape = inst.operand(0)->shape();
