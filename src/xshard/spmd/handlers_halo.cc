@@ -267,7 +267,9 @@ StatusOr<Instruction*> AlignReversed(const PartitionedValue& x, Instruction* loc
 // reverse along sharded dims: each partition reverses its own piece, which is the result's piece
 // of the mirrored tile, and one collective-permute (or whatever the target needs) moves it; on
 // uneven dims the reversed pieces are off by the padding, and a halo exchange realigns them
-// first (taken when that receives less than the rule handler's gather).
+// first (taken when that receives less than the rule handler's gather). On even dims with the
+// result in x's sharding, x's pieces are moved before the local reverse instead (same bytes), so
+// reverses of one value over the same sharded dims share the move (the reshard cache).
 Status HandleReverse(const Instruction& inst, Context& ctx) {
   const PartitionedValue& x = ctx.Get(inst.operand(0));
   const HloSharding& s = x.sharding();
@@ -293,6 +295,14 @@ Status HandleReverse(const Instruction& inst, Context& ctx) {
   }
   Attributes attrs;
   attrs.dimensions = *inst.attrs().dimensions;
+  if (uneven.empty() && ctx.TargetOf(inst) == s) {
+    // Even dims and a result kept in x's sharding: move x's pieces to the mirrored devices first
+    // (the same bytes as moving the reversed pieces), so that two reverses of one value over the
+    // same sharded dims share that move through the reshard cache.
+    XS_ASSIGN_OR_RETURN(PartitionedValue moved, x.Reshard(mirrored, "reverse"));
+    Instruction* local = em.Add(Opcode::kReverse, x.hlo()->shape(), {moved.hlo()}, std::move(attrs));
+    return ctx.Finish(inst, PartitionedValue(local, inst.shape(), s, &em), "reverse");
+  }
   Instruction* local = em.Add(Opcode::kReverse, x.hlo()->shape(), {x.hlo()}, std::move(attrs));
   if (!uneven.empty()) {
     XS_ASSIGN_OR_RETURN(local, AlignReversed(x, local, mirrored, uneven, em));
