@@ -336,6 +336,10 @@ Status ParseAttribute(Lexer& lex, AttrSink& sink) {
   size_t at = (lex.SkipSpace(), lex.pos());
   std::string_view name = lex.PeekWord();
   if (name.empty()) return lex.Error("expected an attribute name=value after ','");
+  if (!sink.seen.emplace(name).second) {
+    return lex.ErrorAt(at, StrCat("attribute '", name, "' is given twice on '", sink.inst->name(),
+                                  "'; keep one"));
+  }
   lex.set_pos(at + name.size());
   if (!lex.TryConsume('='))
     return lex.Error(StrCat("expected '=' after attribute name '", name, "'"));

@@ -281,7 +281,7 @@ StatusOr<Instruction*> Parser::ParseRhs(CompState& st, std::string name, size_t 
   if (info.sugar == Sugar::kStart)
     wrapped = Instruction::Create(info.sugar_base, Shape::Tuple({}), {},
                                   std::string(OpcodeName(info.sugar_base)));
-  AttrSink sink{wrapped ? wrapped.get() : inst, &calls_, {}};
+  AttrSink sink{wrapped ? wrapped.get() : inst, &calls_, {}, {}};
   while (with_attributes && lex_.TryConsume(',')) XS_RETURN_IF_ERROR(text_internal::ParseAttribute(lex_, sink));
   info.control_predecessors = std::move(sink.control_predecessors);
   if (wrapped) {

@@ -3,6 +3,7 @@
 #ifndef XSHARD_TEXT_PARSER_INTERNAL_H_
 #define XSHARD_TEXT_PARSER_INTERNAL_H_
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,9 +40,11 @@ struct AttrSink {
   Instruction* inst;
   std::vector<CallRef>* calls;              // module-level pending computation references
   std::vector<NameRef> control_predecessors;
+  std::set<std::string, std::less<>> seen;  // attribute names given so far (each may come once)
 };
 
-// Parses `name=value` at the lexer position (the name not yet consumed) into sink.
+// Parses `name=value` at the lexer position (the name not yet consumed) into sink; a name given
+// twice on one instruction is an error (as XLA's parser: which value counts would be a guess).
 Status ParseAttribute(Lexer& lex, AttrSink& sink);
 
 // Attribute value parsers (attribute_values.cc); each reads the value after '=' into sink.inst
