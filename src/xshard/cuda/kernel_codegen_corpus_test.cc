@@ -198,7 +198,13 @@ TEST(KernelCodegenCorpus, ModulesTheHostHarnessRunsMatchTheCpu) {
   std::cout << "modules run with host-compiled kernels: " << ran << " of " << all.size()
             << " (the others have steps the harness does not run: dots, collectives, control flow, "
                "warp / block reduces, ...; " << not_run << " refused late)\n";
-  EXPECT_GT(ran, 100);
+  // With the OpenXLA corpus over 100 run; the repository's test data alone gives 16.
+  if (xs::testing::CorpusAvailable(XSHARD_CORPUS_DIR)) {
+    EXPECT_GT(ran, 100);
+  } else {
+    EXPECT_GE(ran, 10);
+    std::cout << "the OpenXLA corpus is not at " << XSHARD_CORPUS_DIR << ": only the test data ran\n";
+  }
 }
 
 TEST(KernelCodegenCorpus, ModulesTheHarnessRunsMatchTheCpuOnAGpu) {
