@@ -1,10 +1,14 @@
 """xshard.compile from Python: outputs against numpy, the partitioned program and its report, the
 timing report, zero-copy results, and errors as ValueError with xshard's message."""
+import os
+
 import numpy as np
 import pytest
 
 import xshard
 from xshard import NamedSharding, P
+
+from conftest import source_dir
 
 # A global program with annotations in the text: s = x + y and its column sums (a reduce over
 # the sharded dim, so the partitioner must insert an all-reduce of the partial sums).
@@ -75,32 +79,12 @@ def test_report_and_text(sums):
     assert not c.written  # inserted by the partitioner
 
 
-# A shard_map-style region whose only collective is the program's own psum: the report lists it,
-# marked written (not inserted), and the result is the column sums.
-MANUAL_PSUM_HLO = """
-HloModule manual_psum, num_partitions=4
-
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
-
-ENTRY main {
-  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}
-  s = f32[8,4] custom-call(x), custom_call_target="Sharding", sharding={devices=[4,1]<=[4]}
-  m = f32[2,4] custom-call(s), custom_call_target="SPMDFullToShardShape", sharding={manual}
-  zero = f32[] constant(0), sharding={manual}
-  r = f32[4] reduce(m, zero), dimensions={0}, to_apply=add, sharding={manual}
-  psum = f32[4] all-reduce(r), channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, to_apply=add, sharding={manual}
-  b = f32[4] custom-call(psum), custom_call_target="Sharding", sharding={manual}
-  ROOT f = f32[4] custom-call(b), custom_call_target="SPMDShardToFullShape", sharding={replicated}
-}
-"""
-
-
+# A shard_map-style region whose only collective is the program's own psum (the module the CLI's
+# partition_report.test uses): the report lists it, marked written (not inserted), and the result
+# is the column sums.
 def test_report_lists_the_programs_own_collectives():
-    program = xshard.compile(MANUAL_PSUM_HLO)
+    with open(os.path.join(source_dir(), "tests", "data", "spmd", "manual_psum.hlo")) as f:
+        program = xshard.compile(f.read())
     report = program.report()
     assert [(c.kind, c.written) for c in report.collectives] == [("all-reduce", True)]
     assert report.collectives[0].bytes == 24  # ring all-reduce of f32[4] over 4: 2 * 3/4 * 16 B
