@@ -90,11 +90,15 @@ struct ScatterDimensionNumbers {
 
 // replica_groups={{0,1},{2,3}} (explicit) or replica_groups=[2,2]<=[4] / [2,4]<=[4,2]T(1,0)
 // (iota: `[num_groups,group_size]<=[reshape]T(perm)`, numpy
-// arange(N).reshape(reshape).transpose(perm).reshape(num_groups, group_size)). Printed in the form
-// it was given. Groups() always gives the explicit lists.
+// arange(N).reshape(reshape).transpose(perm).reshape(num_groups, group_size)) or
+// replica_groups=mesh['x'=4,'y'=2] {'y'} (mesh axes, text/mesh_replica_groups.h). Printed in the
+// form it was given. Groups() always gives the explicit lists.
 struct ReplicaGroups {
-  std::vector<std::vector<int64_t>> groups;  // explicit form (also filled for the iota form)
+  std::vector<std::vector<int64_t>> groups;  // explicit form (also filled for the other forms)
   bool iota = false;                         // true: print as the iota form below
+  // Set: the mesh-axes text as written (`mesh['x'=4,'y'=2] {'y'}`), printed verbatim so dumps
+  // compare with XLA's; `groups` holds its expansion. Whoever changes `groups` clears it.
+  std::string mesh_form;
   int64_t num_groups = 0, group_size = 0;
   std::vector<int64_t> reshape_dims;
   std::vector<int64_t> transpose_perm;  // empty: identity

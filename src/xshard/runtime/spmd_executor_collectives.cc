@@ -6,8 +6,6 @@
 #include <array>
 #include <cstring>
 
-#include "xshard/runtime/spmd_executor_mesh_groups.h"
-
 namespace xs {
 namespace {
 
@@ -191,15 +189,10 @@ StatusOr<PlannedCollective> PlanOne(const Instruction& inst, const CollectiveOpI
     StatusOr<GroupMode> mode = GroupModeFor(attrs.channel_id.has_value(), global);
     if (!mode.ok()) return Annotate(mode.status(), StrCat(op.name, ": "));
     op.mode = *mode;
-    std::vector<std::vector<int64_t>> given;
-    if (attrs.replica_groups) {
-      given = attrs.replica_groups->Groups();
-    } else if (std::optional<std::string_view> mesh_form = attrs.Other("replica_groups")) {
-      StatusOr<std::vector<std::vector<int64_t>>> expanded =
-          ExpandMeshAxesReplicaGroups(*mesh_form);
-      if (!expanded.ok()) return Annotate(expanded.status(), StrCat(op.name, ": "));
-      given = std::move(expanded).value();
-    }
+    // Every replica_groups form (explicit, iota, mesh axes) arrives expanded from text/.
+    const std::vector<std::vector<int64_t>> none;
+    const std::vector<std::vector<int64_t>>& given =
+        attrs.replica_groups ? attrs.replica_groups->Groups() : none;
     XS_ASSIGN_OR_RETURN(op.groups, ResolveGroupMode(op.mode, given, replicas, partitions,
                                                     op.name));
   }

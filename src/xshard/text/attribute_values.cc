@@ -6,6 +6,7 @@
 
 #include "xshard/base/limits.h"
 #include "xshard/base/strings.h"
+#include "xshard/text/mesh_replica_groups.h"
 #include "xshard/text/parser_internal.h"
 
 namespace xs::text_internal {
@@ -230,13 +231,13 @@ Status ParseDimLabels(Lexer& lex, AttrSink& s) {
   return OkStatus();
 }
 
-// {{0,1},{2,3}}, {}, or the iota form [2,4]<=[4,2]T(1,0).
+// {{0,1},{2,3}}, {}, the iota form [2,4]<=[4,2]T(1,0), or the mesh-axes form
+// mesh['x'=4,'y'=2] {'y'} (mesh_replica_groups.h).
 Status ParseReplicaGroups(Lexer& lex, AttrSink& s) {
   ReplicaGroups rg;
   size_t at = (lex.SkipSpace(), lex.pos());
-  if (lex.PeekWord() == "mesh") {  // mesh['x'=2,...] named-axis groups: kept verbatim
-    XS_ASSIGN_OR_RETURN(std::string v, lex.ScanVerbatimValue());
-    s.inst->mutable_attrs().other.push_back({"replica_groups", std::move(v)});
+  if (lex.PeekWord() == "mesh") {
+    XS_ASSIGN_OR_RETURN(s.inst->mutable_attrs().replica_groups, ParseMeshAxesReplicaGroups(lex));
     return OkStatus();
   }
   if (lex.PeekRaw() == '[') {

@@ -70,6 +70,7 @@ std::string DimLabels(const ConvolutionDimensionNumbers& c) {
 }
 
 std::string ReplicaGroupsText(const ReplicaGroups& rg) {
+  if (!rg.mesh_form.empty()) return rg.mesh_form;  // as written, like XLA's dumps
   if (rg.iota) {
     std::string s = StrCat("[", rg.num_groups, ",", rg.group_size, "]<=[",
                            StrJoin(rg.reshape_dims, ","), "]");
