@@ -1,5 +1,5 @@
-// CompileModule: shardy-import -> propagate -> partition -> cse -> dce -> async-collectives, one
-// ordered list of passes sharing one clone of the input and propagation's results.
+// CompileModule: shardy-import -> inline-calls -> propagate -> partition -> cse -> dce ->
+// async-collectives, one ordered list of passes sharing one clone of the input and propagation's results.
 #include "xshard/jit/compile_pipeline.h"
 
 #include <functional>
@@ -8,6 +8,7 @@
 
 #include "xshard/base/limits.h"
 #include "xshard/base/strings.h"
+#include "xshard/passes/call_inline.h"
 #include "xshard/passes/collective_schedule.h"
 #include "xshard/passes/cse.h"
 #include "xshard/passes/dce.h"
@@ -20,8 +21,8 @@ namespace {
 
 // The pipeline's passes, in order. CompileModule runs each through PassSequence::Run, which
 // checks that they come in this order, so the list and the code cannot drift apart.
-constexpr std::string_view kPasses[] = {"shardy-import", "propagate", "partition",
-                                        "cse",           "dce",       "async-collectives"};
+constexpr std::string_view kPasses[] = {"shardy-import", "inline-calls", "propagate",        "partition",
+                                        "cse",           "dce",          "async-collectives"};
 
 // Runs CompileModule's passes one after another: numbers them (from 1, for the dump files), dumps
 // the module after each as the options ask, and names the pass in the errors of those that do not
@@ -88,6 +89,10 @@ StatusOr<CompiledModule> CompileModule(const Module& global, int64_t num_devices
   XS_RETURN_IF_ERROR(passes.Run("shardy-import", true, out.global, [&] {
     return RunAndCompare(g, dump.Wants("shardy-import"), ImportShardyManualComputations);
   }));
+  // Calls become part of their callers, as XLA inlines them before propagation: a value is then
+  // sharded and resharded once across what were call boundaries.
+  XS_RETURN_IF_ERROR(passes.Run("inline-calls", options.inline_calls, out.global,
+                                [&] { return InlineCalls(g); }, /*name_errors=*/true));
   XS_RETURN_IF_ERROR(passes.Run("propagate", options.partition.propagate, out.global, [&]() -> StatusOr<bool> {
     XS_ASSIGN_OR_RETURN(out.propagation,
                         PropagateForPartitioning(g, num_devices, options.partition.propagation));

@@ -1,6 +1,8 @@
 // The compiler as one pipeline (Halide's Lower.cpp is the model): an ordered list of named passes
 // over one compilation, with shared options and the module printed after any pass:
 //   shardy-import      JAX's Shardy form of shard_map and shardings -> the GSPMD form (spmd/)
+//   inline-calls       calls replaced by their callees' bodies, as XLA does before propagation
+//                      (passes/; shard_map bodies stay calls)
 //   propagate          sharding propagation on (one clone of) the global module, in place
 //                      (propagation/)
 //   partition          the SPMD module for N devices (spmd/), built on propagation's tile mesh
@@ -29,7 +31,8 @@ struct CompileOptions {
   // Partitioning, with the propagation switch and options (partition.propagate,
   // partition.propagation): propagation on, output padding masked, no windowed einsum.
   PartitionOptions partition;
-  bool cleanup = true;  // the cse and dce passes
+  bool cleanup = true;       // the cse and dce passes
+  bool inline_calls = true;  // the inline-calls pass (InlineCalls, passes/call_inline.h)
   DumpOptions dump;     // --dump-after PASS / --dump-after-each
   // The async-collectives pass (ScheduleAsyncCollectives), after cleanup.
   bool async_collectives = false;
@@ -44,10 +47,10 @@ struct CompiledModule {
   PartitionResult partitioned;
 };
 
-// Every pass of the pipeline, in the order CompileModule runs them: "shardy-import", "propagate",
-// "partition", "cse", "dce", "async-collectives" (the names --dump-after accepts). A pass the
-// options switch off (propagate, cse / dce, async-collectives) keeps its place and number and is
-// not dumped.
+// Every pass of the pipeline, in the order CompileModule runs them: "shardy-import",
+// "inline-calls", "propagate", "partition", "cse", "dce", "async-collectives" (the names
+// --dump-after accepts). A pass the options switch off (inline-calls, propagate, cse / dce,
+// async-collectives) keeps its place and number and is not dumped.
 std::vector<std::string> CompilePassNames();
 
 // Runs the pipeline on `global` for `num_devices` partitions, dumping as options.dump asks.

@@ -31,8 +31,8 @@ StatusOr<CompiledModule> CompileText(const std::string& text, const CompileOptio
 }
 
 TEST(CompilePipelineTest, PassNamesInOrder) {
-  EXPECT_EQ(CompilePassNames(), (std::vector<std::string>{"shardy-import", "propagate", "partition", "cse",
-                                                          "dce", "async-collectives"}));
+  EXPECT_EQ(CompilePassNames(), (std::vector<std::string>{"shardy-import", "inline-calls", "propagate", "partition",
+                                                          "cse", "dce", "async-collectives"}));
 }
 
 // Every pass, each dumped once, in order, numbered from 1 (file names), when all are switched on.
@@ -48,7 +48,8 @@ TEST(CompilePipelineTest, DumpAfterEachShowsEveryPassInOrder) {
   // kOuter is in GSPMD form: the import changes nothing. The dot's partial sums need an
   // all-reduce, which the schedule turns into all-reduce-start / -done.
   size_t at = 0;
-  for (const char* header : {"// after shardy-import (unchanged):", "// after propagate (changed):",
+  for (const char* header : {"// after shardy-import (unchanged):", "// after inline-calls (unchanged):",
+                             "// after propagate (changed):",
                              "// after partition (changed):", "// after cse (unchanged):",
                              "// after dce (unchanged):", "// after async-collectives (changed):"}) {
     const size_t found = text.find(header, at);
@@ -59,7 +60,7 @@ TEST(CompilePipelineTest, DumpAfterEachShowsEveryPassInOrder) {
   EXPECT_EQ(text.find("all-reduce-start"), text.find("all-reduce-start", text.find("// after async-collectives")));
 }
 
-// A disabled pass is not dumped but keeps its number: dce is file 05 with or without cleanup's
+// A disabled pass is not dumped but keeps its number: dce is file 06 with or without cleanup's
 // neighbours, and async-collectives (off) writes nothing.
 TEST(CompilePipelineTest, DumpFilesAreNumberedByPassPosition) {
   const std::string dir = testing::TempDir() + "/compile_pipeline_dump";
@@ -74,7 +75,7 @@ TEST(CompilePipelineTest, DumpFilesAreNumberedByPassPosition) {
   std::vector<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(files, (std::vector<std::string>{"01-shardy-import.hlo", "05-dce.hlo"}));
+  EXPECT_EQ(files, (std::vector<std::string>{"01-shardy-import.hlo", "06-dce.hlo"}));
   std::filesystem::remove_all(dir);
 }
 
@@ -104,6 +105,44 @@ ENTRY main {
   EXPECT_NE(text.find("SPMDFullToShardShape"), std::string::npos) << text;
   EXPECT_EQ(text.find("xla.sdy.GlobalToLocalShape"), std::string::npos) << text;
   EXPECT_EQ(text.find("// after propagate"), std::string::npos) << text;
+}
+
+// Calls are inlined before propagation: the reversed half that a call returns is sharded with
+// the caller's values (no call, no collective at its boundary), while a shard_map body stays a
+// call (its manual region is the partitioner's to keep).
+TEST(CompilePipelineTest, InlineCallsRunsBeforePropagationAndKeepsShardMapBodies) {
+  constexpr char kCalls[] = R"(
+HloModule calls
+flip { a = f32[16,4] parameter(0)
+ ROOT r = f32[16,4] reverse(a), dimensions={0} }
+body { p = f32[2,4] parameter(0), sharding={manual}
+ ROOT n = f32[2,4] negate(p), sharding={manual} }
+ENTRY main {
+  x = f32[16,4] parameter(0), sharding={devices=[8,1]<=[8]}
+  f = f32[16,4] call(x), to_apply=flip
+  s = f32[16,4] custom-call(f), custom_call_target="Sharding", sharding={devices=[8,1]<=[8]}
+  l = f32[2,4] custom-call(s), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  c = f32[2,4] call(l), to_apply=body, sharding={manual}
+  ROOT o = f32[16,4] custom-call(c), custom_call_target="SPMDShardToFullShape", sharding={devices=[8,1]<=[8]}
+})";
+  std::ostringstream dump;
+  CompileOptions options;
+  options.dump.after = {"inline-calls"};
+  options.dump.stream = &dump;
+  StatusOr<CompiledModule> r = CompileText(kCalls, options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::string text = dump.str();
+  ASSERT_EQ(text.rfind("// after inline-calls (changed):", 0), 0u) << text;
+  EXPECT_EQ(r->global->GetComputation("flip"), nullptr);
+  ASSERT_NE(r->global->GetComputation("body"), nullptr);
+  int calls = 0;
+  for (const Instruction* i : r->global->entry()->instructions()) calls += i->opcode() == Opcode::kCall;
+  EXPECT_EQ(calls, 1);
+  options.inline_calls = false;
+  options.dump = {};
+  StatusOr<CompiledModule> kept = CompileText(kCalls, options);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_NE(kept->global->GetComputation("flip"), nullptr);
 }
 
 // The device limit (base/limits.h: 8192) and replica_count are checked before any pass runs.
@@ -175,8 +214,8 @@ TEST(CompilePipelineTest, UnknownDumpNameIsAnError) {
   StatusOr<CompiledModule> r = CompileText(kOuter, options);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
-            "--dump-after: no pass named 'fold'; the passes are shardy-import, propagate, partition, "
-            "cse, dce, async-collectives");
+            "--dump-after: no pass named 'fold'; the passes are shardy-import, inline-calls, propagate, "
+            "partition, cse, dce, async-collectives");
 }
 
 TEST(CompilePipelineTest, NoPropagationLeavesUnannotatedValuesReplicated) {

@@ -25,6 +25,7 @@
 #include "xshard/core/allocation_failure.h"
 #include "xshard/core/npy.h"
 #include "xshard/ir/verifier.h"
+#include "xshard/jit/compile_pipeline.h"
 #include "xshard/jit/host_memory.h"
 #include "xshard/text/parser.h"
 
@@ -119,9 +120,10 @@ void AddMachineFlags(CLI::App* cmd, spmd::MachineModel& machine) {
 }
 
 void AddDumpFlags(CLI::App* cmd, DumpFlags& flags) {
+  std::string passes;
+  for (const std::string& name : CompilePassNames()) StrAppend(&passes, passes.empty() ? "" : ", ", name);
   cmd->add_option("--dump-after", flags.after,
-                  "Print the module to stderr after this pass (propagate, partition, cse, dce);\n"
-                  "repeatable");
+                  StrCat("Print the module to stderr after this pass (", passes, ");\nrepeatable"));
   cmd->add_flag("--dump-after-each", flags.each, "Print the module to stderr after every pass");
   cmd->add_option("--dump-dir", flags.dir,
                   "Write the dumps to DIR/<NN>-<pass>.hlo instead of stderr (DIR must exist)")

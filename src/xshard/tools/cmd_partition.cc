@@ -1,4 +1,4 @@
-// `xshard partition FILE.hlo [--devices N] [--report] [--short] [--no-propagate]
+// `xshard partition FILE.hlo [--devices N] [--report] [--short] [--no-propagate] [--no-inline-calls]
 // [--to-parameters B] [--to-output open|closed] [--link-gbps G] [--collective-latency-us U]
 // [--device-gflops F] [--windowed-einsum-threshold BYTES] [--async-collectives]
 // [--dump-after PASS] [--dump-after-each] [--dump-dir DIR]`: the compiler pipeline
@@ -22,6 +22,7 @@ struct PartitionFlags {
   bool report = false;
   bool short_form = false;
   bool no_propagate = false;
+  bool no_inline_calls = false;
   bool async_collectives = false;
   int64_t windowed_einsum_threshold = -1;
   PropagationFlags propagation;
@@ -38,6 +39,7 @@ Status RunPartition(const PartitionFlags& f) {
   }
   CompileOptions options;
   options.partition.propagate = !f.no_propagate;
+  options.inline_calls = !f.no_inline_calls;
   XS_ASSIGN_OR_RETURN(options.partition.propagation, ToPropagationOptions(f.propagation));
   options.dump = ToDumpOptions(f.dump);
   options.partition.windowed_einsum_threshold_bytes = f.windowed_einsum_threshold;
@@ -72,6 +74,9 @@ void AddPartitionCommand(CLI::App& root, CommandList& commands) {
   cmd->add_flag("--short", flags->short_form, "Print the '%'-less short form");
   cmd->add_flag("--no-propagate", flags->no_propagate,
                 "Do not propagate shardings: unannotated instructions are replicated");
+  cmd->add_flag("--no-inline-calls", flags->no_inline_calls,
+                "Partition each call's callee as a computation of its own instead of inlining it\n"
+                "first (the inline-calls pass; shard_map bodies are never inlined)");
   AddPropagationFlags(cmd, flags->propagation);
   AddMachineFlags(cmd, flags->machine);
   AddDumpFlags(cmd, flags->dump);
