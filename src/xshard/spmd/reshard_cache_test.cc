@@ -79,5 +79,23 @@ ENTRY main {
   EXPECT_EQ(testing::CollectiveKinds(r), std::vector<std::string>(2, "all-gather"));
 }
 
+// A plan's cost counts a reshard the computation already emitted as free: x is gathered whole for
+// `s`, so the dot that contracts x's split dim reads the gathered copy (no collective of its own)
+// instead of summing partial products with an all-reduce (896 B, cheaper than a second gather of
+// 14 KiB, but not than reusing the first).
+TEST(ReshardCacheTest, PlansCountACachedReshardAsFree) {
+  const PartitionResult r = testing::PartitionAndCompare(R"(
+ENTRY main {
+  x = f32[64,64] parameter(0), sharding={devices=[1,8]<=[8]}
+  w = f32[64,2] parameter(1), sharding={replicated}
+  s = f32[64,64] custom-call(x), custom_call_target="Sharding", sharding={replicated}
+  n = f32[64,64] negate(s), sharding={replicated}
+  d = f32[64,2] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={replicated}
+  ROOT t = (f32[64,64], f32[64,2]) tuple(n, d), sharding={{replicated}, {replicated}}
+}
+)", 8, {1});
+  EXPECT_EQ(testing::CollectiveKinds(r), std::vector<std::string>{"all-gather"});
+}
+
 }  // namespace
 }  // namespace xs::spmd
