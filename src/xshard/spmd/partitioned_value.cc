@@ -20,30 +20,57 @@ bool HasManualPart(const HloSharding& s) {
   return false;
 }
 
-using Route = std::function<StatusOr<PartitionedValue>(const PartitionedValue&, const HloSharding&,
-                                                        std::string_view)>;
+using Route = std::function<StatusOr<internal::RouteResult>(const PartitionedValue&, const HloSharding&,
+                                                           std::string_view)>;
 
-int64_t DryRun(const Route& route, const PartitionedValue& v, const HloSharding& target,
-               std::string_view why, int64_t* bytes) {
+// The cost of `route` run on a scratch copy of `v`, kImpossibleCost when it does not apply
+// (`reason` then says why); `bytes` gets the bytes it receives. A route's error is returned.
+StatusOr<int64_t> DryRun(const Route& route, const PartitionedValue& v, const HloSharding& target,
+                         std::string_view why, int64_t* bytes, std::string* reason) {
   std::unique_ptr<Emitter> scratch = Emitter::Scratch(&v.emitter().state());
   PartitionedValue pv(scratch->ScratchParameter(v.hlo()->shape()), v.global_shape(), v.sharding(),
                       scratch.get(), v.partial());
-  StatusOr<PartitionedValue> r = route(pv, target, why);
+  XS_ASSIGN_OR_RETURN(internal::RouteResult r, route(pv, target, why));
   *bytes = scratch->bytes();
-  return r.ok() ? scratch->cost() : kImpossibleCost;
+  if (!r.applies()) {
+    *reason = r.reason();
+    return kImpossibleCost;
+  }
+  return scratch->cost();
 }
 
-StatusOr<PartitionedValue> ReshardTiled(const PartitionedValue& v, const HloSharding& target,
-                                        std::string_view why) {
-  StatusOr<PartitionedValue> local = internal::LocalSliceRoute(v, target);
-  if (local.ok()) return local;
-  const std::vector<std::pair<std::string, Route>> routes = {
+const std::vector<std::pair<std::string, Route>>& TiledRoutes() {
+  static const std::vector<std::pair<std::string, Route>> routes = {
       {"axes", internal::AxesRoute},
       {"permute", internal::PermuteRoute},
       {"all-to-all + permute", internal::AllToAllPermuteRoute},
       {"all-to-all + halo + permute", internal::AllToAllHaloPermuteRoute},
       {"full", internal::FullRoute},
       {"masked all-reduce", internal::MaskedAllReduceRoute}};
+  return routes;
+}
+
+// The error for a value no route can reshard, with each route's reason (dry-run again: this is
+// the rare path, and the memo keeps only the decision).
+Status NoRoute(const PartitionedValue& v, const HloSharding& target, std::string_view why,
+               const std::string& local_reason) {
+  std::string reasons = StrCat("local slice: ", local_reason);
+  for (const auto& [name, route] : TiledRoutes()) {
+    int64_t bytes = 0;
+    std::string reason;
+    XS_ASSIGN_OR_RETURN(const int64_t cost, DryRun(route, v, target, why, &bytes, &reason));
+    reasons += StrCat("; ", name, ": ", cost == kImpossibleCost ? reason : "applies");
+  }
+  return Unimplemented("cannot reshard ", v.global_shape().ToString(false), " from ", v.sharding().ToString(),
+                       " to ", target.ToString(), why.empty() ? "" : StrCat(" (", why, ")"),
+                       ": no route applies (", reasons, ")");
+}
+
+StatusOr<PartitionedValue> ReshardTiled(const PartitionedValue& v, const HloSharding& target,
+                                        std::string_view why) {
+  XS_ASSIGN_OR_RETURN(internal::RouteResult local, internal::LocalSliceRoute(v, target));
+  if (local.applies()) return std::move(local).value();
+  const std::vector<std::pair<std::string, Route>>& routes = TiledRoutes();
   ModuleState& state = v.emitter().state();
   // The cheapest route depends only on the key: dry-run the routes once per key.
   const ReshardKey key = MakeReshardKey(kRouteDecision, state, v.global_shape(), v.sharding(),
@@ -54,7 +81,8 @@ StatusOr<PartitionedValue> ReshardTiled(const PartitionedValue& v, const HloShar
     int64_t best_cost = kImpossibleCost;
     for (int i = 0; i < static_cast<int>(routes.size()); ++i) {
       int64_t bytes = 0;
-      const int64_t cost = DryRun(routes[i].second, v, target, why, &bytes);
+      std::string reason;
+      XS_ASSIGN_OR_RETURN(const int64_t cost, DryRun(routes[i].second, v, target, why, &bytes, &reason));
       if (cost < best_cost) {
         decision.route = i;
         best_cost = cost;
@@ -65,10 +93,7 @@ StatusOr<PartitionedValue> ReshardTiled(const PartitionedValue& v, const HloShar
   }
   const int best = it->second.route;
   const int64_t best_bytes = it->second.bytes;
-  if (best < 0) {
-    return Unimplemented("cannot reshard ", v.global_shape().ToString(false), " from ",
-                         v.sharding().ToString(), " to ", target.ToString());
-  }
+  if (best < 0) return NoRoute(v, target, why, local.reason());
   if (routes[best].first == "full" && !target.IsReplicated() && !v.emitter().scratch()) {
     state.report.warnings.push_back(StrCat(
         "%", state.CauseName(), ": resharding ", v.global_shape().ToString(false), " from ",
@@ -76,7 +101,13 @@ StatusOr<PartitionedValue> ReshardTiled(const PartitionedValue& v, const HloShar
         " goes through full replication (", FormatBytes(best_bytes), " received per device)",
         why.empty() ? "" : StrCat(" for ", why)));
   }
-  return routes[best].second(v, target, why);
+  XS_ASSIGN_OR_RETURN(internal::RouteResult r, routes[best].second(v, target, why));
+  if (!r.applies()) {
+    return Internal("the ", routes[best].first, " route resharding ", v.global_shape().ToString(false), " from ",
+                    v.sharding().ToString(), " to ", target.ToString(),
+                    " applied in its dry run but not when emitted: ", r.reason());
+  }
+  return std::move(r).value();
 }
 
 }  // namespace
@@ -230,9 +261,14 @@ StatusOr<PartitionedValue> PartitionedValue::ReshardArray(const HloSharding& tar
       return PartitionedValue(v.hlo_, global_shape_, target, emitter_);
     }
     if (!v.sharding_.IsManual() && !target.IsManual()) {
-      StatusOr<PartitionedValue> r = internal::LocalSliceRoute(v, target);
-      if (r.ok()) return r;
-      return internal::AxesRoute(v, target, why);
+      XS_ASSIGN_OR_RETURN(internal::RouteResult local, internal::LocalSliceRoute(v, target));
+      if (local.applies()) return std::move(local).value();
+      XS_ASSIGN_OR_RETURN(internal::RouteResult r, internal::AxesRoute(v, target, why));
+      if (r.applies()) return std::move(r).value();
+      return Unimplemented("cannot reshard ", global_shape_.ToString(false), " from ", v.sharding_.ToString(),
+                           " to ", target.ToString(), why.empty() ? "" : StrCat(" (", why, ")"),
+                           ": of two partially manual shardings, only a local slice or a move over the "
+                           "mesh axes is supported (local slice: ", local.reason(), "; axes: ", r.reason(), ")");
     }
     return Unimplemented("cannot reshard ", global_shape_.ToString(false), " from ",
                          v.sharding_.ToString(), " to ", target.ToString(),

@@ -47,8 +47,9 @@ class PartitionedValue {
   bool valid() const { return hlo_ != nullptr; }
 
   // The value with `target` sharding (a leaf sharding for arrays, a tuple sharding for tuples).
-  // `why` ends up in the report next to each collective. Errors: manual <-> non-manual, and
-  // shardings that do not fit the value (rank, device count).
+  // `why` ends up in the report next to each collective. Errors: manual <-> non-manual, shardings
+  // that do not fit the value (rank, device count), and pairs no route can join (Unimplemented,
+  // saying why each route does not apply).
   StatusOr<PartitionedValue> Reshard(const HloSharding& target, std::string_view why = "") const;
   StatusOr<PartitionedValue> Replicate(std::string_view why = "") const {
     return Reshard(HloSharding::Replicate(), why);

@@ -97,14 +97,14 @@ StatusOr<bool> GatherBlockingAxes(PartitionedValue& value, AxesSharding& c, cons
 
 }  // namespace
 
-StatusOr<PartitionedValue> AxesRoute(const PartitionedValue& v, const HloSharding& target,
-                                     std::string_view why) {
+StatusOr<RouteResult> AxesRoute(const PartitionedValue& v, const HloSharding& target,
+                                std::string_view why) {
   Emitter& em = v.emitter();
   const TileMesh& mesh = em.mesh();
   const int rank = v.global_shape().rank();
   std::optional<AxesSharding> cur = mesh.ToAxes(v.sharding(), rank);
   std::optional<AxesSharding> want = mesh.ToAxes(target, rank);
-  if (!cur || !want) return FailedPrecondition("not on the mesh");
+  if (!cur || !want) return NotApplicable("a sharding is not expressible on the module's mesh");
   if (cur->manual != want->manual) {
     // A partially manual value (last_tile_dims={manual}) meets a use that is manual over other
     // mesh axes, or over none: no collective can turn one into the other.
@@ -137,9 +137,9 @@ StatusOr<PartitionedValue> AxesRoute(const PartitionedValue& v, const HloShardin
       }
     }
     if (gains && !(next == *want)) {
-      StatusOr<PartitionedValue> sliced = LocalSliceRoute(value, mesh.ToHloSharding(next));
-      if (sliced.ok()) {
-        value = *std::move(sliced);
+      XS_ASSIGN_OR_RETURN(RouteResult sliced, LocalSliceRoute(value, mesh.ToHloSharding(next)));
+      if (sliced.applies()) {
+        value = std::move(sliced).value();
         c = std::move(next);
       }
     }

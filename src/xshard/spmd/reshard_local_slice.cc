@@ -67,7 +67,7 @@ Instruction* SliceSelf(const PartitionedValue& v, const ShardLayout& s, const Sh
 
 }  // namespace
 
-StatusOr<PartitionedValue> LocalSliceRoute(const PartitionedValue& v, const HloSharding& target) {
+StatusOr<RouteResult> LocalSliceRoute(const PartitionedValue& v, const HloSharding& target) {
   XS_ASSIGN_OR_RETURN(ShardLayout s, v.Layout());
   XS_ASSIGN_OR_RETURN(ShardLayout t, ShardLayout::Create(target, v.global_shape().dims(),
                                                          v.emitter().num_partitions()));
@@ -84,7 +84,7 @@ StatusOr<PartitionedValue> LocalSliceRoute(const PartitionedValue& v, const HloS
     if (needed) decision.needed = std::move(*needed);
     it = state.reshard_memo.emplace(key, std::move(decision)).first;
   }
-  if (!it->second.ok) return FailedPrecondition("not a local slice");
+  if (!it->second.ok) return NotApplicable("some target piece is not inside its own partition's source piece");
   return PartitionedValue(SliceSelf(v, s, t, it->second.needed), v.global_shape(), target, &v.emitter());
 }
 

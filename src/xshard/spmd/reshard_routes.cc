@@ -174,8 +174,8 @@ PartitionedValue AllToAllAxes(const PartitionedValue& v, const Axes& axes, int i
   return PartitionedValue(x, v.global_shape(), after, &em);
 }
 
-StatusOr<PartitionedValue> PermuteRoute(const PartitionedValue& v, const HloSharding& target,
-                                        std::string_view why) {
+StatusOr<RouteResult> PermuteRoute(const PartitionedValue& v, const HloSharding& target,
+                                   std::string_view why) {
   XS_ASSIGN_OR_RETURN(ShardLayout s, v.Layout());
   XS_ASSIGN_OR_RETURN(ShardLayout t, ShardLayout::Create(target, v.global_shape().dims(),
                                                          v.emitter().num_partitions()));
@@ -187,7 +187,7 @@ StatusOr<PartitionedValue> PermuteRoute(const PartitionedValue& v, const HloShar
   if (std::none_of(dims.begin(), dims.end(), [](int64_t d) { return d == 0; })) {
     for (int d = 0; d < rank; ++d) {
       if (std::min(t.shard_dims()[d], dims[d]) > std::min(s.shard_dims()[d], dims[d])) {
-        return FailedPrecondition("a target piece spans several sources");
+        return NotApplicable("a target piece spans several sources");
       }
     }
   }
@@ -220,13 +220,13 @@ StatusOr<PartitionedValue> PermuteRoute(const PartitionedValue& v, const HloShar
         if (p != q && Inside(t, q, s, p)) candidates[q].push_back(p);
       }
     }
-    if (candidates[q].empty()) return FailedPrecondition("a target piece spans several sources");
+    if (candidates[q].empty()) return NotApplicable("a target piece spans several sources");
   }
   std::vector<int64_t> source_of_target(n, -1), target_of_source(n, -1), seen(n, -1);
   for (int64_t q = 0; q < n; ++q) {
     if (candidates[q].empty()) continue;
     if (!Augment(q, candidates, source_of_target, target_of_source, seen, q)) {
-      return FailedPrecondition("no one-to-one matching of pieces");
+      return NotApplicable("no one-to-one matching of pieces");
     }
   }
   // Pieces without data take any source left over (their own partition when it is free).
@@ -257,14 +257,14 @@ StatusOr<PartitionedValue> PermuteRoute(const PartitionedValue& v, const HloShar
   return PartitionedValue(piece, v.global_shape(), target, &em);
 }
 
-StatusOr<PartitionedValue> FullRoute(const PartitionedValue& v, const HloSharding& target,
-                                     std::string_view why) {
+StatusOr<RouteResult> FullRoute(const PartitionedValue& v, const HloSharding& target,
+                                std::string_view why) {
   const int rank = v.global_shape().rank();
   PartitionedValue value = v;
   for (int d = 0; d < rank; ++d) {
     const HloSharding& s = value.sharding();
     if (!s.IsTiled()) break;
-    if (!s.subgroup_types().empty()) return FailedPrecondition("manual subgroups");
+    if (!s.subgroup_types().empty()) return NotApplicable("the sharding has subgroups (last_tile_dims)");
     if (s.tile_assignment().dim(d) == 1) continue;
     XS_ASSIGN_OR_RETURN(HloSharding after, ReplicateDim(s, d, rank));
     XS_ASSIGN_OR_RETURN(ShardLayout layout, ShardLayout::Create(after, v.global_shape().dims(),
@@ -275,13 +275,13 @@ StatusOr<PartitionedValue> FullRoute(const PartitionedValue& v, const HloShardin
   return LocalSliceRoute(value, target);
 }
 
-StatusOr<PartitionedValue> MaskedAllReduceRoute(const PartitionedValue& v, const HloSharding& target,
-                                                std::string_view why) {
+StatusOr<RouteResult> MaskedAllReduceRoute(const PartitionedValue& v, const HloSharding& target,
+                                           std::string_view why) {
   const HloSharding& s = v.sharding();
   Emitter& em = v.emitter();
   if (!target.IsReplicated() || !s.IsTiled() || !s.subgroup_types().empty() || s.ReplicateOnLastTileDim() ||
       s.tile_assignment().num_devices() != em.num_partitions()) {
-    return FailedPrecondition("needs every element on exactly one device and a replicated target");
+    return NotApplicable("needs every element on exactly one device and a replicated target");
   }
   XS_ASSIGN_OR_RETURN(ShardLayout layout, v.Layout());
   const Shape& local = v.hlo()->shape();

@@ -1,50 +1,91 @@
 // The ways Reshard can move a value between two tiled (or replicated) shardings. Each route
-// either emits the whole transformation and returns the value with the target sharding, or
-// returns an error (emitting nothing useful) when it does not apply; Reshard dry-runs the routes
-// on a scratch emitter and emits the cheapest. Internal to the partitioner.
+// either emits the whole transformation and returns the value with the target sharding, or says
+// that it does not apply (a RouteResult value, not an error); errors are kept for real failures
+// (shardings that do not fit the value, internal inconsistencies), which callers pass on. Reshard
+// dry-runs the routes on a scratch emitter and emits the cheapest. Internal to the partitioner.
 #ifndef XSHARD_SPMD_RESHARD_ROUTES_H_
 #define XSHARD_SPMD_RESHARD_ROUTES_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "xshard/spmd/partitioned_value.h"
 
 namespace xs::spmd::internal {
 
+// What a route gives back when nothing failed: the value with the target sharding, or that the
+// route does not apply to this pair of shardings, with the reason (for error messages of callers
+// that have no other route). A route that does not apply may have emitted instructions that
+// nothing uses; callers only let that happen on scratch emitters.
+class RouteResult {
+ public:
+  RouteResult(PartitionedValue value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  // The route does not apply; `reason` says why ("a target piece spans several sources").
+  static RouteResult NotApplicable(std::string reason) {
+    RouteResult r;
+    r.reason_ = std::move(reason);
+    return r;
+  }
+
+  bool applies() const { return value_.has_value(); }
+  // The resharded value; XS_CHECKs applies().
+  const PartitionedValue& value() const& {
+    XS_CHECK(applies(), "the value of a route that does not apply (", reason_, ")");
+    return *value_;
+  }
+  PartitionedValue&& value() && {
+    XS_CHECK(applies(), "the value of a route that does not apply (", reason_, ")");
+    return std::move(*value_);
+  }
+  // Why the route does not apply; empty when it applies.
+  const std::string& reason() const { return reason_; }
+
+ private:
+  RouteResult() = default;
+  std::optional<PartitionedValue> value_;
+  std::string reason_;
+};
+
+// Shorthand for RouteResult::NotApplicable inside the routes.
+inline RouteResult NotApplicable(std::string reason) { return RouteResult::NotApplicable(std::move(reason)); }
+
 // No communication: applies when every partition's target piece lies inside its own source
 // piece (replicated -> tiled, tiled -> finer tiled along the same axes). A dynamic-slice at
 // offsets computed from partition-id (Emitter::TileStart; a table only for explicit device lists
 // without an iota form), padding the buffer first when a short trailing piece would make the
 // slice run past it. Whether the pieces fit is checked over all partitions once per key.
-StatusOr<PartitionedValue> LocalSliceRoute(const PartitionedValue& v, const HloSharding& target);
+StatusOr<RouteResult> LocalSliceRoute(const PartitionedValue& v, const HloSharding& target);
 
 // One collective-permute: applies when each target piece lies inside some source piece and the
 // partitions can be matched one to one (same tiling in another device order, or a finer tiling
 // along other mesh axes). Each partition slices the piece its peer needs, then sends it.
-StatusOr<PartitionedValue> PermuteRoute(const PartitionedValue& v, const HloSharding& target,
-                                        std::string_view why);
+StatusOr<RouteResult> PermuteRoute(const PartitionedValue& v, const HloSharding& target,
+                                   std::string_view why);
 
 // Over the module's TileMesh axes: a local slice first for the axes a dim gains that the value
 // does not use (it shrinks what moves), all-to-all for a mesh axis that moves from the minor end of one
 // dim's axes to the minor end of another's (after gathering the axes of the receiving dim that
 // leave it anyway, when they stand in the way), all-gather of the axes a dim must lose, then a
 // local slice for the axes it must gain. Needs both shardings expressible on the mesh
-// (reshard_axes.cc).
-StatusOr<PartitionedValue> AxesRoute(const PartitionedValue& v, const HloSharding& target,
-                                     std::string_view why);
+// (reshard_axes.cc). Error (InvalidArgument, a user error) when the two are manual over
+// different mesh axes: no route can join them.
+StatusOr<RouteResult> AxesRoute(const PartitionedValue& v, const HloSharding& target,
+                                std::string_view why);
 
 // Mesh axes that change dims by swapping places (P('y','x') -> P('x','y'), a transpose of sharded
 // dims): all-to-alls that give every dim the target's tile count on other axes, then one
 // collective-permute to the target's devices (reshard_swap.cc).
-StatusOr<PartitionedValue> AllToAllPermuteRoute(const PartitionedValue& v, const HloSharding& target,
-                                                std::string_view why);
+StatusOr<RouteResult> AllToAllPermuteRoute(const PartitionedValue& v, const HloSharding& target,
+                                           std::string_view why);
 // The same where an all-to-all merges uneven tiles into blocks longer than the new shard (f32[10]
 // in 4 tiles of 3 merged in pairs: blocks of 6, shards of 5): a halo exchange then moves the
-// elements each block is off by, instead of an extra all-to-all (error when no move needs it).
-StatusOr<PartitionedValue> AllToAllHaloPermuteRoute(const PartitionedValue& v, const HloSharding& target,
-                                                    std::string_view why);
+// elements each block is off by, instead of an extra all-to-all (does not apply when no move
+// needs it, or when a block is off by more than the halo exchange reaches).
+StatusOr<RouteResult> AllToAllHaloPermuteRoute(const PartitionedValue& v, const HloSharding& target,
+                                               std::string_view why);
 
 // Helpers shared by the routes.
 // The local dims after gathering `count` pieces along `dim` are consistent with `after` when the
@@ -65,17 +106,20 @@ PartitionedValue GatherDim(const PartitionedValue& v, int dim, ReplicaGroups gro
 std::string RouteReason(std::string_view why, std::string_view what);
 
 // Last resort: all-gather every tiled dim (groups along the tile assignment's lines, any device
-// order) to full replication, then a local slice.
-StatusOr<PartitionedValue> FullRoute(const PartitionedValue& v, const HloSharding& target,
-                                     std::string_view why);
+// order) to full replication, then a local slice. Applies to every sharding without manual
+// subgroups.
+StatusOr<RouteResult> FullRoute(const PartitionedValue& v, const HloSharding& target,
+                                std::string_view why);
 
 // To replication when every element lives on exactly one device: each device zeroes its
 // padding, places its piece at its offset in a zero buffer of the (padded) global shape, and one
 // all-reduce sums them. Cheaper than gathering when the pieces are mostly padding (a row sliced
 // out of a dim split over more devices than it has rows: XLA's plan for `x[0]`).
-StatusOr<PartitionedValue> MaskedAllReduceRoute(const PartitionedValue& v, const HloSharding& target,
-                                                std::string_view why);
+StatusOr<RouteResult> MaskedAllReduceRoute(const PartitionedValue& v, const HloSharding& target,
+                                           std::string_view why);
 
+// The two steps below always apply (they are not alternatives Reshard chooses between), so they
+// return the value itself; an error is a real failure.
 // Partial results: reduce-scatter over the partial axes that the target puts next on some dim,
 // all-reduce over the rest. Returns the value without partial results.
 StatusOr<PartitionedValue> ResolvePartial(const PartitionedValue& v, const HloSharding& target,

@@ -85,10 +85,11 @@ std::optional<std::vector<Move>> FindMoves(const AxesSharding& start, const Axes
 // The all-to-all of `m` when dim m.from comes out in blocks of (local x axes size) that the
 // padded layout of `after` does not have: the all-to-all laid out as for the dim padded to
 // (source tiles x source shard), then a halo exchange that moves each tile's block to its shard's
-// start (XLA's all-to-all + collective-permute of the boundary rows).
-StatusOr<PartitionedValue> AllToAllRebalance(const PartitionedValue& value, const Move& m,
-                                             const HloSharding& after, const std::string& reason,
-                                             std::string_view why) {
+// start (XLA's all-to-all + collective-permute of the boundary rows). Does not apply when a block
+// is further off than the halo exchange reaches.
+StatusOr<RouteResult> AllToAllRebalance(const PartitionedValue& value, const Move& m,
+                                        const HloSharding& after, const std::string& reason,
+                                        std::string_view why) {
   Emitter& em = value.emitter();
   const int64_t n = em.num_partitions();
   const int i = m.from;
@@ -108,24 +109,29 @@ StatusOr<PartitionedValue> AllToAllRebalance(const PartitionedValue& value, cons
     w.lo.push_back(k * w.size);
     w.needed.push_back(std::clamp<int64_t>(dim_size - k * w.size, 0, w.size));
   }
-  XS_ASSIGN_OR_RETURN(Instruction * x, HaloWindow(moved, w, why));
-  return PartitionedValue(x, value.global_shape(), after, &em);
+  StatusOr<Instruction*> x = HaloWindow(moved, w, why);
+  // HaloWindow's FailedPrecondition means that its windows reach too far (halo.h), not a failure.
+  if (!x.ok() && x.status().code() == StatusCode::kFailedPrecondition) {
+    return NotApplicable(StrCat("the halo exchange does not reach: ", x.status().message()));
+  }
+  if (!x.ok()) return x.status();
+  return PartitionedValue(*x, value.global_shape(), after, &em);
 }
 
-StatusOr<PartitionedValue> SwapRoute(const PartitionedValue& v, const HloSharding& target,
-                                     std::string_view why, bool rebalance) {
+StatusOr<RouteResult> SwapRoute(const PartitionedValue& v, const HloSharding& target,
+                                std::string_view why, bool rebalance) {
   Emitter& em = v.emitter();
   const TileMesh& mesh = em.mesh();
   const int rank = v.global_shape().rank();
   std::optional<AxesSharding> cur = mesh.ToAxes(v.sharding(), rank);
   std::optional<AxesSharding> want = mesh.ToAxes(target, rank);
-  if (!cur || !want) return FailedPrecondition("not on the mesh");
-  if (cur->manual != 0 || want->manual != 0) return FailedPrecondition("manual axes");
-  if (TileCountsMatch(*cur, *want, mesh)) return FailedPrecondition("no dim changes its tile count");
+  if (!cur || !want) return NotApplicable("a sharding is not expressible on the module's mesh");
+  if (cur->manual != 0 || want->manual != 0) return NotApplicable("a sharding has manual axes");
+  if (TileCountsMatch(*cur, *want, mesh)) return NotApplicable("no dim changes its tile count");
   std::optional<std::vector<Move>> moves = FindMoves(*cur, *want, v, 2, rebalance);
-  if (!moves) return FailedPrecondition("no all-to-all reaches the target's tile counts");
+  if (!moves) return NotApplicable("no all-to-all reaches the target's tile counts");
   if (rebalance && std::none_of(moves->begin(), moves->end(), [](const Move& m) { return m.rebalance; })) {
-    return FailedPrecondition("no all-to-all needs a halo (the plain route covers it)");
+    return NotApplicable("no all-to-all needs a halo (the plain route covers it)");
   }
   PartitionedValue value = v;
   AxesSharding c = *cur;
@@ -136,7 +142,9 @@ StatusOr<PartitionedValue> SwapRoute(const PartitionedValue& v, const HloShardin
     XS_ASSIGN_OR_RETURN(ShardLayout layout, ShardLayout::Create(after, v.global_shape().dims(), em.num_partitions()));
     std::string reason = RouteReason(why, StrCat("move a split from dim ", m.from, " to dim ", m.to));
     if (m.rebalance) {
-      XS_ASSIGN_OR_RETURN(value, AllToAllRebalance(value, m, after, reason, why));
+      XS_ASSIGN_OR_RETURN(RouteResult rebalanced, AllToAllRebalance(value, m, after, reason, why));
+      if (!rebalanced.applies()) return rebalanced;
+      value = std::move(rebalanced).value();
     } else {
       value = AllToAllAxes(value, m.axes, m.from, m.to, after, layout, std::move(reason));
     }
@@ -146,13 +154,13 @@ StatusOr<PartitionedValue> SwapRoute(const PartitionedValue& v, const HloShardin
 
 }  // namespace
 
-StatusOr<PartitionedValue> AllToAllPermuteRoute(const PartitionedValue& v, const HloSharding& target,
-                                                std::string_view why) {
+StatusOr<RouteResult> AllToAllPermuteRoute(const PartitionedValue& v, const HloSharding& target,
+                                           std::string_view why) {
   return SwapRoute(v, target, why, /*rebalance=*/false);
 }
 
-StatusOr<PartitionedValue> AllToAllHaloPermuteRoute(const PartitionedValue& v, const HloSharding& target,
-                                                    std::string_view why) {
+StatusOr<RouteResult> AllToAllHaloPermuteRoute(const PartitionedValue& v, const HloSharding& target,
+                                               std::string_view why) {
   return SwapRoute(v, target, why, /*rebalance=*/true);
 }
 
