@@ -117,7 +117,7 @@ OpPolicy PolicyOf(const Instruction& inst) {
     case Opcode::kCustomCall: {
       const std::string target = inst.attrs().custom_call_target.value_or("");
       p.partitionable = IsPassThroughCustomCall(target);
-      if (target == "Sharding") p.forward_level = p.backward_level = 0;
+      if (target == "Sharding" || target == "xla.sdy.FuncResultSharding") p.forward_level = p.backward_level = 0;
       break;
     }
     default: break;

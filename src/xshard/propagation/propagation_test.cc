@@ -298,5 +298,22 @@ TEST(PropagationTest, ExplainAppendsOriginsToInstructionLines) {
   EXPECT_TRUE(ParseHloModule(text).ok());
 }
 
+// JAX's Shardy lowering ends each result with an xla.sdy.FuncResultSharding custom-call carrying
+// the result's out_sharding: like a Sharding custom-call it is a user annotation that reaches its
+// operand at level 0, before a dynamic-update-slice takes its update's sharding (level 1). A
+// scan's gradient buffer otherwise took the update's split dim and was all-to-all'ed at the end
+// (bench/xla_compare ho_remat_scan_grad: 47 KiB -> 29 KiB).
+TEST(PropagationTest, FuncResultShardingReachesItsOperandBeforeAnUpdatesSharding) {
+  Outcome r = Propagate(Module8("", std::string("  buf = f32[4,8,8] parameter(0)\n"
+                                                "  u = f32[1,8,8] parameter(1), sharding=") + "{devices=[1,1,8]<=[8]}" +
+                                    "\n  i = s32[] parameter(2)\n  z = s32[] constant(0)\n"
+                                    "  d = f32[4,8,8] dynamic-update-slice(buf, u, i, z, z)\n"
+                                    "  ROOT r = f32[4,8,8] custom-call(d), custom_call_target=\"xla.sdy.FuncResultSharding\", "
+                                    "custom_call_has_side_effect=true, sharding={devices=[1,8,1]<=[8]}\n"));
+  ASSERT_TRUE(r.result.ok()) << r.result.status().message();
+  EXPECT_EQ(r.Sharding("d"), "{devices=[1,8,1]<=[8]}");
+  EXPECT_EQ(r.Origin("d"), "backward from %r (level 0)");
+}
+
 }  // namespace
 }  // namespace xs
