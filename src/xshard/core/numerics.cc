@@ -1,5 +1,6 @@
-// CompareNumerics: one pass over GOT and WANT (both converted to f64) gathering the allclose
-// verdict, difference statistics, error rows / columns and per-block statistics; and its printer.
+// Element closeness (CompareElement) and the walker over two arrays' boxes; CompareNumerics: one
+// pass over GOT and WANT (both converted to f64) gathering the allclose verdict, difference
+// statistics, error rows / columns and per-block statistics; and its printer.
 #include "xshard/core/numerics.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <limits>
 
 #include "xshard/base/strings.h"
+#include "xshard/core/shape.h"
 
 namespace xs {
 namespace {
@@ -52,7 +54,126 @@ Status CheckTolerance(double v, std::string_view name) {
   return OkStatus();
 }
 
+// One part's error: 0 for NaN in both or equal values, inf for NaN on one side or an infinity
+// against another value.
+double PartError(double got, double want) {
+  if (std::isnan(got) && std::isnan(want)) return 0;
+  if (std::isnan(got) || std::isnan(want)) return std::numeric_limits<double>::infinity();
+  if (got == want) return 0;
+  if (std::isinf(got) || std::isinf(want)) return std::numeric_limits<double>::infinity();
+  return std::fabs(got - want);
+}
+
+std::complex<double> ElementAt(const Array& a, int64_t i) {
+  if (a.dtype() == DType::kC64) return std::complex<double>(a.values<std::complex<float>>()[i]);
+  if (a.dtype() == DType::kC128) return a.values<std::complex<double>>()[i];
+  return {a.GetDouble(i), 0.0};
+}
+
+Status CheckBox(std::string_view which, const Array& a, const std::vector<int64_t>& start,
+                const std::vector<int64_t>& sizes) {
+  if (a.dtype() == DType::kToken) return InvalidArgument(which, " is a token: it has no elements");
+  if (static_cast<int>(start.size()) != a.rank() || static_cast<int>(sizes.size()) != a.rank()) {
+    return InvalidArgument(which, " ", a.shape().ToString(false), " has rank ", a.rank(),
+                           " but the box is [", JoinDims(start), "] + [", JoinDims(sizes),
+                           "]; give one start and size per dim");
+  }
+  for (int d = 0; d < a.rank(); ++d) {
+    if (start[d] < 0 || sizes[d] < 0 || start[d] + sizes[d] > a.dims()[d]) {
+      return InvalidArgument("the box [", JoinDims(start), "] + [", JoinDims(sizes), "] is outside ",
+                             which, " ", a.shape().ToString(false), "; give a box inside its dims");
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
+
+ElementComparison CompareElement(std::complex<double> got, std::complex<double> want,
+                                 const ElementBound& bound) {
+  ElementComparison c;
+  const bool nan_re = std::isnan(got.real()) != std::isnan(want.real());
+  const bool nan_im = std::isnan(got.imag()) != std::isnan(want.imag());
+  const bool both_nan = (std::isnan(got.real()) && std::isnan(want.real())) ||
+                        (std::isnan(got.imag()) && std::isnan(want.imag()));
+  c.nan = nan_re || nan_im || both_nan;
+  if (nan_re || nan_im || (both_nan && !bound.equal_nan)) {
+    c.abs_error = std::numeric_limits<double>::infinity();
+    c.verdict = Closeness::kNotClose;
+    return c;
+  }
+  c.abs_error = std::max(PartError(got.real(), want.real()), PartError(got.imag(), want.imag()));
+  const double magnitude = std::abs(want);
+  const double limit = bound.atol + bound.rtol * (std::isfinite(magnitude) ? magnitude : 0);
+  c.verdict = c.abs_error <= limit                 ? Closeness::kClose
+              : c.abs_error <= limit + bound.extra ? Closeness::kCloseByExtra
+                                                   : Closeness::kNotClose;
+  return c;
+}
+
+Status AccumulateElementDiffs(const Array& got, const std::vector<int64_t>& got_start,
+                              const Array& want, const std::vector<int64_t>& want_start,
+                              const std::vector<int64_t>& sizes, const ElementBound& bound,
+                              ElementDiffs* diffs) {
+  XS_RETURN_IF_ERROR(CheckBox("got", got, got_start, sizes));
+  XS_RETURN_IF_ERROR(CheckBox("want", want, want_start, sizes));
+  if (Product(sizes) == 0) return OkStatus();
+  const std::vector<int64_t> got_strides = RowMajorStrides(got.dims());
+  const std::vector<int64_t> want_strides = RowMajorStrides(want.dims());
+  const int rank = static_cast<int>(sizes.size());
+  // Row by row: `at` indexes the box (its last entry 0); each row is contiguous in both arrays.
+  std::vector<int64_t> at(rank, 0);
+  const int64_t row = rank == 0 ? 1 : sizes[rank - 1];
+  bool failed = false;  // this box's first failure is recorded
+  for (;;) {
+    int64_t g0 = 0, w0 = 0;
+    for (int d = 0; d < rank; ++d) {
+      g0 += (got_start[d] + at[d]) * got_strides[d];
+      w0 += (want_start[d] + at[d]) * want_strides[d];
+    }
+    for (int64_t j = 0; j < row; ++j) {
+      const std::complex<double> x = ElementAt(got, g0 + j), y = ElementAt(want, w0 + j);
+      const ElementComparison c = CompareElement(x, y, bound);
+      ++diffs->elements;
+      diffs->max_abs_error = std::max(diffs->max_abs_error, c.abs_error);
+      const double magnitude = std::abs(y);
+      if (magnitude > 0 && std::isfinite(magnitude)) {
+        diffs->max_rel_error = std::max(diffs->max_rel_error, c.abs_error / magnitude);
+      }
+      if (c.verdict == Closeness::kCloseByExtra) ++diffs->close_by_extra;
+      if (c.close()) continue;
+      ++diffs->not_close;
+      if (c.nan) ++diffs->nan_mismatches;
+      // Row-major order within the box is WANT's order restricted to it: the box's first failure
+      // competes with earlier calls' first failure.
+      if (failed) continue;
+      failed = true;
+      std::vector<int64_t> where(rank);
+      for (int d = 0; d < rank; ++d) where[d] = want_start[d] + at[d] + (d == rank - 1 ? j : 0);
+      if (diffs->not_close == 1 || where < diffs->first_failure) {
+        diffs->first_failure = std::move(where);
+        diffs->first_got = x.real();
+        diffs->first_want = y.real();
+      }
+    }
+    int d = rank - 2;
+    while (d >= 0 && ++at[d] == sizes[d]) at[d--] = 0;
+    if (d < 0) break;
+  }
+  return OkStatus();
+}
+
+StatusOr<ElementDiffs> CompareElements(const Array& got, const Array& want,
+                                       const ElementBound& bound) {
+  if (got.dims() != want.dims()) {
+    return InvalidArgument("got ", got.shape().ToString(false), " but want ",
+                           want.shape().ToString(false), "; compare arrays of the same dims");
+  }
+  ElementDiffs diffs;
+  const std::vector<int64_t> zero(got.rank(), 0);
+  XS_RETURN_IF_ERROR(AccumulateElementDiffs(got, zero, want, zero, got.dims(), bound, &diffs));
+  return diffs;
+}
 
 StatusOr<NumericsReport> CompareNumerics(const Array& got, const Array& want,
                                          const NumericsOptions& options) {
@@ -132,6 +253,7 @@ StatusOr<NumericsReport> CompareNumerics(const Array& got, const Array& want,
     }
   }
 
+  const ElementBound bound{options.atol, options.rtol, 0, options.equal_nan};
   std::vector<char> row_bad(r.row_count, 0), col_bad(r.column_count, 0);
   std::vector<double> diffs;
   diffs.reserve(r.elements);
@@ -139,24 +261,17 @@ StatusOr<NumericsReport> CompareNumerics(const Array& got, const Array& want,
   int64_t worst = -1;
   for (int64_t i = 0; i < r.elements; ++i) {
     const double a = gv[i], b = wv[i];
-    const bool nan_a = std::isnan(a), nan_b = std::isnan(b);
-    bool close, error;
+    const ElementComparison c = CompareElement(a, b, bound);
+    const bool close = c.close();
+    bool error;
     double diff = 0;
-    if (nan_a || nan_b) {
-      close = options.equal_nan && nan_a && nan_b;
+    if (c.nan) {
       error = !close;
       if (error) {
         if (r.nan_mismatches++ == 0) r.first_nan_mismatch = Unravel(i, dims);
       }
     } else {
-      if (a == b) {
-        diff = 0;  // also equal infinities
-      } else if (std::isinf(a) || std::isinf(b)) {
-        diff = std::numeric_limits<double>::infinity();
-      } else {
-        diff = std::fabs(a - b);
-      }
-      close = std::isinf(b) ? a == b : diff <= options.atol + options.rtol * std::fabs(b);
+      diff = c.abs_error;
       error = options.threshold ? diff > *options.threshold : !close;
       diffs.push_back(diff);
       sum += diff;
@@ -181,7 +296,7 @@ StatusOr<NumericsReport> CompareNumerics(const Array& got, const Array& want,
       }
       BlockNumerics& bn = r.blocks[k];
       ++bn.elements;
-      if (!(nan_a || nan_b)) {
+      if (!c.nan) {
         block_sum[k] += diff;
         ++block_n[k];
         bn.max_abs_diff = std::max(bn.max_abs_diff, diff);

@@ -1,9 +1,10 @@
-// Numerics report: how far an array GOT is from a reference WANT of the same shape (allclose
-// verdict, abs / rel difference statistics, where the errors are, per-block statistics), and a
-// printer for it. Seed 004's numerics check as an API.
+// Element closeness (the one rule every comparison of computed with reference arrays uses: the
+// numerics report, jit output checks, the SPMD test harness) and its array walker; the numerics
+// report (allclose verdict, abs / rel statistics, error rows / columns, blocks) and its printer.
 #ifndef XSHARD_CORE_NUMERICS_H_
 #define XSHARD_CORE_NUMERICS_H_
 
+#include <complex>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,6 +14,65 @@
 #include "xshard/core/array.h"
 
 namespace xs {
+
+// The bound one element is held to: close when |got - want| <= atol + rtol * |want|, or within
+// `extra` more (an absolute term a caller computes, e.g. from the output's scale).
+struct ElementBound {
+  double atol = 0;
+  double rtol = 0;
+  double extra = 0;
+  // NaN in both GOT and WANT at an element counts as close (numpy's equal_nan).
+  bool equal_nan = true;
+};
+
+enum class Closeness { kClose, kCloseByExtra, kNotClose };
+
+// How one element compares.
+struct ElementComparison {
+  // max over the real and imaginary parts of: 0 for NaN in both or for equal values (equal
+  // infinities included); inf for NaN on one side or an infinity against another value;
+  // else |got - want|.
+  double abs_error = 0;
+  bool nan = false;  // a NaN on either side (in either part)
+  // abs_error <= atol + rtol * |want| (|want| the complex magnitude; an infinite or NaN |want|
+  // adds nothing): kClose; else abs_error <= that + extra: kCloseByExtra; else kNotClose. NaN in
+  // both is kClose when equal_nan, kNotClose when not; NaN on one side is kNotClose.
+  Closeness verdict = Closeness::kClose;
+  bool close() const { return verdict != Closeness::kNotClose; }
+};
+ElementComparison CompareElement(std::complex<double> got, std::complex<double> want,
+                                 const ElementBound& bound);
+
+// What comparing elements of GOT with elements of WANT found (accumulates over several calls).
+struct ElementDiffs {
+  int64_t elements = 0;
+  // max abs_error over the elements (inf when one has a NaN mismatch or an unequal infinity).
+  double max_abs_error = 0;
+  // max abs_error / |want| over the elements whose |want| is finite and > 0.
+  double max_rel_error = 0;
+  int64_t not_close = 0;
+  int64_t close_by_extra = 0;  // elements close only by ElementBound::extra
+  int64_t nan_mismatches = 0;  // elements not close because of a NaN
+  // The not-close element first in row-major order, as an index of WANT (over all calls: the
+  // smallest), and both values there (real parts); empty when not_close == 0.
+  std::vector<int64_t> first_failure;
+  double first_got = 0, first_want = 0;
+  bool ok() const { return not_close == 0; }
+};
+
+// Compares the box [got_start, got_start + sizes) of GOT elementwise with the box
+// [want_start, want_start + sizes) of WANT (the arrays may have other dims, e.g. a padded shard
+// against the global array), adding to *diffs. Elements are read in place as f64 (complex as two
+// f64 parts, integers as f64: s64 / u64 beyond 2^53 round). Errors (InvalidArgument): a token
+// dtype, a rank that differs from sizes', a box outside its array.
+Status AccumulateElementDiffs(const Array& got, const std::vector<int64_t>& got_start,
+                              const Array& want, const std::vector<int64_t>& want_start,
+                              const std::vector<int64_t>& sizes, const ElementBound& bound,
+                              ElementDiffs* diffs);
+// GOT against WANT of the same dims (any dtypes AccumulateElementDiffs takes); error when the
+// dims differ.
+StatusOr<ElementDiffs> CompareElements(const Array& got, const Array& want,
+                                       const ElementBound& bound);
 
 struct NumericsOptions {
   // numpy.allclose's tolerances and defaults: an element is close when

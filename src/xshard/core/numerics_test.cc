@@ -1,12 +1,16 @@
-// CompareNumerics against hand-computed statistics: allclose (numpy semantics), NaN / inf rules,
-// error rows / columns, worst element, array_split block grids, mixed float dtypes, every error.
+// CompareElement / AccumulateElementDiffs and CompareNumerics against hand-computed values:
+// element bounds (extra term, NaN / inf rules, complex), first failures across boxes, integer
+// exactness; allclose (numpy semantics), error rows / columns, worst element, array_split block
+// grids, mixed float dtypes, every error.
 #include "xshard/core/numerics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <complex>
 #include <limits>
+#include <utility>
 
 namespace xs {
 namespace {
@@ -246,6 +250,126 @@ TEST(NumericsTest, PrintsATable) {
             "  [0:2, 0:1]  0.25         0.5          1 (50.00%)\n"
             "  [0:2, 1:2]  0.25         0.5          1 (50.00%)\n"
             "  [0:2, 2:3]  0.125        0.25         1 (50.00%)\n");
+}
+
+TEST(ElementClosenessTest, BoundIsInclusiveAndTheExtraTermIsCountedApart) {
+  // atol 0.25 + rtol 0.125 * |4| = 0.75; with extra 0.125 up to 0.875 (all exact in binary).
+  const ElementBound b{0.25, 0.125, 0.125, true};
+  ElementComparison c = CompareElement(4.75, 4.0, b);
+  EXPECT_EQ(c.verdict, Closeness::kClose);
+  EXPECT_EQ(c.abs_error, 0.75);
+  c = CompareElement(3.125, 4.0, b);  // error 0.875: only by the extra term
+  EXPECT_EQ(c.verdict, Closeness::kCloseByExtra);
+  EXPECT_TRUE(c.close());
+  c = CompareElement(5.0, 4.0, b);
+  EXPECT_EQ(c.verdict, Closeness::kNotClose);
+  EXPECT_EQ(c.abs_error, 1.0);
+  EXPECT_FALSE(c.nan);
+  // The tolerance scales with WANT, not GOT: error 1 is within 0.25 + 0.125 * 6 = 1 but not
+  // within 0.25 + 0.125 * 5 = 0.875.
+  const ElementBound no_extra{0.25, 0.125, 0, true};
+  EXPECT_EQ(CompareElement(5.0, 6.0, no_extra).verdict, Closeness::kClose);
+  EXPECT_EQ(CompareElement(6.0, 5.0, no_extra).verdict, Closeness::kNotClose);
+}
+
+TEST(ElementClosenessTest, NaNAndInfinities) {
+  const ElementBound equal{0, 0, 0, true}, unequal{0, 0, 0, false};
+  const ElementBound loose{1e300, 1e300, 1e300, true};
+  ElementComparison c = CompareElement(kNaN, kNaN, equal);
+  EXPECT_EQ(c.verdict, Closeness::kClose);
+  EXPECT_EQ(c.abs_error, 0.0);
+  EXPECT_TRUE(c.nan);
+  c = CompareElement(kNaN, kNaN, unequal);
+  EXPECT_EQ(c.verdict, Closeness::kNotClose);
+  EXPECT_EQ(c.abs_error, kInf);
+  // NaN on one side is never close, however loose the bound.
+  for (const auto& [got, want] : {std::pair{kNaN, 1.0}, std::pair{1.0, kNaN}}) {
+    c = CompareElement(got, want, loose);
+    EXPECT_EQ(c.verdict, Closeness::kNotClose) << got << " vs " << want;
+    EXPECT_EQ(c.abs_error, kInf);
+    EXPECT_TRUE(c.nan);
+  }
+  c = CompareElement(kInf, kInf, equal);
+  EXPECT_EQ(c.verdict, Closeness::kClose);
+  EXPECT_EQ(c.abs_error, 0.0);
+  EXPECT_EQ(CompareElement(-kInf, kInf, equal).abs_error, kInf);
+  EXPECT_EQ(CompareElement(-kInf, kInf, equal).verdict, Closeness::kNotClose);
+  // An infinite WANT adds nothing to the bound: 5 is not close to inf even with rtol 1.
+  EXPECT_EQ(CompareElement(5.0, kInf, ElementBound{0, 1, 0, true}).verdict, Closeness::kNotClose);
+  EXPECT_EQ(CompareElement(kInf, 1e308, ElementBound{1, 1, 0, true}).verdict, Closeness::kNotClose);
+}
+
+TEST(ElementClosenessTest, ComplexTakesTheLargerPartErrorAndTheMagnitude) {
+  // Error max(0, 0.5) = 0.5; |want| = |1 + 2i| = sqrt(5) ~ 2.236: rtol 0.25 allows 0.559,
+  // rtol 0.2 allows 0.447.
+  const std::complex<double> got(1, 2.5), want(1, 2);
+  EXPECT_EQ(CompareElement(got, want, ElementBound{0, 0.25, 0, true}).verdict, Closeness::kClose);
+  EXPECT_EQ(CompareElement(got, want, ElementBound{0, 0.2, 0, true}).verdict, Closeness::kNotClose);
+  EXPECT_EQ(CompareElement(got, want, ElementBound{0, 0.2, 0, true}).abs_error, 0.5);
+}
+
+TEST(ElementDiffsTest, IntegersAreExactAndTheFirstFailureIsNamed) {
+  // 16777217 vs 16777216 differ by 1 (f32 could not tell them apart; f64 can).
+  StatusOr<ElementDiffs> d =
+      CompareElements(Array::FromVector<int32_t>({2, 2}, {5, 16777217, 7, 9}),
+                      Array::FromVector<int32_t>({2, 2}, {5, 16777216, 7, 8}), ElementBound{});
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->elements, 4);
+  EXPECT_EQ(d->not_close, 2);
+  EXPECT_FALSE(d->ok());
+  EXPECT_EQ(d->max_abs_error, 1.0);
+  EXPECT_EQ(d->max_rel_error, 0.125);  // 1 / 8 beats 1 / 16777216
+  EXPECT_THAT(d->first_failure, ElementsAre(0, 1));
+  EXPECT_EQ(d->first_got, 16777217.0);
+  EXPECT_EQ(d->first_want, 16777216.0);
+}
+
+TEST(ElementDiffsTest, NaNAndInfinitiesInArrays) {
+  // [0,0] NaN both: close; [0,1] inf both: close; [0,2] equal; [1,0] error 0.5 > atol 0.1;
+  // [1,1] NaN on one side; [1,2] equal.
+  StatusOr<ElementDiffs> d =
+      CompareElements(Array::FromVector<float>({2, 3}, {NAN, INFINITY, 1, 2, NAN, 3}),
+                      Array::FromVector<float>({2, 3}, {NAN, INFINITY, 1, 2.5, 4, 3}),
+                      ElementBound{0.1, 0, 0, true});
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->not_close, 2);
+  EXPECT_EQ(d->nan_mismatches, 1);
+  EXPECT_EQ(d->max_abs_error, kInf);
+  EXPECT_EQ(d->max_rel_error, kInf);  // inf / 4 at [1,1]
+  EXPECT_THAT(d->first_failure, ElementsAre(1, 0));
+  EXPECT_EQ(d->first_got, 2.0);
+  EXPECT_EQ(d->first_want, 2.5);
+}
+
+TEST(ElementDiffsTest, BoxesOfPaddedArraysAccumulateAndKeepTheEarliestFailure) {
+  const Array want = Array::FromVector<float>({2, 4}, {0, 1, 2, 3, 4, 5, 6, 7});
+  // Want's box [0,2] + [2,2] = {2, 3; 6, 7}, held in a [2,3] array whose last column is padding.
+  const Array got = Array::FromVector<float>({2, 3}, {2, 3.5, 99, 6, 7.25, 99});
+  const ElementBound b{0, 0, 0.25, true};
+  ElementDiffs d;
+  ASSERT_TRUE(AccumulateElementDiffs(got, {0, 0}, want, {0, 2}, {2, 2}, b, &d).ok());
+  EXPECT_EQ(d.elements, 4);
+  EXPECT_EQ(d.not_close, 1);       // 3.5 vs 3
+  EXPECT_EQ(d.close_by_extra, 1);  // 7.25 vs 7: 0.25 <= 0 + 0.25
+  EXPECT_THAT(d.first_failure, ElementsAre(0, 3));
+  EXPECT_EQ(d.first_got, 3.5);
+  // A later box with a failure earlier in WANT's order takes over the first failure.
+  const Array got2 = Array::FromVector<float>({1, 2}, {0.5, 1});
+  ASSERT_TRUE(AccumulateElementDiffs(got2, {0, 0}, want, {0, 0}, {1, 2}, b, &d).ok());
+  EXPECT_EQ(d.elements, 6);
+  EXPECT_EQ(d.not_close, 2);
+  EXPECT_THAT(d.first_failure, ElementsAre(0, 0));
+  EXPECT_EQ(d.first_got, 0.5);
+  EXPECT_EQ(d.first_want, 0.0);
+  EXPECT_EQ(d.max_abs_error, 0.5);
+  EXPECT_DOUBLE_EQ(d.max_rel_error, 0.5 / 3);  // want 0 at [0,0] is left out
+  // Boxes outside an array, wrong ranks and different dims are errors.
+  Status s = AccumulateElementDiffs(got, {0, 0}, want, {1, 3}, {2, 2}, b, &d);
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("outside want f32[2,4]"));
+  EXPECT_FALSE(AccumulateElementDiffs(got, {0}, want, {0, 0}, {2, 2}, b, &d).ok());
+  EXPECT_FALSE(CompareElements(got, want, b).ok());
+  EXPECT_EQ(d.elements, 6);  // errors add nothing
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Elementwise comparison of output leaves with allclose bounds per element type.
+// Elementwise comparison of output leaves with allclose bounds per element type (the element rule
+// and the statistics are core/numerics' AccumulateElementDiffs).
 #include "xshard/jit/output_check.h"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <cstdio>
 
 #include "xshard/base/strings.h"
+#include "xshard/core/numerics.h"
 #include "xshard/core/shape.h"
 #include "xshard/ir/computation.h"
 #include "xshard/ir/instruction.h"
@@ -19,14 +21,6 @@ std::complex<double> Element(const Array& a, int64_t i) {
   if (a.dtype() == DType::kC64) return std::complex<double>(a.values<std::complex<float>>()[i]);
   if (a.dtype() == DType::kC128) return a.values<std::complex<double>>()[i];
   return {a.GetDouble(i), 0.0};
-}
-
-// |got - want| for one component; NaN in both is equal, infinities must match exactly.
-double ComponentError(double got, double want) {
-  if (std::isnan(got) && std::isnan(want)) return 0;
-  if (std::isnan(got) || std::isnan(want)) return INFINITY;
-  if (std::isinf(got) || std::isinf(want)) return got == want ? 0 : INFINITY;
-  return std::fabs(got - want);
 }
 
 // Errors to 3 significant digits ("1.2e-07", "0.667"); values with full precision.
@@ -163,54 +157,20 @@ StatusOr<OutputDiff> CompareOutputBlocks(const std::vector<OutputBlock>& got, co
   const double growth = std::max(1.0, std::sqrt(static_cast<double>(std::max<int64_t>(summed_terms, 1))) / 8);
   const double scale_term = diff.tolerance.scale_tol * diff.largest * growth;
   diff.scale_growth = growth;
-  const std::vector<int64_t> want_strides = RowMajorStrides(w.dims());
+  // Element closeness and the statistics are core/numerics' (NaN in both places is equal).
+  const ElementBound bound{diff.tolerance.atol, diff.tolerance.rtol, scale_term, true};
+  ElementDiffs found;
   for (const OutputBlock& b : got) {
-    if (Product(b.sizes) == 0) continue;
-    const Array& g = *b.held;
-    const std::vector<int64_t> held_strides = RowMajorStrides(g.dims());
-    const int rank = static_cast<int>(b.sizes.size());
-    // Row by row: `at` indexes the block (its last entry 0), each row's elements are contiguous.
-    std::vector<int64_t> at(rank, 0);
-    const int64_t row = rank == 0 ? 1 : b.sizes[rank - 1];
-    bool mismatched = false;  // this block's first mismatch is recorded
-    for (;;) {
-      int64_t g0 = 0, w0 = 0;
-      for (int d = 0; d < rank; ++d) {
-        g0 += at[d] * held_strides[d];
-        w0 += (b.start[d] + at[d]) * want_strides[d];
-      }
-      for (int64_t j = 0; j < row; ++j) {
-        const std::complex<double> x = Element(g, g0 + j);
-        const std::complex<double> y = Element(w, w0 + j);
-        const double err = std::max(ComponentError(x.real(), y.real()), ComponentError(x.imag(), y.imag()));
-        const double magnitude = std::abs(y);
-        diff.max_abs_error = std::max(diff.max_abs_error, err);
-        if (magnitude > 0 && std::isfinite(magnitude)) diff.max_rel_error = std::max(diff.max_rel_error, err / magnitude);
-        const double bound = diff.tolerance.atol + diff.tolerance.rtol * (std::isfinite(magnitude) ? magnitude : 0);
-        if (err <= bound) continue;
-        if (err <= bound + scale_term) {
-          ++diff.within_scale;
-          continue;
-        }
-        // Row-major order within a block is the global order restricted to it: the block's first
-        // mismatch competes with the other blocks' firsts.
-        if (!mismatched) {
-          std::vector<int64_t> where(rank);
-          for (int d = 0; d < rank; ++d) where[d] = b.start[d] + at[d] + (d == rank - 1 ? j : 0);
-          if (diff.mismatches == 0 || where < diff.first_mismatch) {
-            diff.first_mismatch = where;
-            diff.got = x.real();
-            diff.want = y.real();
-          }
-          mismatched = true;
-        }
-        ++diff.mismatches;
-      }
-      int d = rank - 2;
-      while (d >= 0 && ++at[d] == b.sizes[d]) at[d--] = 0;
-      if (d < 0) break;
-    }
+    XS_RETURN_IF_ERROR(AccumulateElementDiffs(*b.held, std::vector<int64_t>(b.sizes.size(), 0), w,
+                                              b.start, b.sizes, bound, &found));
   }
+  diff.max_abs_error = found.max_abs_error;
+  diff.max_rel_error = found.max_rel_error;
+  diff.mismatches = found.not_close;
+  diff.within_scale = found.close_by_extra;
+  diff.first_mismatch = std::move(found.first_failure);
+  diff.got = found.first_got;
+  diff.want = found.first_want;
   return diff;
 }
 

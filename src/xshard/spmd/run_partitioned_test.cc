@@ -14,11 +14,13 @@
 
 #include "xshard/spmd/run_partitioned.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <gtest/gtest.h>
 
 #include "xshard/base/strings.h"
+#include "xshard/core/numerics.h"
 #include "xshard/runtime/client.h"
 #include "xshard/exec/executable.h"
 #include "xshard/runtime/spmd_executor.h"
@@ -43,12 +45,6 @@ int64_t Ravel(const std::vector<int64_t>& index, const std::vector<int64_t>& dim
   int64_t linear = 0;
   for (size_t d = 0; d < dims.size(); ++d) linear = linear * dims[d] + index[d];
   return linear;
-}
-
-bool Close(double a, double b, double tolerance) {
-  if (std::isnan(a) && std::isnan(b)) return true;
-  if (a == b) return true;
-  return std::fabs(a - b) <= tolerance * (1 + std::fabs(b));
 }
 
 std::vector<const Shape*> Leaves(const Shape& shape) {
@@ -128,6 +124,8 @@ Status CompareWithGlobal(const Module& global, const PartitionResult& partitione
   const Shape& out_shape = global.entry()->root()->shape();
   const std::vector<HloSharding> shardings = LeafShardings(out_shape, partitioned.output_sharding);
   const int64_t n = partitioned.module->config().num_partitions;
+  // |got - want| <= tolerance * (1 + |want|); NaN in both places is equal.
+  const ElementBound bound{tolerance, tolerance, 0, true};
   for (size_t l = 0; l < expected.size(); ++l) {
     const Array& want = expected[l];
     const HloSharding& s = shardings[l];
@@ -155,20 +153,48 @@ Status CompareWithGlobal(const Module& global, const PartitionResult& partitione
         const std::vector<int64_t>& t = g->shard(p).tile_index;
         for (int d = 0; d < want.rank(); ++d) start[d] = t[d] * shard[d];
       }
-      for (int64_t i = 0; i < got.num_elements(); ++i) {
-        std::vector<int64_t> idx = Unravel(i, shard);
-        bool real = true;
+      // The real elements (the box of the global result this device holds) within the bound of
+      // core/numerics; the padding after them must be zero within the same bound.
+      std::vector<int64_t> real(want.rank());
+      for (int d = 0; d < want.rank(); ++d) {
+        real[d] = std::clamp<int64_t>(want.dims()[d] - start[d], 0, shard[d]);
+      }
+      ElementDiffs diffs;  // a device holding only padding has an empty box (start past the dims)
+      if (Product(real) > 0) {
+        XS_RETURN_IF_ERROR(AccumulateElementDiffs(got, std::vector<int64_t>(want.rank(), 0), want,
+                                                  start, real, bound, &diffs));
+      }
+      // The first failure in the device's row-major order, real or padding.
+      int64_t first = got.num_elements();
+      double value = 0, expect = 0;
+      if (!diffs.ok()) {
+        std::vector<int64_t> local = diffs.first_failure;
+        for (int d = 0; d < want.rank(); ++d) local[d] -= start[d];
+        first = Ravel(local, shard);
+        value = diffs.first_got;
+        expect = diffs.first_want;
+      }
+      for (int64_t i = 0; i < first; ++i) {
+        const std::vector<int64_t> idx = Unravel(i, shard);
+        bool padding = false;
+        for (int d = 0; d < want.rank(); ++d) padding = padding || idx[d] >= real[d];
+        if (padding && !CompareElement(got.GetDouble(i), 0.0, bound).close()) {
+          first = i;
+          value = got.GetDouble(i);
+          expect = 0;
+          break;
+        }
+      }
+      if (first < got.num_elements()) {
+        std::vector<int64_t> idx = Unravel(first, shard);
+        bool real_element = true;
         for (int d = 0; d < want.rank(); ++d) {
+          real_element = real_element && idx[d] < real[d];
           idx[d] += start[d];
-          real = real && idx[d] < want.dims()[d];
         }
-        const double value = got.GetDouble(i);
-        const double expect = real ? want.GetDouble(Ravel(idx, want.dims())) : 0.0;
-        if (!Close(value, expect, tolerance)) {
-          return Internal("device ", p, " output ", l, " local element ", i, " (global [",
-                          JoinDims(idx), "]", real ? "" : ", padding", "): got ", value,
-                          ", expected ", expect);
-        }
+        return Internal("device ", p, " output ", l, " local element ", first, " (global [",
+                        JoinDims(idx), "]", real_element ? "" : ", padding", "): got ", value,
+                        ", expected ", expect);
       }
     }
   }
@@ -206,6 +232,30 @@ TEST(PaddedShardsTest, UnevenShardsArePaddedWithGarbage) {
   EXPECT_EQ((*shards)[0], Array::FromVector<int32_t>({2}, {1, 2}));
   EXPECT_EQ((*shards)[2], Array::FromVector<int32_t>({2}, {5, 77}));
   EXPECT_EQ((*shards)[3], Array::FromVector<int32_t>({2}, {77, 77}));
+}
+
+TEST(CompareWithGlobalTest, NamesTheDeviceAndTheFirstWrongElement) {
+  // The global module copies its argument, the partitioned one negates it: every nonzero element
+  // is off by 2|x|, far beyond the tolerance. f32[5] on 4 devices: 2 per device (device 2 holds
+  // [4] and padding, device 3 only padding), so element i is device i / 2's local element i % 2.
+  const std::string head =
+      "HloModule m, num_partitions=4\nENTRY e {\n  a = f32[5] parameter(0), "
+      "sharding={devices=[4]<=[4]}\n  ROOT r = f32[5] ";
+  const std::string tail = "(a), sharding={devices=[4]<=[4]}\n}\n";
+  StatusOr<std::unique_ptr<Module>> copy = ParseHloModule(head + "copy" + tail);
+  StatusOr<std::unique_ptr<Module>> negate = ParseHloModule(head + "negate" + tail);
+  ASSERT_TRUE(copy.ok() && negate.ok());
+  StatusOr<PartitionResult> r = Partition(**negate, 4);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::vector<Array> inputs = TestInputs(**copy, 3);
+  EXPECT_TRUE(CompareWithGlobal(**negate, *r, inputs).ok());
+  int64_t i = 0;
+  while (i < 5 && inputs[0].GetDouble(i) == 0) ++i;
+  ASSERT_LT(i, 5) << "the inputs are all zero";
+  const double x = inputs[0].GetDouble(i);
+  const Status s = CompareWithGlobal(**copy, *r, inputs);
+  EXPECT_EQ(s.message(), StrCat("device ", i / 2, " output 0 local element ", i % 2, " (global [", i,
+                                "]): got ", -x, ", expected ", x));
 }
 
 TEST(PaddedShardsTest, TransposedDeviceOrderFollowsTheTileAssignment) {
