@@ -109,7 +109,16 @@ bool HaloFactorFits(const Op& op, int f, int64_t tiles) {
       const std::optional<WindowedDim> wd = WindowedDimOf(*op.inst, i, d);
       if (dims[d].size() != 1 || !wd) return false;
       const int64_t in_size = op.operands[i].global_shape().dim(d);
-      if (!ResultTileWindows(wd->window, d, in_size, ResultDim(*op.inst, wd->result_dim), tiles)) return false;
+      const std::optional<DimWindow> w =
+          ResultTileWindows(wd->window, d, in_size, ResultDim(*op.inst, wd->result_dim), tiles);
+      if (!w) return false;
+      // A tile whose window spans the whole dim (a cumulative sum or max: reduce-window over the
+      // full length) would receive every other tile: as many bytes as gathering the dim, in more
+      // collectives, and not shared with the operand's other users the way a gathered copy is
+      // (the reshard cache). XLA gathers such dims; so does the plan.
+      for (size_t k = 0; k < w->lo.size(); ++k) {
+        if (w->lo[k] <= 0 && w->lo[k] + w->needed[k] >= in_size) return false;
+      }
       in_input = true;
     }
   }

@@ -227,5 +227,30 @@ TEST(WindowHaloTest, DynamicUpdateSliceIntoShardedBaseIsLocal) {
       4);
 }
 
+// jnp.cummax and a reverse jnp.cumsum of one value (bench/xla_compare cum_ops): windows over the
+// whole dim, so the last tile's window would receive every other tile. The dim is gathered
+// instead (the same bytes as that halo), once: the second cumulative op reads the cached copy.
+// With halos each op exchanged its own (2 permutes, 128 B; XLA: 1 all-gather, 64 B).
+TEST(WindowHaloTest, CumulativeWindowsGatherTheDimOnceForEveryUser) {
+  const PartitionResult r = PartitionAndCompare(R"(
+max { a = f32[] parameter(0)
+ b = f32[] parameter(1)
+ ROOT m = f32[] maximum(a, b) }
+add { a = f32[] parameter(0)
+ b = f32[] parameter(1)
+ ROOT s = f32[] add(a, b) }
+ENTRY e {
+  x = f32[16,8] parameter(0), sharding={devices=[2,1]<=[2]}
+  ninf = f32[] constant(-inf)
+  zero = f32[] constant(0)
+  cmax = f32[16,8] reduce-window(x, ninf), window={size=16x1 pad=15_0x0_0}, to_apply=max, sharding={devices=[2,1]<=[2]}
+  rsum = f32[16,8] reduce-window(x, zero), window={size=16x1 pad=0_15x0_0}, to_apply=add, sharding={devices=[2,1]<=[2]}
+  ROOT t = (f32[16,8], f32[16,8]) tuple(cmax, rsum), sharding={{devices=[2,1]<=[2]}, {devices=[2,1]<=[2]}}
+}
+)", 2);
+  ASSERT_EQ(CollectiveKinds(r), (Kinds{"all-gather"}));
+  EXPECT_EQ(r.report.collectives[0].bytes, 8 * 8 * 4);
+}
+
 }  // namespace
 }  // namespace xs::spmd
