@@ -91,7 +91,7 @@ class Engine {
   void ReplicateUnevenBoundaries();
   void SyncGroups(int id);
 
-  // Inference (infer.cc).
+  // Inference (infer.cc, infer_backward.cc).
   bool InferFromOperands(int id, int level);
   // A manual-region boundary (SPMDFullToShardShape / SPMDShardToFullShape) with open dims takes
   // its operand's free axes into them, as its operand's Sharding custom-call did.
@@ -99,6 +99,7 @@ class Engine {
   bool InferFromUsers(int id, int level);
   bool ForwardGeneric(int id, int level);
   bool BackwardFrom(int id, int user, int level);
+  // Accepts `cand` for leaf `leaf` of `id` when it improves it (improve.cc).
   bool Improve(int id, int leaf, const AxesSharding& cand, int level, bool aggressive,
                ShardingOrigin origin);
   // Identity copy of a leaf state across an edge (call / conditional / fallback).
