@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "xshard/text/parser.h"
+#include "xshard/text/parse_test_util.h"
 #include "xshard/text/printer.h"
 
 namespace xs::autoshard {
@@ -21,11 +21,7 @@ AutoshardOptions Options(const char* mesh) {
   return o;
 }
 
-std::unique_ptr<Module> Parse(const char* text) {
-  auto m = ParseHloModule(text);
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
-  return m.ok() ? std::move(*m) : nullptr;
-}
+using xs::testing::ParseOrFail;
 
 const char* kElementwise = R"(
 HloModule m
@@ -36,7 +32,7 @@ ENTRY e {
 })";
 
 TEST(AutoshardTest, ElementwiseWorkSplitsOverEveryDevice) {
-  auto m = Parse(kElementwise);
+  auto m = ParseOrFail(kElementwise);
   auto r = Autoshard(*m, Options("a=4,b=2"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->plan.parameters.size(), 1u);
@@ -50,7 +46,7 @@ TEST(AutoshardTest, ElementwiseWorkSplitsOverEveryDevice) {
 }
 
 TEST(AutoshardTest, Deterministic) {
-  auto m = Parse(kElementwise);
+  auto m = ParseOrFail(kElementwise);
   auto a = Autoshard(*m, Options("a=4,b=2"));
   auto b = Autoshard(*m, Options("a=4,b=2"));
   ASSERT_TRUE(a.ok() && b.ok());
@@ -66,7 +62,7 @@ ENTRY e {
 })";
 
 TEST(AutoshardTest, MemoryBudgetSplitsTheWeight) {
-  auto m = Parse(kMatvec);
+  auto m = ParseOrFail(kMatvec);
   AutoshardOptions o = Options("x=4");
   o.memory_per_device = 2 << 20;  // w alone is 4 MiB
   auto r = Autoshard(*m, o);
@@ -76,7 +72,7 @@ TEST(AutoshardTest, MemoryBudgetSplitsTheWeight) {
 }
 
 TEST(AutoshardTest, NoPlanFitsIsOneClearError) {
-  auto m = Parse(kMatvec);
+  auto m = ParseOrFail(kMatvec);
   AutoshardOptions o = Options("x=4");
   o.memory_per_device = 1000;
   auto r = Autoshard(*m, o);
@@ -87,7 +83,7 @@ TEST(AutoshardTest, NoPlanFitsIsOneClearError) {
 }
 
 TEST(AutoshardTest, KeptAnnotationsAreKept) {
-  auto m = Parse(kMatvec);
+  auto m = ParseOrFail(kMatvec);
   AutoshardOptions o = Options("x=4");
   o.keep_annotations = true;
   auto r = Autoshard(*m, o);
@@ -97,7 +93,7 @@ TEST(AutoshardTest, KeptAnnotationsAreKept) {
 }
 
 TEST(AutoshardTest, ForbiddenAxesAreAvoided) {
-  auto m = Parse(kMatvec);
+  auto m = ParseOrFail(kMatvec);
   AutoshardOptions o = Options("x=4");
   o.memory_per_device = 2 << 20;
   o.forbid = {{"w", 0, "x"}};
@@ -113,7 +109,7 @@ TEST(AutoshardTest, ForbiddenAxesAreAvoided) {
 }
 
 TEST(AutoshardTest, ManualRegionsAreRefused) {
-  auto m = Parse(R"(
+  auto m = ParseOrFail(R"(
 HloModule m
 ENTRY e {
   x = f32[8] parameter(0), sharding={devices=[2]<=[2]}

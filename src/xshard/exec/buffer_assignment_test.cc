@@ -8,8 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "xshard/exec/executable.h"
-#include "xshard/text/parser.h"
-#include "xshard/testing/value_or_fail.h"
+#include "xshard/text/parse_test_util.h"
 
 namespace xs {
 namespace {
@@ -80,14 +79,12 @@ TEST(BufferAssignment, InPlaceReuseOnlyWhenTheSourceDiesThere) {
   EXPECT_EQ(a.arena_bytes, 512);
 }
 
-std::unique_ptr<Module> Parse(std::string_view text) {
-  return testing::ValueOrFail(ParseHloModule(text));
-}
+using xs::testing::ParseOrFail;
 
 TEST(ExecutorArena, AliasChainKeepsTheSourceAliveUntilItsLastUse) {
   // r2 views a's buffer through reshape and bitcast; b and c are made while r2 is alive, so they
   // must not take a's memory: a wrong plan would change r's values.
-  std::unique_ptr<Module> m = Parse(R"(
+  std::unique_ptr<Module> m = ParseOrFail(R"(
 HloModule alias
 ENTRY main {
   x = f32[4,4] parameter(0)
@@ -122,7 +119,7 @@ ENTRY main {
 TEST(ExecutorArena, ResultFedInPlaceChainsUseTheOutputBuffer) {
   // r = subtract(r3, c) reaches the root and overwrites a in place: a (then r) and b (then c)
   // are the arena's two slots, r's alive to the end.
-  std::unique_ptr<Module> m = Parse(R"(
+  std::unique_ptr<Module> m = ParseOrFail(R"(
 HloModule alias
 ENTRY main {
   x = f32[4,4] parameter(0)
@@ -145,7 +142,7 @@ ENTRY main {
 TEST(ExecutorArena, ResultsDoNotChangeWhenTheArenaIsReused) {
   // Tuple outputs, one of them a reshape alias: each run's results stay the caller's (views that
   // keep their arena from the next run).
-  std::unique_ptr<Module> m = Parse(R"(
+  std::unique_ptr<Module> m = ParseOrFail(R"(
 HloModule t
 ENTRY main {
   x = f32[8] parameter(0)
@@ -202,7 +199,7 @@ ENTRY main {
   ROOT v = f32[1024] get-tuple-element(w), index=1
 })");
   };
-  std::unique_ptr<Module> m3 = Parse(text(3)), m30 = Parse(text(30));
+  std::unique_ptr<Module> m3 = ParseOrFail(text(3)), m30 = ParseOrFail(text(30));
   std::unique_ptr<Executable> e3 = *Executable::Create(*m3), e30 = *Executable::Create(*m30);
   EXPECT_EQ(e3->arena_bytes(false), e30->arena_bytes(false));
   EXPECT_GT(e3->arena_bytes(false), 0);
@@ -217,7 +214,7 @@ ENTRY main {
 }
 
 TEST(ExecutorArena, DonatedArgumentsAreWrittenInPlaceNotCopiedToTheArena) {
-  std::unique_ptr<Module> m = Parse(R"(
+  std::unique_ptr<Module> m = ParseOrFail(R"(
 HloModule d
 ENTRY main {
   a = f32[1024] parameter(0)
@@ -242,7 +239,7 @@ ENTRY main {
 // Results of kernels (dot, transpose, slice, iota, concatenate, a fused loop and its reduce)
 // live in the arena, and so does the result: a fused run allocates nothing, so peak = arena.
 TEST(ExecutorArena, KernelResultsAreArenaBuffers) {
-  std::unique_ptr<Module> m = Parse(R"(
+  std::unique_ptr<Module> m = ParseOrFail(R"(
 HloModule k
 add {
   p = f32[] parameter(0)
@@ -288,7 +285,7 @@ ENTRY main {
 TEST(ExecutorArena, ConvertToAWiderTypeIsNeverWrittenInPlace) {
   // f16[1,2] (4 B) and f32[1,2] (8 B) both round up to one 64-byte slot; converting in place
   // would overwrite the second f16 with the first f32's upper half.
-  std::unique_ptr<Module> m = Parse(R"(
+  std::unique_ptr<Module> m = ParseOrFail(R"(
 HloModule widen
 ENTRY main {
   x = f32[1,2] parameter(0)

@@ -8,15 +8,12 @@
 
 #include "gtest/gtest.h"
 #include "xshard/exec/executable.h"
-#include "xshard/text/parser.h"
-#include "xshard/testing/value_or_fail.h"
+#include "xshard/text/parse_test_util.h"
 
 namespace xs {
 namespace {
 
-std::unique_ptr<Module> Parse(const std::string& text) {
-  return testing::ValueOrFail(ParseHloModule(text), text);
-}
+using xs::testing::ParseOrFail;
 
 std::string DimsText(const std::vector<int64_t>& d) {
   std::string s;
@@ -39,7 +36,7 @@ Array RandomArray(DType t, const std::vector<int64_t>& dims, std::mt19937& rng) 
 // Runs `text` fused and op by op; every output must be the same bytes.
 void ExpectFusedEqualsUnfused(const std::string& text, const std::vector<Array>& args,
                               int threads = 0) {
-  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Module> m = ParseOrFail(text);
   StatusOr<std::unique_ptr<Executable>> e = Executable::Create(*m);
   ASSERT_TRUE(e.ok()) << e.status().ToString() << "\n" << text;
   ExecuteOptions fused, plain;
@@ -197,7 +194,7 @@ ENTRY main {
 })";
   std::mt19937 rng(7);
   std::vector<Array> args = {RandomArray(DType::kF32, {513, 67}, rng), RandomArray(DType::kF32, {513, 67}, rng)};
-  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Module> m = ParseOrFail(text);
   std::unique_ptr<Executable> e = *Executable::Create(*m);
   ExecuteStats stats;
   std::vector<Array> out = *e->Run(args, {}, &stats);
@@ -233,7 +230,7 @@ ENTRY main {
     x.SetDouble(i, static_cast<double>((i * 2654435761LL) % 2000000000LL - 1000000000LL));
     y.SetDouble(i, static_cast<double>(i % 97 - 48));
   }
-  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Module> m = ParseOrFail(text);
   std::unique_ptr<Executable> e = *Executable::Create(*m);
   ExecuteStats stats;
   const std::vector<Array> args = {x, y};
@@ -305,7 +302,7 @@ ENTRY main {
   std::vector<Array> args = {RandomArray(DType::kBF16, {1000, 70}, rng), RandomArray(DType::kBF16, {70}, rng)};
   ExpectFusedEqualsUnfused(text, args, 2);
   // The callee runs as one loop: no broadcast or product is materialized, only the result.
-  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Module> m = ParseOrFail(text);
   std::unique_ptr<Executable> e = *Executable::Create(*m);
   ExecuteStats stats;
   ASSERT_TRUE(e->Run(args, {}, &stats).ok());
@@ -321,7 +318,7 @@ ENTRY main {
   a = f32[100000] add(x, y)
   ROOT m = f32[100000] multiply(a, x)
 })";
-  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Module> m = ParseOrFail(text);
   std::unique_ptr<Executable> e = *Executable::Create(*m);
   std::vector<Array> args = {Array::Full(DType::kF32, {100000}, 2.0), Array::Full(DType::kF32, {100000}, 3.0)};
   ExecuteStats stats;
@@ -352,7 +349,7 @@ ENTRY main {
   std::vector<Array> args = {RandomArray(DType::kF32, {1031, 2100}, rng)};
   ExpectFusedEqualsUnfused(text, args, 2);
   ExpectFusedEqualsUnfused(text, args, 1);
-  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Module> m = ParseOrFail(text);
   std::unique_ptr<Executable> e = *Executable::Create(*m);
   std::vector<Array> out = *e->Run(args, {});
   for (int64_t i : {int64_t{0}, int64_t{4095}, int64_t{4096}, int64_t{1031} * 2100 - 1}) {
@@ -406,7 +403,7 @@ TEST(Fusion, ReduceMatchesHandComputation) {
       "f32", "100,1000", "100", "1", "add", "0",
       "  two = f32[] constant(2)\n  tb = f32[100,1000] broadcast(two), dimensions={}\n"
       "  v = f32[100,1000] multiply(x, tb)\n");
-  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Module> m = ParseOrFail(text);
   std::unique_ptr<Executable> e = *Executable::Create(*m);
   Array x(DType::kF32, {100, 1000});
   for (int64_t i = 0; i < x.num_elements(); ++i) x.SetDouble(i, static_cast<double>(i % 1000 + (i / 1000) % 4));
@@ -482,7 +479,7 @@ ENTRY main {
 })";
   std::mt19937 rng(17);
   for (int threads : {1, 2}) ExpectFusedEqualsUnfused(text, {RandomArray(DType::kF32, {16, 256}, rng)}, threads);
-  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Module> m = ParseOrFail(text);
   std::unique_ptr<Executable> e = *Executable::Create(*m);
   Array p(DType::kF32, {16, 256});
   for (int64_t i = 0; i < p.num_elements(); ++i) p.SetDouble(i, 8.0 * static_cast<double>(i / 256) - 40.0);

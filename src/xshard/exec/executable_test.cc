@@ -3,19 +3,16 @@
 #include "xshard/exec/executable.h"
 
 #include "gtest/gtest.h"
-#include "xshard/text/parser.h"
-#include "xshard/testing/value_or_fail.h"
+#include "xshard/text/parse_test_util.h"
 
 namespace xs {
 namespace {
 
-std::unique_ptr<Module> Parse(std::string_view text) {
-  return testing::ValueOrFail(ParseHloModule(text));
-}
+using xs::testing::ParseOrFail;
 
 StatusOr<std::vector<Array>> RunHlo(std::string_view text, std::vector<Array> args,
                                  const ExecuteOptions& options = {}) {
-  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Module> m = ParseOrFail(text);
   return Execute(*m, args, options);
 }
 
@@ -48,7 +45,7 @@ TEST(Executable, WrongArgumentCountIsAnError) {
 }
 
 TEST(Executable, UnsupportedOpIsAnErrorNamingTheInstruction) {
-  std::unique_ptr<Module> m = Parse(R"(
+  std::unique_ptr<Module> m = ParseOrFail(R"(
 HloModule f
 ENTRY main {
   tok = token[] after-all()
@@ -60,7 +57,7 @@ ENTRY main {
 }
 
 TEST(Executable, UnknownCustomCallTargetIsUnsupported) {
-  std::unique_ptr<Module> m = Parse(R"(
+  std::unique_ptr<Module> m = ParseOrFail(R"(
 HloModule f
 ENTRY main {
   p = f32[2] parameter(0)
@@ -223,7 +220,7 @@ TEST(Executable, ChainOfElementwiseOpsReusesBuffersInPlace) {
   std::string text = "HloModule chain\nENTRY main {\n  x0 = f32[262144] parameter(0)\n";
   for (int i = 1; i <= 8; ++i) text += StrCat("  x", i, " = f32[262144] negate(x", i - 1, ")\n");
   text += "  ROOT r = f32[262144] add(x8, x0)\n}\n";
-  std::unique_ptr<Module> m = Parse(text);
+  std::unique_ptr<Module> m = ParseOrFail(text);
   std::unique_ptr<Executable> e = *Executable::Create(*m);
   Array x = Array::Full(DType::kF32, {262144}, 2.0);
   ExecuteStats stats;
@@ -235,7 +232,7 @@ TEST(Executable, ChainOfElementwiseOpsReusesBuffersInPlace) {
 }
 
 TEST(Executable, DonatedArgumentsAreUpdatedInPlace) {
-  std::unique_ptr<Module> m = Parse(R"(
+  std::unique_ptr<Module> m = ParseOrFail(R"(
 HloModule d
 ENTRY main {
   a = f32[1024] parameter(0)
@@ -256,7 +253,7 @@ ENTRY main {
 TEST(Executable, DeadValuesAreFreedBeforeLaterOnes) {
   // a and b (4 MiB each) die before c is made: the peak holds two buffers, not three.
   std::vector<Array> args = {Array(DType::kF32, {1 << 20})};
-  std::unique_ptr<Module> m = Parse(R"(
+  std::unique_ptr<Module> m = ParseOrFail(R"(
 HloModule f
 ENTRY main {
   p = f32[1048576] parameter(0)
@@ -277,7 +274,7 @@ ENTRY main {
 }
 
 TEST(Executable, TupleParameterTakesItsLeavesAndRunTupleKeepsStructure) {
-  std::unique_ptr<Module> m = Parse(R"(
+  std::unique_ptr<Module> m = ParseOrFail(R"(
 HloModule t
 ENTRY main {
   p = (f32[2], s32[]) parameter(0)

@@ -7,15 +7,13 @@
 #include <gtest/gtest.h>
 
 #include "xshard/runtime/client.h"
-#include "xshard/text/parser.h"
+#include "xshard/text/parse_test_util.h"
 #include "xshard/testing/value_or_fail.h"
 
 namespace xs {
 namespace {
 
-std::unique_ptr<Module> Parse(const std::string& text) {
-  return testing::ValueOrFail(ParseHloModule(text, "test.hlo"));
-}
+using xs::testing::ParseOrFail;
 
 std::unique_ptr<Client> MakeClient(int64_t n) {
   ClientOptions options;
@@ -33,7 +31,7 @@ ENTRY main {
 })";
 
 TEST(ShardedProgramTest, InnerAxesMatmulGivesTheGlobalProduct) {
-  auto module = Parse(kInner);
+  auto module = ParseOrFail(kInner);
   StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(*module, 8);
   ASSERT_TRUE(program.ok()) << program.status().ToString();
   EXPECT_TRUE((*program)->spmd_module().config().is_scheduled);
@@ -63,7 +61,7 @@ TEST(ShardedProgramTest, InnerAxesMatmulGivesTheGlobalProduct) {
 }
 
 TEST(ShardedProgramTest, RunPlacedRunsTheDevicesOnTheirShardsAndRepeats) {
-  auto module = Parse(kInner);
+  auto module = ParseOrFail(kInner);
   StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(*module, 8);
   ASSERT_TRUE(program.ok()) << program.status().ToString();
   Array x = Array::Iota(DType::kF32, {4, 16});
@@ -92,7 +90,7 @@ TEST(ShardedProgramTest, RunPlacedRunsTheDevicesOnTheirShardsAndRepeats) {
 
 TEST(ShardedProgramTest, UnevenShardsArePaddedAndTheGlobalOutputHasNoPadding) {
   // 5 rows on 4 devices: shards of 2, 2, 1, 0 rows.
-  auto module = Parse(R"(
+  auto module = ParseOrFail(R"(
 HloModule uneven, num_partitions=4
 ENTRY main {
   p = s32[5,3] parameter(0), sharding={devices=[4,1]<=[4]}
@@ -115,7 +113,7 @@ ENTRY main {
 
 TEST(ShardedProgramTest, ColumnShardedOutputIsReassembledInTileOrder) {
   // Device order reversed: device 3 holds columns 0-1, device 0 columns 6-7.
-  auto module = Parse(R"(
+  auto module = ParseOrFail(R"(
 HloModule cols, num_partitions=4
 ENTRY main {
   p = f32[2,8] parameter(0), sharding={replicated}
@@ -135,7 +133,7 @@ ENTRY main {
 
 TEST(ShardedProgramTest, RunWithoutGatherLeavesTheOutputsOnTheDevicesUntilOneIsAssembled) {
   // 5 rows on 4 devices (shards of 2, 2, 1, 0 rows, padded to 2) and a replicated output.
-  auto module = Parse(R"(
+  auto module = ParseOrFail(R"(
 HloModule two_outputs, num_partitions=4
 ENTRY main {
   p = s32[5,3] parameter(0), sharding={devices=[4,1]<=[4]}
@@ -175,7 +173,7 @@ ENTRY main {
 }
 
 TEST(ShardedProgramTest, MaximalArgumentLivesOnItsDevice) {
-  auto module = Parse(R"(
+  auto module = ParseOrFail(R"(
 HloModule maximal, num_partitions=2
 ENTRY main {
   p = f32[3] parameter(0), sharding={maximal device=1}
@@ -195,7 +193,7 @@ ENTRY main {
 }
 
 TEST(ShardedProgramTest, WrongArgumentsAreNamed) {
-  auto module = Parse(kInner);
+  auto module = ParseOrFail(kInner);
   StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(*module, 8);
   ASSERT_TRUE(program.ok());
   StatusOr<std::vector<std::vector<Array>>> few = (*program)->ShardArguments({Array::Iota(DType::kF32, {4, 16})});
@@ -212,11 +210,11 @@ TEST(ShardedProgramTest, WrongArgumentsAreNamed) {
 }
 
 TEST(ShardedProgramTest, BadDeviceCountsAndReplicasAreRefused) {
-  auto module = Parse(kInner);
+  auto module = ParseOrFail(kInner);
   StatusOr<std::unique_ptr<ShardedProgram>> zero = ShardedProgram::Compile(*module, 0);
   ASSERT_FALSE(zero.ok());
   EXPECT_EQ(zero.status().message(), "the device count must be 1..8192, got 0");
-  auto replicas = Parse(R"(
+  auto replicas = ParseOrFail(R"(
 HloModule r, replica_count=2
 ENTRY main {
   p = f32[4] parameter(0), sharding={replicated}
@@ -228,14 +226,14 @@ ENTRY main {
 }
 
 TEST(ShardedProgramTest, ModulesWithoutShardingsOrAlreadyScheduledNeedNoPartitioning) {
-  EXPECT_FALSE(NeedsPartitioning(*Parse("HloModule m\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}")));
-  EXPECT_FALSE(NeedsPartitioning(*Parse(
+  EXPECT_FALSE(NeedsPartitioning(*ParseOrFail("HloModule m\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}")));
+  EXPECT_FALSE(NeedsPartitioning(*ParseOrFail(
       "HloModule m, is_scheduled=true, num_partitions=2\nENTRY e {\n  ROOT p = f32[2] parameter(0), "
       "sharding={devices=[2]<=[2]}\n}")));
 }
 
 TEST(ShardedProgramTest, ReplicatedReferenceKeepsOnlyTheManualBoundaries) {
-  auto module = Parse(R"(
+  auto module = ParseOrFail(R"(
 HloModule manual_region, num_partitions=4
 ENTRY main {
   x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}
@@ -259,7 +257,7 @@ ENTRY main {
   EXPECT_EQ(shardings["n"], "{manual}");
   EXPECT_EQ(shardings["f"], "{devices=[4,1]<=[4]}");
   EXPECT_EQ(shardings["e"], "{replicated}");
-  EXPECT_FALSE(PerDeviceSemantics(*Parse(kInner)).has_value());
+  EXPECT_FALSE(PerDeviceSemantics(*ParseOrFail(kInner)).has_value());
 }
 
 }  // namespace

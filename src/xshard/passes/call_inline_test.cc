@@ -4,14 +4,14 @@
 
 #include "xshard/ir/verifier.h"
 #include "xshard/passes/call_inline.h"
-#include "xshard/text/parser.h"
+#include "xshard/text/parse_test_util.h"
 #include "xshard/text/printer.h"
 #include "xshard/testing/value_or_fail.h"
 
 namespace xs {
 namespace {
 
-std::unique_ptr<Module> Parse(const std::string& text) { return testing::ValueOrFail(ParseHloModule(text)); }
+using xs::testing::ParseOrFail;
 
 int CountOps(const Computation& c, Opcode op) {
   int n = 0;
@@ -20,7 +20,7 @@ int CountOps(const Computation& c, Opcode op) {
 }
 
 TEST(InlineCallsTest, InlinesNestedAndSharedCalleesAndDropsThem) {
-  std::unique_ptr<Module> m = Parse(R"(HloModule m
+  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
 inner { a = f32[4] parameter(0)
  ROOT n = f32[4] negate(a) }
 outer { x = f32[4] parameter(0)
@@ -54,7 +54,7 @@ ENTRY e {
 }
 
 TEST(InlineCallsTest, TheCallsShardingMovesToTheRootAndACallAtTheRootIsReplaced) {
-  std::unique_ptr<Module> m = Parse(R"(HloModule m
+  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
 f { a = f32[8] parameter(0)
  ROOT n = f32[8] negate(a) }
 ENTRY e {
@@ -69,7 +69,7 @@ ENTRY e {
 }
 
 TEST(InlineCallsTest, ACalleeThatReturnsAParameterForwardsTheOperand) {
-  std::unique_ptr<Module> v = Parse(R"(HloModule m
+  std::unique_ptr<Module> v = ParseOrFail(R"(HloModule m
 id { a = f32[4] parameter(0)
  ROOT b = f32[4] parameter(1) }
 ENTRY e {
@@ -84,7 +84,7 @@ ENTRY e {
 }
 
 TEST(InlineCallsTest, ManualRegionsControlEdgesAndShardedParameterRootsStayCalls) {
-  std::unique_ptr<Module> m = Parse(R"(HloModule m
+  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
 body { a = f32[2] parameter(0), sharding={manual}
  ROOT n = f32[2] negate(a), sharding={manual} }
 f { a = f32[8] parameter(0)
@@ -108,7 +108,7 @@ ENTRY e {
 // A call inside a shard_map body (here in a loop of the body, as ring attention's fori_loop lowers)
 // stays: the body's values are manual because of where they are, not by annotation.
 TEST(InlineCallsTest, CallsInsideAManualRegionStay) {
-  std::unique_ptr<Module> m = Parse(R"(HloModule m
+  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
 step { a = f32[2] parameter(0)
  ROOT n = f32[2] negate(a) }
 cond { s = (s32[], f32[2]) parameter(0)
@@ -140,7 +140,7 @@ ENTRY e {
 }
 
 TEST(InlineCallsTest, ACalleeAlsoUsedAsAReducerStaysAndControlEdgesInsideAreCopied) {
-  std::unique_ptr<Module> m = Parse(R"(HloModule m
+  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
 sum { a = f32[] parameter(0)
  b = f32[] parameter(1)
  x = f32[] negate(a)

@@ -6,16 +6,13 @@
 #include "xshard/passes/cse.h"
 #include "xshard/passes/dce.h"
 #include "xshard/passes/pipeline.h"
-#include "xshard/text/parser.h"
+#include "xshard/text/parse_test_util.h"
 #include "xshard/text/printer.h"
-#include "xshard/testing/value_or_fail.h"
 
 namespace xs {
 namespace {
 
-std::unique_ptr<Module> Parse(const std::string& text) {
-  return testing::ValueOrFail(ParseHloModule(text));
-}
+using xs::testing::ParseOrFail;
 
 std::vector<std::string> Names(const Computation& c) {
   std::vector<std::string> out;
@@ -24,7 +21,7 @@ std::vector<std::string> Names(const Computation& c) {
 }
 
 TEST(DceTest, RemovesUnusedInstructionsAndComputationsButKeepsSideEffects) {
-  std::unique_ptr<Module> m = Parse(R"(HloModule m
+  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
 unused { a = f32[] parameter(0)
  ROOT n = f32[] negate(a) }
 ENTRY e {
@@ -43,7 +40,7 @@ ENTRY e {
 }
 
 TEST(DceTest, KeepsComputationsTheEntryCalls) {
-  std::unique_ptr<Module> m = Parse(R"(HloModule m
+  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
 sum { a = f32[] parameter(0)
  b = f32[] parameter(1)
  ROOT s = f32[] add(a, b) }
@@ -57,7 +54,7 @@ ENTRY e {
 }
 
 TEST(CseTest, MergesEqualInstructionsButNotCollectives) {
-  std::unique_ptr<Module> m = Parse(R"(HloModule m, num_partitions=2
+  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m, num_partitions=2
 sum { a = f32[] parameter(0)
  b = f32[] parameter(1)
  ROOT s = f32[] add(a, b) }
@@ -83,7 +80,7 @@ ENTRY e {
 }
 
 TEST(PipelineTest, DumpsTheModuleAfterEachPass) {
-  std::unique_ptr<Module> m = Parse(R"(HloModule m
+  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
 ENTRY e {
   x = f32[4] parameter(0)
   a = f32[4] negate(x)
@@ -107,7 +104,7 @@ ENTRY e {
 }
 
 TEST(PipelineTest, AnErrorNamesThePass) {
-  std::unique_ptr<Module> m = Parse("HloModule m\nENTRY e {\n  ROOT x = f32[4] parameter(0)\n}\n");
+  std::unique_ptr<Module> m = ParseOrFail("HloModule m\nENTRY e {\n  ROOT x = f32[4] parameter(0)\n}\n");
   Pass failing{"check", [](Module&) -> StatusOr<bool> { return InvalidArgument("broken"); }};
   Status s = RunPipeline(*m, {failing});
   EXPECT_EQ(s.message(), "pass 'check': broken");

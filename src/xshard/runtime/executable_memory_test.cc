@@ -6,7 +6,7 @@
 #include "xshard/runtime/client.h"
 #include "xshard/exec/executable.h"
 #include "xshard/runtime/spmd_executor.h"
-#include "xshard/text/parser.h"
+#include "xshard/text/parse_test_util.h"
 
 namespace xs {
 namespace {
@@ -23,11 +23,7 @@ ENTRY main {
   ROOT e = f32[32,32] reverse(d), dimensions={1}
 })";
 
-std::unique_ptr<Module> Parse(std::string_view text) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
-  XS_CHECK(m.ok(), m.status().ToString());
-  return std::move(m).value();
-}
+using xs::testing::ParseOrFail;
 
 Array Input(float scale) {
   Array x(DType::kF32, {32, 32});
@@ -48,7 +44,7 @@ void ExpectReverseDotReverse(const Array& x, const Array& e) {
 }
 
 TEST(ExecutableMemory, PeakIsTheArenaWhichHoldsTheResult) {
-  std::unique_ptr<Module> m = Parse(kReverseDotReverse);
+  std::unique_ptr<Module> m = ParseOrFail(kReverseDotReverse);
   std::unique_ptr<Executable> e = *Executable::Create(*m);
   EXPECT_EQ(e->arena_bytes(), 2 * 4096);
   const Array x = Input(1.0f);
@@ -61,7 +57,7 @@ TEST(ExecutableMemory, PeakIsTheArenaWhichHoldsTheResult) {
 TEST(ExecutableMemory, ExtraOutputsOfAFusedLoopAreArenaBuffers) {
   // a = -x and b = a * a fuse into one loop with two outputs (the dot reads both): a, b and the
   // result d = a @ b are alive at the dot, 3 x 4 KiB, all in the arena; nothing else.
-  std::unique_ptr<Module> m = Parse(R"(
+  std::unique_ptr<Module> m = ParseOrFail(R"(
 HloModule multi
 ENTRY main {
   x = f32[32,32] parameter(0)
@@ -86,7 +82,7 @@ ENTRY main {
 }
 
 TEST(ExecutableMemory, ResultsOutliveLaterRunsAndTheExecutable) {
-  std::unique_ptr<Module> m = Parse(kReverseDotReverse);
+  std::unique_ptr<Module> m = ParseOrFail(kReverseDotReverse);
   std::unique_ptr<Executable> e = *Executable::Create(*m);
   const Array x1 = Input(1.0f), x2 = Input(-0.5f);
   std::vector<Array> out1 = *e->Run(std::span<const Array>(&x1, 1));
@@ -111,7 +107,7 @@ TEST(ExecutableMemory, ResultsOutliveLaterRunsAndTheExecutable) {
 }
 
 TEST(ExecutableMemory, SpmdPeakIsArgumentsPlusArena) {
-  std::unique_ptr<Module> m = Parse(R"(
+  std::unique_ptr<Module> m = ParseOrFail(R"(
 HloModule rdr_spmd, num_partitions=2
 ENTRY main {
   x = f32[32,32] parameter(0)

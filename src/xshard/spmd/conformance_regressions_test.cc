@@ -6,16 +6,13 @@
 #include "xshard/base/strings.h"
 #include "xshard/spmd/partitioner.h"
 #include "xshard/spmd/run_partitioned.h"
-#include "xshard/text/parser.h"
+#include "xshard/text/parse_test_util.h"
 #include "xshard/text/printer.h"
-#include "xshard/testing/value_or_fail.h"
 
 namespace xs::spmd {
 namespace {
 
-std::unique_ptr<Module> Parse(std::string_view text) {
-  return xs::testing::ValueOrFail(ParseHloModule(text));
-}
+using xs::testing::ParseOrFail;
 
 // spmd_partitioner_test/PartitionCollectivePermute: a collective-permute inside a partially
 // manual region (data dim split 2 ways, manual over 4) was refused. Its pairs stay inside the
@@ -23,7 +20,7 @@ std::unique_ptr<Module> Parse(std::string_view text) {
 // pairs rotate each half (0->6, 2->0, ...; 1->7, 3->1, ...) and the result, reassembled, is x^2
 // rolled left by 2: for x = 1..8, [9 16 25 36 49 64 1 4].
 TEST(ConformanceRegressionTest, PartiallyManualCollectivePermuteRunsOnTheLocalPieces) {
-  std::unique_ptr<Module> global = Parse(R"(HloModule m, num_partitions=8
+  std::unique_ptr<Module> global = ParseOrFail(R"(HloModule m, num_partitions=8
 ENTRY main {
   x = s32[8] parameter(0), sharding={devices=[8]<=[8]}
   c = s32[8] copy(x), sharding={devices=[4,2]<=[8] last_tile_dim_replicate}
@@ -50,7 +47,7 @@ ENTRY main {
 // An all-reduce whose group joins devices holding different tiles of a partially manual value has
 // no per-tile meaning: refused as unsupported, naming the group.
 TEST(ConformanceRegressionTest, PartiallyManualCollectiveAcrossTilesIsUnsupported) {
-  std::unique_ptr<Module> global = Parse(R"(HloModule m, num_partitions=4
+  std::unique_ptr<Module> global = ParseOrFail(R"(HloModule m, num_partitions=4
 sum {
   a = f32[] parameter(0)
   b = f32[] parameter(1)

@@ -7,20 +7,17 @@
 #include "xshard/base/strings.h"
 #include "xshard/spmd/partitioner.h"
 #include "xshard/spmd/run_partitioned.h"
-#include "xshard/text/parser.h"
+#include "xshard/text/parse_test_util.h"
 #include "xshard/text/printer.h"
-#include "xshard/testing/value_or_fail.h"
 
 namespace xs::spmd {
 namespace {
 
-std::unique_ptr<Module> ParseOk(const std::string& text) {
-  return xs::testing::ValueOrFail(ParseHloModule(text));
-}
+using xs::testing::ParseOrFail;
 
 // Partitions `body` for n partitions and, when `run`, checks the numbers on n devices.
 PartitionResult PartitionBody(const std::string& body, int64_t n, bool run = true) {
-  std::unique_ptr<Module> global = ParseOk(StrCat("HloModule m, num_partitions=", n, "\n", body));
+  std::unique_ptr<Module> global = ParseOrFail(StrCat("HloModule m, num_partitions=", n, "\n", body));
   StatusOr<PartitionResult> r = Partition(*global, n);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   if (!r.ok()) return PartitionResult{};

@@ -6,7 +6,7 @@
 #include "xshard/base/strings.h"
 #include "xshard/spmd/partitioner.h"
 #include "xshard/spmd/run_partitioned.h"
-#include "xshard/text/parser.h"
+#include "xshard/text/parse_test_util.h"
 #include "xshard/text/printer.h"
 
 namespace xs::spmd {
@@ -32,9 +32,7 @@ const char* kArgmax = R"(argmax {
 )";
 
 std::unique_ptr<Module> Parse(const std::string& body, int64_t n) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(StrCat("HloModule m, num_partitions=", n, "\n", body));
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
-  return m.ok() ? *std::move(m) : nullptr;
+  return xs::testing::ParseOrFail(StrCat("HloModule m, num_partitions=", n, "\n", body));
 }
 
 // Partitions, compares every device with the single-device run (inputs of small integers, so

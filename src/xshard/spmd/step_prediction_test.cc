@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "xshard/text/parse_test_util.h"
 #include "xshard/text/parser.h"
 
 namespace xs::spmd {
@@ -24,14 +25,10 @@ HardwareProfile Profile() {
   return p;
 }
 
-std::unique_ptr<Module> Parse(std::string_view text) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
-  return m.ok() ? *std::move(m) : nullptr;
-}
+using xs::testing::ParseOrFail;
 
 TEST(PredictStepTest, DotAtTheGemmRate) {
-  auto m = Parse(R"(HloModule m, num_partitions=4
+  auto m = ParseOrFail(R"(HloModule m, num_partitions=4
 ENTRY e {
   a = f32[64,128] parameter(0)
   b = f32[128,32] parameter(1)
@@ -49,7 +46,7 @@ ENTRY e {
 }
 
 TEST(PredictStepTest, ConvolutionAtTheConvRate) {
-  auto m = Parse(R"(HloModule m, num_partitions=4
+  auto m = ParseOrFail(R"(HloModule m, num_partitions=4
 ENTRY e {
   x = f32[1,8,8,4] parameter(0)
   k = f32[3,3,4,4] parameter(1)
@@ -64,7 +61,7 @@ ENTRY e {
 }
 
 TEST(PredictStepTest, AllReduceByTheRingModel) {
-  auto m = Parse(R"(HloModule m, num_partitions=4
+  auto m = ParseOrFail(R"(HloModule m, num_partitions=4
 sum {
   x = f32[] parameter(0)
   y = f32[] parameter(1)
@@ -106,7 +103,7 @@ ENTRY e {
 })";
 
 TEST(PredictStepTest, WhileBodyTimesItsTripCount) {
-  auto m = Parse(kLoop);
+  auto m = ParseOrFail(kLoop);
   ASSERT_NE(m, nullptr);
   const Instruction* w = nullptr;
   for (const Instruction* i : m->entry()->instructions()) {
@@ -128,7 +125,7 @@ TEST(PredictStepTest, TripCountFromBackendConfigOrUnknown) {
   std::string text(kLoop);
   // A start read from a parameter: unknown, counted once with a note.
   text.replace(text.find("START = s32[] constant(0)"), 25, "START = s32[] parameter(1)");
-  auto m = Parse(text);
+  auto m = ParseOrFail(text);
   ASSERT_NE(m, nullptr);
   const StepPrediction p = PredictStep(*m, Profile(), 4);
   EXPECT_NEAR(p.compute_s, 524288 / 1e11, 1e-15);
@@ -136,13 +133,13 @@ TEST(PredictStepTest, TripCountFromBackendConfigOrUnknown) {
   EXPECT_EQ(p.notes[0], "w: trip count unknown, body counted once");
   // XLA's annotation decides.
   text.replace(text.find("body=body"), 9, R"(body=body, backend_config={"known_trip_count":{"n":"7"}})");
-  auto known = Parse(text);
+  auto known = ParseOrFail(text);
   ASSERT_NE(known, nullptr);
   EXPECT_NEAR(PredictStep(*known, Profile(), 4).compute_s, 7 * 524288 / 1e11, 1e-15);
 }
 
 TEST(PredictStepTest, FusedChainReadsInputsOnceAndWritesItsResult) {
-  auto m = Parse(R"(HloModule m, num_partitions=4
+  auto m = ParseOrFail(R"(HloModule m, num_partitions=4
 ENTRY e {
   p = f32[1000] parameter(0)
   q = f32[1000] parameter(1)
@@ -155,7 +152,7 @@ ENTRY e {
   // One loop (copy is elementwise too): reads p and q (8000 B), writes t (4000 B).
   const StepPrediction p = PredictStep(*m, Profile(), 4);
   EXPECT_NEAR(p.memory_s, 12000 / 1e10, 1e-15);
-  auto t = Parse(R"(HloModule m, num_partitions=4
+  auto t = ParseOrFail(R"(HloModule m, num_partitions=4
 ENTRY e {
   p = f32[10,100] parameter(0)
   a = f32[10,100] negate(p)
@@ -167,7 +164,7 @@ ENTRY e {
 }
 
 TEST(PredictStepTest, OverheadsAndSharedHost) {
-  auto m = Parse(R"(HloModule m, num_partitions=4
+  auto m = ParseOrFail(R"(HloModule m, num_partitions=4
 ENTRY e {
   a = f32[64,128] parameter(0)
   b = f32[128,32] parameter(1)
@@ -190,7 +187,7 @@ ENTRY e {
 }
 
 TEST(PredictStepTest, ConditionalCountsItsCostliestBranch) {
-  auto m = Parse(R"(HloModule m, num_partitions=4
+  auto m = ParseOrFail(R"(HloModule m, num_partitions=4
 cheap {
   x = f32[64,64] parameter(0)
   ROOT n = f32[64,64] negate(x)

@@ -1,6 +1,6 @@
 // Parser behaviour: what each piece of HLO text becomes in the IR. Expected values are derived by
 // hand from XLA's documented semantics (bit patterns from the IEEE / fp8 encodings).
-#include "xshard/text/parser.h"
+#include "xshard/text/parse_test_util.h"
 
 #include <cstring>
 
@@ -9,11 +9,7 @@
 namespace xs {
 namespace {
 
-std::unique_ptr<Module> Parse(std::string_view text) {
-  auto m = ParseHloModule(text, "test.hlo");
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  return m.ok() ? std::move(m).value() : nullptr;
-}
+using xs::testing::ParseOrFail;
 
 const Instruction* Get(const Module& m, std::string_view name) {
   for (const Computation* c : m.computations())
@@ -30,7 +26,7 @@ T Bits(const Array& a, int64_t i = 0) {
 }
 
 TEST(Parser, ReadsXlaToStringFormWithTiledLayoutsAndHeader) {
-  auto m = Parse(R"(HloModule jit_matmul, is_scheduled=true, entry_computation_layout={(f32[4,4]{1,0:T(4,128)})->f32[]{:T(256)}}, allow_spmd_sharding_propagation_to_output={true}
+  auto m = ParseOrFail(R"(HloModule jit_matmul, is_scheduled=true, entry_computation_layout={(f32[4,4]{1,0:T(4,128)})->f32[]{:T(256)}}, allow_spmd_sharding_propagation_to_output={true}
 
 %add (x: f32[], y: f32[]) -> f32[] {
   %y = f32[]{:T(256)} parameter(1)
@@ -65,7 +61,7 @@ ENTRY %main (p: f32[4,4]) -> f32[] {
 }
 
 TEST(Parser, ReadsShortFormWithoutHeaderForwardReferencesAndAnyComputationOrder) {
-  auto m = Parse(R"(
+  auto m = ParseOrFail(R"(
 ENTRY e {
   ROOT c = f32[2] call(n), to_apply=neg  // defined below
   n = f32[2] negate(p)  /* p comes later too */
@@ -84,7 +80,7 @@ neg {
 }
 
 TEST(Parser, WithoutEntryTheLastComputationIsTheEntryAndWithoutRootTheLastInstruction) {
-  auto m = Parse("HloModule m\nc1 {\n  ROOT a = f32[] constant(1)\n}\nc2 {\n  a = f32[] constant(1)\n"
+  auto m = ParseOrFail("HloModule m\nc1 {\n  ROOT a = f32[] constant(1)\n}\nc2 {\n  a = f32[] constant(1)\n"
                  "  b = f32[] negate(a)\n}\n");
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->entry()->name(), "c2");
@@ -92,7 +88,7 @@ TEST(Parser, WithoutEntryTheLastComputationIsTheEntryAndWithoutRootTheLastInstru
 }
 
 TEST(Parser, ReadsDotConvolutionAndWindowAttributes) {
-  auto m = Parse(R"(ENTRY e {
+  auto m = ParseOrFail(R"(ENTRY e {
   a = f32[2,4,8] parameter(0)
   b = f32[2,8,3] parameter(1)
   d = f32[2,4,3] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}, operand_precision={HIGH,default}
@@ -129,7 +125,7 @@ TEST(Parser, ReadsDotConvolutionAndWindowAttributes) {
 }
 
 TEST(Parser, DimLabelsWithPermutedSpatialDims) {
-  auto m = Parse(R"(ENTRY e {
+  auto m = ParseOrFail(R"(ENTRY e {
   x = f32[5,1,2,7] parameter(0)
   k = f32[2,2,3,1] parameter(1)
   ROOT c = f32[4,1,2,6] convolution(x, k), window={size=1x2}, dim_labels=1bf0_o1i0->1bf0
@@ -143,7 +139,7 @@ TEST(Parser, DimLabelsWithPermutedSpatialDims) {
 }
 
 TEST(Parser, ReadsGatherScatterSlicePadAndDynamicSliceAttributes) {
-  auto m = Parse(R"(add {
+  auto m = ParseOrFail(R"(add {
   x = f32[] parameter(0)
   y = f32[] parameter(1)
   ROOT s = f32[] add(x, y)
@@ -184,7 +180,7 @@ ENTRY e {
 }
 
 TEST(Parser, ExpandsIotaReplicaGroupsLikeNumpy) {
-  auto m = Parse(R"(ENTRY e {
+  auto m = ParseOrFail(R"(ENTRY e {
   p = f32[2] parameter(0)
   a = f32[8] all-gather(p), dimensions={0}, replica_groups=[2,4]<=[4,2]T(1,0), channel_id=3, use_global_device_ids=true
   b = f32[4] all-gather(p), dimensions={0}, replica_groups=[2,2]<=[4]
@@ -208,7 +204,7 @@ TEST(Parser, ExpandsIotaReplicaGroupsLikeNumpy) {
 }
 
 TEST(Parser, EncodesConstantsBitExactly) {
-  auto m = Parse(R"(ENTRY e {
+  auto m = ParseOrFail(R"(ENTRY e {
   f = f32[4] constant({nan, -inf, 1.5, -0})
   h = f16[2] constant({500, -nan})
   b = bf16[2] constant({nan(0x3f), 1})
@@ -256,7 +252,7 @@ TEST(Parser, EncodesConstantsBitExactly) {
 }
 
 TEST(Parser, DesugarsAsyncStartUpdateDone) {
-  auto m = Parse(R"(ENTRY e {
+  auto m = ParseOrFail(R"(ENTRY e {
   a = f32[4] parameter(0)
   b = f32[4] parameter(1)
   s = ((f32[4], f32[4]), f32[4], u32[]) add-start(a, b), async_execution_thread="t1", sharding={replicated}
@@ -281,7 +277,7 @@ TEST(Parser, DesugarsAsyncStartUpdateDone) {
 }
 
 TEST(Parser, InfersShapesOfNestedAnonymousOperands) {
-  auto m = Parse(R"(ENTRY test {
+  auto m = ParseOrFail(R"(ENTRY test {
   ROOT root = add(f32[10] parameter(0), multiply(f32[10] parameter(1), f32[10] parameter(2)))
 })");
   ASSERT_NE(m, nullptr);
@@ -294,7 +290,7 @@ TEST(Parser, InfersShapesOfNestedAnonymousOperands) {
 }
 
 TEST(Parser, KeepsShardingMetadataFrontendAttributesAndVerbatimAttributes) {
-  auto m = Parse(R"(HloModule m, num_partitions=4, replica_count=2, input_output_alias={ {}: (0, {}, may-alias) }
+  auto m = ParseOrFail(R"(HloModule m, num_partitions=4, replica_count=2, input_output_alias={ {}: (0, {}, may-alias) }
 ENTRY e {
   p = f32[8,2]{1,0} parameter(0), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}
   c = f32[8,2] custom-call(p), custom_call_target="Sharding", custom_call_has_side_effect=true, api_version=API_VERSION_TYPED_FFI, backend_config={"a": 1}, frontend_attributes={_xla_x="1",b="two"}, metadata={op_name="jit(f)/mul" source_line=7}

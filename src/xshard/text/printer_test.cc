@@ -6,16 +6,13 @@
 
 #include "xshard/ir/module_equal.h"
 #include "xshard/ir/verifier.h"
+#include "xshard/text/parse_test_util.h"
 #include "xshard/text/parser.h"
 
 namespace xs {
 namespace {
 
-std::unique_ptr<Module> Parse(std::string_view text) {
-  auto m = ParseHloModule(text, "test.hlo");
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  return m.ok() ? std::move(m).value() : nullptr;
-}
+using xs::testing::ParseOrFail;
 
 constexpr std::string_view kSumModule = R"(HloModule m, num_partitions=2
 sum {
@@ -30,7 +27,7 @@ ENTRY main {
 })";
 
 TEST(Printer, DefaultFormIsXlaToStringStyle) {
-  auto m = Parse(kSumModule);
+  auto m = ParseOrFail(kSumModule);
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(PrintHloModule(*m), R"(HloModule m, num_partitions=2
 
@@ -49,7 +46,7 @@ ENTRY %main (p: f32[8]) -> f32[] {
 }
 
 TEST(Printer, ShortFormHasNoPercentOperandShapesOrSignatures) {
-  auto m = Parse(kSumModule);
+  auto m = ParseOrFail(kSumModule);
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(PrintHloModule(*m, PrintOptions::Short()), R"(HloModule m, num_partitions=2
 
@@ -68,14 +65,14 @@ ENTRY main {
 }
 
 TEST(Printer, UsesPostOrderWhenTheTextUsesNamesBeforeDefiningThem) {
-  auto m = Parse("ENTRY e {\n  ROOT n = f32[] negate(c)\n  c = f32[] constant(2)\n}\n");
+  auto m = ParseOrFail("ENTRY e {\n  ROOT n = f32[] negate(c)\n  c = f32[] constant(2)\n}\n");
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(PrintComputation(*m->entry(), PrintOptions::Short()),
             "ENTRY e {\n  c = f32[] constant(2)\n  ROOT n = f32[] negate(c)\n}");
 }
 
 TEST(Printer, WritesAttributesCanonically) {
-  auto m = Parse(R"(ENTRY e {
+  auto m = ParseOrFail(R"(ENTRY e {
   p = f32[4,6] parameter(0)
   z = f32[] constant(0)
   s = f32[4,3] slice(p), slice={[0:4:1], [0:6:2]}
@@ -100,7 +97,7 @@ TEST(Printer, WritesAttributesCanonically) {
 }
 
 TEST(Printer, WritesConstantsLikeXla) {
-  auto m = Parse(R"(ENTRY e {
+  auto m = ParseOrFail(R"(ENTRY e {
   a = f32[2,3] constant({ { 1, 2.5, -0 }, { inf, -nan, 1e+30 } })
   b = bf16[] constant(500)
   c = pred[] constant(true)
@@ -127,7 +124,7 @@ TEST(Printer, WritesConstantsLikeXla) {
 // threads) are typed: parsed into fields, printed back in XLA's spelling, and equal after a
 // second parse.
 TEST(Printer, TypedOpAttributesRoundTrip) {
-  auto m = Parse(R"(ENTRY e {
+  auto m = ParseOrFail(R"(ENTRY e {
   x = f32[4,8] parameter(0)
   c = c64[4,8] parameter(1)
   a = f32[3,3] parameter(2)
@@ -172,13 +169,13 @@ TEST(Printer, TypedOpAttributesRoundTrip) {
                         "rhs_contracting_dims={1}, lhs_ragged_dims={0}, rhs_group_dims={0}");
   EXPECT_EQ(print("as"), "as = ((f32[3,3]), f32[3,3], u32[]) negate-start(a), "
                          "async_execution_thread=\"side\"");
-  auto again = Parse(PrintHloModule(*m));
+  auto again = ParseOrFail(PrintHloModule(*m));
   ASSERT_NE(again, nullptr);
   EXPECT_TRUE(CheckModulesEqual(*m, *again).ok()) << CheckModulesEqual(*m, *again).message();
 }
 
 TEST(Printer, WritesAsyncSugarBackAsSugar) {
-  auto m = Parse(R"(ENTRY e {
+  auto m = ParseOrFail(R"(ENTRY e {
   a = f32[4] parameter(0)
   s = ((f32[4]), f32[4], u32[]) custom-call-start(a), custom_call_target="foo"
   ROOT d = f32[4] custom-call-done(s)
@@ -195,7 +192,7 @@ ENTRY e {
 }
 
 TEST(Printer, ClonedModulePrintsTheSameAndIsStructurallyEqual) {
-  auto m = Parse(kSumModule);
+  auto m = ParseOrFail(kSumModule);
   ASSERT_NE(m, nullptr);
   auto c = m->Clone();
   EXPECT_TRUE(CheckModulesEqual(*m, *c).ok());
@@ -204,21 +201,21 @@ TEST(Printer, ClonedModulePrintsTheSameAndIsStructurallyEqual) {
 
 // Regression (fuzzer): header attributes written after others still round-trip equal.
 TEST(Printer, HeaderAttributesInAnyOrderRoundTrip) {
-  auto m = Parse("HloModule m, frontend_attributes={a=\"b\"}, input_output_alias={ {}: (0, {}, "
+  auto m = ParseOrFail("HloModule m, frontend_attributes={a=\"b\"}, input_output_alias={ {}: (0, {}, "
                  "may-alias) }\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n");
   ASSERT_NE(m, nullptr);
   std::string text = PrintHloModule(*m);
   EXPECT_EQ(text.substr(0, text.find('\n')),
             "HloModule m, input_output_alias={ {}: (0, {}, may-alias) }, "
             "frontend_attributes={a=\"b\"}");
-  auto again = Parse(text);
+  auto again = ParseOrFail(text);
   ASSERT_NE(again, nullptr);
   EXPECT_TRUE(CheckModulesEqual(*m, *again).ok()) << CheckModulesEqual(*m, *again).message();
 }
 
 // Regression (fuzzer timeout): a 5M-element splat must fill and print in linear memcpy time.
 TEST(Printer, LargeSplatConstantPrintsAsOneValue) {
-  auto m = Parse("ENTRY e {\n  ROOT c = f32[5,1024,1024] constant(1)\n}\n");
+  auto m = ParseOrFail("ENTRY e {\n  ROOT c = f32[5,1024,1024] constant(1)\n}\n");
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(PrintInstruction(*m->entry()->root(), PrintOptions::Short()),
             "c = f32[5,1024,1024] constant(1)");
@@ -228,7 +225,7 @@ TEST(Printer, LargeSplatConstantPrintsAsOneValue) {
 // operand_layout_constraints is parsed into shapes (text/), not kept as text for shape inference to
 // split: printed back with its layouts, reparsed equal, and checked against the operands.
 TEST(Printer, OperandLayoutConstraintsAreShapes) {
-  std::unique_ptr<Module> m = Parse(R"(HloModule m
+  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
 ENTRY e {
   a = f32[4,4]{0,1} parameter(0)
   b = f32[4,1]{0,1} parameter(1)
@@ -244,7 +241,7 @@ ENTRY e {
   const std::string printed = PrintHloModule(*m);
   EXPECT_NE(printed.find("operand_layout_constraints={f32[4,4]{0,1}, f32[4,1]{0,1}}"), std::string::npos)
       << printed;
-  std::unique_ptr<Module> again = Parse(printed);
+  std::unique_ptr<Module> again = ParseOrFail(printed);
   ASSERT_NE(again, nullptr);
   EXPECT_TRUE(CheckModulesEqual(*m, *again).ok()) << printed;
   // An empty list parses; a shape that differs from its operand is an error naming both.
@@ -252,7 +249,7 @@ ENTRY e {
 ENTRY e { ROOT c = f32[2] custom-call(), custom_call_target="x", operand_layout_constraints={} })");
   ASSERT_TRUE(empty.ok()) << empty.status().ToString();
   EXPECT_EQ((*empty)->entry()->GetInstruction("c")->attrs().operand_layout_constraints->size(), 0u);
-  std::unique_ptr<Module> bad = Parse(R"(HloModule m
+  std::unique_ptr<Module> bad = ParseOrFail(R"(HloModule m
 ENTRY e { a = f32[2] parameter(0)
   ROOT c = f32[2] custom-call(a), custom_call_target="x", operand_layout_constraints={f32[3]{0}} })");
   ASSERT_NE(bad, nullptr);
