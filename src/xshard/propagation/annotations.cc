@@ -270,6 +270,24 @@ void Engine::CloseEntryBoundary() {
   }
 }
 
+void Engine::OutputProducerFollows(int root, int leaf) {
+  // An output whose uneven split was replicated (or cut to its even prefix) is built that way when
+  // it is a concatenate or pad the output alone reads: its operands are then resharded (an input
+  // several such outputs read, once, through the reshard cache) instead of the padded result
+  // (bench/xla_compare pad_modes: three f32[19,3] outputs were each gathered as 8 tiles of 3 rows).
+  const Instruction* r = nodes_[root].inst;
+  if (r->opcode() != Opcode::kTuple || leaf >= r->operand_count()) return;
+  const Instruction* producer = r->operand(leaf);
+  if (producer->opcode() != Opcode::kConcatenate && producer->opcode() != Opcode::kPad) return;
+  const int id = IdOf(producer);
+  if (id < 0 || producer->user_count() != 1 || nodes_[id].leaves.size() != 1) return;
+  Leaf& p = nodes_[id].leaves[0];
+  const Leaf& out = nodes_[root].leaves[leaf];
+  if (p.fixed || p.kind != Leaf::Kind::kAxes || p.axes.manual != 0 || out.axes.rank() != p.axes.rank()) return;
+  p.axes = out.axes;
+  p.origin = ShardingOrigin{ShardingOrigin::Kind::kOutput, r, p.origin.level};
+}
+
 void Engine::ReplicateUnevenBoundaries() {
   // As XLA: a propagated sharding of an entry parameter or output must split every dim evenly
   // (the caller allocates those buffers). GSPMD replicates an uneven sharding whole; a module
@@ -315,6 +333,7 @@ void Engine::ReplicateUnevenBoundaries() {
       if (!sharded) {
         leaf.origin = ShardingOrigin{ShardingOrigin::Kind::kUneven, leaf.origin.from, leaf.origin.level};
       }
+      OutputProducerFollows(id, static_cast<int>(l));
     }
   }
 }

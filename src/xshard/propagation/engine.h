@@ -89,6 +89,9 @@ class Engine {
   void OnChanged(int id);
   void FillTupleLeaves(int id);
   void ReplicateUnevenBoundaries();
+  // The concatenate or pad producing output leaf `leaf` of a root tuple (its only use) takes that
+  // leaf's sharding after ReplicateUnevenBoundaries changed it.
+  void OutputProducerFollows(int root, int leaf);
   void SyncGroups(int id);
 
   // Inference (infer.cc, infer_backward.cc).

@@ -27,6 +27,8 @@ std::string ShardingOrigin::ToString() const {
     case Kind::kUneven:
       return StrCat("replicated: the sharding from ", Name(from),
                     " splits this entry parameter / output unevenly");
+    case Kind::kOutput:
+      return StrCat("as the output it alone produces, ", Name(from), ", whose uneven split was dropped");
   }
   return "?";
 }

@@ -49,6 +49,7 @@ struct ShardingOrigin {
     kDefault,   // nothing reached it: replicated
     kClosed,    // unannotated entry parameter / output closed to propagation: replicated
     kUneven,    // propagated to an entry parameter / output that it splits unevenly: replicated
+    kOutput,    // the concatenate / pad producing output `from` (its only use), built as it is
   };
   Kind kind = Kind::kDefault;
   const Instruction* from = nullptr;

@@ -315,5 +315,23 @@ TEST(PropagationTest, FuncResultShardingReachesItsOperandBeforeAnUpdatesSharding
   EXPECT_EQ(r.Origin("d"), "backward from %r (level 0)");
 }
 
+// An open output split unevenly is replicated (GSPMD); a concatenate the output alone reads is
+// then built replicated too, so its operands are gathered rather than the padded result (jnp.pad
+// reflect of 16 rows over 8: 19 rows). A concatenate with another user keeps its sharding.
+TEST(PropagationTest, AConcatenateOnlyAnUnevenOutputReadsIsBuiltAsTheOutput) {
+  Outcome r = Propagate(Module8(kToOutput, "  x = f32[16,3] parameter(0), sharding={devices=[8,1]<=[8]}\n"
+                                           "  a = f32[1,3] slice(x), slice={[1:2], [0:3]}\n"
+                                           "  b = f32[2,3] slice(x), slice={[13:15], [0:3]}\n"
+                                           "  c = f32[19,3] concatenate(a, x, b), dimensions={0}\n"
+                                           "  d = f32[19,3] concatenate(b, x, a), dimensions={0}\n"
+                                           "  n = f32[19,3] negate(d)\n"
+                                           "  ROOT t = (f32[19,3], f32[19,3], f32[19,3]) tuple(c, d, n)\n"));
+  ASSERT_TRUE(r.result.ok()) << r.result.status().message();
+  EXPECT_EQ(r.Sharding("t"), "{{replicated}, {replicated}, {replicated}}");
+  EXPECT_EQ(r.Sharding("c"), "{replicated}");
+  EXPECT_EQ(r.Origin("c"), "as the output it alone produces, %t, whose uneven split was dropped");
+  EXPECT_EQ(r.Sharding("d"), "{devices=[8,1]<=[8]}");  // n reads it too
+}
+
 }  // namespace
 }  // namespace xs
