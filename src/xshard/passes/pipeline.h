@@ -1,7 +1,7 @@
 // Pipeline: runs an ordered list of passes over a module (Halide's Lower.cpp style), optionally
 // printing the module after a named pass or after each one, so that a user can see what each
-// step did. The whole compiler (shardy-import -> propagate -> partition -> cse -> dce ->
-// async-collectives) is such a list, with the same dumps: jit/compile_pipeline.h.
+// step did. The whole compiler (shardy-import -> inline-calls -> propagate -> partition -> cse ->
+// dce -> async-collectives) is such a list, with the same dumps: jit/compile_pipeline.h.
 #ifndef XSHARD_PASSES_PIPELINE_H_
 #define XSHARD_PASSES_PIPELINE_H_
 
