@@ -3,6 +3,8 @@
 // misspelt attribute is an error rather than silently ignored).
 #include <algorithm>
 #include <functional>
+#include <initializer_list>
+#include <type_traits>
 #include <unordered_map>
 
 #include "xshard/text/parser_internal.h"
@@ -91,10 +93,26 @@ Handler StringTo(std::optional<std::string> Attributes::*field) {
     return OkStatus();
   };
 }
+// Gather's and scatter's dimension numbers belong to their own op only (as XLA's parser: on any
+// other op the printer could not write them back, index_vector_dim being both ops' field).
+Status OnlyOn(Lexer& lex, const AttrSink& s, std::string_view name, std::initializer_list<Opcode> ops) {
+  for (Opcode op : ops) {
+    if (s.inst->opcode() == op) return OkStatus();
+  }
+  std::string owners;
+  for (Opcode op : ops) owners += StrCat(owners.empty() ? "" : " and ", OpcodeName(op));
+  return lex.Error(StrCat("attribute '", name, "' belongs to ", owners, ", not to ", OpcodeName(s.inst->opcode()),
+                          " '", s.inst->name(), "'; remove it"));
+}
 template <typename D>
 Handler DnumsList(std::optional<D> Attributes::*dn, std::vector<int64_t> D::*field,
                   std::string_view name) {
   return [dn, field, name](Lexer& lex, AttrSink& s) -> Status {
+    if constexpr (std::is_same_v<D, GatherDimensionNumbers>) {
+      XS_RETURN_IF_ERROR(OnlyOn(lex, s, name, {Opcode::kGather}));
+    } else if constexpr (std::is_same_v<D, ScatterDimensionNumbers>) {
+      XS_RETURN_IF_ERROR(OnlyOn(lex, s, name, {Opcode::kScatter}));
+    }
     XS_ASSIGN_OR_RETURN(auto v, ParseIntList(lex, name));
     auto& opt = s.inst->mutable_attrs().*dn;
     if (!opt) opt.emplace();
@@ -196,6 +214,7 @@ const std::unordered_map<std::string_view, Handler>& Table() {
                  "scatter_indices_batching_dims")},
       {"index_vector_dim",
        [](Lexer& lex, AttrSink& s) -> Status {
+         XS_RETURN_IF_ERROR(OnlyOn(lex, s, "index_vector_dim", {Opcode::kGather, Opcode::kScatter}));
          XS_ASSIGN_OR_RETURN(int64_t v, ParseInt(lex, "index_vector_dim"));
          Attributes& a = s.inst->mutable_attrs();
          if (s.inst->opcode() == Opcode::kScatter) {

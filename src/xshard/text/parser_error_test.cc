@@ -32,6 +32,14 @@ const ErrorCase kCases[] = {
     {"AttributeGivenTwice",
      "ENTRY e {\n  p = f32[2] parameter(0)\n  ROOT r = f32[2] reverse(p), dimensions={0}, dimensions={0}\n}\n",
      "3:47", "attribute 'dimensions' is given twice on 'r'; keep one"},
+    {"GatherAttributeOnAnotherOp",  // found by the parser fuzzer: printed back, it did not re-parse
+     "ENTRY e {\n  p = s32[2,3] parameter(0), index_vector_dim=2\n}\n",
+     "2:47", "attribute 'index_vector_dim' belongs to gather and scatter, not to parameter 'p'; remove it"},
+    {"ScatterAttributeOnGather",
+     "ENTRY e {\n  p = f32[4,2] parameter(0)\n  i = s32[1] parameter(1)\n  ROOT g = f32[1,2] gather(p, i), "
+     "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,2}, "
+     "scatter_dims_to_operand_dims={0}\n}\n",
+     "4:167", "attribute 'scatter_dims_to_operand_dims' belongs to scatter, not to gather 'g'; remove it"},
     {"BadFftType",
      "ENTRY e {\n  p = c64[8] parameter(0)\n  ROOT f = c64[8] fft(p), fft_type=DCT, fft_length={8}\n}\n",
      "3:36", "bad value for attribute 'fft_type': 'DCT' is not one of FFT, IFFT, RFFT, IRFFT"},
