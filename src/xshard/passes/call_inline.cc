@@ -2,6 +2,8 @@
 // nothing calls any more.
 #include "xshard/passes/call_inline.h"
 
+#include "xshard/passes/dce.h"
+
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -126,19 +128,11 @@ Status InlineOne(Instruction* call) {
   return caller->RemoveInstruction(call);
 }
 
-void Reach(Computation* c, std::unordered_set<Computation*>& seen) {
-  if (!seen.insert(c).second) return;
-  for (const Instruction* inst : c->instructions()) {
-    for (Computation* callee : inst->called_computations()) Reach(callee, seen);
-  }
-}
-
 }  // namespace
 
 StatusOr<bool> InlineCalls(Module& module) {
   if (module.entry() == nullptr) return false;
-  std::unordered_set<Computation*> live;
-  Reach(module.entry(), live);
+  const std::unordered_set<Computation*> live = ReachableComputations(module.entry());
   std::unordered_map<const Computation*, bool> memo;
   const std::unordered_set<const Computation*> manual = ManualComputations(module);
   bool changed = false;
@@ -154,8 +148,7 @@ StatusOr<bool> InlineCalls(Module& module) {
   if (!changed) return false;
   // Drop what only the inlined calls reached (a callee still called elsewhere stays; computations
   // the entry never reached are left as they were).
-  std::unordered_set<Computation*> still;
-  Reach(module.entry(), still);
+  const std::unordered_set<Computation*> still = ReachableComputations(module.entry());
   for (bool removed = true; removed;) {
     removed = false;
     for (Computation* c : module.computations()) {

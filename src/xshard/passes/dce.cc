@@ -4,18 +4,23 @@
 
 #include <algorithm>
 #include <unordered_set>
+#include <vector>
 
 namespace xs {
-namespace {
 
-void Reach(Computation* c, std::unordered_set<Computation*>& seen) {
-  if (!seen.insert(c).second) return;
-  for (const Instruction* inst : c->instructions()) {
-    for (Computation* callee : inst->called_computations()) Reach(callee, seen);
+std::unordered_set<Computation*> ReachableComputations(Computation* root) {
+  std::unordered_set<Computation*> seen;
+  std::vector<Computation*> work = {root};
+  while (!work.empty()) {
+    Computation* c = work.back();
+    work.pop_back();
+    if (!seen.insert(c).second) continue;
+    for (const Instruction* inst : c->instructions()) {
+      for (Computation* callee : inst->called_computations()) work.push_back(callee);
+    }
   }
+  return seen;
 }
-
-}  // namespace
 
 StatusOr<bool> RemoveDeadCode(Module& module) {
   bool changed = false;
@@ -32,8 +37,7 @@ StatusOr<bool> RemoveDeadCode(Module& module) {
     }
   }
   if (module.entry() == nullptr) return changed;
-  std::unordered_set<Computation*> live;
-  Reach(module.entry(), live);
+  const std::unordered_set<Computation*> live = ReachableComputations(module.entry());
   for (bool removed = true; removed;) {
     removed = false;
     for (Computation* c : module.computations()) {

@@ -2,6 +2,8 @@
 #ifndef XSHARD_PASSES_DCE_H_
 #define XSHARD_PASSES_DCE_H_
 
+#include <unordered_set>
+
 #include "xshard/ir/module.h"
 
 namespace xs {
@@ -12,6 +14,10 @@ namespace xs {
 // reach. Returns true when anything was removed. Collectives without users are removed: every
 // device runs the same program, so all of them drop it.
 StatusOr<bool> RemoveDeadCode(Module& module);
+
+// The computations `root` reaches through the computations its instructions call (itself
+// included); the set RemoveDeadCode keeps when `root` is the entry.
+std::unordered_set<Computation*> ReachableComputations(Computation* root);
 
 }  // namespace xs
 
