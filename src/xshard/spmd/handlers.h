@@ -69,6 +69,10 @@ struct RuleConfig {
   // Windowed dims of convolution / reduce-window inputs may stay sharded: each partition gets
   // its result tile's window by halo exchange (window_halo.h).
   bool halo_windows = false;
+  // Choose the plan that receives the fewest bytes (then the fewest collectives) instead of the
+  // shortest estimated time: for handlers that weigh their own collective-permute plans by bytes
+  // against the rule handler's (concatenate).
+  bool fewest_bytes = false;
 };
 
 // Partitions an op through its factor rule (rules/): picks mesh axes per factor (from the result,

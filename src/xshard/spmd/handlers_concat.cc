@@ -2,7 +2,8 @@
 // one tiling, each partition fetches, from each operand, the window of it that its result piece
 // covers (FarWindow: a collective-permute per source tile a window spans, halo.h) and selects per position which
 // operand's window holds it. Chosen when its permutes receive fewer bytes than the rule
-// handler's plan (which gathers the dim); other tilings go through the rule handler.
+// handler's plan with the fewest bytes (which gathers the dim, or moves its axes to another dim
+// and back); other tilings go through the rule handler.
 #include <algorithm>
 
 #include "xshard/spmd/halo.h"
@@ -45,6 +46,10 @@ Status HandleConcatenate(const Instruction& inst, Context& ctx) {
   XS_ASSIGN_OR_RETURN(ShardLayout out, ShardLayout::Create(target, inst.shape().dims(), em.num_partitions()));
   const int64_t tiles = out.tiles()[d], len = out.shard_dims()[d];
   if (tiles == 1) return HandleShapeOp(inst, ctx);
+  // The rule handler's plans weighed by bytes, as the windows are: along a sharded concatenated
+  // dim it gathers the dim, or moves its axes to another dim and back (all-to-alls, as XLA does).
+  RuleConfig by_bytes;
+  by_bytes.fewest_bytes = true;
   // Dry run: the bytes the windows receive, against the rule handler's plan.
   std::vector<DimWindow> windows;
   int64_t offset = 0, cost = 0;
@@ -56,11 +61,11 @@ Status HandleConcatenate(const Instruction& inst, Context& ctx) {
       offset += operand->shape().dim(d);
       PartitionedValue dry(scratch->ScratchParameter(v.hlo()->shape()), v.global_shape(), v.sharding(),
                            scratch.get());
-      if (!FarWindow(dry, windows.back(), "").ok()) return HandleShapeOp(inst, ctx);
+      if (!FarWindow(dry, windows.back(), "").ok()) return PartitionByRule(inst, ctx, by_bytes);
     }
     cost = scratch->cost();
   }
-  if (cost >= RulePlanCost(inst, ctx, RuleConfig{})) return HandleShapeOp(inst, ctx);
+  if (cost >= RulePlanCost(inst, ctx, by_bytes)) return PartitionByRule(inst, ctx, by_bytes);
   // Global result position of every local element along d, and each operand's window chosen
   // where the position falls inside it.
   Instruction* result = nullptr;

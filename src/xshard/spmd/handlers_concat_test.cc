@@ -32,15 +32,16 @@ PartitionResult Check(const std::string& body, int64_t n) {
 
 // jnp.concatenate([a, b]) with a, b, result P('x', None) on 8 devices: result tile k is a's tiles
 // 2k and 2k + 1 (k < 4) or b's tiles 2k - 8 and 2k - 7: two rounds of permutes per operand, each
-// moving one f32[8,16] tile (512 B), where gathering both operands receives 7 KiB.
+// moving one f32[8,12] tile (384 B), where gathering both operands receives 5.25 KiB (12 columns
+// do not split 8 ways, so x cannot move to them).
 TEST(ConcatenateHandlerTest, ShardedDimFetchesTheCoveredTilesInsteadOfGathering) {
   const PartitionResult r = Check(R"(ENTRY e {
-  a = f32[64,16] parameter(0), sharding={devices=[8,1]<=[8]}
-  b = f32[64,16] parameter(1), sharding={devices=[8,1]<=[8]}
-  ROOT c = f32[128,16] concatenate(a, b), dimensions={0}, sharding={devices=[8,1]<=[8]}
+  a = f32[64,12] parameter(0), sharding={devices=[8,1]<=[8]}
+  b = f32[64,12] parameter(1), sharding={devices=[8,1]<=[8]}
+  ROOT c = f32[128,12] concatenate(a, b), dimensions={0}, sharding={devices=[8,1]<=[8]}
 })", 8);
   EXPECT_EQ(Kinds(r), std::vector<std::string>(4, "collective-permute"));
-  for (const CollectiveRecord& c : r.report.collectives) EXPECT_EQ(c.bytes, 512);
+  for (const CollectiveRecord& c : r.report.collectives) EXPECT_EQ(c.bytes, 384);
   EXPECT_EQ(r.report.collectives[0].groups, "{{0,0},{2,1},{4,2},{6,3}}");
 }
 
@@ -63,6 +64,29 @@ TEST(ConcatenateHandlerTest, UnevenOperandsAndTwoDimTilingsStayCorrect) {
   b = f32[3,4] parameter(1), sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate}
   ROOT c = f32[19,4] concatenate(a, b), dimensions={0}, sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate}
 })", 8);
+}
+
+// 13 + 19 rows over 8 devices (tiles of 2, 3 and 4 rows): the windows would take four permutes
+// of 2, 2, 3 and 3 rows of 64 f32 (2,560 B). Moving x to the 64 columns instead (XLA's plan): an
+// all-to-all per operand and one back, each device receiving 7 of 8 pieces of 2, 3 and 4 rows
+// by 8 columns: 7 * (2 + 3 + 4) * 8 * 4 = 2,016 B.
+TEST(ConcatenateHandlerTest, UnevenOperandsMoveTheirAxisToAnotherDimWhenThatReceivesLess) {
+  const PartitionResult r = Check(R"(ENTRY e {
+  a = f32[13,64] parameter(0), sharding={devices=[8,1]<=[8]}
+  b = f32[19,64] parameter(1), sharding={devices=[8,1]<=[8]}
+  ROOT c = f32[32,64] concatenate(a, b), dimensions={0}, sharding={devices=[8,1]<=[8]}
+})", 8);
+  EXPECT_EQ(Kinds(r), std::vector<std::string>(3, "all-to-all"));
+  EXPECT_EQ(r.report.TotalCollectiveBytes(), 2016);
+  // Even tiles too, when the other dim splits 8 ways: 7 * (8 + 8 + 16) * 2 * 4 = 1,792 B in three
+  // all-to-alls against four permutes of f32[8,16] (2,048 B).
+  const PartitionResult even = Check(R"(ENTRY e {
+  a = f32[64,16] parameter(0), sharding={devices=[8,1]<=[8]}
+  b = f32[64,16] parameter(1), sharding={devices=[8,1]<=[8]}
+  ROOT c = f32[128,16] concatenate(a, b), dimensions={0}, sharding={devices=[8,1]<=[8]}
+})", 8);
+  EXPECT_EQ(Kinds(even), std::vector<std::string>(3, "all-to-all"));
+  EXPECT_EQ(even.report.TotalCollectiveBytes(), 1792);
 }
 
 // jnp.roll(a, 3, axis=0) on 8 devices (8 rows per tile): a rotation, so each tile's piece is the

@@ -100,6 +100,48 @@ FactorAxes Sanitize(FactorAxes fa, const Op& op, const RuleConfig& config, const
   return fa;
 }
 
+// `kept` (a sanitized assignment) with the mesh axes `wanted` had and sanitizing dropped moved,
+// one factor's group at a time, onto an unassigned pass-through factor of every participating
+// tensor that the group splits evenly (the largest such factor): XLA's all-to-all around an op
+// that cannot split a dim (concatenate, pad or reverse along it) instead of gathering it.
+// nullopt when nothing moves.
+std::optional<FactorAxes> MoveDroppedAxes(const FactorAxes& wanted, FactorAxes kept, const Op& op,
+                                          const TileMesh& mesh) {
+  const OpShardingRule& rule = op.rule;
+  uint64_t used = op.manual;
+  for (const Axes& axes : kept) used |= MaskOf(axes);
+  auto everywhere = [&](int g) {
+    for (int i = 0; i < static_cast<int>(rule.operands.size()); ++i) {
+      if (Participates(op, i) && !HasFactor(rule.operands[i], g)) return false;
+    }
+    for (const TensorFactors& t : rule.results) {
+      if (t.participates && !HasFactor(t, g)) return false;
+    }
+    return true;
+  };
+  bool moved = false;
+  for (int f = 0; f < rule.num_factors(); ++f) {
+    Axes dropped;
+    for (int a : wanted[f]) {
+      if ((used & (uint64_t{1} << a)) == 0) dropped.push_back(a);
+    }
+    if (dropped.empty()) continue;
+    const int64_t n = AxesSize(mesh, dropped);
+    int best = -1;
+    for (int g = 0; g < rule.num_factors(); ++g) {
+      if (g == f || !kept[g].empty() || rule.factors[g].kind != FactorKind::kPassThrough) continue;
+      if (rule.factors[g].size % n != 0 || !everywhere(g)) continue;
+      if (best < 0 || rule.factors[g].size > rule.factors[best].size) best = g;
+    }
+    if (best < 0) continue;
+    kept[best] = dropped;
+    used |= MaskOf(dropped);
+    moved = true;
+  }
+  if (!moved) return std::nullopt;
+  return kept;
+}
+
 // The cheapest plan of `op` (swapping the op's own mesh into `swap` when its shardings are not
 // all on the module's mesh).
 StatusOr<Plan> ChoosePlan(Op& op, Context& ctx, const RuleConfig& config, std::optional<MeshSwap>& swap) {
@@ -148,8 +190,16 @@ StatusOr<Plan> ChoosePlan(Op& op, Context& ctx, const RuleConfig& config, std::o
       if (op.rule.factors[f].kind == FactorKind::kReduction) c[f].clear();
     }
     for (FactorAxes* fa : {&a, &b, &c}) candidates.push_back(Sanitize(*fa, op, config, mesh));
+    // D: A with the axes it cannot keep moved to another factor.
+    std::optional<FactorAxes> d = MoveDroppedAxes(a, candidates[candidates.size() - 3], op, mesh);
+    if (d) candidates.push_back(Sanitize(*std::move(d), op, config, mesh));
   }
   candidates.push_back(FactorAxes(nf));
+  // Shorter estimated time first; with config.fewest_bytes, fewer bytes, then fewer collectives.
+  auto better = [&](const Plan& p, const Plan& q) {
+    if (!config.fewest_bytes || p.cost >= kImpossibleCost || q.cost >= kImpossibleCost) return p.cost < q.cost;
+    return std::pair(p.bytes, p.collectives) < std::pair(q.bytes, q.collectives);
+  };
   Plan best;
   std::vector<FactorAxes> seen;
   for (FactorAxes& fa : candidates) {
@@ -157,13 +207,13 @@ StatusOr<Plan> ChoosePlan(Op& op, Context& ctx, const RuleConfig& config, std::o
     seen.push_back(fa);
     Plan plan = PlanFromFactors(fa, op, mesh);
     Cost(plan, op, state);
-    if (plan.cost < best.cost) best = std::move(plan);
+    if (better(plan, best)) best = std::move(plan);
   }
   if (!op.on_mesh) {
     std::optional<Plan> like = PlanLikeResult(op);
     if (like) {
       Cost(*like, op, state);
-      if (like->cost <= best.cost) best = std::move(*like);
+      if (!better(best, *like)) best = std::move(*like);
     }
   }
   if (best.cost >= kImpossibleCost) return Unimplemented("no local form of the op fits its shapes");
