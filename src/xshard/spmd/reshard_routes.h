@@ -77,7 +77,10 @@ StatusOr<RouteResult> AxesRoute(const PartitionedValue& v, const HloSharding& ta
 
 // Mesh axes that change dims by swapping places (P('y','x') -> P('x','y'), a transpose of sharded
 // dims): all-to-alls that give every dim the target's tile count on other axes, then one
-// collective-permute to the target's devices (reshard_swap.cc).
+// collective-permute to the target's devices (reshard_swap.cc). When the last all-to-all's
+// receiving dim only needs the moved axes in another order (P(('x','y','z')) ->
+// P(None, ('z','y','x'))), its chunks are sent in the order of the devices that need them and no
+// permute follows.
 StatusOr<RouteResult> AllToAllPermuteRoute(const PartitionedValue& v, const HloSharding& target,
                                            std::string_view why);
 // The same where an all-to-all merges uneven tiles into blocks longer than the new shard (f32[10]

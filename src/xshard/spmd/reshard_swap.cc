@@ -1,7 +1,8 @@
 // The all-to-all + collective-permute route: for shardings whose dims trade mesh axes (P('y','x')
 // -> P('x','y') on a (x=4, y=2) mesh), where the axes route can only gather (no dim's axes are a
 // prefix of the target's), all-to-alls first give every dim the target's number of tiles, on
-// whichever axes they reach, and one collective-permute then moves each piece to its device.
+// whichever axes they reach, and one collective-permute then moves each piece to its device (none
+// when the last all-to-all can send its chunks straight to the devices that need them).
 // With the rebalance variant, an all-to-all may merge uneven tiles into blocks longer than the
 // new shard (a halo exchange then moves the few elements each block is off by).
 #include <algorithm>
@@ -118,6 +119,43 @@ StatusOr<RouteResult> AllToAllRebalance(const PartitionedValue& value, const Mov
   return PartitionedValue(*x, value.global_shape(), after, &em);
 }
 
+// When the last move's target dim takes the moved axes in another order than the target has
+// them (P(('x','y','z')) -> P(None, ('z','y','x'))), and everything else already matches: the
+// target's axis order on that dim (its trailing `axes.size()` entries); nullopt otherwise.
+std::optional<Axes> ReorderedTail(const AxesSharding& after, const AxesSharding& want, const Move& m) {
+  for (int d = 0; d < want.rank(); ++d) {
+    if (d != m.to && after.dims[d] != want.dims[d]) return std::nullopt;
+  }
+  const Axes& got = after.dims[m.to];
+  const Axes& need = want.dims[m.to];
+  const size_t k = m.axes.size();
+  if (got.size() != need.size() || got == need || !std::equal(got.begin(), got.end() - k, need.begin())) {
+    return std::nullopt;
+  }
+  Axes tail(need.end() - static_cast<std::ptrdiff_t>(k), need.end());
+  if (!std::is_permutation(tail.begin(), tail.end(), m.axes.begin())) return std::nullopt;
+  return tail;
+}
+
+// Reorders the chunks of local dim j (one per device of `send` axes, indexed in `chunk` axes'
+// mixed radix) so that slot s (in `send`'s radix) holds the chunk of the device at s: a reshape
+// into one dim per axis, a transpose of those dims, and a reshape back.
+Instruction* ReorderChunks(Emitter& em, Instruction* x, int j, const Axes& chunk, const Axes& send) {
+  const std::vector<int64_t> local = x->shape().dims();
+  const int64_t count = AxesSize(em.mesh(), chunk);
+  std::vector<int64_t> split(local.begin(), local.begin() + j);
+  for (int a : chunk) split.push_back(AxesSize(em.mesh(), {a}));
+  split.push_back(local[j] / count);
+  split.insert(split.end(), local.begin() + j + 1, local.end());
+  std::vector<int64_t> perm;
+  for (int d = 0; d < j; ++d) perm.push_back(d);
+  for (int a : send) perm.push_back(j + (std::find(chunk.begin(), chunk.end(), a) - chunk.begin()));
+  for (int64_t d = j + static_cast<int64_t>(chunk.size()); d < static_cast<int64_t>(split.size()); ++d) {
+    perm.push_back(d);
+  }
+  return em.Reshape(em.Transpose(em.Reshape(x, split), perm), local);
+}
+
 StatusOr<RouteResult> SwapRoute(const PartitionedValue& v, const HloSharding& target,
                                 std::string_view why, bool rebalance) {
   Emitter& em = v.emitter();
@@ -138,6 +176,18 @@ StatusOr<RouteResult> SwapRoute(const PartitionedValue& v, const HloSharding& ta
   for (const Move& m : *moves) {
     c.dims[m.from].resize(c.dims[m.from].size() - m.axes.size());
     c.dims[m.to].insert(c.dims[m.to].end(), m.axes.begin(), m.axes.end());
+    // The last all-to-all lands each chunk on its target device directly when only the order of
+    // the moved axes differs: the chunks are sent in the order of the devices that need them.
+    std::optional<Axes> tail;
+    if (&m == &moves->back() && !m.rebalance) tail = ReorderedTail(c, *want, m);
+    if (tail && value.hlo()->shape().dim(m.to) % AxesSize(mesh, m.axes) == 0) {
+      XS_ASSIGN_OR_RETURN(ShardLayout layout, ShardLayout::Create(target, v.global_shape().dims(), em.num_partitions()));
+      Instruction* chunks = ReorderChunks(em, value.hlo(), m.to, *tail, m.axes);
+      return AllToAllAxes(PartitionedValue(chunks, value.global_shape(), value.sharding(), &em), m.axes, m.from,
+                          m.to, target, layout,
+                          RouteReason(why, StrCat("move a split from dim ", m.from, " to dim ", m.to,
+                                                  ", chunks in the order of their devices")));
+    }
     const HloSharding after = mesh.ToHloSharding(c);
     XS_ASSIGN_OR_RETURN(ShardLayout layout, ShardLayout::Create(after, v.global_shape().dims(), em.num_partitions()));
     std::string reason = RouteReason(why, StrCat("move a split from dim ", m.from, " to dim ", m.to));

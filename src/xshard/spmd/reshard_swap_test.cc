@@ -50,6 +50,29 @@ ENTRY e {
   EXPECT_EQ(TotalBytes(r), 3 * 1024);
 }
 
+// P(('x','y','z')) -> P(None, ('z','y','x')) on a 2x2x2 mesh: the axes move to dim 1 in another
+// order. The chunks of dim 1 are sent in the order of the devices that need them, so one
+// all-to-all lands every piece: each device receives 7 of its 8 f32[8,8] chunks (1,792 B). XLA
+// moves the axes in their own order and permutes after (1,792 + 2,048 B); gathering receives
+// 14 KiB.
+TEST(ReshardSwapTest, AxesMovingInAnotherOrderNeedOneAllToAll) {
+  const PartitionResult r = Check(R"(HloModule m, num_partitions=8
+ENTRY e {
+  p = f32[64,64] parameter(0), sharding={devices=[8,1]<=[8]}
+  ROOT c = f32[64,64] copy(p), sharding={devices=[1,8]<=[2,2,2]T(2,1,0)}
+})", 8);
+  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-to-all"}));
+  EXPECT_EQ(TotalBytes(r), 7 * 8 * 8 * 4);
+  // Mesh (x=2, y=4): P(('x','y'), None, None) -> P(None, ('y','x'), None) with uneven rows (30
+  // over 8 tiles of 4, the last one padding): still one all-to-all.
+  const PartitionResult uneven = Check(R"(HloModule m, num_partitions=8
+ENTRY e {
+  p = f32[30,24,2] parameter(0), sharding={devices=[8,1,1]<=[8]}
+  ROOT c = f32[30,24,2] copy(p), sharding={devices=[1,8,1]<=[2,4]T(1,0)}
+})", 8);
+  EXPECT_EQ(Kinds(uneven), (std::vector<std::string>{"all-to-all"}));
+}
+
 // A transpose of both sharded dims whose result keeps the operand's spec: the rule moves the
 // sharding with the dims, and the result is resharded by the same route.
 TEST(ReshardSwapTest, TransposeOfShardedDimsKeepingTheSpec) {
