@@ -128,8 +128,8 @@ void PlanComputeAction(const Step& step, Action& act, GpuPlanData& data, void* p
     return;
   }
   act.kind = ActionKind::kKernels;
-  if (step.fused != nullptr) {
-    StatusOr<GeneratedKernel> k = GenerateFusedLoopKernel(*step.fused);
+  if (const FusedPayload* fused = step.FindPayload<FusedPayload>()) {
+    StatusOr<GeneratedKernel> k = GenerateFusedLoopKernel(*fused->loop);
     if (!k.ok()) {
       Unsupported(act, k.status());
       return;

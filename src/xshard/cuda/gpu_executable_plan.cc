@@ -215,7 +215,7 @@ Action Planner::PlanStep(const Step& step, GpuComputation& c) {
   act.in_begin.push_back(static_cast<int>(act.in.size()));
   std::vector<Loc>& out = locs_[step.out];
   auto operand = [&](int i) { return locs_[step.operands[i]]; };
-  if (step.fused == nullptr && !step.writes_result_buffer) {
+  if (step.payload_kind() != PayloadKind::kFused && !step.writes_result_buffer) {
     switch (op) {
       case Opcode::kReshape: case Opcode::kBitcast: case Opcode::kCopy: case Opcode::kAddDependency:
       case Opcode::kDomain: case Opcode::kAsyncUpdate:
@@ -291,9 +291,9 @@ Action Planner::PlanStep(const Step& step, GpuComputation& c) {
   if (IsCollective(op) || op == Opcode::kAsyncStart) return PlanCollective(step, std::move(act), c);
   // A step that computes: generated kernels, a GEMM or a convolution.
   out = ResultLeaves(step, act.out_bytes);
-  if (step.fused != nullptr) {
+  if (const FusedPayload* fused = step.FindPayload<FusedPayload>()) {
     // The action's outputs in FusedLoop::outputs order, then a fused reduce's result.
-    const FusedLoop& loop = *step.fused;
+    const FusedLoop& loop = *fused->loop;
     const std::vector<Loc> result = out;
     const std::vector<int64_t> result_bytes = act.out_bytes;
     act.out_bytes.clear();
@@ -305,7 +305,7 @@ Action Planner::PlanStep(const Step& step, GpuComputation& c) {
         continue;
       }
       const int64_t bytes = o.inst->shape().byte_size();
-      const int64_t off = i < step.output_offsets.size() ? step.output_offsets[i] : -1;
+      const int64_t off = i < fused->output_offsets.size() ? fused->output_offsets[i] : -1;
       locs_[o.slot] = {off >= 0 ? Loc{Loc::kFrame, off} : NewSide(bytes)};
       act.out.push_back(locs_[o.slot][0]);
       act.out_bytes.push_back(bytes);

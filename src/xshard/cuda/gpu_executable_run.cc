@@ -52,8 +52,8 @@ class Runner {
       XS_ASSIGN_OR_RETURN(const float end, Event::ElapsedMs(s_.start, s_.trace_events[t.end]));
       const Instruction& inst = *t.action->step->inst;
       std::string name = StrCat(ActionKindName(t.action->kind), " ", inst.name());
-      if (t.action->step->fused != nullptr) {
-        name = StrCat("fusion ", inst.name(), " (", t.action->step->fused->members, " ops)");
+      if (const FusedPayload* fused = t.action->step->FindPayload<FusedPayload>()) {
+        name = StrCat("fusion ", inst.name(), " (", fused->loop->members, " ops)");
       }
       stats.steps.push_back({&inst, std::move(name), begin * 1e3, (end - begin) * 1e3});
     }

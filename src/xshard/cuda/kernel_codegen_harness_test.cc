@@ -66,9 +66,9 @@ void CollectPlan(const Module& m, const Program& program, ModuleKernels& out) {
     if (plan == nullptr) continue;
     for (const Step& step : plan->steps) {
       StatusOr<GeneratedKernel> k = Status(StatusCode::kInternal, "unset");
-      if (step.fused) {
+      if (const FusedPayload* fused = step.FindPayload<FusedPayload>()) {
         ++out.fused;
-        k = GenerateFusedLoopKernel(*step.fused);
+        k = GenerateFusedLoopKernel(*fused->loop);
       } else if (step.inst != nullptr && IsCodegenOp(step.inst->opcode()) && !Skip(step)) {
         ++out.ops;
         k = GenerateOpKernel(*step.inst);
@@ -165,8 +165,8 @@ StatusOr<std::vector<Array>> RunWith(Device& d, const Executable& e, std::span<c
     const Instruction& inst = *step.inst;
     std::vector<void*> ptrs;
     for (int s : step.operands) ptrs.push_back(slots[s] ? slots[s]->ptr : nullptr);
-    if (step.fused) {
-      const FusedLoop& f = *step.fused;
+    if (const FusedPayload* fused = step.FindPayload<FusedPayload>()) {
+      const FusedLoop& f = *fused->loop;
       XS_ASSIGN_OR_RETURN(GeneratedKernel k, GenerateFusedLoopKernel(f));
       for (const FusedOutput& o : f.outputs) {
         XS_ASSIGN_OR_RETURN(slots[o.slot], Alloc(d, o.inst->shape()));
@@ -363,8 +363,8 @@ bool HostRunsEntry(const Executable& e, std::vector<GeneratedKernel>* kernels) {
   for (const Step& step : plan.steps) {
     const Instruction& inst = *step.inst;
     StatusOr<GeneratedKernel> k = Status(StatusCode::kInternal, "none");
-    if (step.fused) {
-      k = GenerateFusedLoopKernel(*step.fused);
+    if (const FusedPayload* fused = step.FindPayload<FusedPayload>()) {
+      k = GenerateFusedLoopKernel(*fused->loop);
     } else if (inst.opcode() == Opcode::kConstant || inst.opcode() == Opcode::kTuple ||
                inst.opcode() == Opcode::kGetTupleElement || inst.opcode() == Opcode::kReshape ||
                inst.opcode() == Opcode::kBitcast || Skip(step)) {

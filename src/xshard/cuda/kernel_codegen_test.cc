@@ -223,7 +223,8 @@ std::vector<GeneratedKernel> Kernels(const std::string& text) {
   EXPECT_TRUE(e.ok()) << e.status().message();
   std::vector<GeneratedKernel> out;
   for (const Step& s : (*e)->program().entry->steps) {
-    StatusOr<GeneratedKernel> k = s.fused ? GenerateFusedLoopKernel(*s.fused) : GenerateOpKernel(*s.inst);
+    const FusedPayload* fused = s.FindPayload<FusedPayload>();
+    StatusOr<GeneratedKernel> k = fused ? GenerateFusedLoopKernel(*fused->loop) : GenerateOpKernel(*s.inst);
     if (k.ok()) out.push_back(std::move(*k));
   }
   static std::vector<std::unique_ptr<Module>> keep;  // the kernels' instructions stay valid

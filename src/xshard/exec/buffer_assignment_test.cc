@@ -1,13 +1,17 @@
 // Buffer assignment: the interval allocator (no two live buffers overlap, checked by brute force
-// over random intervals; in-place reuse; best fit) and the executor's arena plan (alias chains,
-// while bodies, tuple outputs, donated arguments, results independent of later runs).
+// over random intervals; in-place reuse; best fit), the executor's arena plan (alias chains,
+// while bodies, tuple outputs, donated arguments, results independent of later runs) and the
+// plan's per-kind step payloads (which kind each op's step holds; a read of another kind aborts).
 #include "xshard/exec/buffer_assignment.h"
 
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "gtest/gtest.h"
 #include "xshard/exec/executable.h"
+#include "xshard/exec/executable_plan.h"
+#include "xshard/exec/fusion_plan.h"
 #include "xshard/text/parse_test_util.h"
 
 namespace xs {
@@ -300,6 +304,71 @@ ENTRY main {
   EXPECT_NEAR(out[0].GetDouble(0), 0.5403, 1e-3);   // cos(1)
   EXPECT_NEAR(out[0].GetDouble(1), -0.4161, 1e-3);  // cos(2)
   EXPECT_EQ(out[0].GetDouble(3), 2.0);
+}
+
+// dot, exp + add (fused into one loop), sort, reduce and topk, each step's payload kind by
+// instruction name in the fused and the unfused plan.
+constexpr std::string_view kPayloadKinds = R"(
+HloModule kinds
+less { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT lt = pred[] compare(a, b), direction=LT }
+sum { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b) }
+ENTRY main {
+  x = f32[8,8] parameter(0)
+  y = f32[8,8] parameter(1)
+  d = f32[8,8] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  e = f32[8,8] exponential(d)
+  a = f32[8,8] add(e, y)
+  s = f32[8,8] sort(a), dimensions={1}, to_apply=less
+  z = f32[] constant(0)
+  r = f32[8] reduce(s, z), dimensions={1}, to_apply=sum
+  k = (f32[8,2], s32[8,2]) topk(s), k=2, largest=true
+  ROOT t = (f32[8], (f32[8,2], s32[8,2])) tuple(r, k)
+})";
+
+std::map<std::string, PayloadKind> KindsByInstruction(const ComputationPlan& plan) {
+  std::map<std::string, PayloadKind> kinds;
+  for (const Step& step : plan.steps) kinds[step.inst->name()] = step.payload_kind();
+  return kinds;
+}
+
+TEST(StepPayload, EachOpFamilyHoldsItsOwnPayloadKind) {
+  std::unique_ptr<Module> m = ParseOrFail(kPayloadKinds);
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  ASSERT_NE(e->program().unfused, nullptr);
+  const std::map<std::string, PayloadKind> unfused = KindsByInstruction(*e->program().unfused->entry);
+  const std::map<std::string, PayloadKind> want = {
+      {"d", PayloadKind::kDot},     {"e", PayloadKind::kElementwise}, {"a", PayloadKind::kElementwise},
+      {"s", PayloadKind::kSort},    {"z", PayloadKind::kNone},        {"r", PayloadKind::kCombine},
+      {"k", PayloadKind::kExtra},   {"t", PayloadKind::kNone}};
+  EXPECT_EQ(unfused, want);
+  // Fused: exp and add are one loop step, named after its primary output `a`; the rest is kept.
+  std::map<std::string, PayloadKind> fused_want = want;
+  fused_want.erase("e");
+  fused_want["a"] = PayloadKind::kFused;
+  EXPECT_EQ(KindsByInstruction(*e->program().entry), fused_want);
+  for (const Step& step : e->program().entry->steps) {
+    if (step.payload_kind() != PayloadKind::kFused) continue;
+    EXPECT_EQ(step.fused().loop->members, 2);
+    EXPECT_EQ(step.FindPayload<DotPayload>(), nullptr);
+  }
+}
+
+TEST(StepPayloadDeathTest, ReadingAnotherKindsPayloadAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::unique_ptr<Module> m = ParseOrFail(kPayloadKinds);
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  const Step* dot = nullptr;
+  for (const Step& step : e->program().entry->steps) {
+    if (step.inst->name() == "d") dot = &step;
+  }
+  ASSERT_NE(dot, nullptr);
+  EXPECT_NE(dot->dot().plan, nullptr);
+  EXPECT_DEATH((void)dot->sort(), "step of 'd' holds a dot payload; its handler read it as sort");
+  EXPECT_DEATH((void)dot->elementwise(), "holds a dot payload; its handler read it as elementwise");
 }
 
 }  // namespace

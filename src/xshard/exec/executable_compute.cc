@@ -50,7 +50,7 @@ Slot ResultSlot(std::vector<Array> arrays, RunContext& ctx, bool tuple) {
 kernels::Combiner MakeCombiner(const Step& step, std::optional<ScalarRunner>& runner, RunContext& ctx,
                                int callee) {
   kernels::Combiner c;
-  c.kind = step.combine;
+  c.kind = step.combine().combine;
   if (c.kind == kernels::CombineKind::kGeneric) {
     runner.emplace(*step.callees[callee], ctx);
     c.fn = runner->AsFn();
@@ -62,8 +62,9 @@ Status RunDot(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& lhs = OperandArray(step, frame, 0);
   const Array& rhs = OperandArray(step, frame, 1);
   // The plan writes every element (DotPlan::Run: `out` need not be zeroed): the planned buffer.
-  std::shared_ptr<Array> out = NewArray(step.dot_plan->result_shape(), ctx);
-  XS_RETURN_IF_ERROR(step.dot_plan->Run(lhs.data(), rhs.data(), out->data()));
+  const kernels::DotPlan& plan = *step.dot().plan;
+  std::shared_ptr<Array> out = NewArray(plan.result_shape(), ctx);
+  XS_RETURN_IF_ERROR(plan.Run(lhs.data(), rhs.data(), out->data()));
   frame.slots[step.out] = OwnedSlot(std::move(out));
   return OkStatus();
 }
@@ -85,8 +86,9 @@ Status PrepareDot(const Instruction& inst, Step& step, const Program&) {
       return UnsupportedInstruction(inst, StrCat("element type ", DTypeName(s->dtype())));
     }
   }
-  XS_ASSIGN_OR_RETURN(step.dot_plan, kernels::DotPlan::Create(inst.operand(0)->shape(), inst.operand(1)->shape(),
-                                                              *inst.attrs().dot, inst.shape().dtype()));
+  XS_ASSIGN_OR_RETURN(step.SetPayload(DotPayload{}).plan,
+                      kernels::DotPlan::Create(inst.operand(0)->shape(), inst.operand(1)->shape(), *inst.attrs().dot,
+                                               inst.shape().dtype()));
   step.run = &RunDot;
   step.writes_result_buffer = true;
   return OkStatus();
@@ -140,8 +142,9 @@ Status PrepareReduceLike(const Instruction& inst, Step& step, const Program& pro
   }
   XS_RETURN_IF_ERROR(RequireCallee(inst, CallRole::kToApply, step, program));
   const int n = inst.operand_count() / 2;
+  CombinePayload& p = step.SetPayload(CombinePayload{});
   if (n == 1 && inst.operand(0)->shape().dtype() == inst.to_apply()->parameter(0)->shape().dtype()) {
-    step.combine = ClassifyCombiner(*inst.to_apply(), /*allow_overwrite=*/false);
+    p.combine = ClassifyCombiner(*inst.to_apply(), /*allow_overwrite=*/false);
   }
   step.run = run;
   return OkStatus();
@@ -197,7 +200,7 @@ Status PrepareSelectAndScatter(const Instruction& inst, Step& step, const Progra
   if (!HasWindow(inst)) return InvalidArgument("select-and-scatter needs window=");
   XS_RETURN_IF_ERROR(RequireCallee(inst, CallRole::kSelect, step, program));
   XS_RETURN_IF_ERROR(RequireCallee(inst, CallRole::kScatter, step, program));
-  step.combine = ClassifyCombiner(*inst.called(CallRole::kScatter), /*allow_overwrite=*/false);
+  step.SetPayload(CombinePayload{ClassifyCombiner(*inst.called(CallRole::kScatter), /*allow_overwrite=*/false)});
   step.run = &RunSelectAndScatter;
   return OkStatus();
 }
@@ -235,14 +238,15 @@ Status PrepareScatter(const Instruction& inst, Step& step, const Program& progra
     return InvalidArgument("scatter needs N operands, indices, N updates and dimension numbers");
   }
   XS_RETURN_IF_ERROR(RequireCallee(inst, CallRole::kToApply, step, program));
-  if (inst.operand_count() == 3) step.combine = ClassifyCombiner(*inst.to_apply(), /*allow_overwrite=*/true);
+  CombinePayload& p = step.SetPayload(CombinePayload{});
+  if (inst.operand_count() == 3) p.combine = ClassifyCombiner(*inst.to_apply(), /*allow_overwrite=*/true);
   step.run = &RunScatter;
   return OkStatus();
 }
 
 Status RunSort(const Step& step, Frame& frame, RunContext& ctx) {
   const int n = static_cast<int>(step.operands.size());
-  kernels::Comparator cmp = step.comparator;
+  kernels::Comparator cmp = step.sort().comparator;
   std::optional<ScalarRunner> runner;
   if (!cmp.direction) {
     runner.emplace(*step.callees[0], ctx);
@@ -283,7 +287,7 @@ kernels::Comparator ClassifyComparator(const Computation& c) {
 Status PrepareSort(const Instruction& inst, Step& step, const Program& program) {
   if (inst.dimensions().size() != 1) return InvalidArgument("sort needs dimensions={d}");
   XS_RETURN_IF_ERROR(RequireCallee(inst, CallRole::kToApply, step, program));
-  step.comparator = ClassifyComparator(*inst.to_apply());
+  step.SetPayload(SortPayload{ClassifyComparator(*inst.to_apply())});
   step.run = &RunSort;
   return OkStatus();
 }

@@ -47,7 +47,7 @@ Status CheckResultDType(const Instruction& inst, DType want) {
 Status RunUnary(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& in = OperandArray(step, frame, 0);
   std::shared_ptr<Array> out = ResultBuffer(step, frame, ctx, 0);
-  step.unary(in.data(), out->data(), step.count);
+  step.elementwise().unary(in.data(), out->data(), step.count);
   frame.slots[step.out] = OwnedSlot(std::move(out));
   return OkStatus();
 }
@@ -55,7 +55,7 @@ Status RunUnary(const Step& step, Frame& frame, RunContext& ctx) {
 Status PrepareUnary(const Instruction& inst, Step& step, const Program&) {
   XS_RETURN_IF_ERROR(RequireArrayOperands(inst));
   const DType t = inst.operand(0)->shape().dtype();
-  XS_ASSIGN_OR_RETURN(step.unary, kernels::FindUnaryKernel(inst.opcode(), t));
+  XS_ASSIGN_OR_RETURN(step.SetPayload(ElementwisePayload{}).unary, kernels::FindUnaryKernel(inst.opcode(), t));
   XS_ASSIGN_OR_RETURN(DType out, kernels::UnaryResultDType(inst.opcode(), t));
   XS_RETURN_IF_ERROR(CheckResultDType(inst, out));
   step.run = &RunUnary;
@@ -84,7 +84,7 @@ Status RunBinary(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& a = OperandArray(step, frame, 0);
   const Array& b = OperandArray(step, frame, 1);
   std::shared_ptr<Array> out = ResultBuffer(step, frame, ctx, 0);
-  step.binary(a.data(), b.data(), out->data(), step.count);
+  step.elementwise().binary(a.data(), b.data(), out->data(), step.count);
   frame.slots[step.out] = OwnedSlot(std::move(out));
   return OkStatus();
 }
@@ -97,7 +97,7 @@ Status PrepareBinary(const Instruction& inst, Step& step, const Program&) {
     return InvalidArgument("operand types differ: ", DTypeName(t), " vs ",
                            DTypeName(inst.operand(1)->shape().dtype()));
   }
-  XS_ASSIGN_OR_RETURN(step.binary, kernels::FindBinaryKernel(inst.opcode(), t));
+  XS_ASSIGN_OR_RETURN(step.SetPayload(ElementwisePayload{}).binary, kernels::FindBinaryKernel(inst.opcode(), t));
   DType want = t;
   if (inst.opcode() == Opcode::kComplex) want = t == DType::kF64 ? DType::kC128 : DType::kC64;
   XS_RETURN_IF_ERROR(CheckResultDType(inst, want));
@@ -113,8 +113,8 @@ Status PrepareCompare(const Instruction& inst, Step& step, const Program&) {
   XS_RETURN_IF_ERROR(RequireSameDims(inst, 0, 1));
   const DType t = inst.operand(0)->shape().dtype();
   if (!inst.attrs().comparison_direction) return InvalidArgument("compare needs direction=");
-  XS_ASSIGN_OR_RETURN(step.binary, kernels::FindCompareKernel(*inst.attrs().comparison_direction,
-                                                              inst.attrs().comparison_type, t));
+  XS_ASSIGN_OR_RETURN(step.SetPayload(ElementwisePayload{}).binary,
+                      kernels::FindCompareKernel(*inst.attrs().comparison_direction, inst.attrs().comparison_type, t));
   XS_RETURN_IF_ERROR(CheckResultDType(inst, DType::kPred));
   step.run = &RunBinary;
   step.scalar_kind = ScalarKind::kBinary;
@@ -131,7 +131,7 @@ Status PrepareConvert(const Instruction& inst, Step& step, const Program&) {
     step.scalar_kind = ScalarKind::kShare;
     return OkStatus();
   }
-  XS_ASSIGN_OR_RETURN(step.unary, kernels::FindConvertKernel(from, to));
+  XS_ASSIGN_OR_RETURN(step.SetPayload(ElementwisePayload{}).unary, kernels::FindConvertKernel(from, to));
   step.run = &RunUnary;
   step.scalar_kind = ScalarKind::kUnary;
   step.writes_result_buffer = true;
@@ -159,7 +159,7 @@ Status PrepareBitcastConvert(const Instruction& inst, Step& step, const Program&
   const DType from = inst.operand(0)->shape().dtype();
   if (DTypeSize(from) == DTypeSize(inst.shape().dtype()) && inst.shape().rank() == 0) {
     // Same-size scalars (comparators' float -> int tricks): a byte copy in the scalar fast path.
-    XS_ASSIGN_OR_RETURN(step.unary, kernels::FindUnaryKernel(Opcode::kCopy, from));
+    XS_ASSIGN_OR_RETURN(step.SetPayload(ElementwisePayload{}).unary, kernels::FindUnaryKernel(Opcode::kCopy, from));
     step.scalar_kind = ScalarKind::kUnary;
   }
   return OkStatus();
@@ -176,7 +176,7 @@ Status RunSelect(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& t = OperandArray(step, frame, 1);
   const Array& f = OperandArray(step, frame, 2);
   std::shared_ptr<Array> out = ResultBuffer(step, frame, ctx, 1);
-  step.ternary(pred.data(), t.data(), f.data(), out->data(), step.count);
+  step.elementwise().ternary(pred.data(), t.data(), f.data(), out->data(), step.count);
   frame.slots[step.out] = OwnedSlot(std::move(out));
   return OkStatus();
 }
@@ -186,7 +186,7 @@ Status PrepareSelect(const Instruction& inst, Step& step, const Program&) {
   XS_RETURN_IF_ERROR(RequireSameDims(inst, 1, 2));
   if (inst.operand(0)->shape().dtype() != DType::kPred) return InvalidArgument("select predicate must be pred");
   if (inst.operand(0)->shape().rank() != 0) XS_RETURN_IF_ERROR(RequireSameDims(inst, 0, 1));
-  XS_ASSIGN_OR_RETURN(step.ternary, kernels::FindSelectKernel(inst.shape().dtype()));
+  XS_ASSIGN_OR_RETURN(step.SetPayload(ElementwisePayload{}).ternary, kernels::FindSelectKernel(inst.shape().dtype()));
   step.run = &RunSelect;
   step.scalar_kind = ScalarKind::kTernary;
   // A scalar predicate over a non-scalar result passes the chosen operand through.
@@ -211,7 +211,7 @@ Status RunClamp(const Step& step, Frame& frame, RunContext& ctx) {
     hi = &hi_full;
   }
   std::shared_ptr<Array> out = ResultBuffer(step, frame, ctx, 1);
-  step.ternary(lo->data(), x.data(), hi->data(), out->data(), step.count);
+  step.elementwise().ternary(lo->data(), x.data(), hi->data(), out->data(), step.count);
   frame.slots[step.out] = OwnedSlot(std::move(out));
   return OkStatus();
 }
@@ -221,7 +221,7 @@ Status PrepareClamp(const Instruction& inst, Step& step, const Program&) {
   for (int i : {0, 2}) {
     if (inst.operand(i)->shape().rank() != 0) XS_RETURN_IF_ERROR(RequireSameDims(inst, i, 1));
   }
-  XS_ASSIGN_OR_RETURN(step.ternary, kernels::FindClampKernel(inst.shape().dtype()));
+  XS_ASSIGN_OR_RETURN(step.SetPayload(ElementwisePayload{}).ternary, kernels::FindClampKernel(inst.shape().dtype()));
   step.run = &RunClamp;
   step.scalar_kind = ScalarKind::kTernary;
   step.writes_result_buffer = true;

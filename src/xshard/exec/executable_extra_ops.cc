@@ -25,7 +25,7 @@ StatusOr<T> Required(const Instruction& inst, const std::optional<T>& v, std::st
   return *v;
 }
 
-// Parameters a step keeps (Step::extra points at one of these).
+// Parameters a step keeps (its ExtraPayload points at one of these).
 struct TopKParams : ExtraParams {
   int64_t k = 0;
   bool largest = true;
@@ -50,7 +50,7 @@ struct RaggedParams : ExtraParams {
 
 template <typename P>
 const P& Params(const Step& step) {
-  return static_cast<const P&>(*step.extra);
+  return static_cast<const P&>(step.extra());
 }
 
 // ---- topk ----
@@ -80,7 +80,7 @@ Status PrepareTopK(const Instruction& inst, Step& step, const Program&) {
   XS_ASSIGN_OR_RETURN(p->k, Required(inst, inst.attrs().k, "k", "N"));
   p->largest = inst.attrs().largest.value_or(true);
   XS_RETURN_IF_ERROR(CheckTopKShape(inst, p->k));
-  step.extra = std::move(p);
+  step.SetPayload(ExtraPayload{std::move(p)});
   step.run = &RunTopK;
   return OkStatus();
 }
@@ -98,7 +98,7 @@ Status PrepareFft(const Instruction& inst, Step& step, const Program&) {
   auto p = std::make_shared<FftParams>();
   XS_ASSIGN_OR_RETURN(p->type, Required(inst, inst.attrs().fft_type, "fft_type", "FFT|IFFT|RFFT|IRFFT"));
   XS_ASSIGN_OR_RETURN(p->lengths, Required(inst, inst.attrs().fft_length, "fft_length", "{n,...}"));
-  step.extra = std::move(p);
+  step.SetPayload(ExtraPayload{std::move(p)});
   step.run = &RunFft;
   return OkStatus();
 }
@@ -114,7 +114,7 @@ Status RunCholesky(const Step& step, Frame& frame, RunContext& ctx) {
 Status PrepareCholesky(const Instruction& inst, Step& step, const Program&) {
   auto p = std::make_shared<CholeskyParams>();
   p->lower = inst.attrs().lower.value_or(false);
-  step.extra = std::move(p);
+  step.SetPayload(ExtraPayload{std::move(p)});
   step.run = &RunCholesky;
   return OkStatus();
 }
@@ -133,7 +133,7 @@ Status PrepareTriangularSolve(const Instruction& inst, Step& step, const Program
   p->options.lower = a.lower.value_or(false);
   p->options.unit_diagonal = a.unit_diagonal.value_or(false);
   p->options.transpose_a = a.transpose_a.value_or(TransposeKind::kNoTranspose);
-  step.extra = std::move(p);
+  step.SetPayload(ExtraPayload{std::move(p)});
   step.run = &RunTriangularSolve;
   return OkStatus();
 }
@@ -222,7 +222,7 @@ Status RunBatchNormGrad(const Step& step, Frame& frame, RunContext& ctx) {
 
 template <RunFn kRun>
 Status PrepareBatchNorm(const Instruction& inst, Step& step, const Program&) {
-  XS_ASSIGN_OR_RETURN(step.extra, ReadBatchNorm(inst));
+  XS_ASSIGN_OR_RETURN(step.SetPayload(ExtraPayload{}).params, ReadBatchNorm(inst));
   step.run = kRun;
   return OkStatus();
 }
@@ -244,7 +244,7 @@ Status PrepareRaggedDot(const Instruction& inst, Step& step, const Program&) {
   if (ragged.size() != 1) return InvalidArgument("ragged-dot needs exactly one lhs_ragged_dims entry");
   p->dims.lhs_ragged = ragged[0];
   p->dims.rhs_group = inst.attrs().rhs_group_dims.value_or(std::vector<int64_t>{});
-  step.extra = std::move(p);
+  step.SetPayload(ExtraPayload{std::move(p)});
   step.run = &RunRaggedDot;
   return OkStatus();
 }
@@ -305,7 +305,7 @@ Status PrepareLapack(const Instruction& inst, std::string_view target, Step& ste
     auto p = std::make_shared<CholeskyParams>();
     XS_ASSIGN_OR_RETURN(char uplo, FfiChar(inst, "uplo", 'L'));
     p->lower = uplo == 'L';
-    step.extra = std::move(p);
+    step.SetPayload(ExtraPayload{std::move(p)});
     step.run = &RunLapackPotrf;
     return OkStatus();
   }
@@ -331,7 +331,7 @@ Status PrepareLapack(const Instruction& inst, std::string_view target, Step& ste
   p->options.transpose_a = trans == 'T'   ? kernels::TransposeA::kTranspose
                            : trans == 'C' ? kernels::TransposeA::kAdjoint
                                           : kernels::TransposeA::kNoTranspose;
-  step.extra = std::move(p);
+  step.SetPayload(ExtraPayload{std::move(p)});
   step.run = &RunTriangularSolve;
   return OkStatus();
 }
@@ -362,7 +362,7 @@ Status PrepareExtraCustomCall(const Instruction& inst, Step& step, const Program
     p->k = s.tuple_shape(0).dims().back();
     p->largest = inst.attrs().largest.value_or(true);
     XS_RETURN_IF_ERROR(CheckTopKShape(inst, p->k));
-    step.extra = std::move(p);
+    step.SetPayload(ExtraPayload{std::move(p)});
     step.run = &RunTopK;
     return OkStatus();
   }

@@ -158,7 +158,9 @@ void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
 }  // namespace
 
 Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
-  const FusedLoop& f = *step.fused;
+  const FusedPayload& payload = step.fused();
+  const FusedLoop& f = *payload.loop;
+  const std::vector<int64_t>& output_offsets = payload.output_offsets;
   std::vector<const std::byte*> inputs(step.operands.size());
   for (size_t k = 0; k < inputs.size(); ++k) inputs[k] = OperandArray(step, frame, static_cast<int>(k)).data();
   std::vector<std::shared_ptr<Array>> out_arrays(f.outputs.size());
@@ -169,9 +171,9 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
       out_arrays[o] = ResultBuffer(step, frame, ctx, f.donor);
     } else if (primary) {
       out_arrays[o] = NewArray(f.outputs[o].inst->shape(), ctx);  // the planned buffer
-    } else if (o < step.output_offsets.size() && step.output_offsets[o] >= 0 && ctx.frame_arena != nullptr) {
+    } else if (o < output_offsets.size() && output_offsets[o] >= 0 && ctx.frame_arena != nullptr) {
       out_arrays[o] = std::make_shared<Array>(Array::View(f.outputs[o].inst->shape().WithoutLayout(),
-                                                          ctx.frame_arena + step.output_offsets[o]));
+                                                          ctx.frame_arena + output_offsets[o]));
     } else {
       // The loop writes every element: no zero-fill pass over the output.
       out_arrays[o] = AdoptArray(Array::Uninitialized(f.outputs[o].inst->shape().WithoutLayout()), ctx);

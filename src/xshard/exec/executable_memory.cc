@@ -36,10 +36,11 @@ void PlanMemory(ComputationPlan& plan, bool root_in_arena) {
   std::vector<Extra> extras;
   for (int k = 0; k < n; ++k) {
     Step& st = plan.steps[k];
-    if (st.fused == nullptr) continue;
-    st.output_offsets.assign(st.fused->outputs.size(), -1);
-    for (size_t i = 0; i < st.fused->outputs.size(); ++i) {
-      const FusedOutput& o = st.fused->outputs[i];
+    if (st.payload_kind() != PayloadKind::kFused) continue;
+    FusedPayload& fused = st.MutablePayload<FusedPayload>();
+    fused.output_offsets.assign(fused.loop->outputs.size(), -1);
+    for (size_t i = 0; i < fused.loop->outputs.size(); ++i) {
+      const FusedOutput& o = fused.loop->outputs[i];
       if (o.slot != st.out && o.slot >= 0 && o.inst->shape().IsArray()) extras.push_back({k, static_cast<int>(i)});
     }
   }
@@ -47,7 +48,7 @@ void PlanMemory(ComputationPlan& plan, bool root_in_arena) {
   auto shape_of = [&](int id) -> const Shape& {
     if (id < n) return plan.steps[id].inst->shape();
     const Extra& e = extras[id - n];
-    return plan.steps[e.step].fused->outputs[e.output].inst->shape();
+    return plan.steps[e.step].fused().loop->outputs[e.output].inst->shape();
   };
   auto first_of = [&](int id) { return id < n ? id : extras[id - n].step; };
   // bufs[slot]: the buffer ids the slot's value may reference; for tuple steps, elems[slot]
@@ -57,7 +58,7 @@ void PlanMemory(ComputationPlan& plan, bool root_in_arena) {
   std::vector<char> candidate(total, 0);
   for (int id = n; id < total; ++id) {
     const Extra& e = extras[id - n];
-    bufs[plan.steps[e.step].fused->outputs[e.output].slot] = {id};
+    bufs[plan.steps[e.step].fused().loop->outputs[e.output].slot] = {id};
     candidate[id] = 1;
   }
   for (int k = 0; k < n; ++k) {
@@ -191,7 +192,8 @@ void PlanMemory(ComputationPlan& plan, bool root_in_arena) {
   }
   for (int id = n; id < total; ++id) {
     const Extra& e = extras[id - n];
-    plan.steps[e.step].output_offsets[e.output] = interval_of[id] >= 0 ? a.offsets[interval_of[id]] : -1;
+    const int64_t offset = interval_of[id] >= 0 ? a.offsets[interval_of[id]] : -1;
+    plan.steps[e.step].MutablePayload<FusedPayload>().output_offsets[e.output] = offset;
   }
   plan.arena_bytes = a.arena_bytes;
 }

@@ -1,13 +1,19 @@
 // Internal structures of the executor: value slots, the per-computation plan (one Step per
-// instruction with its kernel pointers and which slots die after it), the handler table the
-// executable_*.cc files fill, and helpers the handlers share. Not part of the public API.
+// instruction: a common header with its slots and which die after it, and a per-kind payload of
+// kernel pointers / parameters), the handler table the executable_*.cc files fill, and helpers
+// the handlers share. Not part of the public API.
 #ifndef XSHARD_EXEC_EXECUTABLE_PLAN_H_
 #define XSHARD_EXEC_EXECUTABLE_PLAN_H_
 
 #include <array>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "xshard/kernels/dot.h"
@@ -64,8 +70,8 @@ using RunFn = Status (*)(const Step& step, Frame& frame, RunContext& ctx);
 
 struct ComputationPlan;
 
-// Plan-time parameters of a step whose op has no dedicated Step field (topk's k, fft's lengths,
-// ...): each handler file derives its own block from this.
+// Plan-time parameters of a step whose op has no payload kind of its own (topk's k, fft's
+// lengths, ...): each handler file derives its own block from this.
 struct ExtraParams {
   virtual ~ExtraParams() = default;
 };
@@ -73,6 +79,74 @@ struct ExtraParams {
 // How a step runs on scalars inside a ScalarRunner's compiled fast path (kNone: not eligible).
 enum class ScalarKind { kNone, kUnary, kBinary, kTernary, kShare, kConstant, kTuple };
 
+// ---- per-kind step payloads: what one family of handlers fixes at Prepare ----
+
+// Elementwise ops (unary math, convert, binary math, compare, select, clamp; scalar
+// bitcast-convert): the kernel matching the step's scalar_kind is set, the others are null.
+// Read by the op's Run, by ScalarRunner's compiled path and by fusion (a member's kernel).
+struct ElementwisePayload {
+  kernels::UnaryKernel unary = nullptr;
+  kernels::BinaryKernel binary = nullptr;
+  kernels::TernaryKernel ternary = nullptr;
+};
+// Ops with a reducer / combiner callee (reduce, reduce-window, select-and-scatter, scatter): the
+// recognized combiner, kGeneric when the callee must run per element (callees[i] of the header).
+struct CombinePayload {
+  kernels::CombineKind combine = kernels::CombineKind::kGeneric;
+};
+// sort: the comparator's fast path (direction set) or none; `fn` is never set at plan time.
+struct SortPayload {
+  kernels::Comparator comparator;
+};
+// dot: the BLAS / oneDNN calls fixed at Prepare (never null).
+struct DotPayload {
+  std::shared_ptr<const kernels::DotPlan> plan;
+};
+// A fused elementwise loop (fusion_plan.h): its tile program (never null), and, filled by the
+// memory planner, per FusedLoop::outputs entry other than the step's result its buffer in the
+// frame's arena (-1: an owned buffer, or the step's own result).
+struct FusedPayload {
+  std::shared_ptr<const FusedLoop> loop;
+  std::vector<int64_t> output_offsets;
+};
+// Ops with a parameter block of their handler file's own type (never null): topk, fft,
+// triangular-solve, batch-norm, ragged-dot, scan, rng-state, the SPMD-internal custom-calls, ...
+struct ExtraPayload {
+  std::shared_ptr<const ExtraParams> params;
+};
+
+// Which payload a step holds: the index of its StepPayload alternative.
+enum class PayloadKind { kNone, kElementwise, kCombine, kSort, kDot, kFused, kExtra };
+using StepPayload = std::variant<std::monostate, ElementwisePayload, CombinePayload, SortPayload, DotPayload,
+                                 FusedPayload, ExtraPayload>;
+inline std::string_view PayloadKindName(PayloadKind kind) {
+  static constexpr std::string_view kNames[] = {"none", "elementwise", "combine", "sort", "dot", "fused", "extra"};
+  return kNames[static_cast<int>(kind)];
+}
+
+// The PayloadKind of payload type P (compile-time).
+template <typename P>
+constexpr PayloadKind PayloadKindOf() {
+  constexpr size_t kIndex = []<size_t... I>(std::index_sequence<I...>) {
+    size_t found = 0;
+    ((found = std::is_same_v<P, std::variant_alternative_t<I, StepPayload>> ? I : found), ...);
+    return found;
+  }(std::make_index_sequence<std::variant_size_v<StepPayload>>());
+  static_assert(kIndex > 0, "not a step payload type");
+  return static_cast<PayloadKind>(kIndex);
+}
+static_assert(PayloadKindOf<ElementwisePayload>() == PayloadKind::kElementwise &&
+                  PayloadKindOf<CombinePayload>() == PayloadKind::kCombine &&
+                  PayloadKindOf<SortPayload>() == PayloadKind::kSort &&
+                  PayloadKindOf<DotPayload>() == PayloadKind::kDot &&
+                  PayloadKindOf<FusedPayload>() == PayloadKind::kFused &&
+                  PayloadKindOf<ExtraPayload>() == PayloadKind::kExtra,
+              "PayloadKind names StepPayload's alternatives in order");
+
+// One instruction (or one fused loop) of a computation plan: a header every step has, which the
+// generic executor (RunPlan, the memory planner, fusion, the GPU plan) reads, and a payload of
+// one kind (above) that only that kind's handlers read. The payload accessors XS_CHECK the kind:
+// a handler reading another kind's payload is an internal bug, never a silent default.
 struct Step {
   const Instruction* inst = nullptr;
   ScalarKind scalar_kind = ScalarKind::kNone;
@@ -81,20 +155,13 @@ struct Step {
   std::vector<char> last_use;   // operand i's slot is not read after this step
   int out = -1;                 // slot of the result
   std::vector<int> release;     // slots to drop after this step
-  // Precomputed by the handler's Prepare.
-  kernels::UnaryKernel unary = nullptr;
-  kernels::BinaryKernel binary = nullptr;
-  kernels::TernaryKernel ternary = nullptr;
-  kernels::CombineKind combine = kernels::CombineKind::kGeneric;
-  kernels::Comparator comparator;  // sort fast path (fn unset)
-  std::shared_ptr<const kernels::DotPlan> dot_plan;  // dot: BLAS / oneDNN calls fixed at Prepare
-  std::vector<const ComputationPlan*> callees;  // in the instruction's call order
+  // Called computations in the instruction's call order. In the header, not a payload: ops of
+  // every kind call them (call, while, conditional, map, reduce, sort, all-reduce, scan, ...),
+  // and the generic plan reads them (whether a step communicates, the callee arena region).
+  std::vector<const ComputationPlan*> callees;
   int64_t count = 0;  // result elements
   // Runs inside ExecuteOptions::compute_gate: a big kernel that cannot wait on another device.
   bool gated = false;
-  std::shared_ptr<const ExtraParams> extra;  // see ExtraParams
-  // Fusion (fusion_plan.h): the tile program of a fused elementwise loop.
-  std::shared_ptr<const FusedLoop> fused;
   // Set by Prepare when Run gets its array result from NewArray / ResultBuffer (the first
   // NewArray call of the result's dtype and dims) and writes every element of it, never
   // passing an operand through: the planner then gives the result a buffer in the arena (not
@@ -106,9 +173,49 @@ struct Step {
   // Filled by the planner (executable_memory.cc).
   int64_t arena_offset = -1;   // the result's buffer in the frame's arena; -1: not in the arena
   int64_t callee_offset = 0;   // where callees' regions start in the frame's arena
-  // Fused loops: per FusedLoop::outputs entry other than the step's result, its buffer in the
-  // frame's arena; -1: an owned buffer (or the step's own result).
-  std::vector<int64_t> output_offsets;
+
+  PayloadKind payload_kind() const { return static_cast<PayloadKind>(payload_.index()); }
+  // The payload of kind P (XS_CHECK: the step holds one). Inline: a compare of the variant's
+  // index on the hot path, the message built only on failure.
+  template <typename P>
+  const P& Payload() const {
+    const P* p = std::get_if<P>(&payload_);
+    XS_CHECK(p != nullptr, PayloadMismatch(PayloadKindOf<P>()));
+    return *p;
+  }
+  // The same, writable (the memory planner fills FusedPayload::output_offsets).
+  template <typename P>
+  P& MutablePayload() {
+    P* p = std::get_if<P>(&payload_);
+    XS_CHECK(p != nullptr, PayloadMismatch(PayloadKindOf<P>()));
+    return *p;
+  }
+  // The payload of kind P, or null when the step holds another kind (for generic code).
+  template <typename P>
+  const P* FindPayload() const {
+    return std::get_if<P>(&payload_);
+  }
+  // Replaces the payload (Prepare, fusion); returns the stored one.
+  template <typename P>
+  P& SetPayload(P payload) {
+    return payload_.emplace<P>(std::move(payload));
+  }
+  // Payload<P>() of each kind, for the handlers' reads (extra(): the parameter block itself).
+  const ElementwisePayload& elementwise() const { return Payload<ElementwisePayload>(); }
+  const CombinePayload& combine() const { return Payload<CombinePayload>(); }
+  const SortPayload& sort() const { return Payload<SortPayload>(); }
+  const DotPayload& dot() const { return Payload<DotPayload>(); }
+  const FusedPayload& fused() const { return Payload<FusedPayload>(); }
+  const ExtraParams& extra() const { return *Payload<ExtraPayload>().params; }
+
+ private:
+  // The XS_CHECK message of a payload read of the wrong kind.
+  [[gnu::cold, gnu::noinline]] std::string PayloadMismatch(PayloadKind wanted) const {
+    return StrCat("step of '", inst != nullptr ? inst->name() : std::string_view("?"), "' holds a ",
+                  PayloadKindName(payload_kind()), " payload; its handler read it as ", PayloadKindName(wanted));
+  }
+
+  StepPayload payload_;
 };
 
 struct ComputationPlan {
@@ -157,7 +264,7 @@ class Program {
   std::unordered_map<const Computation*, std::unique_ptr<ComputationPlan>> plans_;
 };
 
-// Fills `step.run` (and the precomputed fields) for `inst`, or returns the reason it cannot run.
+// Fills `step.run` (and the precomputed header fields and payload) for `inst`, or returns the reason it cannot run.
 // Callee plans of `inst` are already in `program`.
 using PrepareFn = Status (*)(const Instruction& inst, Step& step, const Program& program);
 using HandlerTable = std::array<PrepareFn, kOpcodeCount>;
@@ -238,8 +345,10 @@ class ScalarRunner {
   }
 
  private:
+  // One scalar kernel call of an elementwise step (kind: kUnary, kBinary or kTernary).
   struct Op {
-    const Step* step;
+    ScalarKind kind;
+    const ElementwisePayload* kernels;  // the step's payload (steps outlive the runner)
     const std::byte* in[3];
     std::byte* out;
   };

@@ -80,7 +80,7 @@ bool ScalarRunner::Compile() {
         if (!IsScalarArray(step.inst->shape())) return false;
         break;
     }
-    Op op{&step, {nullptr, nullptr, nullptr}, cells_[step.out].data()};
+    Op op{step.scalar_kind, &step.elementwise(), {nullptr, nullptr, nullptr}, cells_[step.out].data()};
     for (size_t i = 0; i < step.operands.size() && i < 3; ++i) op.in[i] = addr[step.operands[i]];
     ops_.push_back(op);
   }
@@ -98,10 +98,10 @@ Status ScalarRunner::Call(std::span<const std::byte* const> args, std::span<std:
       std::memcpy(cells_[plan_.param_slots[i]].data(), args[i], static_cast<size_t>(params_[i]->byte_size()));
     }
     for (const Op& op : ops_) {
-      switch (op.step->scalar_kind) {
-        case ScalarKind::kUnary: op.step->unary(op.in[0], op.out, 1); break;
-        case ScalarKind::kBinary: op.step->binary(op.in[0], op.in[1], op.out, 1); break;
-        default: op.step->ternary(op.in[0], op.in[1], op.in[2], op.out, 1); break;
+      switch (op.kind) {
+        case ScalarKind::kUnary: op.kernels->unary(op.in[0], op.out, 1); break;
+        case ScalarKind::kBinary: op.kernels->binary(op.in[0], op.in[1], op.out, 1); break;
+        default: op.kernels->ternary(op.in[0], op.in[1], op.in[2], op.out, 1); break;
       }
     }
     ctx_.instructions_run += static_cast<int64_t>(ops_.size());

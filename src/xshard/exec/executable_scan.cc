@@ -27,7 +27,7 @@ struct ScanParams : ExtraParams {
   bool reverse = false;
 };
 
-const ScanParams& ScanOf(const Step& step) { return static_cast<const ScanParams&>(*step.extra); }
+const ScanParams& ScanOf(const Step& step) { return static_cast<const ScanParams&>(step.extra()); }
 
 std::vector<int64_t> Without(const std::vector<int64_t>& dims, int64_t d) {
   std::vector<int64_t> r = dims;
@@ -184,7 +184,7 @@ Status PrepareScan(const Instruction& inst, Step& step, const Program& program) 
   const ComputationPlan* plan = program.Get(f);
   if (plan == nullptr) return Internal("computation '", f->name(), "' was not planned");
   step.callees.push_back(plan);
-  step.extra = std::move(p);
+  step.SetPayload(ExtraPayload{std::move(p)});
   step.run = &RunScan;
   return OkStatus();
 }
@@ -196,7 +196,7 @@ struct RngStateParams : ExtraParams {
 };
 
 Status RunRngGetAndUpdateState(const Step& step, Frame& frame, RunContext& ctx) {
-  const auto& p = static_cast<const RngStateParams&>(*step.extra);
+  const auto& p = static_cast<const RngStateParams&>(step.extra());
   uint64_t low = 0, high = 0;
   {
     std::lock_guard<std::mutex> lock(p.mu);
@@ -217,7 +217,7 @@ Status PrepareRngGetAndUpdateState(const Instruction& inst, Step& step, const Pr
   }
   auto p = std::make_shared<RngStateParams>();
   p->delta = static_cast<uint64_t>(delta);
-  step.extra = std::move(p);
+  step.SetPayload(ExtraPayload{std::move(p)});
   step.run = &RunRngGetAndUpdateState;
   return OkStatus();
 }

@@ -118,7 +118,7 @@ struct InternalOpParams : ExtraParams {
   int64_t pad = 0;                          // multi-pad
 };
 
-const InternalOpParams& ParamsOf(const Step& step) { return static_cast<const InternalOpParams&>(*step.extra); }
+const InternalOpParams& ParamsOf(const Step& step) { return static_cast<const InternalOpParams&>(step.extra()); }
 
 // x[start:limit] along dim, whole along the other dims.
 Array SliceAlong(const Array& x, int64_t dim, int64_t start, int64_t limit) {
@@ -292,7 +292,7 @@ Status PrepareSpmdInternalCustomCall(const Instruction& inst, std::string_view t
     expected.push_back(with_dim(n + p->pad));
   }
   XS_RETURN_IF_ERROR(CheckResults(inst, target, expected));
-  step.extra = std::move(p);
+  step.SetPayload(ExtraPayload{std::move(p)});
   step.run = &RunInternalOp;
   return OkStatus();
 }

@@ -184,8 +184,9 @@ Status TracedFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
   const int64_t device = ctx.options.replica_id * 100000 + ctx.options.partition_id;
   Trace& t = GetTrace();
   std::lock_guard<std::mutex> lock(t.mu);
-  t.events.push_back({StrCat("fusion ", step.inst->name(), " (", step.fused->members,
-                             step.fused->has_reduce ? " ops + reduce)" : " ops)"),
+  const FusedLoop& loop = *step.fused().loop;
+  t.events.push_back({StrCat("fusion ", step.inst->name(), " (", loop.members,
+                             loop.has_reduce ? " ops + reduce)" : " ops)"),
                       0, device, t0, t1 - t0, ""});
   return st;
 }

@@ -24,9 +24,9 @@ bool IsMember(const Step& step) {
     if (o->shape().rank() != 0 && o->shape().dims() != inst.shape().dims()) return false;
   }
   switch (step.scalar_kind) {
-    case ScalarKind::kUnary: return step.unary != nullptr;
-    case ScalarKind::kBinary: return step.binary != nullptr;
-    case ScalarKind::kTernary: return step.ternary != nullptr;
+    case ScalarKind::kUnary: return step.elementwise().unary != nullptr;
+    case ScalarKind::kBinary: return step.elementwise().binary != nullptr;
+    case ScalarKind::kTernary: return step.elementwise().ternary != nullptr;
     case ScalarKind::kShare: return true;
     default: return false;
   }
@@ -57,11 +57,12 @@ constexpr int64_t kOwnReduceLoopElements = int64_t{1} << 16;
 bool FusibleReduce(const Step& s) {
   const Instruction& r = *s.inst;
   if (r.opcode() != Opcode::kReduce || r.operand_count() != 2 || !r.shape().IsArray()) return false;
-  if (s.combine == kernels::CombineKind::kGeneric || s.combine == kernels::CombineKind::kOverwrite) return false;
+  const kernels::CombineKind combine = s.combine().combine;
+  if (combine == kernels::CombineKind::kGeneric || combine == kernels::CombineKind::kOverwrite) return false;
   const Instruction* in = r.operand(0);
   const Opcode init = r.operand(1)->opcode();
   if (!FusionLoopShaped(in->shape()) || (init != Opcode::kConstant && init != Opcode::kParameter)) return false;
-  return kernels::FindReduceRange(s.combine, in->shape().dtype()).ok();
+  return kernels::FindReduceRange(combine, in->shape().dtype()).ok();
 }
 
 // Whether a path of users from any of `from` reaches a member of group `g` (conservatively
@@ -240,8 +241,8 @@ bool TryFuse(std::vector<Step>& steps, const std::unordered_map<const Instructio
 
 std::vector<int> StepOutputSlots(const Step& step) {
   std::vector<int> out = {step.out};
-  if (step.fused != nullptr) {
-    for (const FusedOutput& o : step.fused->outputs) {
+  if (const FusedPayload* f = step.FindPayload<FusedPayload>()) {
+    for (const FusedOutput& o : f->loop->outputs) {
       if (o.slot != step.out) out.push_back(o.slot);
     }
   }

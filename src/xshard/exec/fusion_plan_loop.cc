@@ -60,7 +60,7 @@ class LoopBuilder {
     // which starts as the init value): the planner gives it an arena buffer.
     step_.writes_result_buffer = true;
     step_.run = FusedLoopRunFn();
-    step_.fused = loop_;
+    step_.SetPayload(FusedPayload{loop_, {}});
     return std::move(step_);
   }
 
@@ -163,7 +163,7 @@ class LoopBuilder {
     FusedReduce& fr = loop_->reduce;
     loop_->has_reduce = true;
     fr.inst = &r;
-    fr.fn = *kernels::FindReduceRange(s.combine, r.operand(0)->shape().dtype());
+    fr.fn = *kernels::FindReduceRange(s.combine().combine, r.operand(0)->shape().dtype());
     fr.value = ValueOf(r.operand(0));
     fr.init = InputIndex(r.operand(1));
     const std::vector<int64_t>& dims = g_.dims;
@@ -190,9 +190,9 @@ class LoopBuilder {
     for (int v : ins) uniform &= Uniform(v);
     FusedOp op;
     switch (s.scalar_kind) {
-      case ScalarKind::kUnary: op.kind = FusedOpKind::kUnary; op.unary = s.unary; break;
-      case ScalarKind::kBinary: op.kind = FusedOpKind::kBinary; op.binary = s.binary; break;
-      case ScalarKind::kTernary: op.kind = FusedOpKind::kTernary; op.ternary = s.ternary; break;
+      case ScalarKind::kUnary: op.kind = FusedOpKind::kUnary; op.unary = s.elementwise().unary; break;
+      case ScalarKind::kBinary: op.kind = FusedOpKind::kBinary; op.binary = s.elementwise().binary; break;
+      case ScalarKind::kTernary: op.kind = FusedOpKind::kTernary; op.ternary = s.elementwise().ternary; break;
       default:  // copy / same-type convert share their operand's value
         if (!output) {
           value_of_[&m] = ins[0];
