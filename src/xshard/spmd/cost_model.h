@@ -5,25 +5,37 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace xs::spmd {
 
 // Per-device figures of the target. The defaults were measured on the development machine (2
 // cores, 8 in-process devices; `xshard bench collectives`, `build/bench/gemm_bench`; README "How
 // the partitioner picks a plan"): each device receives about 1.5 GB/s in a collective all devices
-// run at once, a collective has about 20 us of fixed cost, and a device's share of the cores
-// multiplies about 9 GFLOP/s (72 GFLOP/s of f32 GEMM over 8 devices).
+// run at once, a group collective (all-gather, all-reduce, reduce-scatter, all-to-all, broadcast)
+// has about 20 us of fixed cost and a collective-permute (each device waits on one peer, not on
+// the group) about 0.4 of that (256 B on 8 devices, three runs at load ~2: 10-16 us for each group
+// collective, 6-9 us for a permute), and a device's share of the cores multiplies about 9 GFLOP/s
+// (72 GFLOP/s of f32 GEMM over 8 devices). A hardware profile may give all-to-all and
+// collective-permute their own figures (HardwareProfile::ToMachineModel).
 struct MachineModel {
   double link_gbps = 1.5;             // GB/s (1e9 bytes) received per device
-  double collective_latency_us = 20;  // fixed cost of one collective
+  double collective_latency_us = 20;  // fixed cost of one group collective
+  double all_to_all_share = 1;        // an all-to-all's fixed cost / a group collective's
+  double permute_share = 0.4;         // a collective-permute's fixed cost / a group collective's
   double device_gflops = 9;           // GFLOP/s of one device
 
   friend bool operator==(const MachineModel&, const MachineModel&) = default;
-  // Estimated seconds for a step that receives `bytes` per device in `collectives` collectives
-  // and computes `flops` per device.
-  double Seconds(double bytes, int64_t collectives, double flops) const {
-    return bytes / (link_gbps * 1e9) + static_cast<double>(collectives) * collective_latency_us * 1e-6 +
-           flops / (device_gflops * 1e9);
+  // Fixed cost in us of one collective of `kind` (HLO opcode name, e.g. "collective-permute").
+  double LatencyUs(std::string_view kind) const {
+    if (kind == "collective-permute") return collective_latency_us * permute_share;
+    if (kind == "all-to-all") return collective_latency_us * all_to_all_share;
+    return collective_latency_us;
+  }
+  // Estimated seconds for a step that receives `bytes` per device in collectives whose fixed
+  // costs add up to `latency_us` (LatencyUs of each) and computes `flops` per device.
+  double Estimate(double bytes, double latency_us, double flops) const {
+    return bytes / (link_gbps * 1e9) + latency_us * 1e-6 + flops / (device_gflops * 1e9);
   }
 };
 

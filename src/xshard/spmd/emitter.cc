@@ -300,6 +300,7 @@ void Emitter::Record(Instruction* inst, std::string kind, int64_t bytes, const R
                      std::string pairs, std::string reason) {
   cost_ += bytes + 1;
   bytes_ += bytes;
+  latency_us_ += state_->machine.LatencyUs(kind);
   if (scratch()) return;
   CollectiveRecord r;
   r.kind = std::move(kind);

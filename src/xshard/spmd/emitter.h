@@ -42,9 +42,10 @@ struct ReshardKey {
 struct ReshardKeyHash {
   size_t operator()(const ReshardKey& k) const;
 };
-// A memoized decision: dry-run cost and bytes, the chosen route, or a local slice's geometry.
+// A memoized decision: dry-run cost, bytes and fixed costs, the chosen route, or a local slice's geometry.
 struct ReshardDecision {
   int64_t cost = 0, bytes = 0;
+  double latency_us = 0;
   int route = -1;
   bool ok = false;
   std::vector<int64_t> needed;  // local slice: padded buffer dims the slice needs
@@ -101,6 +102,8 @@ class Emitter {
   int64_t cost() const { return cost_; }
   // Bytes received per device by the collectives emitted so far.
   int64_t bytes() const { return bytes_; }
+  // The fixed costs (MachineModel::LatencyUs) of the collectives emitted so far, in us.
+  double latency_us() const { return latency_us_; }
 
   // Any instruction; checks `shape` against shape inference (XS_CHECK: a partitioner bug).
   Instruction* Add(Opcode opcode, Shape shape, std::vector<Instruction*> operands,
@@ -212,6 +215,7 @@ class Emitter {
   Computation* computation_;
   int64_t cost_ = 0;
   int64_t bytes_ = 0;
+  double latency_us_ = 0;
   Instruction* partition_id_ = nullptr;
   Instruction* partition_id_s32_ = nullptr;
   Instruction* Digit(int64_t stride, int64_t size);

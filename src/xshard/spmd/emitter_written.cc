@@ -55,11 +55,13 @@ void Emitter::RecordWritten(Instruction* inst, std::string reason, const Computa
   }
   const bool has_groups = attrs.replica_groups && !attrs.replica_groups->Groups().empty();
   const int64_t cost = cost_, total = bytes_;
+  const double latency = latency_us_;
   Record(inst, std::string(kind), bytes, has_groups ? &*attrs.replica_groups : nullptr,
          has_groups ? "" : (attrs.source_target_pairs ? pairs : "{}"), std::move(reason));
   // The program's own collectives are no plan's choice: they do not count in dry-run costs.
   cost_ = cost;
   bytes_ = total;
+  latency_us_ = latency;
   CollectiveRecord& r = state_->report.collectives.back();
   r.written = true;
   r.computation = where;

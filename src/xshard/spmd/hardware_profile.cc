@@ -125,6 +125,15 @@ MachineModel HardwareProfile::ToMachineModel(int64_t num_devices) const {
   }
   if (const auto* t = CollectiveTable(*this, "all-reduce")) {
     m.collective_latency_us = InterpolateGroup(*t, g).latency_us;
+    // All-to-all's and collective-permute's fixed costs relative to it, where the profile has
+    // figures of their own.
+    for (auto [kind, share] : {std::pair{"all-to-all", &m.all_to_all_share},
+                               std::pair{"collective-permute", &m.permute_share}}) {
+      auto own = collectives.find(kind);
+      if (m.collective_latency_us > 0 && own != collectives.end() && !own->second.empty()) {
+        *share = InterpolateGroup(own->second, g).latency_us / m.collective_latency_us;
+      }
+    }
   }
   auto it = gemm.find(DType::kF32);
   if (it != gemm.end() && !it->second.empty() && it->second.back().second > 0) {
@@ -149,7 +158,8 @@ std::string DefaultHardwareProfilePath() {
 
 HardwareProfile BuiltinHardwareProfile() {
   // MachineModel's defaults on 8 devices: 72 GFLOP/s of f32 GEMM for the host (9 per device),
-  // 1.5 GB/s received per device, 20 us per collective; 17 GB/s is the host's DRAM copy rate
+  // 1.5 GB/s received per device, 20 us per collective (8 per collective-permute); 17 GB/s is the
+  // host's DRAM copy rate
   // (DESIGN.md section 5).
   HardwareProfile p;
   p.name = "this machine (built-in figures: 2-core host, in-process devices)";
@@ -159,7 +169,8 @@ HardwareProfile BuiltinHardwareProfile() {
   p.gemm[DType::kF32] = {{1e9, 72}};
   p.memory_gbps = 17;
   for (std::string_view kind : kProfileCollectiveKinds) {
-    p.collectives[std::string(kind)] = {{2, {20, 1.5}}, {8, {20, 1.5}}};
+    const double latency = kind == "collective-permute" ? 8 : 20;  // MachineModel::permute_share
+    p.collectives[std::string(kind)] = {{2, {latency, 1.5}}, {8, {latency, 1.5}}};
   }
   return p;
 }

@@ -105,6 +105,16 @@ TEST(HardwareProfileTest, ToMachineModelSummarizes) {
   EXPECT_EQ(m.link_gbps, 3);              // all-gather's only point
   EXPECT_EQ(m.collective_latency_us, 40);  // all-reduce at 8
   EXPECT_EQ(m.device_gflops, 1000);        // largest f32 size, not shared
+  // No all-to-all or collective-permute figures: their shares of the latency stay the defaults.
+  EXPECT_EQ(m.all_to_all_share, MachineModel{}.all_to_all_share);
+  EXPECT_EQ(m.permute_share, MachineModel{}.permute_share);
+  HardwareProfile with = Valid();
+  with.collectives["collective-permute"][8] = CollectiveRate{10, 11};
+  with.collectives["all-to-all"][8] = CollectiveRate{30, 11};
+  const MachineModel w = with.ToMachineModel(8);
+  EXPECT_DOUBLE_EQ(w.LatencyUs("collective-permute"), 10);
+  EXPECT_DOUBLE_EQ(w.LatencyUs("all-to-all"), 30);
+  EXPECT_DOUBLE_EQ(w.LatencyUs("all-gather"), 40);
 }
 
 TEST(HardwareProfileTest, FormatReadsBackEqual) {

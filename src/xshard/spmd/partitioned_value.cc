@@ -308,7 +308,7 @@ StatusOr<Instruction*> PartitionedValue::PadWithValue(Instruction* value,
 
 int64_t ReshardCost(ModuleState& state, const Shape& global, const HloSharding& from,
                     const std::optional<PartialReduction>& partial, const HloSharding& to,
-                    int64_t* bytes) {
+                    int64_t* bytes, double* latency_us) {
   // Plans of every op ask for the same few costs: remember them (array values only).
   std::optional<ReshardKey> key;
   if (global.IsArray()) {
@@ -316,6 +316,7 @@ int64_t ReshardCost(ModuleState& state, const Shape& global, const HloSharding& 
     auto it = state.reshard_memo.find(*key);
     if (it != state.reshard_memo.end()) {
       if (bytes != nullptr) *bytes = it->second.bytes;
+      if (latency_us != nullptr) *latency_us = it->second.latency_us;
       return it->second.cost;
     }
   }
@@ -327,9 +328,11 @@ int64_t ReshardCost(ModuleState& state, const Shape& global, const HloSharding& 
     PartitionedValue pv(scratch->ScratchParameter(*local), global, from, scratch.get(), partial);
     StatusOr<PartitionedValue> r = pv.Reshard(to);
     decision.bytes = scratch->bytes();
+    decision.latency_us = scratch->latency_us();
     if (r.ok()) decision.cost = scratch->cost();
   }
   if (bytes != nullptr) *bytes = decision.bytes;
+  if (latency_us != nullptr) *latency_us = decision.latency_us;
   if (key) state.reshard_memo.emplace(std::move(*key), decision);
   return decision.cost;
 }

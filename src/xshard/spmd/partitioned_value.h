@@ -86,10 +86,11 @@ StatusOr<HloSharding> CanonicalSharding(const HloSharding& sharding);
 
 // Dry run: the cost of resharding a value of `global` shape from `from` (with `partial`) to `to`:
 // the bytes per device it would receive plus one per collective (fewer collectives win ties);
-// kImpossibleCost when it cannot be done. `bytes` (optional) gets the bytes alone.
+// kImpossibleCost when it cannot be done. `bytes` (optional) gets the bytes alone, `latency_us`
+// (optional) the collectives' fixed costs (MachineModel::LatencyUs).
 int64_t ReshardCost(ModuleState& state, const Shape& global, const HloSharding& from,
                     const std::optional<PartialReduction>& partial, const HloSharding& to,
-                    int64_t* bytes = nullptr);
+                    int64_t* bytes = nullptr, double* latency_us = nullptr);
 inline constexpr int64_t kImpossibleCost = int64_t{1} << 60;
 
 // The decisions ModuleState::reshard_memo remembers, and the key of one for a value of `global`

@@ -27,6 +27,13 @@ bool Allocates(const Instruction& inst) {
 
 int64_t Bytes(const Shape& s) { return s.IsToken() ? 0 : s.byte_size(); }
 
+// A figure with 3 significant digits ("15", "7.5", "0.333").
+std::string Short(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3g", v);
+  return buf;
+}
+
 }  // namespace
 
 std::string FormatBytes(int64_t bytes) {
@@ -160,9 +167,14 @@ void DescribeFinalProgram(PartitionReport& report, const Module& spmd) {
   if (spmd.entry() != nullptr) report.after = EstimateMemory(*spmd.entry());
 }
 
+double PartitionReport::CollectiveLatencyUs() const {
+  double us = 0;
+  for (const CollectiveRecord& c : collectives) us += machine.LatencyUs(c.kind);
+  return us;
+}
+
 double PartitionReport::EstimatedSeconds() const {
-  return machine.Seconds(static_cast<double>(TotalCollectiveBytes()),
-                         static_cast<int64_t>(collectives.size()), flops);
+  return machine.Estimate(static_cast<double>(TotalCollectiveBytes()), CollectiveLatencyUs(), flops);
 }
 
 int64_t PartitionReport::WrittenCollectives() const {
@@ -185,14 +197,15 @@ std::string FormatReport(const PartitionReport& report) {
   }
   StrAppend(&out, "\n");
   const MachineModel& m = report.machine;
-  const double comm = m.Seconds(static_cast<double>(report.TotalCollectiveBytes()),
-                                static_cast<int64_t>(report.collectives.size()), 0);
+  const double comm = m.Estimate(static_cast<double>(report.TotalCollectiveBytes()), report.CollectiveLatencyUs(), 0);
   char flops[32];
   std::snprintf(flops, sizeof(flops), "%.3g", report.flops);
   StrAppend(&out, "estimated time per device: ", FormatSeconds(report.EstimatedSeconds()), " (communication ",
-            FormatSeconds(comm), ", compute ", FormatSeconds(m.Seconds(0, 0, report.flops)), " for ", flops,
+            FormatSeconds(comm), ", compute ", FormatSeconds(m.Estimate(0, 0, report.flops)), " for ", flops,
             " FLOP of dot / convolution) at ", m.link_gbps, " GB/s, ", m.collective_latency_us,
-            " us per collective, ", m.device_gflops, " GFLOP/s\n");
+            " us per collective (", Short(m.LatencyUs("collective-permute")), " per collective-permute",
+            m.all_to_all_share == 1 ? "" : StrCat(", ", Short(m.LatencyUs("all-to-all")), " per all-to-all"), "), ",
+            m.device_gflops, " GFLOP/s\n");
   if (!report.collectives.empty()) StrAppend(&out, "collectives:\n");
   for (const CollectiveRecord& c : report.collectives) {
     StrAppend(&out, "  %", c.name, ": ", c.kind, " ", c.shape.ToString(false), ", ",

@@ -82,7 +82,9 @@ struct PartitionReport {
   int64_t TotalCollectiveBytes() const;
   // How many of `collectives` are the program's own (CollectiveRecord::written).
   int64_t WrittenCollectives() const;
-  // MachineModel::Seconds of the collectives' bytes and count and of `flops`.
+  // The fixed costs of `collectives` (MachineModel::LatencyUs of each kind), in us.
+  double CollectiveLatencyUs() const;
+  // MachineModel::Estimate of the collectives' bytes and fixed costs and of `flops`.
   double EstimatedSeconds() const;
 };
 

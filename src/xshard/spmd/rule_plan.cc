@@ -151,14 +151,17 @@ void Cost(Plan& plan, const Op& op, ModuleState& state) {
   if (!LocalShapesWork(op, plan, state.num_partitions)) return;
   plan.bytes = 0;
   plan.collectives = 0;
+  plan.latency_us = 0;
   // ReshardCost: bytes plus one per collective.
   auto add = [&](const Shape& global, const HloSharding& from, const std::optional<PartialReduction>& partial,
                  const HloSharding& to) {
     int64_t bytes = 0;
-    const int64_t cost = ReshardCost(state, global, from, partial, to, &bytes);
+    double latency_us = 0;
+    const int64_t cost = ReshardCost(state, global, from, partial, to, &bytes, &latency_us);
     if (cost >= kImpossibleCost) return false;
     plan.bytes += bytes;
     plan.collectives += cost - bytes;
+    plan.latency_us += latency_us;
     return true;
   };
   for (size_t i = 0; i < op.operands.size(); ++i) {
@@ -167,14 +170,14 @@ void Cost(Plan& plan, const Op& op, ModuleState& state) {
     if (!v.partial() && v.emitter().FindReshard(v.hlo(), v.sharding(), nullptr, plan.operands[i]) != nullptr) continue;
     if (!add(v.global_shape(), v.sharding(), std::nullopt, plan.operands[i])) return;
   }
-  AddHaloCost(op, plan, state, &plan.bytes, &plan.collectives);
+  AddHaloCost(op, plan, state, &plan.bytes, &plan.collectives, &plan.latency_us);
   std::optional<PartialReduction> partial;
   if (!plan.partial.empty()) partial = PartialReduction{plan.partial, nullptr};
   for (size_t l = 0; l < op.result_shapes.size(); ++l) {
     if (!add(op.result_shapes[l], plan.results[l], partial, op.result_targets[l])) return;
   }
   plan.flops = LocalFlops(op, plan, state.mesh, state.num_partitions);
-  const double seconds = state.machine.Seconds(static_cast<double>(plan.bytes), plan.collectives, plan.flops);
+  const double seconds = state.machine.Estimate(static_cast<double>(plan.bytes), plan.latency_us, plan.flops);
   plan.cost = static_cast<int64_t>(std::min(seconds * 1e12, static_cast<double>(kImpossibleCost - 1)));
 }
 

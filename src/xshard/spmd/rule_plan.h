@@ -21,11 +21,12 @@ struct Plan {
   std::vector<HloSharding> operands;  // per operand
   std::vector<HloSharding> results;   // per result leaf
   Axes partial;                       // axes of the sharded reduction factors
-  // Estimated time in picoseconds (MachineModel::Seconds of the three figures below), or
+  // Estimated time in picoseconds (MachineModel::Estimate of the figures below), or
   // kImpossibleCost.
   int64_t cost = kImpossibleCost;
   int64_t bytes = 0;        // received per device by the operand and result reshards
   int64_t collectives = 0;  // collectives of those reshards
+  double latency_us = 0;    // their fixed costs (MachineModel::LatencyUs)
   double flops = 0;         // work of the local op per device (redundant work included)
   bool like_result = false;  // made by PlanLikeResult (no factor assignment)
 };

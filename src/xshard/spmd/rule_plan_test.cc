@@ -73,8 +73,14 @@ TEST(CostModelTest, SecondsAddBytesOverLinkLatencyPerCollectiveAndFlopsOverThrou
   m.link_gbps = 2;
   m.collective_latency_us = 10;
   m.device_gflops = 4;
-  // 2e6 B at 2 GB/s = 1 ms; 3 collectives = 30 us; 8e6 FLOP at 4 GFLOP/s = 2 ms.
-  EXPECT_DOUBLE_EQ(m.Seconds(2e6, 3, 8e6), 1e-3 + 30e-6 + 2e-3);
+  // 2e6 B at 2 GB/s = 1 ms; 30 us of fixed costs; 8e6 FLOP at 4 GFLOP/s = 2 ms.
+  EXPECT_DOUBLE_EQ(m.Estimate(2e6, 30, 8e6), 1e-3 + 30e-6 + 2e-3);
+  // A group collective costs the whole latency, a collective-permute (one peer to wait on) 0.4
+  // of it.
+  EXPECT_DOUBLE_EQ(m.LatencyUs("all-gather"), 10);
+  EXPECT_DOUBLE_EQ(m.LatencyUs("all-reduce"), 10);
+  EXPECT_DOUBLE_EQ(m.LatencyUs("all-to-all"), 10);
+  EXPECT_DOUBLE_EQ(m.LatencyUs("collective-permute"), 4);
   EXPECT_EQ(FormatSeconds(3.03e-3), "3.03 ms");
   EXPECT_EQ(FormatSeconds(20e-6), "20.0 us");
 }

@@ -130,7 +130,8 @@ bool HaloFactorFits(const Op& op, int f, int64_t tiles) {
   return in_input;
 }
 
-void AddHaloCost(const Op& op, const Plan& plan, ModuleState& state, int64_t* bytes, int64_t* collectives) {
+void AddHaloCost(const Op& op, const Plan& plan, ModuleState& state, int64_t* bytes, int64_t* collectives,
+                 double* latency_us) {
   const int64_t n = state.num_partitions;
   for (int i = 0; i < static_cast<int>(op.operands.size()); ++i) {
     const Shape& global = op.operands[i].global_shape();
@@ -155,6 +156,7 @@ void AddHaloCost(const Op& op, const Plan& plan, ModuleState& state, int64_t* by
         }
         *bytes += scratch->bytes();
         *collectives += (scratch->cost() - scratch->bytes() + 1) / 2;  // permutes, paired as below
+        *latency_us += scratch->latency_us();
         continue;
       }
       const auto used = UsedParts(*w, global.dim(d), len);
@@ -168,10 +170,11 @@ void AddHaloCost(const Op& op, const Plan& plan, ModuleState& state, int64_t* by
                     : it->second.second - it->second.first;
         ++permutes;
       }
-      // A collective-permute waits on one neighbour, not on the whole group: `xshard bench
-      // collectives --devices 8 --bytes 256` measured 7.9 us per permute against 17.8 us per
-      // all-gather (median, load ~14), so two permutes cost about one collective's latency.
+      // A collective-permute waits on one neighbour, not on the whole group: its fixed cost is
+      // MachineModel::LatencyUs("collective-permute"); in the byte-based cost (bytes plus one per
+      // collective) two permutes count as one collective.
       *collectives += (permutes + 1) / 2;
+      *latency_us += static_cast<double>(permutes) * state.machine.LatencyUs("collective-permute");
       int64_t rest = DTypeSize(global.dtype());
       for (int e = 0; e < global.rank(); ++e) rest *= e == d ? 1 : layout->shard_dims()[e];
       *bytes += rows * rest;

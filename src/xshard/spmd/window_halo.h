@@ -36,8 +36,10 @@ std::optional<DimWindow> ResultTileWindows(const WindowDim& w, int dim, int64_t 
 // windows fit (ResultTileWindows).
 bool HaloFactorFits(const Op& op, int f, int64_t tiles);
 
-// The halo exchange the plan implies, added to its bytes received per device and collectives.
-void AddHaloCost(const Op& op, const Plan& plan, ModuleState& state, int64_t* bytes, int64_t* collectives);
+// The halo exchange the plan implies, added to its bytes received per device, collectives and
+// their fixed costs.
+void AddHaloCost(const Op& op, const Plan& plan, ModuleState& state, int64_t* bytes, int64_t* collectives,
+                 double* latency_us);
 
 // The local input operand `operand` of `inst` (value `v`, already in the plan's sharding) with
 // each sharded windowed dim replaced by its result tile's window; positions outside the input

@@ -110,7 +110,8 @@ void AddMachineFlags(CLI::App* cmd, spmd::MachineModel& machine) {
                   StrCat("Cost model: GB/s each device receives in a collective (default ", d.link_gbps, ")"))
       ->check(PositiveFiniteCheck());
   cmd->add_option("--collective-latency-us", machine.collective_latency_us,
-                  StrCat("Cost model: fixed cost of one collective in us (default ", d.collective_latency_us, ")"))
+                  StrCat("Cost model: fixed cost of one collective in us (default ", d.collective_latency_us,
+                         "); a collective-permute costs ", d.permute_share, " of it (one peer to wait on)"))
       ->check(FiniteNonNegativeCheck());
   cmd->add_option("--device-gflops", machine.device_gflops,
                   StrCat("Cost model: GFLOP/s of one device (default ", d.device_gflops,
