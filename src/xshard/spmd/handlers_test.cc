@@ -12,25 +12,12 @@
 namespace xs::spmd {
 namespace {
 
-std::vector<std::string> Kinds(const PartitionResult& r) {
-  std::vector<std::string> out;
-  for (const CollectiveRecord& c : r.report.collectives) out.push_back(c.kind);
-  return out;
-}
+using testing::CollectiveKinds;
 
 // Partitions `body` (an ENTRY computation, plus helper computations) for n partitions, checks the
-// numbers, and returns the result for further checks.
+// numbers on TestInputs(seed), and returns the result for further checks.
 PartitionResult Check(const std::string& body, int64_t n, uint64_t seed = 3) {
-  const std::string text = StrCat("HloModule m, num_partitions=", n, "\n", body);
-  StatusOr<std::unique_ptr<Module>> global = ParseHloModule(text);
-  EXPECT_TRUE(global.ok()) << global.status().ToString();
-  if (!global.ok()) return PartitionResult{};
-  StatusOr<PartitionResult> r = Partition(**global, n);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  if (!r.ok()) return PartitionResult{};
-  Status s = testing::CompareWithGlobal(**global, *r, testing::TestInputs(**global, seed));
-  EXPECT_TRUE(s.ok()) << s.ToString() << "\n" << PrintHloModule(*r->module);
-  return *std::move(r);
+  return testing::PartitionAndCompare(body, n, {seed});
 }
 
 const char* kSum = "sum { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n";
@@ -43,7 +30,7 @@ TEST(ReduceHandlerTest, UnevenShardedReducedDimIsMaskedWithTheInitValue) {
   z = f32[] constant(0)
   ROOT r = f32[4] reduce(x, z), dimensions={0}, to_apply=sum, sharding={replicated}
 })"), 4);
-  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-reduce"}));
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-reduce"}));
 }
 
 TEST(ReduceHandlerTest, MaxOverUnevenShardsIgnoresPadding) {
@@ -60,7 +47,7 @@ TEST(ReduceHandlerTest, KeptDimStaysShardedWithoutCollectives) {
   z = f32[] constant(0)
   ROOT r = f32[8] reduce(x, z), dimensions={1}, to_apply=sum, sharding={devices=[4]<=[4]}
 })"), 4);
-  EXPECT_TRUE(Kinds(r).empty());
+  EXPECT_TRUE(CollectiveKinds(r).empty());
 }
 
 TEST(DotHandlerTest, UnevenContractingDimIsMaskedOnBothOperands) {
@@ -69,7 +56,7 @@ TEST(DotHandlerTest, UnevenContractingDimIsMaskedOnBothOperands) {
   y = f32[10,3] parameter(1), sharding={devices=[4,1]<=[4]}
   ROOT d = f32[4,3] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={replicated}
 })", 4);
-  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-reduce"}));
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-reduce"}));
 }
 
 TEST(DotHandlerTest, ContractingShardedOutputRowsShardedOnTheSameAxesIsAReduceScatter) {
@@ -78,7 +65,7 @@ TEST(DotHandlerTest, ContractingShardedOutputRowsShardedOnTheSameAxesIsAReduceSc
   y = f32[16,8] parameter(1), sharding={devices=[4,1]<=[4]}
   ROOT d = f32[8,8] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[4,1]<=[4]}
 })", 4);
-  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"reduce-scatter"}));
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"reduce-scatter"}));
 }
 
 TEST(DotHandlerTest, BatchDimShardedOnAllOperandsNeedsNoCollectives) {
@@ -87,7 +74,7 @@ TEST(DotHandlerTest, BatchDimShardedOnAllOperandsNeedsNoCollectives) {
   y = f32[4,5,2] parameter(1), sharding={devices=[4,1,1]<=[4]}
   ROOT d = f32[4,3,2] dot(x, y), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}, sharding={devices=[4,1,1]<=[4]}
 })", 4);
-  EXPECT_TRUE(Kinds(r).empty());
+  EXPECT_TRUE(CollectiveKinds(r).empty());
 }
 
 TEST(DotHandlerTest, FreeDimsShardedOnTwoMeshAxesGiveA2DTiledResult) {
@@ -96,7 +83,7 @@ TEST(DotHandlerTest, FreeDimsShardedOnTwoMeshAxesGiveA2DTiledResult) {
   y = f32[5,6] parameter(1), sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}
   ROOT d = f32[6,6] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[2,2]<=[4]}
 })", 4);
-  EXPECT_TRUE(Kinds(r).empty());
+  EXPECT_TRUE(CollectiveKinds(r).empty());
 }
 
 TEST(ElementwiseHandlerTest, OperandInAnotherLayoutIsMovedWithAnAllToAll) {
@@ -105,7 +92,7 @@ TEST(ElementwiseHandlerTest, OperandInAnotherLayoutIsMovedWithAnAllToAll) {
   b = f32[8,8] parameter(1), sharding={devices=[1,4]<=[4]}
   ROOT s = f32[8,8] add(a, b), sharding={devices=[4,1]<=[4]}
 })", 4);
-  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-to-all"}));
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-to-all"}));
 }
 
 TEST(ElementwiseHandlerTest, SelectCompareClampAndConvertKeepTheSharding) {
@@ -119,7 +106,7 @@ TEST(ElementwiseHandlerTest, SelectCompareClampAndConvertKeepTheSharding) {
   c = f32[9,4] clamp(lo, s, hi), sharding={devices=[4,1]<=[4]}
   ROOT i = s32[9,4] convert(c), sharding={devices=[4,1]<=[4]}
 })", 4);
-  EXPECT_TRUE(Kinds(r).empty());
+  EXPECT_TRUE(CollectiveKinds(r).empty());
 }
 
 TEST(ShapeHandlerTest, ReshapeMergingTheShardedMajorDimKeepsTheSharding) {
@@ -127,7 +114,7 @@ TEST(ShapeHandlerTest, ReshapeMergingTheShardedMajorDimKeepsTheSharding) {
   x = f32[8,6] parameter(0), sharding={devices=[4,1]<=[4]}
   ROOT y = f32[48] reshape(x), sharding={devices=[4]<=[4]}
 })", 4);
-  EXPECT_TRUE(Kinds(r).empty());
+  EXPECT_TRUE(CollectiveKinds(r).empty());
 }
 
 TEST(ShapeHandlerTest, ReshapeSplittingAShardedDimKeepsTheShardingOnTheMajorPart) {
@@ -135,7 +122,7 @@ TEST(ShapeHandlerTest, ReshapeSplittingAShardedDimKeepsTheShardingOnTheMajorPart
   x = f32[24,3] parameter(0), sharding={devices=[4,1]<=[4]}
   ROOT y = f32[4,6,3] reshape(x), sharding={devices=[4,1,1]<=[4]}
 })", 4);
-  EXPECT_TRUE(Kinds(r).empty());
+  EXPECT_TRUE(CollectiveKinds(r).empty());
 }
 
 TEST(ShapeHandlerTest, ReshapeOfAShardedMinorDimReshards) {
@@ -150,7 +137,7 @@ TEST(ShapeHandlerTest, TransposeMovesTheShardingWithTheDim) {
   x = f32[5,8,3] parameter(0), sharding={devices=[1,4,1]<=[4]}
   ROOT y = f32[8,3,5] transpose(x), dimensions={1,2,0}, sharding={devices=[4,1,1]<=[4]}
 })", 4);
-  EXPECT_TRUE(Kinds(r).empty());
+  EXPECT_TRUE(CollectiveKinds(r).empty());
 }
 
 TEST(ShapeHandlerTest, BroadcastShardsItsNewDimForFree) {
@@ -158,7 +145,7 @@ TEST(ShapeHandlerTest, BroadcastShardsItsNewDimForFree) {
   x = f32[6] parameter(0), sharding={replicated}
   ROOT y = f32[10,6] broadcast(x), dimensions={1}, sharding={devices=[4,1]<=[4]}
 })", 4);
-  EXPECT_TRUE(Kinds(r).empty());
+  EXPECT_TRUE(CollectiveKinds(r).empty());
 }
 
 TEST(HaloTest, SliceOfAShardedDimExchangesHalosInsteadOfGathering) {
@@ -168,7 +155,7 @@ TEST(HaloTest, SliceOfAShardedDimExchangesHalosInsteadOfGathering) {
   x = f32[16,6] parameter(0), sharding={devices=[4,1]<=[4]}
   ROOT y = f32[8,6] slice(x), slice={[3:11], [0:6]}, sharding={devices=[4,1]<=[4]}
 })", 4);
-  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"collective-permute", "collective-permute"}));
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"collective-permute", "collective-permute"}));
 }
 
 TEST(HaloTest, SliceOfBothDimsOfATwoDimTiling) {
@@ -176,7 +163,7 @@ TEST(HaloTest, SliceOfBothDimsOfATwoDimTiling) {
   x = f32[16,6] parameter(0), sharding={devices=[2,2]<=[4]}
   ROOT y = f32[8,5] slice(x), slice={[3:11], [1:6]}, sharding={devices=[2,2]<=[4]}
 })", 4);
-  for (const std::string& k : Kinds(r)) EXPECT_EQ(k, "collective-permute");
+  for (const std::string& k : CollectiveKinds(r)) EXPECT_EQ(k, "collective-permute");
 }
 
 TEST(HaloTest, PadOfAnUnevenShardedDimFillsThePadValueAndExchangesHalos) {
@@ -185,7 +172,7 @@ TEST(HaloTest, PadOfAnUnevenShardedDimFillsThePadValueAndExchangesHalos) {
   v = f32[] constant(7)
   ROOT y = f32[13,4] pad(x, v), padding=2_1x0_1, sharding={devices=[4,1]<=[4]}
 })", 4);
-  for (const std::string& k : Kinds(r)) EXPECT_EQ(k, "collective-permute");
+  for (const std::string& k : CollectiveKinds(r)) EXPECT_EQ(k, "collective-permute");
 }
 
 TEST(HaloTest, NegativePaddingCropsLikeASlice) {
@@ -236,7 +223,7 @@ ENTRY e {
   x = f32[8,5] parameter(0), sharding={devices=[4,1]<=[4]}
   ROOT s = f32[8,5] sort(x), dimensions={1}, to_apply=lt, sharding={devices=[4,1]<=[4]}
 })", 4);
-  EXPECT_TRUE(Kinds(r).empty());
+  EXPECT_TRUE(CollectiveKinds(r).empty());
 }
 
 TEST(ShapeHandlerTest, GatherWithShardedIndexBatch) {
@@ -253,7 +240,7 @@ TEST(SourceHandlerTest, IotaAndConstantAreCutLocally) {
   c = s32[10,3] constant({{0,1,2},{3,4,5},{6,7,8},{9,10,11},{12,13,14},{15,16,17},{18,19,20},{21,22,23},{24,25,26},{27,28,29}}), sharding={devices=[4,1]<=[4]}
   ROOT a = s32[10,3] add(i, c), sharding={devices=[4,1]<=[4]}
 })", 4);
-  EXPECT_TRUE(Kinds(r).empty());
+  EXPECT_TRUE(CollectiveKinds(r).empty());
 }
 
 TEST(ControlHandlerTest, WhileLoopKeepsItsShardedState) {
@@ -276,7 +263,7 @@ ENTRY e {
   w = (s32[], f32[8,4]) while(t), condition=cond, body=body, sharding={{replicated}, {devices=[4,1]<=[4]}}
   ROOT r = f32[8,4] get-tuple-element(w), index=1, sharding={devices=[4,1]<=[4]}
 })"), 4);
-  EXPECT_TRUE(Kinds(r).empty());
+  EXPECT_TRUE(CollectiveKinds(r).empty());
 }
 
 // jax.checkpoint's remat boundary: the sharded values pass through the opt-barrier as they are
@@ -291,7 +278,7 @@ TEST(ControlHandlerTest, OptimizationBarrierKeepsEachLeafsSharding) {
   x2 = f32[8,8] get-tuple-element(b), index=1
   ROOT s = (f32[8,8], f32[8,8]) tuple(w2, x2), sharding={{devices=[1,4]<=[4]}, {devices=[4,1]<=[4]}}
 })", 4);
-  EXPECT_TRUE(Kinds(r).empty());
+  EXPECT_TRUE(CollectiveKinds(r).empty());
   bool kept = false;
   for (const Instruction* inst : r.module->entry()->instructions()) {
     if (inst->opcode() == Opcode::kOptimizationBarrier) kept = inst->shape().ToString(false) == "(f32[8,2], f32[2,8])";
@@ -319,7 +306,7 @@ TEST(CustomCallHandlerTest, ShardingCustomCallReshardsItsOperand) {
   s = f32[8,8] custom-call(x), custom_call_target="Sharding", sharding={devices=[2,2]<=[4]}
   ROOT n = f32[8,8] negate(s), sharding={devices=[2,2]<=[4]}
 })", 4);
-  EXPECT_TRUE(Kinds(r).empty());
+  EXPECT_TRUE(CollectiveKinds(r).empty());
   for (const Instruction* inst : r.module->entry()->instructions()) EXPECT_NE(inst->opcode(), Opcode::kCustomCall);
 }
 
@@ -355,7 +342,7 @@ ENTRY e {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   StatusOr<PartitionResult> r = Partition(**m, 2);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_TRUE(Kinds(*r).empty());
+  EXPECT_TRUE(CollectiveKinds(*r).empty());
   // Each device doubles its own rows: x = iota-like inputs, output shard = 2 * input shard.
   Array x = Array::FromVector<float>({8, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
   StatusOr<std::vector<std::vector<Array>>> out = testing::RunPartitioned(*r, {x});
@@ -378,7 +365,7 @@ ENTRY e {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   StatusOr<PartitionResult> r = Partition(**m, 8);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  ASSERT_EQ(Kinds(*r), std::vector<std::string>{"all-gather"});
+  ASSERT_EQ(CollectiveKinds(*r), std::vector<std::string>{"all-gather"});
   EXPECT_EQ(r->report.collectives[0].cause, "s");
   std::vector<float> values(64);
   for (int i = 0; i < 64; ++i) values[i] = static_cast<float>(i);

@@ -10,7 +10,6 @@
 #include "xshard/base/strings.h"
 #include "xshard/spmd/partitioner.h"
 #include "xshard/spmd/run_partitioned.h"
-#include "xshard/text/parser.h"
 
 namespace xs::spmd {
 namespace {
@@ -25,25 +24,21 @@ std::string Read(const std::string& path) {
 }
 
 TEST(MlpStepTest, PartitionedStepComputesTheSameLossAndUpdates) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(Read(kDir + "mlp_step.hlo"));
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
-  StatusOr<PartitionResult> r = Partition(**m, 8);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_TRUE(r->report.warnings.empty()) << FormatReport(r->report);
-  Status s = testing::CompareWithGlobal(**m, *r, testing::TestInputs(**m, 11), 1e-4);
-  EXPECT_TRUE(s.ok()) << s.ToString();
+  const PartitionResult r = testing::PartitionAndCompare(
+      Read(kDir + "mlp_step.hlo"), 8,
+      testing::CompareOptions{.seeds = {11}, .tolerance = 1e-4, .name = "mlp_step.hlo"});
+  ASSERT_NE(r.module, nullptr);
+  EXPECT_TRUE(r.report.warnings.empty()) << FormatReport(r.report);
 }
 
 TEST(MlpStepTest, ForwardPartialSumsOverTheHiddenAxisAreAllReducedAsXlaDoes) {
   // h @ w2 contracts the hidden dim, sharded on b: partial sums all-reduced over the pairs of b
   // ({0,1}, {2,3}, ...), which is XLA's first collective too. (XLA then sums all four gradient
   // contributions over a in one tuple all-reduce, after its all-reduce combiner.)
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(Read(kDir + "mlp_step.hlo"));
-  ASSERT_TRUE(m.ok());
-  StatusOr<PartitionResult> r = Partition(**m, 8);
-  ASSERT_TRUE(r.ok());
-  ASSERT_FALSE(r->report.collectives.empty());
-  const CollectiveRecord& first = r->report.collectives[0];
+  const PartitionResult r = testing::PartitionAndCompare(
+      Read(kDir + "mlp_step.hlo"), 8, testing::CompareOptions{.compare = false, .name = "mlp_step.hlo"});
+  ASSERT_FALSE(r.report.collectives.empty());
+  const CollectiveRecord& first = r.report.collectives[0];
   EXPECT_EQ(first.cause, "dot_general.6");
   const std::string ours = StrCat(first.kind, "\t-\t", first.explicit_groups);
   std::istringstream xla(Read(kDir + "mlp_step_collectives.tsv"));

@@ -7,25 +7,15 @@
 #include "xshard/base/strings.h"
 #include "xshard/spmd/partitioner.h"
 #include "xshard/spmd/run_partitioned.h"
-#include "xshard/text/parse_test_util.h"
 #include "xshard/text/printer.h"
 
 namespace xs::spmd {
 namespace {
 
-using xs::testing::ParseOrFail;
-
-// Partitions `body` for n partitions and, when `run`, checks the numbers on n devices.
+// Partitions `body` for n partitions and, when `run`, checks the numbers on n devices
+// (TestInputs(9)).
 PartitionResult PartitionBody(const std::string& body, int64_t n, bool run = true) {
-  std::unique_ptr<Module> global = ParseOrFail(StrCat("HloModule m, num_partitions=", n, "\n", body));
-  StatusOr<PartitionResult> r = Partition(*global, n);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  if (!r.ok()) return PartitionResult{};
-  if (run) {
-    Status s = testing::CompareWithGlobal(*global, *r, testing::TestInputs(*global, 9));
-    EXPECT_TRUE(s.ok()) << s.ToString() << "\n" << PrintHloModule(*r->module);
-  }
-  return *std::move(r);
+  return testing::PartitionAndCompare(body, n, testing::CompareOptions{.seeds = {9}, .compare = run});
 }
 
 std::string Copy(const std::string& shape, const std::string& from, const std::string& to) {

@@ -6,8 +6,6 @@
 #include "xshard/base/strings.h"
 #include "xshard/spmd/partitioner.h"
 #include "xshard/spmd/run_partitioned.h"
-#include "xshard/text/parse_test_util.h"
-#include "xshard/text/printer.h"
 
 namespace xs::spmd {
 namespace {
@@ -31,27 +29,13 @@ const char* kArgmax = R"(argmax {
 }
 )";
 
-std::unique_ptr<Module> Parse(const std::string& body, int64_t n) {
-  return xs::testing::ParseOrFail(StrCat("HloModule m, num_partitions=", n, "\n", body));
-}
+using testing::CollectiveKinds;
 
-// Partitions, compares every device with the single-device run (inputs of small integers, so
-// ties are common; NaN / 77 in every padding), returns the result.
-PartitionResult Check(const Module& global, int64_t n, uint64_t seed = 5) {
-  StatusOr<PartitionResult> r = Partition(global, n);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  if (!r.ok()) return PartitionResult{};
-  for (uint64_t s = seed; s < seed + 3; ++s) {
-    Status st = testing::CompareWithGlobal(global, *r, testing::TestInputs(global, s));
-    EXPECT_TRUE(st.ok()) << st.ToString() << "\n" << PrintHloModule(*r->module);
-  }
-  return *std::move(r);
-}
-
-std::vector<std::string> Kinds(const PartitionResult& r) {
-  std::vector<std::string> out;
-  for (const CollectiveRecord& c : r.report.collectives) out.push_back(c.kind);
-  return out;
+// Partitions `body` for n partitions, compares every device with the single-device run on seeds
+// 5, 6 and 7 (inputs of small integers, so ties are common; NaN / 77 in every padding), returns
+// the result.
+PartitionResult Check(const std::string& body, int64_t n) {
+  return testing::PartitionAndCompare(body, n, {5, 6, 7});
 }
 
 int64_t Bytes(const PartitionResult& r) {
@@ -73,10 +57,9 @@ std::string ArgmaxModule(const std::string& shape, const std::string& sharding, 
 TEST(VariadicReduceTest, ArgmaxOverTheShardedDimGathersOnlyThePartialPairs) {
   // f32[4,64] P(None, 'x') on 8 devices, as jnp.argmax(x, axis=1) lowers: XLA all-gathers the
   // local (value, index) pairs, 4 x 7 received of each, 112 + 112 bytes, and reduces them.
-  std::unique_ptr<Module> m = Parse(ArgmaxModule("[4,64]", "{devices=[1,8]<=[8]}", 1, "[4]", "{replicated}"), 8);
-  ASSERT_NE(m, nullptr);
-  PartitionResult r = Check(*m, 8);
-  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-gather", "all-gather"}));
+  PartitionResult r = Check(ArgmaxModule("[4,64]", "{devices=[1,8]<=[8]}", 1, "[4]", "{replicated}"), 8);
+  ASSERT_NE(r.module, nullptr);
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-gather", "all-gather"}));
   EXPECT_EQ(Bytes(r), 224);  // not the 1792 of gathering both inputs
 
   // Hand-computed: row 0 all equal (index 0), row 1 a tie across shards (13 and 45: 13), row 2
@@ -98,27 +81,25 @@ TEST(VariadicReduceTest, ArgmaxOverTheShardedDimGathersOnlyThePartialPairs) {
 TEST(VariadicReduceTest, UnevenShardsFillPaddingWithTheInitPair) {
   // 10 columns over 4 devices: shards of 3, the last has one real column (padding is NaN, which
   // the reducer would pick if it were not replaced by the init value -inf).
-  std::unique_ptr<Module> m = Parse(ArgmaxModule("[3,10]", "{devices=[1,4]<=[4]}", 1, "[3]", "{replicated}"), 4);
-  ASSERT_NE(m, nullptr);
-  PartitionResult r = Check(*m, 4);
-  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-gather", "all-gather"}));
+  PartitionResult r = Check(ArgmaxModule("[3,10]", "{devices=[1,4]<=[4]}", 1, "[3]", "{replicated}"), 4);
+  ASSERT_NE(r.module, nullptr);
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-gather", "all-gather"}));
 }
 
 TEST(VariadicReduceTest, KeptDimStaysShardedAndOnlyTheReducedAxesGather) {
   // [8,16] on a 2 x 4 tiling, argmax over dim 1: rows stay on their 2 tiles, the pairs are
   // gathered within groups of 4: 4 rows x 3 other tiles x (4 + 4) bytes = 96 bytes.
-  std::unique_ptr<Module> m =
-      Parse(ArgmaxModule("[8,16]", "{devices=[2,4]<=[8]}", 1, "[8]", "{devices=[2,4]<=[8] last_tile_dim_replicate}"), 8);
-  ASSERT_NE(m, nullptr);
-  PartitionResult r = Check(*m, 8);
-  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-gather", "all-gather"}));
+  PartitionResult r =
+      Check(ArgmaxModule("[8,16]", "{devices=[2,4]<=[8]}", 1, "[8]", "{devices=[2,4]<=[8] last_tile_dim_replicate}"), 8);
+  ASSERT_NE(r.module, nullptr);
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-gather", "all-gather"}));
   EXPECT_EQ(Bytes(r), 96);
   for (const CollectiveRecord& c : r.report.collectives) EXPECT_EQ(c.groups, "[2,4]<=[8]");
 }
 
 TEST(VariadicReduceTest, CustomSingleInputReducerGathersPartialsNotTheOperand) {
   // max written as select(a > b, a, b): no collective runs it, so the local maxima are gathered.
-  std::unique_ptr<Module> m = Parse(R"(smax {
+  PartitionResult r = Check(R"(smax {
   a = f32[] parameter(0)
   b = f32[] parameter(1)
   gt = pred[] compare(a, b), direction=GT
@@ -130,9 +111,8 @@ ENTRY e {
   ROOT r = f32[6] reduce(x, ninf), dimensions={0}, to_apply=smax, sharding={replicated}
 }
 )", 4);
-  ASSERT_NE(m, nullptr);
-  PartitionResult r = Check(*m, 4);
-  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-gather"}));
+  ASSERT_NE(r.module, nullptr);
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-gather"}));
   EXPECT_EQ(Bytes(r), 6 * 3 * 4);
 }
 

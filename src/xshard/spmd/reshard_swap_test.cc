@@ -6,29 +6,14 @@
 #include "xshard/base/strings.h"
 #include "xshard/spmd/partitioner.h"
 #include "xshard/spmd/run_partitioned.h"
-#include "xshard/text/parser.h"
-#include "xshard/text/printer.h"
 
 namespace xs::spmd {
 namespace {
 
-std::vector<std::string> Kinds(const PartitionResult& r) {
-  std::vector<std::string> out;
-  for (const CollectiveRecord& c : r.report.collectives) out.push_back(c.kind);
-  return out;
-}
+using testing::CollectiveKinds;
 
-PartitionResult Check(const std::string& text, int64_t n) {
-  StatusOr<std::unique_ptr<Module>> global = ParseHloModule(text);
-  EXPECT_TRUE(global.ok()) << global.status().ToString();
-  if (!global.ok()) return PartitionResult{};
-  StatusOr<PartitionResult> r = Partition(**global, n);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  if (!r.ok()) return PartitionResult{};
-  Status s = testing::CompareWithGlobal(**global, *r, testing::TestInputs(**global, 11));
-  EXPECT_TRUE(s.ok()) << s.ToString() << "\n" << PrintHloModule(*r->module);
-  return *std::move(r);
-}
+// Partitions the module `text` for n partitions and checks the numbers on TestInputs(11).
+PartitionResult Check(const std::string& text, int64_t n) { return testing::PartitionAndCompare(text, n, {11}); }
 
 int64_t TotalBytes(const PartitionResult& r) {
   int64_t total = 0;
@@ -46,7 +31,7 @@ ENTRY e {
   p = f32[64,64] parameter(0), sharding={devices=[2,4]<=[4,2]T(1,0)}
   ROOT c = f32[64,64] copy(p), sharding={devices=[4,2]<=[8]}
 })", 8);
-  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-to-all", "collective-permute"}));
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-to-all", "collective-permute"}));
   EXPECT_EQ(TotalBytes(r), 3 * 1024);
 }
 
@@ -61,7 +46,7 @@ ENTRY e {
   p = f32[64,64] parameter(0), sharding={devices=[8,1]<=[8]}
   ROOT c = f32[64,64] copy(p), sharding={devices=[1,8]<=[2,2,2]T(2,1,0)}
 })", 8);
-  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-to-all"}));
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-to-all"}));
   EXPECT_EQ(TotalBytes(r), 7 * 8 * 8 * 4);
   // Mesh (x=2, y=4): P(('x','y'), None, None) -> P(None, ('y','x'), None) with uneven rows (30
   // over 8 tiles of 4, the last one padding): still one all-to-all.
@@ -70,7 +55,7 @@ ENTRY e {
   p = f32[30,24,2] parameter(0), sharding={devices=[8,1,1]<=[8]}
   ROOT c = f32[30,24,2] copy(p), sharding={devices=[1,8,1]<=[2,4]T(1,0)}
 })", 8);
-  EXPECT_EQ(Kinds(uneven), (std::vector<std::string>{"all-to-all"}));
+  EXPECT_EQ(CollectiveKinds(uneven), (std::vector<std::string>{"all-to-all"}));
 }
 
 // A transpose of both sharded dims whose result keeps the operand's spec: the rule moves the
@@ -81,7 +66,7 @@ ENTRY e {
   p = f32[64,32] parameter(0), sharding={devices=[4,2]<=[8]}
   ROOT t = f32[32,64] transpose(p), dimensions={1,0}, sharding={devices=[4,2]<=[8]}
 })", 8);
-  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-to-all", "collective-permute"}));
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-to-all", "collective-permute"}));
 }
 
 // Uneven dims: the moved dim must split evenly, else the route does not apply and the result is
@@ -113,7 +98,7 @@ ENTRY e {
   p = f32[1002,704] parameter(0), sharding={devices=[4,2]<=[8]}
   ROOT c = f32[1002,704] copy(p), sharding={devices=[2,4]<=[4,2]T(1,0)}
 })", 8);
-  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-to-all", "collective-permute", "collective-permute"}));
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-to-all", "collective-permute", "collective-permute"}));
   ASSERT_EQ(r.report.collectives.size(), 3u);
   EXPECT_EQ(r.report.collectives[0].bytes, 176704);
   EXPECT_EQ(r.report.collectives[1].bytes, 704);
@@ -129,7 +114,7 @@ ENTRY e {
   p = f32[704,1002] parameter(0), sharding={devices=[2,4]<=[4,2]T(1,0)}
   ROOT c = f32[704,1002] copy(p), sharding={devices=[4,2]<=[8]}
 })", 8);
-  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-to-all", "collective-permute", "collective-permute"}));
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-to-all", "collective-permute", "collective-permute"}));
   EXPECT_EQ(TotalBytes(r), 176704 + 704 + 352704);
 }
 

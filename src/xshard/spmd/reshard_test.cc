@@ -7,7 +7,6 @@
 #include "xshard/base/strings.h"
 #include "xshard/spmd/partitioner.h"
 #include "xshard/spmd/run_partitioned.h"
-#include "xshard/text/parser.h"
 
 namespace xs::spmd {
 namespace {
@@ -18,19 +17,15 @@ std::string CopyModule(const std::string& shape, const std::string& from, const 
                 " parameter(0), sharding=", from, "\n  ROOT c = ", shape, " copy(p), sharding=", to, "\n}\n");
 }
 
-std::vector<std::string> Kinds(const PartitionResult& r) {
-  std::vector<std::string> out;
-  for (const CollectiveRecord& c : r.report.collectives) out.push_back(c.kind);
-  return out;
-}
+using testing::CollectiveKinds;
 
 struct Pair {
   std::string shape, from, to;
 };
 
-StatusOr<PartitionResult> PartitionText(const std::string& text, int64_t n) {
-  XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> m, ParseHloModule(text));
-  return Partition(*m, n);
+// Partitions the module `text` for n partitions without running it.
+PartitionResult PartitionText(const std::string& text, int64_t n) {
+  return testing::PartitionAndCompare(text, n, testing::CompareOptions{.compare = false});
 }
 
 const char* kShardings[] = {
@@ -54,12 +49,8 @@ TEST_P(ReshardPairTest, EveryDeviceHoldsItsPieceOfTheGlobalArray) {
   const auto [shape_index, from, to] = GetParam();
   const char* shapes[] = {"f32[8,16]", "f32[6,10]", "s32[3,5]"};
   const std::string text = CopyModule(shapes[shape_index], kShardings[from], kShardings[to]);
-  StatusOr<std::unique_ptr<Module>> global = ParseHloModule(text);
-  ASSERT_TRUE(global.ok()) << global.status().ToString();
-  StatusOr<PartitionResult> r = Partition(**global, 8);
-  ASSERT_TRUE(r.ok()) << text << r.status().ToString();
-  Status s = testing::CompareWithGlobal(**global, *r, testing::TestInputs(**global, 7));
-  EXPECT_TRUE(s.ok()) << text << s.ToString() << "\n" << FormatReport(r->report);
+  SCOPED_TRACE(text);
+  testing::PartitionAndCompare(text, 8, {7});
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPairs, ReshardPairTest,
@@ -84,12 +75,8 @@ TEST_P(ReshardPairOn6Test, EveryDeviceHoldsItsPieceOfTheGlobalArray) {
   const auto [shape_index, from, to] = GetParam();
   const char* shapes[] = {"f32[12,6]", "s32[7,5]"};
   const std::string text = CopyModule(shapes[shape_index], kShardings6[from], kShardings6[to], 6);
-  StatusOr<std::unique_ptr<Module>> global = ParseHloModule(text);
-  ASSERT_TRUE(global.ok()) << global.status().ToString();
-  StatusOr<PartitionResult> r = Partition(**global, 6);
-  ASSERT_TRUE(r.ok()) << text << r.status().ToString();
-  Status s = testing::CompareWithGlobal(**global, *r, testing::TestInputs(**global, 5));
-  EXPECT_TRUE(s.ok()) << text << s.ToString() << "\n" << FormatReport(r->report);
+  SCOPED_TRACE(text);
+  testing::PartitionAndCompare(text, 6, {5});
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPairs, ReshardPairOn6Test,
@@ -97,15 +84,15 @@ INSTANTIATE_TEST_SUITE_P(AllPairs, ReshardPairOn6Test,
                                             ::testing::Range(0, 8)));
 
 TEST(ReshardTest, ReplicatedToTiledIsALocalSliceWithoutCollectives) {
-  StatusOr<PartitionResult> r = PartitionText(CopyModule("f32[8,16]", "{replicated}", "{devices=[2,4]<=[8]}"), 8);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_TRUE(Kinds(*r).empty());
+  const PartitionResult r = PartitionText(CopyModule("f32[8,16]", "{replicated}", "{devices=[2,4]<=[8]}"), 8);
+  ASSERT_NE(r.module, nullptr);
+  EXPECT_TRUE(CollectiveKinds(r).empty());
 }
 
 TEST(ReshardTest, TiledToReplicatedInsertsAllGathers) {
-  StatusOr<PartitionResult> r = PartitionText(CopyModule("f32[8,16]", "{devices=[2,4]<=[8]}", "{replicated}"), 8);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(Kinds(*r), (std::vector<std::string>{"all-gather", "all-gather"}));
+  const PartitionResult r = PartitionText(CopyModule("f32[8,16]", "{devices=[2,4]<=[8]}", "{replicated}"), 8);
+  ASSERT_NE(r.module, nullptr);
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-gather", "all-gather"}));
 }
 
 // A dim split over more devices than it has rows (x[0] of a row-sharded array): the pieces are
@@ -114,40 +101,37 @@ TEST(ReshardTest, TiledToReplicatedInsertsAllGathers) {
 // 3-row case (its last 5 pieces all padding, clamped to the buffer's end).
 TEST(ReshardTest, MostlyPaddingPiecesAreSummedInsteadOfGathered) {
   for (const char* shape : {"f32[1,8]", "s32[3,5]", "pred[2,3]"}) {
-    const std::string text = CopyModule(shape, "{devices=[8,1]<=[8]}", "{replicated}");
-    StatusOr<std::unique_ptr<Module>> global = ParseHloModule(text);
-    ASSERT_TRUE(global.ok()) << global.status().ToString();
-    StatusOr<PartitionResult> r = Partition(**global, 8);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    EXPECT_EQ(Kinds(*r), (std::vector<std::string>{"all-reduce"})) << shape;
-    Status s = testing::CompareWithGlobal(**global, *r, testing::TestInputs(**global, 5));
-    EXPECT_TRUE(s.ok()) << shape << ": " << s.ToString();
+    SCOPED_TRACE(shape);
+    const PartitionResult r =
+        testing::PartitionAndCompare(CopyModule(shape, "{devices=[8,1]<=[8]}", "{replicated}"), 8, {5});
+    EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-reduce"})) << shape;
   }
   // Evenly split: gathering moves less.
-  StatusOr<PartitionResult> r = PartitionText(CopyModule("f32[16,8]", "{devices=[8,1]<=[8]}", "{replicated}"), 8);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(Kinds(*r), (std::vector<std::string>{"all-gather"}));
+  const PartitionResult r = PartitionText(CopyModule("f32[16,8]", "{devices=[8,1]<=[8]}", "{replicated}"), 8);
+  ASSERT_NE(r.module, nullptr);
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-gather"}));
 }
 
 TEST(ReshardTest, MovingASplitBetweenDimsIsAnAllToAll) {
-  StatusOr<PartitionResult> r = PartitionText(CopyModule("f32[8,16]", "{devices=[8,1]<=[8]}", "{devices=[1,8]<=[8]}"), 8);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(Kinds(*r), (std::vector<std::string>{"all-to-all"}));
+  const PartitionResult r = PartitionText(CopyModule("f32[8,16]", "{devices=[8,1]<=[8]}", "{devices=[1,8]<=[8]}"), 8);
+  ASSERT_NE(r.module, nullptr);
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-to-all"}));
 }
 
 TEST(ReshardTest, SameTilingInAnotherDeviceOrderIsACollectivePermute) {
-  StatusOr<PartitionResult> r = PartitionText(CopyModule("f32[8,16]", "{devices=[8,1]<=[8]}", "{devices=[8,1]3,1,0,2,7,5,4,6}"), 8);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(Kinds(*r), (std::vector<std::string>{"collective-permute"}));
+  const PartitionResult r =
+      PartitionText(CopyModule("f32[8,16]", "{devices=[8,1]<=[8]}", "{devices=[8,1]3,1,0,2,7,5,4,6}"), 8);
+  ASSERT_NE(r.module, nullptr);
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"collective-permute"}));
 }
 
 TEST(ReshardTest, PartialGatherOnlyOverTheAxesThatLeave) {
   // [2,4] -> [2,1,4] replicate: dim 1 loses its 4-way split; groups of 4 consecutive devices.
-  StatusOr<PartitionResult> r = PartitionText(
+  const PartitionResult r = PartitionText(
       CopyModule("f32[8,16]", "{devices=[2,4]<=[8]}", "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"), 8);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  ASSERT_EQ(Kinds(*r), (std::vector<std::string>{"all-gather"}));
-  EXPECT_EQ(r->report.collectives[0].groups, "[2,4]<=[8]");
+  ASSERT_NE(r.module, nullptr);
+  ASSERT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-gather"}));
+  EXPECT_EQ(r.report.collectives[0].groups, "[2,4]<=[8]");
 }
 
 // P('x','y') -> P('y', None) on a (x=2, y=4) mesh: dim 0 must lose x and gain y, which dim 1
@@ -159,14 +143,14 @@ TEST(ReshardTest, GathersTheAxesInTheWayOfAnAllToAllFirst) {
   p = f32[16,16] parameter(0), sharding={devices=[2,4]<=[8]}
   ROOT c = f32[16,16] copy(p), sharding={devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}
 })", 8);
-  ASSERT_EQ(testing::CollectiveKinds(r), (std::vector<std::string>{"all-gather", "all-to-all"}));
+  ASSERT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-gather", "all-to-all"}));
   EXPECT_EQ(r.report.collectives[0].bytes, 128);
   EXPECT_LT(r.report.collectives[0].bytes + r.report.collectives[1].bytes, 896);
   const PartitionResult r3 = testing::PartitionAndCompare(R"(ENTRY e {
   p = f32[8,12] parameter(0), sharding={devices=[2,4]<=[8]}
   ROOT c = f32[8,12] copy(p), sharding={devices=[2,2,2]<=[2,2,2]T(2,1,0) last_tile_dim_replicate}
 })", 8);
-  EXPECT_EQ(testing::CollectiveKinds(r3), (std::vector<std::string>{"all-gather", "all-to-all"}));
+  EXPECT_EQ(CollectiveKinds(r3), (std::vector<std::string>{"all-gather", "all-to-all"}));
 }
 
 }  // namespace

@@ -11,7 +11,6 @@
 #include "xshard/base/strings.h"
 #include "xshard/spmd/partitioner.h"
 #include "xshard/spmd/run_partitioned.h"
-#include "xshard/text/parser.h"
 
 namespace xs::spmd {
 namespace {
@@ -44,20 +43,13 @@ struct Outcome {
   double flops = 0;
 };
 
+// The module `text` partitioned for 8 devices on `machine` (not run); a parse or partition error
+// fails the test and gives an empty outcome.
 Outcome PartitionText(const std::string& text, const MachineModel& machine = {}) {
-  Outcome out;
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
-  if (!m.ok()) return out;
-  PartitionOptions options;
-  options.machine = machine;
-  StatusOr<PartitionResult> r = Partition(**m, 8, options);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  if (!r.ok()) return out;
-  for (const CollectiveRecord& c : r->report.collectives) out.kinds.push_back(c.kind);
-  out.bytes = r->report.TotalCollectiveBytes();
-  out.flops = r->report.flops;
-  return out;
+  testing::CompareOptions options{.compare = false};
+  options.partition.machine = machine;
+  const PartitionResult r = testing::PartitionAndCompare(text, 8, options);
+  return Outcome{testing::CollectiveKinds(r), r.report.TotalCollectiveBytes(), r.report.flops};
 }
 
 // Bytes alone decide: collectives and FLOPs cost next to nothing (the planner before the model).
@@ -137,22 +129,20 @@ TEST(CostModelTest, OpenOutputOfTheJaxLoweringRunsLikeTheGlobalModule) {
   // The JAX lowerings carry no output flag: z is open, and the assembled result is right.
   for (const char* name : {"inner", "mismatch", "outer", "full"}) {
     SCOPED_TRACE(name);
-    StatusOr<std::unique_ptr<Module>> m = ParseHloModule(Seed000(name));
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    StatusOr<PartitionResult> r = Partition(**m, 8);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    // outer and full keep z's rows on b as XLA does (no gather of z at the end).
-    const std::string n = name;
-    if (n == "outer" || n == "full") {
-      EXPECT_FALSE(r->output_sharding.IsReplicated());
-    }
     std::vector<float> x, y;
     for (int i = 0; i < 64; ++i) x.push_back(static_cast<float>(i % 7) - 3);
     for (int i = 0; i < 64; ++i) y.push_back(static_cast<float>(i % 5) - 2);
     const std::vector<Array> args = {Array::FromVector<float>({4, 16}, x).Convert(DType::kF16),
                                      Array::FromVector<float>({16, 4}, y).Convert(DType::kF16)};
-    Status s = testing::CompareWithGlobal(**m, *r, args, 0);
-    EXPECT_TRUE(s.ok()) << s.ToString();
+    const PartitionResult r = testing::PartitionAndCompare(
+        Seed000(name), 8,
+        testing::CompareOptions{.inputs = args, .tolerance = 0, .name = StrCat("seed000_", name, "_jax.hlo")});
+    ASSERT_NE(r.module, nullptr);
+    // outer and full keep z's rows on b as XLA does (no gather of z at the end).
+    const std::string n = name;
+    if (n == "outer" || n == "full") {
+      EXPECT_FALSE(r.output_sharding.IsReplicated());
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 #define XSHARD_SPMD_RUN_PARTITIONED_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,11 +34,44 @@ Status CompareWithGlobal(const Module& global, const PartitionResult& partitione
 // integers stored in the element type, so sums are exact in every order).
 std::vector<Array> TestInputs(const Module& module, uint64_t seed);
 
-// The handler tests' harness: parses `body` under "HloModule m, num_partitions=n", partitions it
-// and runs CompareWithGlobal on TestInputs(seed) for each seed. Failures are gtest failures (the
-// message names the seed and prints the SPMD module); an empty result when it did not partition.
-PartitionResult PartitionAndCompare(const std::string& body, int64_t n,
+// What PartitionAndCompare parses, partitions with and compares on. Every member has a default,
+// so a call names only what it changes:
+//   PartitionAndCompare(text, 8, CompareOptions{.seeds = {7}, .tolerance = 1e-4});
+// (write `CompareOptions{...}`: GCC 12 finds a bare designated list ambiguous with the seeds form.)
+struct CompareOptions {
+  // The seeds of TestInputs, compared one after another.
+  std::vector<uint64_t> seeds = {1, 2};
+  // When set, the one set of global arguments (one per entry parameter leaf) compared instead of
+  // TestInputs(seed) for each seed.
+  std::optional<std::vector<Array>> inputs = std::nullopt;
+  // CompareWithGlobal's tolerance (absolute + relative); 0 asks for equal values.
+  double tolerance = 1e-5;
+  // Passed to Partition() (windowed-einsum threshold, machine model, ...).
+  PartitionOptions partition = {};
+  // False: parse and partition only, nothing runs (a module too large for the reference run, or a
+  // test of the plan alone).
+  bool compare = true;
+  // Labels parse errors and failure messages, e.g. the file the text was read from.
+  std::string name = "test.hlo";
+};
+
+// The partition-and-compare harness of the spmd tests. `text` is either a whole module (it starts,
+// after whitespace, with its own `HloModule` header and is parsed as it stands) or a body (an
+// ENTRY computation plus helper computations), parsed under "HloModule m, num_partitions=n".
+// Partitions it for `n` partitions with options.partition and, when options.compare, runs
+// CompareWithGlobal with options.tolerance on options.inputs, or else on TestInputs(seed) for each
+// of options.seeds. Returns the partition result for further checks.
+// Never crashes on bad input: an unparsable text or a failed Partition() is a gtest failure (the
+// message names options.name and the status) and returns an empty PartitionResult (module ==
+// nullptr); each comparison that fails is a gtest failure naming the seed (or "the given
+// inputs") and printing the SPMD module; compare on with no seeds and no inputs is a failure too.
+PartitionResult PartitionAndCompare(const std::string& text, int64_t n, const CompareOptions& options);
+// The same for an already parsed `global` module (options.name only labels messages).
+PartitionResult PartitionAndCompare(const Module& global, int64_t n, const CompareOptions& options);
+// The short form of the handler tests: the options' defaults with these seeds.
+PartitionResult PartitionAndCompare(const std::string& text, int64_t n,
                                     const std::vector<uint64_t>& seeds = {1, 2});
+
 // The kinds of the report's collectives, in order.
 std::vector<std::string> CollectiveKinds(const PartitionResult& r);
 

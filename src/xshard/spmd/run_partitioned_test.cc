@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include "xshard/base/strings.h"
@@ -266,20 +267,77 @@ TEST(PaddedShardsTest, TransposedDeviceOrderFollowsTheTileAssignment) {
   EXPECT_EQ((*shards)[2], Array::FromVector<float>({1}, {4}));
 }
 
+// The harness's own failures are test failures with a message, never a crash.
+TEST(PartitionAndCompareTest, BadTextFailedPartitionAndWrongInputsFailTheTest) {
+  EXPECT_NONFATAL_FAILURE(EXPECT_EQ(PartitionAndCompare("ENTRY e {\n  ROOT x = f32[8] nonsense(\n}\n", 4).module,
+                                    nullptr),
+                          "test.hlo: does not parse");
+  EXPECT_NONFATAL_FAILURE(
+      EXPECT_EQ(PartitionAndCompare("ENTRY e {\n  ROOT x = f32[8] parameter(0), sharding={devices=[8]<=[8]}\n}\n",
+                                    4, CompareOptions{.name = "wide.hlo"})
+                    .module,
+                nullptr),
+      "wide.hlo: Partition failed");
+  // One argument short: the comparison fails, naming the inputs and printing the SPMD module.
+  EXPECT_NONFATAL_FAILURE(
+      PartitionAndCompare("ENTRY e {\n  ROOT x = f32[8] parameter(0), sharding={devices=[4]<=[4]}\n}\n", 4,
+                          CompareOptions{.inputs = std::vector<Array>{}}),
+      "test.hlo, the given inputs: ");
+  EXPECT_NONFATAL_FAILURE(
+      PartitionAndCompare("ENTRY e {\n  ROOT x = f32[8] parameter(0)\n}\n", 4, CompareOptions{.seeds = {}}),
+      "nothing to compare on");
+}
+
+TEST(PartitionAndCompareTest, AWholeModuleIsParsedAsItStands) {
+  const std::string text =
+      "\nHloModule own, num_partitions=4\nENTRY e {\n  x = f32[8] parameter(0), sharding={devices=[4]<=[4]}\n"
+      "  ROOT n = f32[8] negate(x), sharding={devices=[4]<=[4]}\n}\n";
+  EXPECT_FALSE(ParseHloModule(StrCat("HloModule m, num_partitions=4\n", text)).ok()) << "two headers parse";
+  const PartitionResult r = PartitionAndCompare(text, 4, {3});
+  ASSERT_NE(r.module, nullptr);
+  EXPECT_TRUE(CollectiveKinds(r).empty());
+}
+
 }  // namespace
-PartitionResult PartitionAndCompare(const std::string& body, int64_t n, const std::vector<uint64_t>& seeds) {
-  const std::string text = StrCat("HloModule m, num_partitions=", n, "\n", body);
-  StatusOr<std::unique_ptr<Module>> global = ParseHloModule(text);
-  EXPECT_TRUE(global.ok()) << global.status().ToString();
-  if (!global.ok()) return PartitionResult{};
-  StatusOr<PartitionResult> r = Partition(**global, n);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  if (!r.ok()) return PartitionResult{};
-  for (uint64_t seed : seeds) {
-    Status s = CompareWithGlobal(**global, *r, TestInputs(**global, seed));
-    EXPECT_TRUE(s.ok()) << "seed " << seed << ": " << s.ToString() << "\n" << PrintHloModule(*r->module);
+
+PartitionResult PartitionAndCompare(const Module& global, int64_t n, const CompareOptions& options) {
+  StatusOr<PartitionResult> r = Partition(global, n, options.partition);
+  if (!r.ok()) {
+    ADD_FAILURE() << options.name << ": Partition failed: " << r.status().ToString();
+    return PartitionResult{};
+  }
+  if (!options.compare) return *std::move(r);
+  if (!options.inputs.has_value() && options.seeds.empty()) {
+    ADD_FAILURE() << options.name << ": nothing to compare on (no seeds and no inputs; set compare = false "
+                  << "to only partition)";
+  }
+  const auto compare = [&](const std::vector<Array>& args, const std::string& what) {
+    const Status s = CompareWithGlobal(global, *r, args, options.tolerance);
+    EXPECT_TRUE(s.ok()) << options.name << ", " << what << ": " << s.ToString() << "\n"
+                        << PrintHloModule(*r->module);
+  };
+  if (options.inputs.has_value()) {
+    compare(*options.inputs, "the given inputs");
+  } else {
+    for (uint64_t seed : options.seeds) compare(TestInputs(global, seed), StrCat("seed ", seed));
   }
   return *std::move(r);
+}
+
+PartitionResult PartitionAndCompare(const std::string& text, int64_t n, const CompareOptions& options) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  const bool whole_module = first != std::string::npos && text.compare(first, 9, "HloModule") == 0;
+  StatusOr<std::unique_ptr<Module>> global =
+      ParseHloModule(whole_module ? text : StrCat("HloModule m, num_partitions=", n, "\n", text), options.name);
+  if (!global.ok()) {
+    ADD_FAILURE() << options.name << ": does not parse: " << global.status().ToString();
+    return PartitionResult{};
+  }
+  return PartitionAndCompare(**global, n, options);
+}
+
+PartitionResult PartitionAndCompare(const std::string& text, int64_t n, const std::vector<uint64_t>& seeds) {
+  return PartitionAndCompare(text, n, CompareOptions{.seeds = seeds});
 }
 
 std::vector<std::string> CollectiveKinds(const PartitionResult& r) {

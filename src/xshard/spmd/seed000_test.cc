@@ -4,7 +4,6 @@
 // tests/tools/gen_spmd_cases.py from the reference JAX).
 #include <fstream>
 #include <map>
-#include <optional>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -13,7 +12,7 @@
 #include "xshard/exec/executable.h"
 #include "xshard/spmd/partitioner.h"
 #include "xshard/spmd/run_partitioned.h"
-#include "xshard/text/parser.h"
+#include "xshard/text/parse_test_util.h"
 
 namespace xs::spmd {
 namespace {
@@ -47,25 +46,13 @@ std::vector<std::string> Ours(const PartitionResult& r) {
   return out;
 }
 
-struct Case {
-  std::unique_ptr<Module> global;
-  PartitionResult partitioned;
-};
+std::string FileName(const std::string& name) { return "seed000_" + name + ".hlo"; }
 
-// The case's module, partitioned for 8 devices; a parse or partition error fails the calling test
-// (not the whole binary) and returns nullopt.
-std::optional<Case> Load(const std::string& name) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(Read(kDir + "seed000_" + name + ".hlo"));
-  if (!m.ok()) {
-    ADD_FAILURE() << "seed000_" << name << ".hlo: " << m.status().ToString();
-    return std::nullopt;
-  }
-  StatusOr<PartitionResult> r = Partition(**m, 8);
-  if (!r.ok()) {
-    ADD_FAILURE() << "seed000_" << name << ".hlo: " << r.status().ToString();
-    return std::nullopt;
-  }
-  return Case{*std::move(m), *std::move(r)};
+// The case's module, partitioned for 8 devices (not run); a parse or partition error fails the
+// calling test (not the whole binary) and returns an empty result.
+PartitionResult Load(const std::string& name) {
+  return testing::PartitionAndCompare(Read(kDir + FileName(name)), 8,
+                                      testing::CompareOptions{.compare = false, .name = FileName(name)});
 }
 
 std::vector<Array> Inputs() {
@@ -92,37 +79,33 @@ Array ExpectedZ() {
 class Seed000Test : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Seed000Test, EveryDeviceHoldsItsPieceOfZ) {
-  std::optional<Case> loaded = Load(GetParam());
-  ASSERT_TRUE(loaded.has_value());
-  Case& c = *loaded;
-  StatusOr<std::vector<Array>> z = Execute(*c.global, Inputs());
+  const std::string file = FileName(GetParam());
+  const std::unique_ptr<Module> global = xs::testing::ParseOrFail(Read(kDir + file), file);
+  StatusOr<std::vector<Array>> z = Execute(*global, Inputs());
   ASSERT_TRUE(z.ok()) << z.status().ToString();
   EXPECT_EQ((*z)[0], ExpectedZ());
-  Status s = testing::CompareWithGlobal(*c.global, c.partitioned, Inputs(), 0);
-  EXPECT_TRUE(s.ok()) << s.ToString();
+  testing::PartitionAndCompare(*global, 8, testing::CompareOptions{.inputs = Inputs(), .tolerance = 0, .name = file});
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Seed000Test, ::testing::Values("inner", "mismatch", "outer", "full"));
 
 TEST(Seed000Test, InnerAxesAllReducesOverTheGroupsOfAExactlyAsXla) {
   // Contracting dim on `a` on both sides: partial sums, all-reduced over {0,2,4,6} and {1,3,5,7}.
-  std::optional<Case> loaded = Load("inner");
-  ASSERT_TRUE(loaded.has_value());
-  Case& c = *loaded;
-  EXPECT_EQ(Ours(c.partitioned), (std::vector<std::string>{"all-reduce - {{0,2,4,6},{1,3,5,7}}"}));
-  EXPECT_EQ(Ours(c.partitioned), XlaCollectives()["inner"]);
+  const PartitionResult r = Load("inner");
+  ASSERT_NE(r.module, nullptr);
+  EXPECT_EQ(Ours(r), (std::vector<std::string>{"all-reduce - {{0,2,4,6},{1,3,5,7}}"}));
+  EXPECT_EQ(Ours(r), XlaCollectives()["inner"]);
 }
 
 TEST(Seed000Test, FullShardingAllGathersBothOperandsExactlyAsXla) {
   // Output P('b','a') uses both mesh axes for its free dims, so the contracting dim cannot be
   // sharded: x gathers dim 1 over a, y gathers dim 0 over b.
-  std::optional<Case> loaded = Load("full");
-  ASSERT_TRUE(loaded.has_value());
-  Case& c = *loaded;
-  EXPECT_EQ(Ours(c.partitioned),
+  const PartitionResult r = Load("full");
+  ASSERT_NE(r.module, nullptr);
+  EXPECT_EQ(Ours(r),
             (std::vector<std::string>{"all-gather 1 {{0,2,4,6},{1,3,5,7}}", "all-gather 0 {{0,1},{2,3},{4,5},{6,7}}"}));
   std::vector<std::string> xla = XlaCollectives()["full"];
-  std::vector<std::string> ours = Ours(c.partitioned);
+  std::vector<std::string> ours = Ours(r);
   std::sort(xla.begin(), xla.end());
   std::sort(ours.begin(), ours.end());
   EXPECT_EQ(ours, xla);
@@ -133,30 +116,28 @@ TEST(Seed000Test, OuterAxesPermutesYThenAllReducesOverAAsXla) {
   // each device cuts the quarter of y it must send from its half and a collective-permute moves
   // it (XLA picks another, equally valid matching of devices), then the partial products are
   // all-reduced over the groups of a.
-  std::optional<Case> loaded = Load("outer");
-  ASSERT_TRUE(loaded.has_value());
-  Case& c = *loaded;
-  ASSERT_EQ(c.partitioned.report.collectives.size(), 2u);
-  EXPECT_EQ(c.partitioned.report.collectives[0].kind, "collective-permute");
-  EXPECT_EQ(Ours(c.partitioned)[1], "all-reduce - {{0,2,4,6},{1,3,5,7}}");
+  const PartitionResult r = Load("outer");
+  ASSERT_NE(r.module, nullptr);
+  ASSERT_EQ(r.report.collectives.size(), 2u);
+  EXPECT_EQ(r.report.collectives[0].kind, "collective-permute");
+  EXPECT_EQ(Ours(r)[1], "all-reduce - {{0,2,4,6},{1,3,5,7}}");
   const std::vector<std::string> xla = XlaCollectives()["outer"];
   ASSERT_EQ(xla.size(), 2u);
   EXPECT_EQ(xla[0].substr(0, 18), "collective-permute");
-  EXPECT_EQ(xla[1], Ours(c.partitioned)[1]);
+  EXPECT_EQ(xla[1], Ours(r)[1]);
 }
 
 TEST(Seed000Test, MeshAxesMismatchMovesFewerBytesThanXlasTwoAllGathers) {
   // x contracts on a, y on b. XLA all-gathers both operands: x receives 3/4 and y 1/2 of their
   // gathered 128 B, 96 + 64 = 160 B per device. Moving y's rows onto a (one 32 B collective-permute) and
   // all-reducing the f16[4,4] partial products over a (2 * 3/4 * 32 B = 48 B) receives 80 B.
-  std::optional<Case> loaded = Load("mismatch");
-  ASSERT_TRUE(loaded.has_value());
-  Case& c = *loaded;
+  const PartitionResult r = Load("mismatch");
+  ASSERT_NE(r.module, nullptr);
   EXPECT_EQ(XlaCollectives()["mismatch"].size(), 2u);
-  ASSERT_EQ(c.partitioned.report.collectives.size(), 2u);
-  EXPECT_EQ(c.partitioned.report.collectives[0].kind, "collective-permute");
-  EXPECT_EQ(Ours(c.partitioned)[1], "all-reduce - {{0,2,4,6},{1,3,5,7}}");
-  EXPECT_EQ(c.partitioned.report.TotalCollectiveBytes(), 80);
+  ASSERT_EQ(r.report.collectives.size(), 2u);
+  EXPECT_EQ(r.report.collectives[0].kind, "collective-permute");
+  EXPECT_EQ(Ours(r)[1], "all-reduce - {{0,2,4,6},{1,3,5,7}}");
+  EXPECT_EQ(r.report.TotalCollectiveBytes(), 80);
 }
 
 }  // namespace

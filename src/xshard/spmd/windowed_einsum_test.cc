@@ -8,45 +8,30 @@
 #include "xshard/base/strings.h"
 #include "xshard/spmd/partitioner.h"
 #include "xshard/spmd/run_partitioned.h"
-#include "xshard/text/parser.h"
 #include "xshard/text/printer.h"
 
 namespace xs::spmd {
 namespace {
 
-struct Partitioned {
-  std::unique_ptr<Module> global;
-  PartitionResult result;
-};
-
 // Partitions `entry` (an ENTRY computation) for n partitions with the given threshold and checks
-// the numbers against the single-device run.
-Partitioned Check(const std::string& entry, int64_t n, int64_t threshold) {
-  StatusOr<std::unique_ptr<Module>> global =
-      ParseHloModule(StrCat("HloModule m, num_partitions=", n, "\n", entry));
-  EXPECT_TRUE(global.ok()) << global.status().ToString();
-  if (!global.ok()) return Partitioned{};
-  PartitionOptions options;
-  options.windowed_einsum_threshold_bytes = threshold;
-  StatusOr<PartitionResult> r = Partition(**global, n, options);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  if (!r.ok()) return Partitioned{};
-  Status s = testing::CompareWithGlobal(**global, *r, testing::TestInputs(**global, 5));
-  EXPECT_TRUE(s.ok()) << s.ToString() << "\n" << PrintHloModule(*r->module);
-  return Partitioned{*std::move(global), *std::move(r)};
+// the numbers against the single-device run (TestInputs(5)).
+PartitionResult Check(const std::string& entry, int64_t n, int64_t threshold) {
+  testing::CompareOptions options{.seeds = {5}};
+  options.partition.windowed_einsum_threshold_bytes = threshold;
+  return testing::PartitionAndCompare(entry, n, options);
 }
 
 // Instructions with `opcode` in every computation of the partitioned module.
-int Count(const Partitioned& p, Opcode opcode) {
+int Count(const PartitionResult& p, Opcode opcode) {
   int count = 0;
-  for (const Computation* c : p.result.module->computations()) {
+  for (const Computation* c : p.module->computations()) {
     for (const Instruction* inst : c->instructions()) count += inst->opcode() == opcode;
   }
   return count;
 }
 
-const CollectiveRecord* FindKind(const Partitioned& p, std::string_view kind) {
-  for (const CollectiveRecord& c : p.result.report.collectives) {
+const CollectiveRecord* FindKind(const PartitionResult& p, std::string_view kind) {
+  for (const CollectiveRecord& c : p.report.collectives) {
     if (c.kind == kind) return &c;
   }
   return nullptr;
@@ -67,7 +52,7 @@ std::vector<std::vector<int64_t>> Iota(int64_t n) {
   return {g};
 }
 
-void ExpectWindowLoop(const Partitioned& p, const std::string& reason, const std::string& pairs,
+void ExpectWindowLoop(const PartitionResult& p, const std::string& reason, const std::string& pairs,
                       int64_t trips) {
   EXPECT_EQ(Count(p, Opcode::kWhile), 1);
   EXPECT_EQ(Count(p, Opcode::kCollectivePermute), 1);
@@ -76,11 +61,11 @@ void ExpectWindowLoop(const Partitioned& p, const std::string& reason, const std
   // n dot steps: one in the loop body (n-1 trips), one peeled outside.
   EXPECT_EQ(Count(p, Opcode::kDot), 2);
   const CollectiveRecord* cp = FindKind(p, "collective-permute");
-  ASSERT_NE(cp, nullptr) << FormatReport(p.result.report);
+  ASSERT_NE(cp, nullptr) << FormatReport(p.report);
   EXPECT_EQ(cp->reason, reason);
   EXPECT_EQ(cp->cause, "d");
   EXPECT_EQ(cp->groups, pairs);
-  for (const Computation* c : p.result.module->computations()) {
+  for (const Computation* c : p.module->computations()) {
     for (const Instruction* inst : c->instructions()) {
       if (inst->opcode() == Opcode::kWhile) {
         EXPECT_EQ(inst->attrs().backend_config.value_or(""),
@@ -113,7 +98,7 @@ std::string ReduceScatterRows(int64_t n) {
 TEST(WindowedEinsumTest, AllGatherOfRhsBecomesAPermuteLoopOn2And4And8Partitions) {
   for (int64_t n : {2, 4, 8}) {
     SCOPED_TRACE(n);
-    Partitioned p = Check(AllGatherRhs(n), n, 0);
+    PartitionResult p = Check(AllGatherRhs(n), n, 0);
     ExpectWindowLoop(p, StrCat("windowed einsum (all-gather of rhs overlapped with ", n, " dot steps)"),
                      RingPairs(Iota(n)), n - 1);
   }
@@ -121,7 +106,7 @@ TEST(WindowedEinsumTest, AllGatherOfRhsBecomesAPermuteLoopOn2And4And8Partitions)
 
 TEST(WindowedEinsumTest, OffByDefaultTheRhsIsAllGathered) {
   EXPECT_EQ(PartitionOptions{}.windowed_einsum_threshold_bytes, -1);
-  Partitioned p = Check(AllGatherRhs(4), 4, -1);
+  PartitionResult p = Check(AllGatherRhs(4), 4, -1);
   EXPECT_EQ(Count(p, Opcode::kWhile), 0);
   EXPECT_EQ(Count(p, Opcode::kCollectivePermute), 0);
   EXPECT_EQ(Count(p, Opcode::kAllGather), 1);
@@ -129,10 +114,10 @@ TEST(WindowedEinsumTest, OffByDefaultTheRhsIsAllGathered) {
 
 TEST(WindowedEinsumTest, ThresholdComparesTheGatheredOperandsGlobalBytes) {
   // y = f32[8,16] is 512 bytes (the result is 1024, x 512).
-  Partitioned at = Check(AllGatherRhs(4), 4, 512);
+  PartitionResult at = Check(AllGatherRhs(4), 4, 512);
   EXPECT_EQ(Count(at, Opcode::kWhile), 1);
   EXPECT_EQ(Count(at, Opcode::kAllGather), 0);
-  Partitioned above = Check(AllGatherRhs(4), 4, 513);
+  PartitionResult above = Check(AllGatherRhs(4), 4, 513);
   EXPECT_EQ(Count(above, Opcode::kWhile), 0);
   EXPECT_EQ(Count(above, Opcode::kCollectivePermute), 0);
   EXPECT_EQ(Count(above, Opcode::kAllGather), 1);
@@ -140,7 +125,7 @@ TEST(WindowedEinsumTest, ThresholdComparesTheGatheredOperandsGlobalBytes) {
 
 TEST(WindowedEinsumTest, AllGatherOfLhsFillsResultRows) {
   // The result wants the columns split, so x (rows split) is the operand that travels.
-  Partitioned p = Check(R"(ENTRY e {
+  PartitionResult p = Check(R"(ENTRY e {
   x = f32[16,8] parameter(0), sharding={devices=[4,1]<=[4]}
   y = f32[8,12] parameter(1), sharding={devices=[1,4]<=[4]}
   ROOT d = f32[16,12] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[1,4]<=[4]}
@@ -152,7 +137,7 @@ TEST(WindowedEinsumTest, AllGatherOfLhsFillsResultRows) {
 TEST(WindowedEinsumTest, RingFollowsTheTileAssignmentOrder) {
   // Tiles held by devices 0,2,1,3: ring positions 0..3 are devices 0,2,1,3, so 0 receives from
   // 2, 2 from 1, 1 from 3 and 3 from 0.
-  Partitioned p = Check(R"(ENTRY e {
+  PartitionResult p = Check(R"(ENTRY e {
   x = f32[16,8] parameter(0), sharding={devices=[4,1]<=[2,2]T(1,0)}
   y = f32[8,16] parameter(1), sharding={devices=[1,4]<=[2,2]T(1,0)}
   ROOT d = f32[16,16] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[4,1]<=[2,2]T(1,0)}
@@ -168,7 +153,7 @@ TEST(WindowedEinsumTest, AllGatherWithABatchDimRingsOverTheOtherAxis) {
   for (int64_t n : {4, 8}) {
     SCOPED_TRACE(n);
     const int64_t m = n / 2;
-    Partitioned p = Check(StrCat(R"(ENTRY e {
+    PartitionResult p = Check(StrCat(R"(ENTRY e {
   x = f32[2,16,6] parameter(0), sharding={devices=[2,)", m, ",1]<=[", n, R"(]}
   y = f32[2,6,8] parameter(1), sharding={devices=[2,1,)", m, "]<=[", n, R"(]}
   ROOT d = f32[2,16,8] dot(x, y), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}, sharding={devices=[2,)",
@@ -184,7 +169,7 @@ TEST(WindowedEinsumTest, AllGatherWithABatchDimRingsOverTheOtherAxis) {
 TEST(WindowedEinsumTest, ContractingDimOnAnotherAxisIsAllReducedAfterTheLoop) {
   // Rows on the major axis (the ring: the rhs columns travel), the contracting dim on the minor
   // axis: the loop's result holds partial sums over the minor axis.
-  Partitioned p = Check(R"(ENTRY e {
+  PartitionResult p = Check(R"(ENTRY e {
   x = f32[16,8] parameter(0), sharding={devices=[2,2]<=[4]}
   y = f32[8,16] parameter(1), sharding={devices=[2,2]<=[2,2]T(1,0)}
   ROOT d = f32[16,16] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}
@@ -205,10 +190,10 @@ TEST(WindowedEinsumTest, ContractingDimOnAnotherAxisIsAllReducedAfterTheLoop) {
 TEST(WindowedEinsumTest, ReduceScatterBecomesAnAccumulatorLoopOn2And4And8Partitions) {
   for (int64_t n : {2, 4, 8}) {
     SCOPED_TRACE(n);
-    Partitioned off = Check(ReduceScatterRows(n), n, -1);
+    PartitionResult off = Check(ReduceScatterRows(n), n, -1);
     EXPECT_EQ(Count(off, Opcode::kReduceScatter), 1);
     EXPECT_EQ(Count(off, Opcode::kWhile), 0);
-    Partitioned p = Check(ReduceScatterRows(n), n, 0);
+    PartitionResult p = Check(ReduceScatterRows(n), n, 0);
     ExpectWindowLoop(p, StrCat("windowed einsum (reduce-scatter of the result overlapped with ", n, " dot steps)"),
                      RingPairs(Iota(n)), n - 1);
     EXPECT_EQ(Count(p, Opcode::kAllReduce), 0);
@@ -218,13 +203,13 @@ TEST(WindowedEinsumTest, ReduceScatterBecomesAnAccumulatorLoopOn2And4And8Partiti
 TEST(WindowedEinsumTest, ReduceScatterThresholdComparesTheResultsGlobalBytes) {
   // The result f32[8,8] is 256 bytes; the operands (2048 each) do not count.
   EXPECT_EQ(Count(Check(ReduceScatterRows(4), 4, 256), Opcode::kWhile), 1);
-  Partitioned above = Check(ReduceScatterRows(4), 4, 257);
+  PartitionResult above = Check(ReduceScatterRows(4), 4, 257);
   EXPECT_EQ(Count(above, Opcode::kWhile), 0);
   EXPECT_EQ(Count(above, Opcode::kReduceScatter), 1);
 }
 
 TEST(WindowedEinsumTest, ReduceScatterOnRhsColumnsSlicesTheRhs) {
-  Partitioned p = Check(R"(ENTRY e {
+  PartitionResult p = Check(R"(ENTRY e {
   x = f32[8,64] parameter(0), sharding={devices=[1,4]<=[4]}
   y = f32[64,12] parameter(1), sharding={devices=[4,1]<=[4]}
   ROOT d = f32[8,12] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[1,4]<=[4]}
@@ -238,7 +223,7 @@ TEST(WindowedEinsumTest, ReduceScatterWithABatchDim) {
   for (int64_t n : {4, 8}) {
     SCOPED_TRACE(n);
     const int64_t m = n / 2;
-    Partitioned p = Check(StrCat(R"(ENTRY e {
+    PartitionResult p = Check(StrCat(R"(ENTRY e {
   x = f32[2,8,32] parameter(0), sharding={devices=[2,1,)", m, "]<=[", n, R"(]}
   y = f32[2,32,8] parameter(1), sharding={devices=[2,)", m, ",1]<=[", n, R"(]}
   ROOT d = f32[2,8,8] dot(x, y), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}, sharding={devices=[2,)",
@@ -252,7 +237,7 @@ TEST(WindowedEinsumTest, ReduceScatterWithABatchDim) {
 }
 
 TEST(WindowedEinsumTest, DotInsideAWhileBodyGetsItsOwnLoop) {
-  Partitioned p = Check(R"(
+  PartitionResult p = Check(R"(
 body {
   p = (s32[], f32[16,8], f32[8,16]) parameter(0)
   i = s32[] get-tuple-element(p), index=0
@@ -281,12 +266,12 @@ ENTRY e {
 )", 4, 0);
   EXPECT_EQ(Count(p, Opcode::kWhile), 2);
   EXPECT_EQ(Count(p, Opcode::kCollectivePermute), 1);
-  EXPECT_EQ(Count(p, Opcode::kAllGather), 0) << FormatReport(p.result.report);
+  EXPECT_EQ(Count(p, Opcode::kAllGather), 0) << FormatReport(p.report);
 }
 
 TEST(WindowedEinsumTest, UnevenDimsFallBackToTheAllGather) {
   // 10 columns over 4 devices leave padding: not eligible, partitioned as usual.
-  Partitioned p = Check(R"(ENTRY e {
+  PartitionResult p = Check(R"(ENTRY e {
   x = f32[16,8] parameter(0), sharding={devices=[4,1]<=[4]}
   y = f32[8,10] parameter(1), sharding={devices=[1,4]<=[4]}
   ROOT d = f32[16,10] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[4,1]<=[4]}
@@ -298,7 +283,7 @@ TEST(WindowedEinsumTest, UnevenDimsFallBackToTheAllGather) {
 }
 
 TEST(WindowedEinsumTest, UnevenContractingDimFallsBackToTheReduceScatter) {
-  Partitioned p = Check(R"(ENTRY e {
+  PartitionResult p = Check(R"(ENTRY e {
   x = f32[8,62] parameter(0), sharding={devices=[1,4]<=[4]}
   y = f32[62,8] parameter(1), sharding={devices=[4,1]<=[4]}
   ROOT d = f32[8,8] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[4,1]<=[4]}
@@ -312,7 +297,7 @@ TEST(WindowedEinsumTest, ProgramSizeDoesNotGrowWithTheRing) {
   // Block sizes 12 and 6 coincide with no other constant of either program.
   std::vector<int> counts;
   for (int64_t n : {4, 8}) {
-    Partitioned p = Check(StrCat(R"(ENTRY e {
+    PartitionResult p = Check(StrCat(R"(ENTRY e {
   x = f32[16,8] parameter(0), sharding={devices=[)", n, ",1]<=[", n, R"(]}
   y = f32[8,48] parameter(1), sharding={devices=[1,)", n, "]<=[", n, R"(]}
   ROOT d = f32[16,48] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[)",
@@ -320,15 +305,15 @@ TEST(WindowedEinsumTest, ProgramSizeDoesNotGrowWithTheRing) {
                           n, 0);
     EXPECT_EQ(Count(p, Opcode::kWhile), 1);
     int count = 0;
-    for (const Computation* c : p.result.module->computations()) count += c->instruction_count();
+    for (const Computation* c : p.module->computations()) count += c->instruction_count();
     counts.push_back(count);
   }
   EXPECT_EQ(counts[0], counts[1]);
 }
 
 TEST(WindowedEinsumTest, ReportNamesTheWindowedEinsum) {
-  Partitioned p = Check(AllGatherRhs(4), 4, 0);
-  const std::string text = FormatReport(p.result.report);
+  PartitionResult p = Check(AllGatherRhs(4), 4, 0);
+  const std::string text = FormatReport(p.report);
   EXPECT_NE(text.find("windowed einsum (all-gather of rhs overlapped with 4 dot steps)"), std::string::npos) << text;
 }
 
