@@ -39,6 +39,11 @@ PolicyTable MakeTable() {
   // partitioner then moves or gathers the sorted dim's axes, handlers_sort.cc.)
   SetAll(t, {Opcode::kDynamicSlice, Opcode::kDynamicUpdateSlice},
          [](OpPolicy& p) { p.skip_if_need_replication_sharded = true; });
+  // A dynamic-update-slice passes its sharding back to its operand and update at level 0 (a
+  // stacked buffer's layout reaches the values written into it before dots choose theirs);
+  // forward it waits for level 1, so that an output annotation reaches it before an update's
+  // sharding does.
+  SetAll(t, {Opcode::kDynamicUpdateSlice}, [](OpPolicy& p) { p.backward_level = 0; });
   SetAll(t, {Opcode::kBroadcast}, [](OpPolicy& p) {
     p.forward_level = 3;
     p.backward_level = 2;
