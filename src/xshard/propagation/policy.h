@@ -2,9 +2,9 @@
 // level an op passes shardings forward (operands -> result) and backward (result -> operands),
 // whether its result may be sharded at all, and in which order its operands are consulted.
 // Level 0 moves shardings only through pass-through ops (elementwise, reshape, transpose, tuple,
-// while, ...; dynamic-update-slice backward), level 1 adds dots, reduces, gathers and the rest, level 2 lets broadcasts take
-// their users' shardings and level 3 pushes shardings forward through broadcasts; each level runs
-// to a fixed point before the next starts.
+// while, ...; dynamic-update-slice backward), level 1 adds dots, reduces, gathers and the rest,
+// level 2 lets broadcasts take their users' shardings and level 3 pushes shardings forward
+// through broadcasts; each level runs to a fixed point before the next starts.
 #ifndef XSHARD_PROPAGATION_POLICY_H_
 #define XSHARD_PROPAGATION_POLICY_H_
 

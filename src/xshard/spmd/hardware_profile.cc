@@ -159,8 +159,7 @@ std::string DefaultHardwareProfilePath() {
 HardwareProfile BuiltinHardwareProfile() {
   // MachineModel's defaults on 8 devices: 72 GFLOP/s of f32 GEMM for the host (9 per device),
   // 1.5 GB/s received per device, 20 us per collective (8 per collective-permute); 17 GB/s is the
-  // host's DRAM copy rate
-  // (DESIGN.md section 5).
+  // host's DRAM copy rate (DESIGN.md section 5).
   HardwareProfile p;
   p.name = "this machine (built-in figures: 2-core host, in-process devices)";
   p.source = "built-in defaults; run `xshard bench calibrate`";
@@ -168,9 +167,10 @@ HardwareProfile BuiltinHardwareProfile() {
   p.devices = 8;
   p.gemm[DType::kF32] = {{1e9, 72}};
   p.memory_gbps = 17;
+  const MachineModel defaults;
   for (std::string_view kind : kProfileCollectiveKinds) {
-    const double latency = kind == "collective-permute" ? 8 : 20;  // MachineModel::permute_share
-    p.collectives[std::string(kind)] = {{2, {latency, 1.5}}, {8, {latency, 1.5}}};
+    const double latency = defaults.LatencyUs(kind);
+    p.collectives[std::string(kind)] = {{2, {latency, defaults.link_gbps}}, {8, {latency, defaults.link_gbps}}};
   }
   return p;
 }

@@ -198,10 +198,8 @@ std::string FormatReport(const PartitionReport& report) {
   StrAppend(&out, "\n");
   const MachineModel& m = report.machine;
   const double comm = m.Estimate(static_cast<double>(report.TotalCollectiveBytes()), report.CollectiveLatencyUs(), 0);
-  char flops[32];
-  std::snprintf(flops, sizeof(flops), "%.3g", report.flops);
   StrAppend(&out, "estimated time per device: ", FormatSeconds(report.EstimatedSeconds()), " (communication ",
-            FormatSeconds(comm), ", compute ", FormatSeconds(m.Estimate(0, 0, report.flops)), " for ", flops,
+            FormatSeconds(comm), ", compute ", FormatSeconds(m.Estimate(0, 0, report.flops)), " for ", Short(report.flops),
             " FLOP of dot / convolution) at ", m.link_gbps, " GB/s, ", m.collective_latency_us,
             " us per collective (", Short(m.LatencyUs("collective-permute")), " per collective-permute",
             m.all_to_all_share == 1 ? "" : StrCat(", ", Short(m.LatencyUs("all-to-all")), " per all-to-all"), "), ",
