@@ -147,25 +147,21 @@ void PlanComputeAction(const Step& step, Action& act, GpuPlanData& data, void* p
     case Opcode::kBitcastConvert:
       act.kind = ActionKind::kCopy;  // same bytes, another type
       return;
-    case Opcode::kDynamicUpdateSlice:
-      // In place when exec put the result over the dying operand's buffer.
-      if (act.out.size() == 1 && act.in[0] == act.out[0]) {
-        StatusOr<GeneratedKernel> k = GenerateDynamicUpdateSliceInPlace(inst);
-        if (k.ok()) {
-          AddKernel(act, std::move(k).value());
-          return;
-        }
-      }
-      break;
     default:
       break;
   }
-  StatusOr<GeneratedKernel> k = GenerateOpKernel(inst);
-  if (!k.ok()) {
-    Unsupported(act, k.status());
+  // In place when exec put each result over its dying operand's buffer (dynamic-update-slice,
+  // scatter): the kernels then skip copying the operands.
+  bool in_place = act.out.size() <= act.in.size();
+  for (size_t i = 0; in_place && i < act.out.size(); ++i) in_place = act.in[i] == act.out[i];
+  StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(inst, in_place);
+  if (!ks.ok()) {
+    Unsupported(act, ks.status());
     return;
   }
-  AddKernel(act, std::move(k).value());
+  for (GeneratedKernel& k : *ks) {
+    if (!AddKernel(act, std::move(k))) return;
+  }
 }
 
 }  // namespace xs::cuda

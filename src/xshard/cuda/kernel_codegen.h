@@ -37,6 +37,7 @@
 #include "xshard/cuda/kernel_source.h"
 
 namespace xs {
+class Computation;
 class Instruction;
 struct FusedLoop;
 }  // namespace xs
@@ -93,6 +94,22 @@ StatusOr<GeneratedKernel> GenerateElementwiseKernel(const Instruction& inst);
 // inlined, one thread per output combining in the CPU's order) and reduce-window (any operands
 // and reducer, inlined the same way; naive). Unimplemented naming the instruction for the rest.
 StatusOr<GeneratedKernel> GenerateOpKernel(const Instruction& inst);
+
+// Every kernel `inst` runs, in order, each taking the pointers of GenerateOpKernel's convention
+// (operands, then results). One kernel for most ops; scatter takes two (the operands copied into
+// the results, then the updates combined in) unless `in_place`: the results are already the
+// operands' buffers (exec put them over dying operands), when the copy is skipped.
+StatusOr<std::vector<GeneratedKernel>> GenerateOpKernels(const Instruction& inst, bool in_place);
+
+// gather (kernel_codegen_gather.cc): one thread per result element, start indices clamped as
+// XLA clamps them.
+StatusOr<GeneratedKernel> GenerateGatherKernel(const Instruction& inst);
+// scatter of n operands (kernel_codegen_gather.cc): see GenerateOpKernels; out-of-bounds update
+// windows are skipped as XLA skips them; the combiner is inlined.
+StatusOr<std::vector<GeneratedKernel>> GenerateScatterKernels(const Instruction& inst, bool in_place);
+// sort of n operands with any comparator, and topk / the TopK custom-call
+// (kernel_codegen_sort.cc): pointers the operands, then the results.
+StatusOr<GeneratedKernel> GenerateSortKernel(const Instruction& inst);
 
 // dynamic-update-slice writing only the update's window into a result that already holds the
 // operand (the result buffer IS operand 0's buffer): O(update) instead of O(result).

@@ -25,14 +25,17 @@
 
 namespace xs::cuda::testing {
 
-bool IsCodegenOp(Opcode op) {
-  switch (op) {
+bool IsCodegenOp(const Instruction& inst) {
+  switch (inst.opcode()) {
     case Opcode::kTranspose: case Opcode::kBroadcast: case Opcode::kSlice: case Opcode::kReverse:
     case Opcode::kPad: case Opcode::kConcatenate: case Opcode::kIota: case Opcode::kDynamicSlice:
     case Opcode::kDynamicUpdateSlice: case Opcode::kReduce: case Opcode::kReduceWindow:
+    case Opcode::kGather: case Opcode::kScatter: case Opcode::kSort: case Opcode::kTopK:
       return true;
+    case Opcode::kCustomCall:
+      return inst.attrs().custom_call_target == "TopK";
     default:
-      return IsCodegenElementwise(op);
+      return IsCodegenElementwise(inst.opcode());
   }
 }
 
@@ -69,9 +72,15 @@ void CollectPlan(const Module& m, const Program& program, ModuleKernels& out) {
       if (const FusedPayload* fused = step.FindPayload<FusedPayload>()) {
         ++out.fused;
         k = GenerateFusedLoopKernel(*fused->loop);
-      } else if (step.inst != nullptr && IsCodegenOp(step.inst->opcode()) && !Skip(step)) {
+      } else if (step.inst != nullptr && IsCodegenOp(*step.inst) && !Skip(step)) {
         ++out.ops;
-        k = GenerateOpKernel(*step.inst);
+        StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(*step.inst, /*in_place=*/false);
+        if (ks.ok()) {
+          for (size_t j = 0; j + 1 < ks->size(); ++j) out.kernels.push_back(std::move((*ks)[j]));
+          k = std::move(ks->back());
+        } else {
+          k = ks.status();
+        }
       } else {
         continue;
       }
@@ -190,21 +199,21 @@ StatusOr<std::vector<Array>> RunWith(Device& d, const Executable& e, std::span<c
       XS_RETURN_IF_ERROR(d.Copy(slots[step.out]->ptr, slots[step.operands[0]]->ptr, inst.shape().byte_size(), true, true));
     } else if (inst.opcode() == Opcode::kGetTupleElement && tuples.count(step.operands[0])) {
       slots[step.out] = tuples[step.operands[0]].at(inst.tuple_index());
-    } else if (IsCodegenOp(inst.opcode()) && inst.shape().IsTuple()) {  // a variadic reduce
-      XS_ASSIGN_OR_RETURN(GeneratedKernel k, GenerateOpKernel(inst));
-      std::vector<Buf>& leaves = tuples[step.out];
-      for (const Shape& s : inst.shape().tuple_shapes()) {
-        if (!s.IsArray()) return Unimplemented("a nested tuple result");
-        XS_ASSIGN_OR_RETURN(Buf b, Alloc(d, s));
-        ptrs.push_back(b->ptr);
-        leaves.push_back(std::move(b));
+    } else if (IsCodegenOp(inst)) {
+      XS_ASSIGN_OR_RETURN(std::vector<GeneratedKernel> ks, GenerateOpKernels(inst, /*in_place=*/false));
+      if (inst.shape().IsTuple()) {  // a variadic reduce or sort, top-k
+        std::vector<Buf>& leaves = tuples[step.out];
+        for (const Shape& s : inst.shape().tuple_shapes()) {
+          if (!s.IsArray()) return Unimplemented("a nested tuple result");
+          XS_ASSIGN_OR_RETURN(Buf b, Alloc(d, s));
+          ptrs.push_back(b->ptr);
+          leaves.push_back(std::move(b));
+        }
+      } else {
+        XS_ASSIGN_OR_RETURN(slots[step.out], Alloc(d, inst.shape()));
+        ptrs.push_back(slots[step.out]->ptr);
       }
-      XS_RETURN_IF_ERROR(launch(k, ptrs));
-    } else if (IsCodegenOp(inst.opcode())) {
-      XS_ASSIGN_OR_RETURN(GeneratedKernel k, GenerateOpKernel(inst));
-      XS_ASSIGN_OR_RETURN(slots[step.out], Alloc(d, inst.shape()));
-      ptrs.push_back(slots[step.out]->ptr);
-      XS_RETURN_IF_ERROR(launch(k, ptrs));
+      for (const GeneratedKernel& k : ks) XS_RETURN_IF_ERROR(launch(k, ptrs));
     } else {
       return Unimplemented("the test harness does not run ", OpcodeName(inst.opcode()));
     }
@@ -369,8 +378,14 @@ bool HostRunsEntry(const Executable& e, std::vector<GeneratedKernel>* kernels) {
                inst.opcode() == Opcode::kGetTupleElement || inst.opcode() == Opcode::kReshape ||
                inst.opcode() == Opcode::kBitcast || Skip(step)) {
       continue;
-    } else if (IsCodegenOp(inst.opcode())) {
-      k = GenerateOpKernel(inst);
+    } else if (IsCodegenOp(inst)) {
+      StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(inst, /*in_place=*/false);
+      if (!ks.ok()) return false;
+      for (GeneratedKernel& g : *ks) {
+        if (!HostRunnable(g)) return false;
+        kernels->push_back(std::move(g));
+      }
+      continue;
     } else {
       return false;
     }

@@ -43,6 +43,17 @@ StatusOr<std::string> IdentityExpr(kernels::CombineKind kind, DType t);
 // The typed kind of a reducer computation (add ... or), or Unimplemented naming `inst`.
 StatusOr<kernels::CombineKind> TypedCombiner(const Instruction& inst);
 
+// A scalar computation (a reducer, a scatter combiner, a sort comparator) of `owner` inlined as
+//   auto <name> = [&](const P0 a0, ..., const Pn-1 an-1, R0& r0, ..., Rm-1& rm-1) { ... };
+// with `params[k]` the type of parameter k and `results` the types of its root (a tuple of m, or
+// one value); every scalar instruction goes through the elementwise op table, so each rounds as
+// the CPU executor's does. Unimplemented naming `owner` for non-scalar values and ops no kernel
+// computes (kernel_codegen_scalar.cc).
+StatusOr<std::string> ScalarLambda(const Instruction& owner, const Computation& c, std::string_view name,
+                                   const std::vector<DType>& params, const std::vector<DType>& results);
+// A C++ literal of scalar constant `c` in its storage type.
+StatusOr<std::string> ScalarLiteral(const Instruction& c);
+
 // "int" when every index stays below 2^30, else "long long".
 std::string IndexType(int64_t largest);
 // C++ literal of an integer.

@@ -25,72 +25,13 @@ Status OneOperand(const Instruction& inst) {
   return OkStatus();
 }
 
-// A C++ literal of scalar constant `c` in its storage type.
-StatusOr<std::string> Literal(const Instruction& c) {
-  const Array& a = c.literal();
-  const DType t = a.dtype();
-  if (t == DType::kPred) return std::string(a.GetDouble(0) != 0 ? "true" : "false");
-  if (IsInteger(t)) {
-    if (IsUnsignedInteger(t)) return "((" + CType(t) + ")" + std::to_string(static_cast<uint64_t>(a.GetDouble(0))) + "ULL)";
-    return "((" + CType(t) + ")" + std::to_string(static_cast<int64_t>(a.GetDouble(0))) + "LL)";
-  }
-  char buf[64];
-  const double v = a.GetDouble(0);
-  if (std::isnan(v)) return codegen::FromCompute(t, t == DType::kF64 ? "__longlong_as_double(0x7ff8000000000000LL)" : "__int_as_float(0x7fc00000)");
-  if (std::isinf(v)) {
-    const std::string inf = t == DType::kF64 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__int_as_float(0x7f800000)";
-    return codegen::FromCompute(t, v < 0 ? "(-" + inf + ")" : inf);
-  }
-  std::snprintf(buf, sizeof(buf), "%a", v);
-  return codegen::FromCompute(t, "(" + codegen::ComputeType(t) + ")" + buf);
-}
-
-// The reducer computation of `inst` as `auto comb = [&](acc..., x..., out&...) {...};`, each of
-// its scalar instructions through the elementwise op table (so any combiner, e.g. argmax's
-// compare / select pairs, runs with the CPU's per-op rounding).
+// The reducer computation of `inst` as `auto comb = [&](acc..., x..., out&...) {...};`.
 StatusOr<std::string> CombinerLambda(const Instruction& inst, const std::vector<DType>& types) {
   const Computation* c = inst.to_apply();
   if (c == nullptr) return InvalidArgument("'", inst.name(), "' has no to_apply");
-  const int n = static_cast<int>(types.size());
-  std::string params, body;
-  for (int k = 0; k < 2 * n; ++k) params += std::string(k ? ", " : "") + "const " + CType(types[k % n]) + " a" + std::to_string(k);
-  for (int k = 0; k < n; ++k) params += ", " + CType(types[k]) + "& r" + std::to_string(k);
-  std::map<const Instruction*, std::string> name;
-  int next = 0;
-  for (const Instruction* i : c->MakeInstructionPostOrder()) {
-    const std::string v = StrCat("c", next++);
-    if (i->opcode() == Opcode::kParameter) {
-      name[i] = StrCat("a", i->parameter_number());
-      continue;
-    }
-    if (i->opcode() == Opcode::kTuple && i == c->root()) continue;
-    if (!i->shape().IsArray() || i->shape().rank() != 0) {
-      return Unimplemented("cuda: the reducer of '", inst.name(), "' has a non-scalar value '", i->name(), "'");
-    }
-    XS_RETURN_IF_ERROR(codegen::RequireDType(*i, i->shape().dtype()));
-    std::string e;
-    if (i->opcode() == Opcode::kConstant) {
-      XS_ASSIGN_OR_RETURN(e, Literal(*i));
-    } else if (IsCodegenElementwise(i->opcode())) {
-      std::vector<std::string> args;
-      for (const Instruction* o : i->operands()) args.push_back(name.at(o));
-      XS_ASSIGN_OR_RETURN(e, codegen::ElementwiseExpr(*i, args));
-    } else {
-      return Unimplemented("cuda: the reducer of '", inst.name(), "' uses ", OpcodeName(i->opcode()),
-                           ", which generated kernels do not compute");
-    }
-    body += "    const " + CType(i->shape().dtype()) + " " + v + " = " + e + ";\n";
-    name[i] = v;
-  }
-  const Instruction* root = c->root();
-  if (root->opcode() == Opcode::kTuple) {
-    if (root->operand_count() != n) return InvalidArgument("the reducer of '", inst.name(), "' returns ", root->operand_count(), " values");
-    for (int k = 0; k < n; ++k) body += "    r" + std::to_string(k) + " = " + name.at(root->operand(k)) + ";\n";
-  } else {
-    if (n != 1) return InvalidArgument("the reducer of '", inst.name(), "' returns one value for ", n, " operands");
-    body += "    r0 = " + name.at(root) + ";\n";
-  }
-  return "auto comb = [&](" + params + ") {\n" + body + "  };";
+  std::vector<DType> params = types;
+  params.insert(params.end(), types.begin(), types.end());
+  return codegen::ScalarLambda(inst, *c, "comb", params, types);
 }
 
 // A reduce of n operands with any reducer: one thread per output element combining its
@@ -264,7 +205,27 @@ StatusOr<GeneratedKernel> GenerateOpKernel(const Instruction& inst) {
     return codegen::EmitElementwise("bitcast_convert", spec, inst.shape().byte_size(), 2);
   }
   if (IsCodegenElementwise(op)) return GenerateElementwiseKernel(inst);
+  if (op == Opcode::kGather) return GenerateGatherKernel(inst);
+  if (op == Opcode::kSort || op == Opcode::kTopK ||
+      (op == Opcode::kCustomCall && inst.attrs().custom_call_target == "TopK")) {
+    return GenerateSortKernel(inst);
+  }
+  if (op == Opcode::kScatter) {
+    XS_ASSIGN_OR_RETURN(std::vector<GeneratedKernel> ks, GenerateScatterKernels(inst, /*in_place=*/false));
+    if (ks.size() != 1) return Unimplemented("cuda: scatter '", inst.name(), "' runs ", ks.size(), " kernels (GenerateOpKernels)");
+    return std::move(ks[0]);
+  }
   return GenerateShapeKernel(inst);
+}
+
+StatusOr<std::vector<GeneratedKernel>> GenerateOpKernels(const Instruction& inst, bool in_place) {
+  if (inst.opcode() == Opcode::kScatter) return GenerateScatterKernels(inst, in_place);
+  if (in_place && inst.opcode() == Opcode::kDynamicUpdateSlice) {
+    XS_ASSIGN_OR_RETURN(GeneratedKernel k, GenerateDynamicUpdateSliceInPlace(inst));
+    return std::vector<GeneratedKernel>{std::move(k)};
+  }
+  XS_ASSIGN_OR_RETURN(GeneratedKernel k, GenerateOpKernel(inst));
+  return std::vector<GeneratedKernel>{std::move(k)};
 }
 
 KernelSource CombineKernels(std::span<const GeneratedKernel> kernels) {

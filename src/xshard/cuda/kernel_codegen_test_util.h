@@ -19,7 +19,7 @@ namespace xs::cuda::testing {
 
 // Ops whose steps the generators are expected to cover (the GPU executor's other steps are
 // library calls, aliases or control flow).
-bool IsCodegenOp(Opcode op);
+bool IsCodegenOp(const Instruction& inst);
 
 struct ModuleKernels {
   std::vector<GeneratedKernel> kernels;
