@@ -156,8 +156,8 @@ std::vector<Planned> AllModules() {
   return small;
 }
 
-// The modules whose entry plan has only steps the test harness runs and kernels without
-// cross-thread cooperation, with the kernels compiled for the host: against the CPU executor.
+// The modules whose entry plan has only steps the test harness runs, with the kernels compiled
+// for the host and run by its SIMT emulator: against the CPU executor.
 TEST(KernelCodegenCorpus, ModulesTheHostHarnessRunsMatchTheCpu) {
   std::vector<Planned> all = AllModules(), modules;
   std::vector<GeneratedKernel> kernels;
@@ -174,6 +174,7 @@ TEST(KernelCodegenCorpus, ModulesTheHostHarnessRunsMatchTheCpu) {
             << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s\n";
   std::mt19937_64 rng(42);
   int ran = 0, not_run = 0;
+  std::vector<std::pair<double, std::string>> slowest;  // seconds on the emulator, module
   for (const Planned& p : modules) {
     std::vector<Array> args;
     for (const Shape& s : p.exe->argument_shapes()) args.push_back(RandomArray(s, rng));
@@ -182,7 +183,9 @@ TEST(KernelCodegenCorpus, ModulesTheHostHarnessRunsMatchTheCpu) {
     StatusOr<std::vector<Array>> want = p.exe->Run(args, options);
     if (!want.ok()) continue;
     if (std::getenv("XSHARD_TEST_VERBOSE") != nullptr) std::cerr << "running " << p.file << "\n";
+    const auto module_start = std::chrono::steady_clock::now();
     StatusOr<std::vector<Array>> got = testing::RunOnHost(*p.exe, args, **host);
+    slowest.emplace_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - module_start).count(), p.file);
     if (!got.ok() && got.status().code() == StatusCode::kUnimplemented) {
       ++not_run;
       continue;
@@ -195,9 +198,13 @@ TEST(KernelCodegenCorpus, ModulesTheHostHarnessRunsMatchTheCpu) {
     }
     ++ran;
   }
+  std::sort(slowest.rbegin(), slowest.rend());
+  std::cout << "slowest on the emulator:";
+  for (size_t i = 0; i < slowest.size() && i < 5; ++i) std::cout << " " << slowest[i].second << " " << slowest[i].first << " s;";
+  std::cout << "\n";
   std::cout << "modules run with host-compiled kernels: " << ran << " of " << all.size()
             << " (the others have steps the harness does not run: dots, collectives, control flow, "
-               "warp / block reduces, ...; " << not_run << " refused late)\n";
+               "...; " << not_run << " refused late)\n";
   // With the OpenXLA corpus over 100 run; the repository's test data alone gives 16.
   if (xs::testing::CorpusAvailable(XSHARD_CORPUS_DIR)) {
     EXPECT_GT(ran, 100);

@@ -121,7 +121,9 @@ StatusOr<GeneratedKernel> EmitReduce(std::string_view kind, const ElemSpec& s, c
   const std::string acc_t = ComputeType(t), rt = CType(result);
   XS_ASSIGN_OR_RETURN(std::string ident, IdentityExpr(combine, t));
   XS_ASSIGN_OR_RETURN(std::string fold, CombineExpr(combine, t, "acc", ToCompute(t, "r")));
-  XS_ASSIGN_OR_RETURN(std::string shfl, CombineExpr(combine, t, "acc", "xs_shfl(acc, o)"));
+  // Every lane shuffles once per step: CombineExpr may evaluate an operand twice or not at all
+  // (integer max: a > b ? a : b; pred or: a || b), and a shuffle some lanes skip is undefined.
+  XS_ASSIGN_OR_RETURN(std::string shfl, CombineExpr(combine, t, "acc", "other"));
   XS_ASSIGN_OR_RETURN(std::string fin, CombineExpr(combine, t, "init", "acc"));
   int64_t rows = 1, len = 1, count = 1;
   bool suffix = true, seen_reduced = false;
@@ -138,7 +140,8 @@ StatusOr<GeneratedKernel> EmitReduce(std::string_view kind, const ElemSpec& s, c
   const std::string call = Call(s, "i", "r") + "      acc = " + fold + ";\n    }\n";
   const std::string store = "((" + rt + "*)a.p[" + std::to_string(result_ptr) + "])";
   const std::string final_value = FromCompute(result, fin);
-  const std::string warp_reduce = "    for (int o = 16; o > 0; o >>= 1) acc = " + shfl + ";\n";
+  const std::string warp_reduce =
+      "    for (int o = 16; o > 0; o >>= 1) { const " + acc_t + " other = xs_shfl(acc, o); acc = " + shfl + "; }\n";
   const bool block_per_row = suffix && len > 512;
   const int block = block_per_row && rows <= 1024 ? 1024 : kBlock;
   std::string b = Header(num_pointers, IndexType(std::max<int64_t>(count, 1) + int64_t{kMaxGrid} * 1024), block) +

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <regex>
 
 #include "xshard/cuda/kernel_codegen_internal.h"
 #include "xshard/cuda/kernel_codegen_test_util.h"
@@ -31,6 +32,7 @@ bool IsCodegenOp(const Instruction& inst) {
     case Opcode::kPad: case Opcode::kConcatenate: case Opcode::kIota: case Opcode::kDynamicSlice:
     case Opcode::kDynamicUpdateSlice: case Opcode::kReduce: case Opcode::kReduceWindow:
     case Opcode::kGather: case Opcode::kScatter: case Opcode::kSort: case Opcode::kTopK:
+    case Opcode::kConvolution: case Opcode::kDot:  // the direct kernels (cuDNN / cuBLASLt on a GPU)
       return true;
     case Opcode::kCustomCall:
       return inst.attrs().custom_call_target == "TopK";
@@ -283,44 +285,33 @@ class Host : public Device {
   HostKernels& kernels_;
 };
 
-// CUDA's built-ins for host C++: one thread (grid and block of 1) runs every grid-stride loop.
-constexpr const char* kHostShim = R"SHIM(#include <math.h>
-#include <cstring>
-#define __device__
-#define __global__
-#define __forceinline__ inline
-#define __launch_bounds__(n)
-#define __shared__ static
-#define __align__(n) alignas(n)
-struct xs_dim3 { unsigned x, y, z; };
-static const xs_dim3 blockIdx{0, 0, 0}, threadIdx{0, 0, 0}, blockDim{1, 1, 1}, gridDim{1, 1, 1};
-template <typename D, typename S> inline D xs_host_bits(S s) { D d; std::memcpy(&d, &s, sizeof(d)); return d; }
-inline unsigned __float_as_uint(float f) { return xs_host_bits<unsigned>(f); }
-inline int __float_as_int(float f) { return xs_host_bits<int>(f); }
-inline float __uint_as_float(unsigned u) { return xs_host_bits<float>(u); }
-inline float __int_as_float(int u) { return xs_host_bits<float>(u); }
-inline long long __double_as_longlong(double d) { return xs_host_bits<long long>(d); }
-inline double __longlong_as_double(long long v) { return xs_host_bits<double>(v); }
-inline int __popc(unsigned x) { return __builtin_popcount(x); }
-inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
-inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
-inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
-inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
-inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
-inline long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }
-inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
-  return (unsigned long long)(((unsigned __int128)a * b) >> 64);
-}
-template <typename T> inline T __shfl_down_sync(unsigned, T v, int) { return v; }
-inline void __syncthreads() {}
-)SHIM";
 
 }  // namespace
 
-bool HostRunnable(const GeneratedKernel& k) {
-  return k.strategy.rfind("elementwise", 0) == 0 || k.strategy == "index_map" || k.strategy == "reduce_general" ||
-         k.strategy == "reduce_window" || k.strategy == "dynamic_update_slice_in_place";
+bool HostRunnable(const GeneratedKernel&) { return true; }
+
+namespace {
+
+// Whether `k` needs its threads to run as fibers (it meets at barriers or exchanges values
+// within warps); others run thread after thread.
+bool Cooperative(const GeneratedKernel& k) {
+  for (const char* what : {"__syncthreads", "__syncwarp", "__shfl", "xs_shfl"}) {
+    if (k.body.find(what) != std::string::npos) return true;
+  }
+  return false;
 }
+
+// `extern __shared__ T name[];` (dynamic shared memory) as a pointer into the emulator's buffer.
+std::string HostSpelling(const std::string& body) {
+  static const std::regex dynamic_shared(
+      R"(extern\s+__shared__\s+(?:__align__\(\d+\)\s+)?([A-Za-z_][\w\s]*?)\s+(?:__align__\(\d+\)\s+)?(\w+)\s*\[\s*\]\s*;)");
+  return std::regex_replace(body, dynamic_shared, "$1* $2 = ($1*)xs_emu::dynamic_shared.data();");
+}
+
+// Blocks a host launch runs at most (kernels are grid-stride: fewer blocks give the same result).
+constexpr long long kHostMaxBlocks = 8;
+
+}  // namespace
 
 HostKernels::~HostKernels() {
   if (handle_ != nullptr) dlclose(handle_);
@@ -328,20 +319,33 @@ HostKernels::~HostKernels() {
 
 StatusOr<std::unique_ptr<HostKernels>> HostKernels::Build(std::span<const GeneratedKernel> kernels) {
   std::set<std::string> seen;
-  std::string code = kHostShim + codegen::Prelude() + "template <int N> struct xs_args { void* p[N]; };\n";
+  std::string code = std::string(HostShim()) + codegen::Prelude() + "template <int N> struct xs_args { void* p[N]; };\n";
   std::string wrappers;
   for (const GeneratedKernel& k : kernels) {
-    if (!HostRunnable(k) || !seen.insert(k.source.name).second) continue;
-    code += k.body;
+    if (!seen.insert(k.source.name).second) continue;
+    code += HostSpelling(k.body);
     const std::string n = std::to_string(std::max(1, k.num_pointers));
-    wrappers += "extern \"C\" void " + k.source.name + "_host(void** p) { xs_args<" + n + "> a; std::memcpy(a.p, p, " + n +
-                " * sizeof(void*)); " + k.source.name + "(a); }\n";
+    wrappers += "extern \"C\" const char* " + k.source.name +
+                "_host(void** p, long long grid, int block, long long shared, int cooperative, long long max_blocks) {\n"
+                "  xs_args<" + n + "> a; std::memcpy(a.p, p, " + n + " * sizeof(void*));\n"
+                "  const std::function<void()> run = [&] { " + k.source.name + "(a); };\n"
+                "  return xs_emu::Launch(run, grid, block, shared, cooperative != 0, max_blocks);\n}\n";
   }
-  const std::string dir = std::filesystem::temp_directory_path() / ("xshard_host_kernels_" + std::to_string(getpid()));
+  auto hk = std::unique_ptr<HostKernels>(new HostKernels);
+  XS_ASSIGN_OR_RETURN(hk->handle_, CompileHostLibrary(code + wrappers));
+  return hk;
+}
+
+StatusOr<void*> CompileHostLibrary(const std::string& code) {
+  // A new path per build: the shim's inline variables keep a loaded library from unloading, and
+  // dlopen of a path already loaded returns that library.
+  static int builds = 0;
+  const std::string dir = std::filesystem::temp_directory_path() /
+                          ("xshard_host_kernels_" + std::to_string(getpid()) + "_" + std::to_string(builds++));
   std::filesystem::create_directories(dir);
   {
     std::ofstream out(dir + "/kernels.cc");
-    out << code << wrappers;
+    out << code;
   }
   const std::string cmd = "c++ -std=c++17 -O0 -w -shared -fPIC -o " + dir + "/kernels.so " + dir + "/kernels.cc 2> " + dir + "/log.txt";
   if (std::system(cmd.c_str()) != 0) {
@@ -349,18 +353,20 @@ StatusOr<std::unique_ptr<HostKernels>> HostKernels::Build(std::span<const Genera
     std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
     return Internal("the host compiler failed on the generated kernels (", dir, "/kernels.cc):\n", text.substr(0, 4000));
   }
-  auto hk = std::unique_ptr<HostKernels>(new HostKernels);
-  hk->handle_ = dlopen((dir + "/kernels.so").c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (hk->handle_ == nullptr) return Internal("dlopen: ", dlerror());
+  void* handle = dlopen((dir + "/kernels.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return Internal("dlopen: ", dlerror());
   std::filesystem::remove_all(dir);
-  return hk;
+  return handle;
 }
 
 Status HostKernels::Launch(const GeneratedKernel& k, const std::vector<void*>& pointers) {
   void* fn = dlsym(handle_, (k.source.name + "_host").c_str());
   if (fn == nullptr) return Unimplemented("kernel ", k.source.name, " was not built for the host");
   std::vector<void*> p = pointers;
-  reinterpret_cast<void (*)(void**)>(fn)(p.data());
+  using Entry = const char* (*)(void**, long long, int, long long, int, long long);
+  const char* error = reinterpret_cast<Entry>(fn)(p.data(), k.launch.grid, k.launch.block, k.launch.shared_bytes,
+                                                  Cooperative(k) ? 1 : 0, kHostMaxBlocks);
+  if (error != nullptr) return Internal("kernel ", k.source.name, " (", k.strategy, "): ", error);
   return OkStatus();
 }
 

@@ -126,9 +126,9 @@ std::vector<std::string> HandBuiltModules() {
 
 // Random values; with `edges` one in eight is an edge case: NaN, infinities, signed zeros, values past the
 // integer ranges (saturating converts), subnormals; integers include their extremes and -1.
-Array RandomArray(const Shape& shape, std::mt19937_64& rng, bool edges) {
+Array RandomArray(const Shape& shape, std::mt19937_64& rng, bool edges, double magnitude = 3.0) {
   Array a(shape);
-  std::uniform_real_distribution<double> real(-3.0, 3.0);
+  std::uniform_real_distribution<double> real(-magnitude, magnitude);
   std::uniform_int_distribution<int> small(-5, 40), pick(0, 7);
   const double inf = std::numeric_limits<double>::infinity();
   const double floats[] = {std::nan(""), inf, -inf, -0.0, 0.0, 1e30, -1e30, 3e9, -3e9, 65504, 70000, 1e-40, 2.5, -2.5, 0.5};
@@ -320,8 +320,8 @@ TEST(KernelCodegen, CombinedProgramKeepsEveryKernelOnce) {
   EXPECT_EQ(defs, 1u);
 }
 
-// Runs the generated kernels compiled for the host (no GPU needed) on every hand-built module
-// whose kernels need no cross-thread cooperation, against the CPU executor.
+// Runs the generated kernels compiled for the host (no GPU needed; testing::HostKernels' SIMT
+// emulator) on every hand-built module, against the CPU executor.
 TEST(KernelCodegen, HandBuiltModulesMatchTheCpuWhenTheKernelsRunOnTheHost) {
   int cpu_refused = 0;
   std::vector<Planned> planned = PlanAll(HandBuiltModules(), &cpu_refused);
@@ -341,7 +341,10 @@ TEST(KernelCodegen, HandBuiltModulesMatchTheCpuWhenTheKernelsRunOnTheHost) {
     std::vector<Array> args;
     // No edge values into sums: huge values cancel differently in another summation order.
     const bool edges = testing::ReduceScale(*p.module) == 1 && p.text.find("reduce(") == std::string::npos;
-    for (const Shape& s : p.exe->argument_shapes()) args.push_back(RandomArray(s, rng, edges));
+    // 16-bit sums of n terms stay small: the CPU rounds its accumulator after every step (it stalls
+    // at 2048 or 8192 and never overflows), a GPU accumulates in f32 (see Compare).
+    const double magnitude = 3.0 / testing::ReduceScale(*p.module);
+    for (const Shape& s : p.exe->argument_shapes()) args.push_back(RandomArray(s, rng, edges, magnitude));
     StatusOr<std::vector<Array>> want = p.exe->Run(args);
     ASSERT_TRUE(want.ok()) << want.status().message();
     StatusOr<std::vector<Array>> got = testing::RunOnHost(*p.exe, args, **host);
@@ -358,8 +361,10 @@ TEST(KernelCodegen, HandBuiltModulesMatchTheCpuWhenTheKernelsRunOnTheHost) {
     ++ran;
   }
   std::cout << "hand-built modules run with host-compiled kernels: " << ran << " (" << not_host
-            << " need a GPU: warp / block reduces, tiled transposes); host build " << build_seconds << " s\n";
-  EXPECT_GE(ran, 700);
+            << " have steps the harness does not run); host build " << build_seconds << " s\n";
+  // Every module (827 when this was set): warp and block reductions and tiled transposes run
+  // too, on the emulator's threads.
+  EXPECT_GE(ran, 820);
 }
 
 TEST(KernelCodegen, HandBuiltModulesMatchTheCpuOnAGpu) {
@@ -372,7 +377,10 @@ TEST(KernelCodegen, HandBuiltModulesMatchTheCpuOnAGpu) {
     std::vector<Array> args;
     // No edge values into sums: huge values cancel differently in another summation order.
     const bool edges = testing::ReduceScale(*p.module) == 1 && p.text.find("reduce(") == std::string::npos;
-    for (const Shape& s : p.exe->argument_shapes()) args.push_back(RandomArray(s, rng, edges));
+    // 16-bit sums of n terms stay small: the CPU rounds its accumulator after every step (it stalls
+    // at 2048 or 8192 and never overflows), a GPU accumulates in f32 (see Compare).
+    const double magnitude = 3.0 / testing::ReduceScale(*p.module);
+    for (const Shape& s : p.exe->argument_shapes()) args.push_back(RandomArray(s, rng, edges, magnitude));
     StatusOr<std::vector<Array>> want = p.exe->Run(args);
     if (!want.ok()) continue;
     StatusOr<std::vector<Array>> got = testing::RunOnGpu(*p.exe, args);

@@ -40,11 +40,20 @@ Status CompileAll(std::span<const GeneratedKernel> kernels, int batch, int* prog
 // codegen ops, aliases, a tuple root); Unimplemented for a plan with any other step.
 StatusOr<std::vector<Array>> RunOnGpu(const Executable& e, std::span<const Array> args);
 
-// The generated kernels compiled for the host with the C++ compiler (CUDA built-ins emulated,
-// one thread running each grid-stride loop): checks the scalar op table and index arithmetic
-// against the CPU executor without a GPU. Only kernels without cross-thread cooperation run
-// (elementwise, index maps, general reduces, reduce-window): HostRunnable.
+// The generated kernels compiled for the host with the C++ compiler and run by a SIMT emulator
+// (HostShim: the launch's block size, up to 8 of its blocks, each thread a fiber meeting its
+// block at __syncthreads and its warp at shuffles): checks the scalar op table, the index
+// arithmetic and the threads' cooperation (shared memory, barriers, warp reductions) against
+// the CPU executor without a GPU. A deadlock or a shuffle reading a lane that has returned fails
+// the launch, naming the block and thread. What it cannot see: data races between threads
+// (fibers switch only at barriers), memory-model and timing effects, out-of-bounds accesses
+// that land in mapped memory. HostRunnable: every kernel (kept for callers that filter).
 bool HostRunnable(const GeneratedKernel& k);
+// The emulator's source (kernel_host_shim_test.cc).
+const char* HostShim();
+// Compiles `code` (which starts with HostShim()) into a shared library with the host's C++
+// compiler and loads it; the dlopen handle, which the caller owns (dlclose).
+StatusOr<void*> CompileHostLibrary(const std::string& code);
 class HostKernels {
  public:
   static StatusOr<std::unique_ptr<HostKernels>> Build(std::span<const GeneratedKernel> kernels);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <cstring>
 #include <mutex>
 #include <tuple>
 
@@ -193,6 +194,17 @@ StatusOr<cudaKernel_t> Kernel(int family, ReductionKind r, DType t, int device, 
   return k;
 }
 
+// The kernel's by-value parameter as bytes, and its geometry (256 threads a block).
+template <typename Args>
+CollectiveLaunch Launch(const Args& args, dim3 grid) {
+  CollectiveLaunch launch;
+  launch.params.resize(sizeof(Args));
+  std::memcpy(launch.params.data(), &args, sizeof(Args));
+  launch.grid = grid;
+  launch.block = dim3(256);
+  return launch;
+}
+
 dim3 Grid(int64_t units, int64_t pieces) {
   return dim3(static_cast<unsigned>(std::clamp<int64_t>(CeilDiv(units, 256), 1, 2048)),
               static_cast<unsigned>(pieces));
@@ -276,9 +288,9 @@ Status CheckCollectiveArgs(const CollectiveArgs& op, std::string_view name, int6
 }
 
 
-Status EnqueueCopy(const CopyJob& job, int device, cudaStream_t stream) {
+StatusOr<CollectiveLaunch> PrepareCopy(const CopyJob& job) {
   const size_t pieces = job.src.size();
-  if (pieces == 0) return OkStatus();
+  if (pieces == 0) return CollectiveLaunch{};
   if (pieces > static_cast<size_t>(kMaxCollectivePeers) || job.dst.size() != pieces) {
     return Unimplemented("a virtual-GPU collective copy of ", pieces, " pieces: at most ",
                          kMaxCollectivePeers, " peers are supported");
@@ -286,7 +298,7 @@ Status EnqueueCopy(const CopyJob& job, int device, cudaStream_t stream) {
   // In bytes: the element becomes an innermost dim of element_bytes bytes with stride 1.
   std::vector<int64_t> dims, ss, ds;
   for (size_t i = 0; i < job.dims.size(); ++i) {
-    if (job.dims[i] == 0) return OkStatus();
+    if (job.dims[i] == 0) return CollectiveLaunch{};
     if (job.dims[i] == 1) continue;
     dims.push_back(job.dims[i]);
     ss.push_back(job.src_strides[i] * job.element_bytes);
@@ -348,15 +360,21 @@ Status EnqueueCopy(const CopyJob& job, int device, cudaStream_t stream) {
     args.src[p] = job.src[p];
     args.dst[p] = job.dst[p];
   }
-  XS_ASSIGN_OR_RETURN(cudaKernel_t k, Kernel(0, ReductionKind::kSum, DType::kU8, device,
-                                              []() -> StatusOr<KernelSource> { return CollectiveCopySource(); }));
-  void* params[] = {&args};
-  return LaunchKernel(k, Grid(count, pieces), dim3(256), params, 0, stream);
+  return Launch(args, Grid(count, pieces));
 }
 
-Status EnqueueReduce(const ReduceJob& job, int device, cudaStream_t stream) {
+Status EnqueueCopy(const CopyJob& job, int device, cudaStream_t stream) {
+  XS_ASSIGN_OR_RETURN(CollectiveLaunch launch, PrepareCopy(job));
+  if (launch.params.empty()) return OkStatus();
+  XS_ASSIGN_OR_RETURN(cudaKernel_t k, Kernel(0, ReductionKind::kSum, DType::kU8, device,
+                                              []() -> StatusOr<KernelSource> { return CollectiveCopySource(); }));
+  void* params[] = {launch.params.data()};
+  return LaunchKernel(k, launch.grid, launch.block, params, 0, stream);
+}
+
+StatusOr<CollectiveLaunch> PrepareReduce(const ReduceJob& job) {
   const size_t n = job.srcs.size();
-  if (n == 0 || job.rows == 0 || job.row_elements == 0) return OkStatus();
+  if (n == 0 || job.rows == 0 || job.row_elements == 0) return CollectiveLaunch{};
   if (n > static_cast<size_t>(kMaxCollectivePeers)) {
     return Unimplemented("a virtual-GPU reduction over ", n, " devices: at most ",
                          kMaxCollectivePeers, " are supported");
@@ -378,12 +396,18 @@ Status EnqueueReduce(const ReduceJob& job, int device, cudaStream_t stream) {
   args.rows = job.rows;
   args.row_elems = job.row_elements;
   args.src_row_stride = job.src_row_stride;
+  const int64_t units = job.rows * job.row_elements / (vec ? 16 / es : 1);
+  return Launch(args, Grid(units, 1));
+}
+
+Status EnqueueReduce(const ReduceJob& job, int device, cudaStream_t stream) {
+  XS_ASSIGN_OR_RETURN(CollectiveLaunch launch, PrepareReduce(job));
+  if (launch.params.empty()) return OkStatus();
   XS_ASSIGN_OR_RETURN(cudaKernel_t k, Kernel(1, job.reduction, job.dtype, device, [&] {
                         return CollectiveReduceSource(job.reduction, job.dtype);
                       }));
-  void* params[] = {&args};
-  const int64_t units = job.rows * job.row_elements / (vec ? 16 / es : 1);
-  return LaunchKernel(k, Grid(units, 1), dim3(256), params, 0, stream);
+  void* params[] = {launch.params.data()};
+  return LaunchKernel(k, launch.grid, launch.block, params, 0, stream);
 }
 
 }  // namespace xs::cuda

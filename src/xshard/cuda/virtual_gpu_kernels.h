@@ -73,6 +73,16 @@ struct ReduceJob {
 };
 Status EnqueueReduce(const ReduceJob& job, int device, cudaStream_t stream);
 
+// A launch of xs_collective_copy / xs_collective_reduce prepared without a GPU (what Enqueue*
+// launches; tests run it on the host): the kernel's one by-value parameter as bytes (empty when
+// there is nothing to do) and the geometry (blockIdx.y is the piece of a copy).
+struct CollectiveLaunch {
+  std::vector<std::byte> params;
+  dim3 grid, block;
+};
+StatusOr<CollectiveLaunch> PrepareCopy(const CopyJob& job);
+StatusOr<CollectiveLaunch> PrepareReduce(const ReduceJob& job);
+
 }  // namespace xs::cuda
 
 #endif  // XSHARD_CUDA_VIRTUAL_GPU_KERNELS_H_
