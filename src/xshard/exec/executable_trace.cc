@@ -17,6 +17,7 @@
 
 #include "xshard/base/strings.h"
 #include "xshard/core/npy.h"
+#include "xshard/exec/executable_trace.h"
 #include "xshard/exec/executable_plan.h"
 #include "xshard/exec/fusion_plan.h"
 
@@ -40,6 +41,7 @@ struct Trace {
   std::unordered_map<const Instruction*, RunFn> runs;  // the wrapped step functions
   std::array<PrepareFn, kOpcodeCount> prepares{};
   std::string path;
+  std::string device_events;  // AddExecutorTraceEvents': objects each followed by ",\n"
   bool written = false;
   Status write_status;
 };
@@ -55,6 +57,8 @@ double NowUs() {
       .count();
 }
 
+void WriteAtExit();
+
 // The whole trace as JSON.
 std::string TraceJson(const Trace& t) {
   std::string out = "{\"traceEvents\":[\n";
@@ -68,8 +72,23 @@ std::string TraceJson(const Trace& t) {
     if (!e.args.empty()) StrAppend(&out, ",\"args\":{", e.args, "}");
     out += "}";
   }
+  if (!t.device_events.empty()) {
+    StrAppend(&out, ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":", kDeviceTracePid,
+              ",\"args\":{\"name\":\"device steps (device time)\"}},\n");
+    out.append(t.device_events, 0, t.device_events.size() - 2);  // without the last ",\n"
+  }
   out += "\n]}\n";
   return out;
+}
+
+// Sets the file from XSHARD_TRACE the first time a run or a device kind asks (t.mu held).
+bool Enabled(Trace& t) {
+  if (!t.path.empty()) return true;
+  const char* path = std::getenv("XSHARD_TRACE");
+  if (path == nullptr || *path == '\0') return false;
+  t.path = path;
+  std::atexit(&WriteAtExit);
+  return true;
 }
 
 // Writes the file once (through a temporary renamed when complete); later calls return the
@@ -195,6 +214,23 @@ Status TracedFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
 
 Status WriteExecutorTrace() { return WriteOnce(); }
 
+bool ExecutorTraceEnabled() {
+  Trace& t = GetTrace();
+  std::lock_guard<std::mutex> lock(t.mu);
+  return Enabled(t);
+}
+
+void AddExecutorTraceEvents(std::string_view events) {
+  if (events.empty()) return;
+  Trace& t = GetTrace();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (!Enabled(t) || t.written) return;
+  t.device_events.append(events);
+  if (t.device_events.size() < 2 || t.device_events.compare(t.device_events.size() - 2, 2, ",\n") != 0) {
+    t.device_events += ",\n";
+  }
+}
+
 RunFn FusedLoopRunFn() {
   const char* path = std::getenv("XSHARD_TRACE");
   return path == nullptr || *path == '\0' ? &RunFusedLoop : &TracedFusedLoop;
@@ -207,10 +243,7 @@ void WrapHandlersForTrace(HandlerTable& table) {
   Trace& t = GetTrace();
   {
     std::lock_guard<std::mutex> lock(t.mu);
-    if (t.path.empty()) {
-      t.path = path;
-      std::atexit(&WriteAtExit);
-    }
+    Enabled(t);
     for (size_t i = 0; i < table.size(); ++i) {
       if (table[i] == nullptr || table[i] == &TracedPrepare) continue;
       t.prepares[i] = table[i];

@@ -15,6 +15,7 @@
 #include "xshard/cuda/cuda_status.h"
 #include "xshard/cuda/device_memory.h"
 #include "xshard/cuda/gpu_executable.h"
+#include "xshard/exec/executable_trace.h"
 #include "xshard/runtime/spmd_executor_collectives.h"
 #endif
 
@@ -183,6 +184,9 @@ class CudaProgram final : public DeviceProgram {
     run.max_while_iterations = options.max_while_iterations;
     run.partition_id = options.partition_id;
     run.replica_id = options.replica_id;
+    // --trace: every action timed with events, into the trace's device-time process, one
+    // thread per device as the executor's steps (replica * 100000 + partition).
+    run.trace = ExecutorTraceEnabled();
     cuda::GpuRunStats gpu_stats;
     StatusOr<std::vector<cuda::DeviceArray>> out = exec_->Run(args, run, &gpu_stats);
     collectives_->Use({});
@@ -191,6 +195,10 @@ class CudaProgram final : public DeviceProgram {
     }
     XS_ASSIGN_OR_RETURN(std::vector<Array> host, exec_->CopyToHost(*out));
     devices_->AddDeviceMicros(device_, gpu_stats.device_us);
+    if (run.trace) {
+      const int64_t tid = options.replica_id * 100000 + options.partition_id;
+      AddExecutorTraceEvents(cuda::ChromeTraceEvents(gpu_stats, kDeviceTracePid, tid));
+    }
     if (stats != nullptr) {
       stats->instructions_run = gpu_stats.actions_run;
       // Device memory fixed at Load, less the argument buffers (the executor counts those).

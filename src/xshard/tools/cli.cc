@@ -24,13 +24,13 @@
 
 #include "xshard/core/allocation_failure.h"
 #include "xshard/core/npy.h"
+#include "xshard/exec/executable_trace.h"
 #include "xshard/ir/verifier.h"
 #include "xshard/jit/compile_pipeline.h"
 #include "xshard/jit/host_memory.h"
 #include "xshard/text/parser.h"
 
 namespace xs {
-Status WriteExecutorTrace();  // exec/executable_trace.cc: the --trace file, written now
 }  // namespace xs
 
 namespace xs::tools {
