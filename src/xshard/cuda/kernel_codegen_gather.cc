@@ -121,14 +121,11 @@ std::string NativeAtomic(kernels::CombineKind kind, DType t) {
   const std::string w = s32 ? "int" : u32 ? "unsigned" : (s64 || u64) ? "unsigned long long" : "";
   switch (kind) {
     case kernels::CombineKind::kAdd:
-      if (t == DType::kF32) return "atomicAdd|float";
-      if (t == DType::kF64) return "atomicAdd|double";
+      if (t == DType::kF32 || t == DType::kF64) return "atomicAdd|" + CType(t);
       return w.empty() ? "" : "atomicAdd|" + w;
-    case kernels::CombineKind::kMaximum: case kernels::CombineKind::kMinimum: {
-      const std::string f = kind == kernels::CombineKind::kMaximum ? "atomicMax|" : "atomicMin|";
-      if (s64) return f + "long long";
-      return w.empty() ? "" : f + w;
-    }
+    case kernels::CombineKind::kMaximum: case kernels::CombineKind::kMinimum:
+      if (w.empty()) return "";
+      return std::string(kind == kernels::CombineKind::kMaximum ? "atomicMax|" : "atomicMin|") + (s64 ? "long long" : w);
     case kernels::CombineKind::kAnd: return w.empty() ? "" : "atomicAnd|" + w;
     case kernels::CombineKind::kOr: return w.empty() ? "" : "atomicOr|" + w;
     default: return "";
@@ -249,7 +246,6 @@ StatusOr<std::vector<GeneratedKernel>> GenerateScatterKernels(const Instruction&
   }
   for (size_t j = 0; ok && j < batch.size(); ++j) ok = up0.dim(static_cast<int>(scatter_pos[j])) == batch[j];
   if (!ok) return InvalidArgument("scatter '", inst.name(), "': update_window_dims, the indices and the updates do not agree");
-
   // Which window element each thread combines: element t of the CPU's walk is window element
   // t % W (row-major over update_window_dims) of batch index t / W (row-major).
   std::vector<std::string> b;
@@ -273,9 +269,8 @@ StatusOr<std::vector<GeneratedKernel>> GenerateScatterKernels(const Instruction&
   const int64_t esize = DTypeSize(types[0]);
   const bool cas_size = n == 1 && (esize == 2 || esize == 4 || esize == 8);
   const std::string atomic = n == 1 ? NativeAtomic(kind, types[0]) : "";
-  // Whether combining in another order than the CPU's keeps results close: not for 16-bit float
-  // sums and products, which round to 8 or 11 bits after every step (f32 / f64 adds: atomics,
-  // as XLA's GPU backend).
+  // Whether another order than the CPU's keeps results close: not for 16-bit float sums and
+  // products, rounded to 8 or 11 bits every step (f32 / f64 adds: atomics, as XLA's GPU backend).
   const bool any_order = !(types[0] == DType::kF16 || types[0] == DType::kBF16) ||
                          (kind != kernels::CombineKind::kAdd && kind != kernels::CombineKind::kMultiply);
   std::string strategy;
@@ -320,17 +315,16 @@ StatusOr<std::vector<GeneratedKernel>> GenerateScatterKernels(const Instruction&
   const int ptrs = 3 * n + 1;  // operands, indices, updates, results
   if (!in_place) {
     codegen::ElemSpec spec;
-    std::string args, copies;
+    std::string loads, stores, copies;
     for (int k = 0; k < n; ++k) {
+      const std::string x = "x" + std::to_string(k), y = "y" + std::to_string(k);
       spec.loads.push_back({k, types[k]});
-      args += ", const " + CType(types[k]) + " x" + std::to_string(k);
-      copies += " y" + std::to_string(k) + " = x" + std::to_string(k) + ";";
-    }
-    for (int k = 0; k < n; ++k) {
       spec.stores.push_back({2 * n + 1 + k, types[k]});
-      args += ", " + CType(types[k]) + "& y" + std::to_string(k);
+      loads += ", const " + CType(types[k]) + " " + x;
+      stores += ", " + CType(types[k]) + "& " + y;
+      copies += " " + y + " = " + x + ";";
     }
-    spec.lambda = "auto elem = [&](idx_t" + args + ") {" + copies + " };";
+    spec.lambda = "auto elem = [&](idx_t" + loads + stores + ") {" + copies + " };";
     out.push_back(codegen::EmitElementwise("scatter_copy", spec, op0.num_elements(), ptrs));
   }
 

@@ -238,6 +238,20 @@ TEST(ScatterKernel, WindowsThatDoNotFitAreSkippedWhole) {
   });
 }
 
+TEST(ScatterKernel, WindowDimsBeforeScatterDimsWithS64Indices) {
+  // updates[j][u] goes to operand[idx[u]][j]: the window dim leads the updates.
+  const std::vector<double> idx = {3, 1, 3, -4, 0};
+  Ran r = RunBoth(Scatter("f32", "add", "f32[4,3]", "s64[5]", "f32[3,5]",
+                          "update_window_dims={0}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1"),
+                  {Make(DType::kF32, {4, 3}, [](int64_t) { return 0.5; }), Of(DType::kS64, {5}, idx),
+                   Make(DType::kF32, {3, 5}, [](int64_t k) { return k + 1; })});
+  ExpectValues(r, [&](int64_t k) {
+    double v = 0.5;
+    for (int u = 0; u < 5; ++u) v += idx[u] == k / 3 ? (k % 3) * 5 + u + 1 : 0;
+    return v;
+  });
+}
+
 TEST(ScatterKernel, BatchingDims) {
   const std::string text = Scatter("f32", "add", "f32[3,5]", "s32[3,2]", "f32[3,2]",
                                    "update_window_dims={}, inserted_window_dims={1}, scatter_dims_to_operand_dims={1}, "
