@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -257,6 +258,71 @@ TEST(KernelCodegenCorpus, ModulesTheHostHarnessRunsMatchTheCpu) {
   } else {
     EXPECT_GE(ran, 10);
     std::cout << "the OpenXLA corpus is not at " << XSHARD_CORPUS_DIR << ": only the test data ran\n";
+  }
+}
+
+// Every module whose GPU plan is complete, run as the GPU executor runs it (its actions, arena
+// offsets, aliases, in-place results, GEMM and convolution layouts, control flow) in host
+// memory with the plan's kernels on the emulator: against the CPU executor.
+TEST(KernelCodegenCorpus, GpuPlansRunOnTheHostMatchTheCpu) {
+  std::vector<Planned> all = AllModules();
+  struct Ready {
+    const Planned* p;
+    std::unique_ptr<GpuPlan> plan;
+  };
+  std::vector<Ready> ready;
+  std::vector<GeneratedKernel> kernels;
+  int too_big = 0, unsupported = 0;
+  for (const Planned& p : all) {
+    if (EmulatorWork(*p.module) > kEmulatorWorkLimit) {
+      ++too_big;
+      continue;
+    }
+    StatusOr<std::unique_ptr<GpuPlan>> plan = GpuPlan::Create(*p.exe);
+    ASSERT_TRUE(plan.ok()) << p.file << ": " << plan.status().message();
+    if (!(*plan)->Supported().ok()) {
+      ++unsupported;
+      continue;
+    }
+    for (GeneratedKernel& k : testing::PlanKernels(**plan)) kernels.push_back(std::move(k));
+    ready.push_back({&p, std::move(*plan)});
+  }
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(kernels);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  std::mt19937_64 rng(43);
+  int ran = 0, not_run = 0;
+  std::map<std::string, int> why_not;
+  for (const Ready& r : ready) {
+    const Planned& p = *r.p;
+    std::vector<Array> args;
+    for (const Shape& s : p.exe->argument_shapes()) args.push_back(RandomArray(s, rng));
+    ExecuteOptions options;
+    options.max_while_iterations = 100;
+    StatusOr<std::vector<Array>> want = p.exe->Run(args, options);
+    if (!want.ok()) continue;
+    StatusOr<std::vector<Array>> got = testing::RunPlanOnHost(*r.plan, args, **host);
+    if (!got.ok() && got.status().code() == StatusCode::kUnimplemented) {
+      ++not_run;
+      ++why_not[got.status().message().substr(0, 60)];
+      continue;
+    }
+    ASSERT_TRUE(got.ok()) << p.file << ": " << got.status().message();
+    ASSERT_EQ(got->size(), want->size()) << p.file;
+    for (size_t i = 0; i < want->size(); ++i) {
+      const std::string diff = testing::Compare((*got)[i], (*want)[i], testing::ReduceScale(*p.module));
+      EXPECT_TRUE(diff.empty()) << p.file << " result " << i << ": " << diff;
+    }
+    ++ran;
+  }
+  std::cout << "GPU plans run on the host: " << ran << " of " << all.size() << " (" << unsupported
+            << " have an unsupported step, " << too_big << " too big for the emulator, " << not_run
+            << " not run here:";
+  for (const auto& [why, n] : why_not) std::cout << " " << n << " x " << why << ";";
+  std::cout << ")\n";
+  if (xs::testing::CorpusAvailable(XSHARD_CORPUS_DIR)) {
+    EXPECT_GT(ran, 100);
+  } else {
+    EXPECT_GE(ran, 10);
   }
 }
 

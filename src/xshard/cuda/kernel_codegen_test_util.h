@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "xshard/core/array.h"
+#include "xshard/cuda/gpu_executable.h"
 #include "xshard/cuda/kernel_codegen.h"
 #include "xshard/exec/executable.h"
 
@@ -68,6 +69,16 @@ class HostKernels {
 bool HostRunsEntry(const Executable& e, std::vector<GeneratedKernel>* kernels);
 // RunOnGpu's walk with HostKernels; Unimplemented when a kernel is not HostRunnable.
 StatusOr<std::vector<Array>> RunOnHost(const Executable& e, std::span<const Array> args, HostKernels& kernels);
+
+// Every generated kernel of `plan` (its entry and the computations it runs as frames).
+std::vector<GeneratedKernel> PlanKernels(const GpuPlan& plan);
+// Runs `plan` (GpuPlan::Supported) as the GPU executor's action walk does, in host memory: its
+// generated kernels on HostKernels' emulator (built from PlanKernels), GEMMs and convolutions as
+// plain loops over what GemmLayout / ConvLayout tell cuBLASLt and cuDNN, copies, zero fills,
+// calls, while loops (at most 100 iterations) and conditionals; collectives of one participant.
+// Checks the plan itself without a GPU: arena offsets, aliases, in-place results, temporaries,
+// the kernels' arguments and the library layouts. Unimplemented for what it does not run.
+StatusOr<std::vector<Array>> RunPlanOnHost(const GpuPlan& plan, std::span<const Array> args, HostKernels& kernels);
 
 // Empty when `got` matches `want` (dtype, dims, values: integers exactly; floats within
 // scale * rtol * max(1, |want|), rtol 1e-4 for f32, 1e-12 f64, 2e-3 f16, 1.6e-2 bf16; NaN
