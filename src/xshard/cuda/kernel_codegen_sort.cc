@@ -1,7 +1,8 @@
 // sort (n operands, any comparator) and top-k (the topk op and the TopK custom-call) kernels: one
 // block per row, a bitonic network over the row padded to a power of two in shared memory, stable
-// by breaking comparator ties with the original position (the CPU's stable merge sort). Rows up
-// to 65536 elements; top-k of longer rows keeps the best k while it streams the row in chunks.
+// by breaking comparator ties with the original position (the CPU's stable merge sort). Longer
+// rows: top-k keeps the best k while it streams the row in chunks; sort ranks chunks against
+// each other (slow, but needs no scratch buffer).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -73,13 +74,14 @@ std::string OrderKey(DType t, const std::string& x) {
 // first step of a merge pairs a slot with its mirror in the merged block, so slots from `valid`
 // on act as +infinity (pairs reaching them are skipped and never read). `swap` exchanges slots
 // lo and hi; `before(i, j)` orders them.
-std::string Network(int64_t padded, const std::string& valid, const std::string& swap) {
+std::string Network(int64_t padded, const std::string& valid, const std::string& swap,
+                    const std::string& before = "before") {
   std::string b = "    for (int size = 2; size <= " + Int(padded) + "; size <<= 1) {\n";
   b += "      for (int half = size >> 1; half > 0; half >>= 1) {\n";
   b += "        for (int t = threadIdx.x; t < " + Int(padded / 2) + "; t += blockDim.x) {\n";
   b += "          const int lo = ((t & ~(half - 1)) << 1) | (t & (half - 1));\n";
   b += "          const int hi = half == (size >> 1) ? (lo ^ (size - 1)) : lo + half;\n";
-  b += "          if (hi < " + valid + " && before(hi, lo)) {\n" + swap + "          }\n";
+  b += "          if (hi < " + valid + " && " + before + "(hi, lo)) {\n" + swap + "          }\n";
   return b + "        }\n        __syncthreads();\n      }\n    }\n";
 }
 
@@ -199,6 +201,88 @@ GeneratedKernel EmitTopKChunked(const SortProblem& p, const std::string& before_
   return codegen::Finish("topk", std::move(b), launch, 3, "topk_chunked");
 }
 
+// A sort of rows longer than 65536 elements without scratch memory: for each chunk A of the row,
+// sorted in shared memory with positions, every other chunk B is sorted in turn and each element
+// of A counts, by binary search, the elements of B that go before it (B's earlier chunks: those
+// not greater; later ones: those less), which gives its final rank; A is then written there.
+// O((n / chunk)^2 chunk log^2 chunk) work per row: slow, but exact and stable.
+GeneratedKernel EmitSortRanked(const SortProblem& p, const std::string& before_code, int64_t chunk) {
+  const int n_ops = static_cast<int>(p.types.size());
+  const int block = 512;
+  std::string b = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") " +
+                  std::string(codegen::kName) + "(xs_args<" + std::to_string(2 * n_ops) + "> a) {\n";
+  b += "  typedef " + codegen::IndexType(p.total + chunk) + " idx_t;\n";
+  b += "  extern __shared__ __align__(16) unsigned char xs_smem[];\n";
+  struct Arr {
+    std::string type, name;
+    int64_t size;
+  };
+  std::vector<Arr> arrays = {{"int", "pos", 4}, {"int", "acc", 4}};
+  for (int k = 0; k < n_ops; ++k) {
+    const std::string t = CType(p.types[k]), s = std::to_string(k);
+    b += "  const " + t + "* in" + s + " = (const " + t + "*)a.p[" + s + "];\n";
+    arrays.push_back({t, "sa" + s, DTypeSize(p.types[k])});
+    arrays.push_back({t, "sb" + s, DTypeSize(p.types[k])});
+  }
+  std::stable_sort(arrays.begin(), arrays.end(), [](const Arr& x, const Arr& y) { return x.size > y.size; });
+  int64_t offset = 0;
+  for (const Arr& arr : arrays) {
+    b += "  " + arr.type + "* " + arr.name + " = (" + arr.type + "*)(xs_smem + " + Int(offset) + ");\n";
+    offset += chunk * arr.size;
+  }
+  std::string ab, ba, bb, swap_a = "      { const int v = pos[lo]; pos[lo] = pos[hi]; pos[hi] = v; }\n", swap_b;
+  for (int k = 0; k < n_ops; ++k) {
+    const std::string s = std::to_string(k), t = CType(p.types[k]);
+    b += "  auto key" + s + " = [&](int i) { return sa" + s + "[i]; };\n";
+    ab += "sa" + s + "[i], sb" + s + "[j], ";
+    ba += "sb" + s + "[j], sa" + s + "[i], ";
+    bb += "sb" + s + "[i], sb" + s + "[j], ";
+    for (const std::string& arr : {"sa" + s, "sb" + s}) {
+      (arr[1] == 'a' ? swap_a : swap_b) += "      { const " + t + " v = " + arr + "[lo]; " + arr + "[lo] = " + arr +
+                                           "[hi]; " + arr + "[hi] = v; }\n";
+    }
+  }
+  b += before_code;  // cmp and before (over A's slots)
+  b += "  auto less_b = [&](int i, int j) -> bool { bool r = false; cmp(" + bb + "r); return r; };\n";
+  b += "  auto less_ab = [&](int i, int j) -> bool { bool r = false; cmp(" + ab + "r); return r; };\n";
+  b += "  auto less_ba = [&](int j, int i) -> bool { bool r = false; cmp(" + ba + "r); return r; };\n";
+  const std::string n = Int(p.n), c = Int(chunk), inner = Int(p.inner);
+  b += "  for (idx_t row = blockIdx.x; row < " + Int(p.rows) + "; row += gridDim.x) {\n";
+  b += "    const idx_t base = row / " + inner + " * " + Int(p.n * p.inner) + " + row % " + inner + ";\n";
+  b += "    for (idx_t a0 = 0; a0 < " + n + "; a0 += " + c + ") {\n";
+  b += "      const int ma = " + n + " - a0 < " + c + " ? (int)(" + n + " - a0) : " + c + ";\n";
+  b += "      for (int j = threadIdx.x; j < ma; j += blockDim.x) {\n        pos[j] = j;\n";
+  for (int k = 0; k < n_ops; ++k) b += "        sa" + std::to_string(k) + "[j] = in" + std::to_string(k) + "[base + (a0 + j) * " + inner + "];\n";
+  b += "      }\n      __syncthreads();\n" + Network(chunk, "ma", swap_a);
+  b += "      for (int j = threadIdx.x; j < ma; j += blockDim.x) acc[j] = j;\n";
+  b += "      for (idx_t b0 = 0; b0 < " + n + "; b0 += " + c + ") {\n        if (b0 == a0) continue;\n";
+  b += "        const int mb = " + n + " - b0 < " + c + " ? (int)(" + n + " - b0) : " + c + ";\n";
+  b += "        for (int j = threadIdx.x; j < mb; j += blockDim.x) {\n";
+  for (int k = 0; k < n_ops; ++k) b += "          sb" + std::to_string(k) + "[j] = in" + std::to_string(k) + "[base + (b0 + j) * " + inner + "];\n";
+  b += "        }\n        __syncthreads();\n" + Network(chunk, "mb", swap_b, "less_b");
+  b += "        for (int i = threadIdx.x; i < ma; i += blockDim.x) {\n          int lo = 0, hi = mb;\n";
+  b += "          while (lo < hi) {\n            const int j = (lo + hi) >> 1;\n";
+  b += "            if (b0 < a0 ? !less_ab(i, j) : less_ba(j, i)) lo = j + 1; else hi = j;\n          }\n";
+  b += "          acc[i] += lo;\n        }\n        __syncthreads();\n      }\n";
+  b += "      for (int j = threadIdx.x; j < ma; j += blockDim.x) {\n        const idx_t o = base + (idx_t)acc[j] * " + inner + ";\n";
+  for (int k = 0; k < n_ops; ++k) {
+    b += "        ((" + CType(p.types[k]) + "*)a.p[" + std::to_string(n_ops + k) + "])[o] = sa" + std::to_string(k) + "[j];\n";
+  }
+  b += "      }\n      __syncthreads();\n    }\n  }\n}\n";
+  LaunchDims launch;
+  launch.grid = std::clamp<int64_t>(p.rows, 1, codegen::kMaxGrid);
+  launch.block = block;
+  launch.shared_bytes = offset;
+  return codegen::Finish("sort", std::move(b), launch, 2 * n_ops, "sort_ranked_chunks");
+}
+
+// "key0", "key1", ...: the accessors of the operands' values in a slot.
+std::vector<std::string> KeyNames(size_t n) {
+  std::vector<std::string> key;
+  for (size_t k = 0; k < n; ++k) key.push_back(StrCat("key", k));
+  return key;
+}
+
 // The largest k EmitTopKChunked takes: the best k padded to a power of two are half its slots.
 int64_t MaxChunkedK(DType t) {
   int64_t k = 1;
@@ -266,14 +350,18 @@ StatusOr<GeneratedKernel> GenerateSortKernel(const Instruction& inst) {
       keys_in_shared = true, shared = keyed;
     } else if (indexed <= kMaxShared) {
       shared = indexed;
+    } else if (!topk) {
+      int64_t chunk = 1;  // chunks A and B, A's positions and ranks in the default 48 KiB
+      while (2 * chunk * (2 * (elem - pos_size) + 8) <= kDefaultShared) chunk <<= 1;
+      XS_ASSIGN_OR_RETURN(std::string before, SortBefore(inst, p.types, KeyNames(p.types.size())));
+      return EmitSortRanked(p, before, chunk);
     } else {
       return Unimplemented("cuda: ", what, " sorts rows of ", p.n, " elements; generated sort kernels hold a row's ",
                            "16-bit positions in shared memory (", kMaxShared / 1024, " KiB): at most 65536 elements",
                            topk ? StrCat(" (or top-k with k <= ", MaxChunkedK(p.types[0]), ")") : "");
     }
   }
-  std::vector<std::string> key;
-  for (size_t k = 0; k < p.types.size(); ++k) key.push_back(StrCat("key", k));
+  const std::vector<std::string> key = KeyNames(p.types.size());
   std::string before;
   if (topk) {
     const DType t = p.types[0];

@@ -186,6 +186,9 @@ std::vector<Case> Cases() {
   // 32768 padded slots x 2 bytes: 64 KiB of dynamic shared memory (above the default 48 KiB).
   c.push_back({"positions above 48 KiB of shared memory", SortModule(lt_s32_s32, {"s32[1,20000]", "s32[1,20000]"}, 1, 1, 1),
                "sort_bitonic_index", 1000});
+  // Rows above 65536 elements: chunks ranked against each other (the corpus sorts 209664).
+  c.push_back({"rows above 65536 elements, many ties", SortModule(KeyCmp("lt", {"u8", "s32"}, "LT", false), {"u8[1,70001]", "s32[1,70001]"}, 1, 1, 1),
+               "sort_ranked_chunks", 5});
   // Rows too long for shared memory: the best k and a chunk of the row, round after round.
   c.push_back({"TopK of long rows, small k", TopKModule("f32[2,20000]", "(f32[2,33], s32[2,33])", "custom-call(p0), custom_call_target=\"TopK\""),
                "topk_chunked", 40});
@@ -271,7 +274,7 @@ TEST(KernelCodegenSort, RefusesWhatItDoesNotCoverNamingTheInstruction) {
   const struct {
     std::string text, says;
   } cases[] = {
-      {SortModule(KeyCmp("lt", {"s32"}, "LT", false), {"s32[2,200000]"}, 1), "200000"},
+      {TopKModule("f32[2,200000]", "(f32[2,3000], s32[2,3000])", "topk(p0), k=3000, largest=true"), "200000"},
       {SortModule(KeyCmp("lt", {"f32", "c64"}, "LT", false), {"f32[8]", "c64[8]"}, 0), "c64"},
   };
   for (const auto& c : cases) {
