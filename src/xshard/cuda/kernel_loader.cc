@@ -58,8 +58,28 @@ StatusOr<cudaKernel_t> LoadKernel(const KernelSource& src, int device) {
   return loaded.kernel;
 }
 
+// Dynamic shared memory above the default 48 KiB needs the kernel's opt-in on each device, once
+// (sort kernels take up to 227 KiB on Hopper).
+static Status AllowSharedMemory(cudaKernel_t kernel, size_t bytes) {
+  constexpr size_t kDefault = 48 << 10;
+  if (bytes <= kDefault) return OkStatus();
+  int device = 0;
+  XS_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), "cudaGetDevice"));
+  static std::mutex mu;
+  static auto* allowed = new std::map<std::pair<cudaKernel_t, int>, size_t>();
+  std::lock_guard<std::mutex> lock(mu);
+  size_t& have = (*allowed)[{kernel, device}];
+  if (have >= bytes) return OkStatus();
+  XS_RETURN_IF_ERROR(CudaStatus(cudaKernelSetAttributeForDevice(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                                static_cast<int>(bytes), device),
+                                "cudaKernelSetAttributeForDevice(MaxDynamicSharedMemorySize)"));
+  have = bytes;
+  return OkStatus();
+}
+
 Status LaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, size_t shared_bytes,
                     cudaStream_t stream) {
+  XS_RETURN_IF_ERROR(AllowSharedMemory(kernel, shared_bytes));
   return CudaStatus(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, args,
                                      shared_bytes, stream),
                     "cudaLaunchKernel");

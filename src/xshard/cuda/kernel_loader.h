@@ -20,7 +20,8 @@ StatusOr<cudaKernel_t> LoadKernel(const KernelSource& src, int device);
 
 // Launches `kernel` on `stream` (cudaLaunchKernel accepts a cudaKernel_t in place of a
 // function's address since CUDA 12). `args[i]` points at the kernel's i-th parameter (for the
-// generators of kernel_codegen.h: one pointer to a KernelArgs block). The error names the launch.
+// generators of kernel_codegen.h: one pointer to a KernelArgs block). `shared_bytes` above 48 KiB
+// first opts the kernel in on the current device (once). The error names the launch.
 Status LaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, size_t shared_bytes,
                     cudaStream_t stream);
 
