@@ -1,10 +1,11 @@
 // What runs a computing step on the GPU (phase 1, no GPU needed): a generated kernel
 // (kernel_codegen.h) for fused loops, elementwise and shape ops, reduce and reduce-window; a
 // cuBLASLt GEMM for dots (gemm.h) and a cuDNN convolution (conv.h), with transposed copies of
-// operands they cannot read in place;
+// operands they cannot read in place, else a generated direct dot / convolution kernel;
 // a device copy for bitcast-convert. Anything else is "unsupported" with the generator's reason.
 #include "xshard/cuda/conv.h"
 #include "xshard/cuda/gpu_executable_plan.h"
+#include "xshard/cuda/kernel_codegen_internal.h"
 #include "xshard/exec/fusion_plan.h"
 
 namespace xs::cuda {
@@ -69,9 +70,11 @@ void PlanDot(const Step& step, Action& act, GpuPlanData& data, void* planner, Te
   const Instruction& dot = *step.inst;
   StatusOr<GemmLayout> layout = GemmLayoutFor(dot);
   if (!layout.ok()) {
-    // Integer and complex dots have no cuBLASLt form; the generic generator may cover them.
-    StatusOr<GeneratedKernel> k = GenerateOpKernel(dot);
+    // Integer, mixed-type and other dots cuBLASLt does not take: the direct kernel (slow path),
+    // its strategy naming why. Complex dots stay unsupported with cuBLASLt's reason.
+    StatusOr<GeneratedKernel> k = GenerateDotKernel(dot);
     if (k.ok()) {
+      k->strategy += StrCat(" (cuBLASLt: ", layout.status().message(), ")");
       AddKernel(act, std::move(k).value());
       return;
     }
@@ -101,6 +104,13 @@ void PlanConvolution(const Step& step, Action& act, GpuPlanData& data, void* pla
   const Instruction& conv = *step.inst;
   StatusOr<ConvLayout> layout = ConvLayoutFor(conv);
   if (!layout.ok()) {
+    // What cuDNN does not take runs as the direct kernel (slow path), its strategy naming why.
+    StatusOr<GeneratedKernel> k = GenerateConvolutionKernel(conv);
+    if (k.ok()) {
+      k->strategy += StrCat(" (cuDNN: ", layout.status().message(), ")");
+      AddKernel(act, std::move(k).value());
+      return;
+    }
     Unsupported(act, layout.status());
     return;
   }

@@ -94,6 +94,12 @@ namespace xs::cuda {
 // kernel_codegen_shape.cc: broadcast, transpose, slice, reverse, pad, concatenate, iota,
 // dynamic-slice, dynamic-update-slice, copy / reshape / bitcast.
 StatusOr<GeneratedKernel> GenerateShapeKernel(const Instruction& inst);
+// kernel_codegen_conv.cc: any convolution / dot (pointers lhs, rhs, result), one thread per
+// output element (strategy "conv_direct" / "dot_direct"): the fallback where cuDNN / cuBLASLt
+// refuse. Bit-identical to the CPU where it runs a fixed-order loop (integers, batch groups);
+// float GEMM-path results summed near-exactly (f32 in double). Unimplemented for complex types.
+StatusOr<GeneratedKernel> GenerateConvolutionKernel(const Instruction& inst);
+StatusOr<GeneratedKernel> GenerateDotKernel(const Instruction& inst);
 // kernel_codegen_reduce.cc: reduce and reduce-window (one operand, typed combiner).
 StatusOr<GeneratedKernel> GenerateReduceKernel(const Instruction& inst);
 // The elementwise ops GenerateElementwiseKernel emits (kernel_codegen_reduce.cc).

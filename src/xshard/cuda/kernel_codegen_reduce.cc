@@ -206,6 +206,8 @@ StatusOr<GeneratedKernel> GenerateOpKernel(const Instruction& inst) {
   }
   if (IsCodegenElementwise(op)) return GenerateElementwiseKernel(inst);
   if (op == Opcode::kGather) return GenerateGatherKernel(inst);
+  if (op == Opcode::kConvolution) return GenerateConvolutionKernel(inst);
+  if (op == Opcode::kDot) return GenerateDotKernel(inst);
   if (op == Opcode::kSort || op == Opcode::kTopK ||
       (op == Opcode::kCustomCall && inst.attrs().custom_call_target == "TopK")) {
     return GenerateSortKernel(inst);
