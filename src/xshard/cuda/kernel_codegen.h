@@ -59,7 +59,11 @@ struct GeneratedKernel {
   int num_pointers = 0;   // entries of KernelArgs::p
   // What the generator chose: "elementwise", "elementwise_vec<N>" (N elements per 16-byte access),
   // "reduce_row_warp", "reduce_row_block", "reduce_general", "transpose_tiled", "index_map",
-  // "dynamic_update_slice_in_place", "reduce_window".
+  // "dynamic_update_slice_in_place", "reduce_window", "gather", scatter's combine
+  // ("scatter_unique", "scatter_overwrite", "scatter_atomic", "scatter_atomic_cas",
+  // "scatter_ordered_windows", "scatter_serial"), "sort_bitonic_shared", "sort_bitonic_index",
+  // "sort_ranked_chunks", "topk_chunked", and the direct kernels for what cuDNN / cuBLASLt do
+  // not take: "conv_direct", "dot_direct".
   std::string strategy;
 };
 
