@@ -49,7 +49,10 @@ run() {
   local xs="$dir/bin/xshard" rc=0
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || true
   echo "== 1. the cuda tests (GPU tests, the corpus and the jax_compare programs against the CPU executor)"
-  "$dir/bin/xs_cuda_test" --gtest_brief=1 || rc=1
+  # Less the checks CI already runs without a GPU (the host emulator, NVRTC compiles of every
+  # corpus kernel): minutes of host work the device time is too short for.
+  "$dir/bin/xs_cuda_test" --gtest_brief=1 \
+    --gtest_filter='-*OnTheHost*:*WhenTheKernelsRunOnTheHost:*HostHarness*:*GenerateAndCompile:*GeneratesAndCompiles' || rc=1
   echo "== 2. xshard demo --platform cuda"
   "$xs" demo --platform cuda --devices 8 | tail -n 20 || rc=1
   echo "== 3. bench/gpu_compare.py"
