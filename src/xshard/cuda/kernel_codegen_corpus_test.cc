@@ -198,6 +198,16 @@ double EmulatorWork(const Module& m) {
 // Modules above this much EmulatorWork run on a GPU only (a few seconds each on the emulator).
 constexpr double kEmulatorWorkLimit = 3e7;
 
+// `got` (a host or GPU run) against the CPU executor's `want`, within Compare's tolerance.
+void ExpectMatches(const Planned& p, const StatusOr<std::vector<Array>>& got, const std::vector<Array>& want) {
+  ASSERT_TRUE(got.ok()) << p.file << ": " << got.status().message();
+  ASSERT_EQ(got->size(), want.size()) << p.file;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const std::string diff = testing::Compare((*got)[i], want[i], testing::ReduceScale(*p.module));
+    EXPECT_TRUE(diff.empty()) << p.file << " result " << i << ": " << diff;
+  }
+}
+
 // The modules whose entry plan has only steps the test harness runs, with the kernels compiled
 // for the host and run by its SIMT emulator: against the CPU executor.
 TEST(KernelCodegenCorpus, ModulesTheHostHarnessRunsMatchTheCpu) {
@@ -237,12 +247,7 @@ TEST(KernelCodegenCorpus, ModulesTheHostHarnessRunsMatchTheCpu) {
       ++not_run;
       continue;
     }
-    ASSERT_TRUE(got.ok()) << p.file << ": " << got.status().message();
-    ASSERT_EQ(got->size(), want->size()) << p.file;
-    for (size_t i = 0; i < want->size(); ++i) {
-      const std::string diff = testing::Compare((*got)[i], (*want)[i], testing::ReduceScale(*p.module));
-      EXPECT_TRUE(diff.empty()) << p.file << " result " << i << ": " << diff;
-    }
+    ExpectMatches(p, got, *want);
     ++ran;
   }
   std::sort(slowest.rbegin(), slowest.rend());
@@ -306,12 +311,7 @@ TEST(KernelCodegenCorpus, GpuPlansRunOnTheHostMatchTheCpu) {
       ++why_not[got.status().message().substr(0, 60)];
       continue;
     }
-    ASSERT_TRUE(got.ok()) << p.file << ": " << got.status().message();
-    ASSERT_EQ(got->size(), want->size()) << p.file;
-    for (size_t i = 0; i < want->size(); ++i) {
-      const std::string diff = testing::Compare((*got)[i], (*want)[i], testing::ReduceScale(*p.module));
-      EXPECT_TRUE(diff.empty()) << p.file << " result " << i << ": " << diff;
-    }
+    ExpectMatches(p, got, *want);
     ++ran;
   }
   std::cout << "GPU plans run on the host: " << ran << " of " << all.size() << " (" << unsupported
@@ -343,12 +343,7 @@ TEST(KernelCodegenCorpus, ModulesTheHarnessRunsMatchTheCpuOnAGpu) {
       ++harness_skipped;
       continue;
     }
-    ASSERT_TRUE(got.ok()) << p.file << ": " << got.status().message();
-    ASSERT_EQ(got->size(), want->size()) << p.file;
-    for (size_t i = 0; i < want->size(); ++i) {
-      const std::string diff = testing::Compare((*got)[i], (*want)[i], testing::ReduceScale(*p.module));
-      EXPECT_TRUE(diff.empty()) << p.file << " result " << i << ": " << diff;
-    }
+    ExpectMatches(p, got, *want);
     ++ran;
   }
   std::cout << "modules run on the GPU: " << ran << " (" << harness_skipped
