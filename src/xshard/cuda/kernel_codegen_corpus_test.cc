@@ -257,11 +257,11 @@ TEST(KernelCodegenCorpus, ModulesTheHostHarnessRunsMatchTheCpu) {
   std::cout << "modules run with host-compiled kernels: " << ran << " of " << all.size()
             << " (the others have steps the harness does not run: collectives, control flow, ...; "
             << too_big << " too big for the emulator; " << not_run << " refused late)\n";
-  // With the OpenXLA corpus over 100 run; the repository's test data alone gives 16.
+  // Floors: 666 ran with the OpenXLA corpus, 48 from the repository's test data alone (2026-11-29).
   if (xs::testing::CorpusAvailable(XSHARD_CORPUS_DIR)) {
-    EXPECT_GT(ran, 100);
+    EXPECT_GE(ran, 650);
   } else {
-    EXPECT_GE(ran, 10);
+    EXPECT_GE(ran, 45);
     std::cout << "the OpenXLA corpus is not at " << XSHARD_CORPUS_DIR << ": only the test data ran\n";
   }
 }
@@ -319,10 +319,11 @@ TEST(KernelCodegenCorpus, GpuPlansRunOnTheHostMatchTheCpu) {
             << " not run here:";
   for (const auto& [why, n] : why_not) std::cout << " " << n << " x " << why << ";";
   std::cout << ")\n";
+  // Floors: 846 ran with the OpenXLA corpus, 81 from the repository's test data alone (2026-11-29).
   if (xs::testing::CorpusAvailable(XSHARD_CORPUS_DIR)) {
-    EXPECT_GT(ran, 100);
+    EXPECT_GE(ran, 830);
   } else {
-    EXPECT_GE(ran, 10);
+    EXPECT_GE(ran, 78);
   }
 }
 

@@ -1,6 +1,7 @@
 // CUDA's built-ins for generated kernels compiled as host C++ (test binary only; holds no tests):
-// a SIMT emulator that runs a launch with its real block size, each thread a fiber (ucontext),
-// so __syncthreads, warp shuffles and shared memory behave as on the GPU. See
+// a SIMT emulator that runs a launch with its real block size, each thread a fiber (a small
+// context switch of its own on x86-64, ucontext elsewhere), so __syncthreads, warp shuffles and
+// shared memory behave as on the GPU. See
 // kernel_codegen_test_util.h (HostKernels) for what it checks and what it does not.
 #ifdef XSHARD_WITH_CUDA
 
