@@ -62,7 +62,8 @@ struct GeneratedKernel {
   // "dynamic_update_slice_in_place", "reduce_window", "gather", scatter's combine
   // ("scatter_unique", "scatter_overwrite", "scatter_atomic", "scatter_atomic_cas",
   // "scatter_ordered_windows", "scatter_serial"), "sort_bitonic_shared", "sort_bitonic_index",
-  // "sort_ranked_chunks", "topk_chunked", and the direct kernels for what cuDNN / cuBLASLt do
+  // "sort_ranked_chunks", "topk_chunked", "select_scatter_atomic_cas", "select_scatter_serial",
+  // and the direct kernels for what cuDNN / cuBLASLt do
   // not take: "conv_direct", "dot_direct".
   std::string strategy;
 };
@@ -102,7 +103,8 @@ StatusOr<GeneratedKernel> GenerateOpKernel(const Instruction& inst);
 // Every kernel `inst` runs, in order, each taking the pointers of GenerateOpKernel's convention
 // (operands, then results). One kernel for most ops; scatter takes two (the operands copied into
 // the results, then the updates combined in) unless `in_place`: the results are already the
-// operands' buffers (exec put them over dying operands), when the copy is skipped.
+// operands' buffers (exec put them over dying operands), when the copy is skipped;
+// select-and-scatter takes two (a fill, then the scatter).
 StatusOr<std::vector<GeneratedKernel>> GenerateOpKernels(const Instruction& inst, bool in_place);
 
 // gather (kernel_codegen_gather.cc): one thread per result element, start indices clamped as
@@ -111,6 +113,11 @@ StatusOr<GeneratedKernel> GenerateGatherKernel(const Instruction& inst);
 // scatter of n operands (kernel_codegen_gather.cc): see GenerateOpKernels; out-of-bounds update
 // windows are skipped as XLA skips them; the combiner is inlined.
 StatusOr<std::vector<GeneratedKernel>> GenerateScatterKernels(const Instruction& inst, bool in_place);
+// select-and-scatter (kernel_codegen_select_scatter.cc): the result filled with the init value,
+// then one thread per source element choosing in its window as the CPU does (row-major, select
+// inlined) and combining with a compare-and-swap loop around the scatter computation (one thread
+// in order for 8-bit types). Pointers: operand, source, init, result.
+StatusOr<std::vector<GeneratedKernel>> GenerateSelectAndScatterKernels(const Instruction& inst);
 // sort of n operands with any comparator, and topk / the TopK custom-call
 // (kernel_codegen_sort.cc): pointers the operands, then the results.
 StatusOr<GeneratedKernel> GenerateSortKernel(const Instruction& inst);

@@ -32,6 +32,7 @@ bool IsCodegenOp(const Instruction& inst) {
     case Opcode::kPad: case Opcode::kConcatenate: case Opcode::kIota: case Opcode::kDynamicSlice:
     case Opcode::kDynamicUpdateSlice: case Opcode::kReduce: case Opcode::kReduceWindow:
     case Opcode::kGather: case Opcode::kScatter: case Opcode::kSort: case Opcode::kTopK:
+    case Opcode::kSelectAndScatter:
     case Opcode::kConvolution: case Opcode::kDot:  // the direct kernels (cuDNN / cuBLASLt on a GPU)
       return true;
     case Opcode::kCustomCall:

@@ -212,9 +212,11 @@ StatusOr<GeneratedKernel> GenerateOpKernel(const Instruction& inst) {
       (op == Opcode::kCustomCall && inst.attrs().custom_call_target == "TopK")) {
     return GenerateSortKernel(inst);
   }
-  if (op == Opcode::kScatter) {
-    XS_ASSIGN_OR_RETURN(std::vector<GeneratedKernel> ks, GenerateScatterKernels(inst, /*in_place=*/false));
-    if (ks.size() != 1) return Unimplemented("cuda: scatter '", inst.name(), "' runs ", ks.size(), " kernels (GenerateOpKernels)");
+  if (op == Opcode::kScatter || op == Opcode::kSelectAndScatter) {
+    XS_ASSIGN_OR_RETURN(std::vector<GeneratedKernel> ks, GenerateOpKernels(inst, /*in_place=*/false));
+    if (ks.size() != 1) {
+      return Unimplemented("cuda: '", inst.name(), "' (", OpcodeName(op), ") runs ", ks.size(), " kernels (GenerateOpKernels)");
+    }
     return std::move(ks[0]);
   }
   return GenerateShapeKernel(inst);
@@ -222,6 +224,7 @@ StatusOr<GeneratedKernel> GenerateOpKernel(const Instruction& inst) {
 
 StatusOr<std::vector<GeneratedKernel>> GenerateOpKernels(const Instruction& inst, bool in_place) {
   if (inst.opcode() == Opcode::kScatter) return GenerateScatterKernels(inst, in_place);
+  if (inst.opcode() == Opcode::kSelectAndScatter) return GenerateSelectAndScatterKernels(inst);
   if (in_place && inst.opcode() == Opcode::kDynamicUpdateSlice) {
     XS_ASSIGN_OR_RETURN(GeneratedKernel k, GenerateDynamicUpdateSliceInPlace(inst));
     return std::vector<GeneratedKernel>{std::move(k)};
