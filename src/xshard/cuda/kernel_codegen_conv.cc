@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "xshard/core/shape.h"
 #include "xshard/cuda/kernel_codegen_internal.h"
 #include "xshard/ir/instruction.h"
 #include "xshard/kernels/convolution.h"
@@ -19,11 +20,6 @@ using codegen::ComputeType;
 using codegen::CType;
 using codegen::Int;
 
-std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
-  return s;
-}
 
 bool IsHalf(DType t) { return t == DType::kF16 || t == DType::kBF16; }
 

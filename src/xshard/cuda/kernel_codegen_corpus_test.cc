@@ -198,6 +198,15 @@ double EmulatorWork(const Module& m) {
 // Modules above this much EmulatorWork run on a GPU only (a few seconds each on the emulator).
 constexpr double kEmulatorWorkLimit = 3e7;
 
+// Random arguments for `p` and the CPU executor's results on them (while loops capped at 100
+// iterations); an error when the CPU cannot run them (the module is then skipped).
+StatusOr<std::vector<Array>> CpuRun(const Planned& p, std::mt19937_64& rng, std::vector<Array>& args) {
+  for (const Shape& s : p.exe->argument_shapes()) args.push_back(RandomArray(s, rng));
+  ExecuteOptions options;
+  options.max_while_iterations = 100;
+  return p.exe->Run(args, options);
+}
+
 // `got` (a host or GPU run) against the CPU executor's `want`, within Compare's tolerance.
 void ExpectMatches(const Planned& p, const StatusOr<std::vector<Array>>& got, const std::vector<Array>& want) {
   ASSERT_TRUE(got.ok()) << p.file << ": " << got.status().message();
@@ -234,10 +243,7 @@ TEST(KernelCodegenCorpus, ModulesTheHostHarnessRunsMatchTheCpu) {
   std::vector<std::pair<double, std::string>> slowest;  // seconds on the emulator, module
   for (const Planned& p : modules) {
     std::vector<Array> args;
-    for (const Shape& s : p.exe->argument_shapes()) args.push_back(RandomArray(s, rng));
-    ExecuteOptions options;
-    options.max_while_iterations = 100;
-    StatusOr<std::vector<Array>> want = p.exe->Run(args, options);
+    StatusOr<std::vector<Array>> want = CpuRun(p, rng, args);
     if (!want.ok()) continue;
     if (std::getenv("XSHARD_TEST_VERBOSE") != nullptr) std::cerr << "running " << p.file << "\n";
     const auto module_start = std::chrono::steady_clock::now();
@@ -300,10 +306,7 @@ TEST(KernelCodegenCorpus, GpuPlansRunOnTheHostMatchTheCpu) {
   for (const Ready& r : ready) {
     const Planned& p = *r.p;
     std::vector<Array> args;
-    for (const Shape& s : p.exe->argument_shapes()) args.push_back(RandomArray(s, rng));
-    ExecuteOptions options;
-    options.max_while_iterations = 100;
-    StatusOr<std::vector<Array>> want = p.exe->Run(args, options);
+    StatusOr<std::vector<Array>> want = CpuRun(p, rng, args);
     if (!want.ok()) continue;
     StatusOr<std::vector<Array>> got = testing::RunPlanOnHost(*r.plan, args, **host);
     if (!got.ok() && got.status().code() == StatusCode::kUnimplemented) {
@@ -334,10 +337,7 @@ TEST(KernelCodegenCorpus, ModulesTheHarnessRunsMatchTheCpuOnAGpu) {
   int ran = 0, harness_skipped = 0;
   for (const Planned& p : modules) {
     std::vector<Array> args;
-    for (const Shape& s : p.exe->argument_shapes()) args.push_back(RandomArray(s, rng));
-    ExecuteOptions options;
-    options.max_while_iterations = 100;
-    StatusOr<std::vector<Array>> want = p.exe->Run(args, options);
+    StatusOr<std::vector<Array>> want = CpuRun(p, rng, args);
     if (!want.ok()) continue;
     StatusOr<std::vector<Array>> got = testing::RunOnGpu(*p.exe, args);
     if (!got.ok() && got.status().code() == StatusCode::kUnimplemented) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "xshard/core/shape.h"
 #include "xshard/cuda/kernel_codegen_internal.h"
 #include "xshard/ir/computation.h"
 #include "xshard/ir/instruction.h"
@@ -62,8 +63,7 @@ StatusOr<std::vector<GeneratedKernel>> GenerateSelectAndScatterKernels(const Ins
   const int64_t es = DTypeSize(ot);
   const bool cas = es == 2 || es == 4 || es == 8;
   const std::string word = es == 2 ? "unsigned short" : es == 4 ? "unsigned int" : "unsigned long long";
-  std::vector<int64_t> strides(op.rank(), 1);
-  for (int d = op.rank() - 2; d >= 0; --d) strides[d] = strides[d + 1] * op.dim(d + 1);
+  const std::vector<int64_t> strides = RowMajorStrides(op.dims());
   int64_t taps = 1;
   for (const WindowDim& w : window.dims) taps *= w.size;
   std::string b = Header(op.num_elements() + src.num_elements()) + "  " + sel + "\n  " + comb + "\n";
