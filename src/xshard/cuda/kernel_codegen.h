@@ -122,6 +122,23 @@ StatusOr<std::vector<GeneratedKernel>> GenerateSelectAndScatterKernels(const Ins
 // (kernel_codegen_sort.cc): pointers the operands, then the results.
 StatusOr<GeneratedKernel> GenerateSortKernel(const Instruction& inst);
 
+// The ops below each have their own generator file; pointers as GenerateOpKernel's convention
+// (operands, then one per result leaf).
+// rng, rng-bit-generator, rng-get-and-update-state (kernel_codegen_random.cc).
+StatusOr<std::vector<GeneratedKernel>> GenerateRandomKernels(const Instruction& inst);
+// cholesky, triangular-solve, lapack_?potrf_ffi / ?getrf_ffi / ?trsm_ffi (kernel_codegen_linalg.cc).
+StatusOr<std::vector<GeneratedKernel>> GenerateLinalgKernels(const Instruction& inst);
+// ragged-dot and __op$block_scaled_dot (kernel_codegen_ragged.cc).
+StatusOr<std::vector<GeneratedKernel>> GenerateRaggedDotKernels(const Instruction& inst);
+// batch-norm-training / -inference / -grad (kernel_codegen_batchnorm.cc).
+StatusOr<std::vector<GeneratedKernel>> GenerateBatchNormKernels(const Instruction& inst);
+// scan, map, reduce-precision (kernel_codegen_scan.cc).
+StatusOr<std::vector<GeneratedKernel>> GenerateScanKernels(const Instruction& inst);
+// _SPMDInternalOp_RotateRight / MultiRotate / Wrap / MultiSlice / MultiPad (kernel_codegen_spmd_internal.cc).
+StatusOr<std::vector<GeneratedKernel>> GenerateSpmdInternalKernels(const Instruction& inst);
+// fft (kernel_codegen_fft.cc).
+StatusOr<std::vector<GeneratedKernel>> GenerateFftKernels(const Instruction& inst);
+
 // dynamic-update-slice writing only the update's window into a result that already holds the
 // operand (the result buffer IS operand 0's buffer): O(update) instead of O(result).
 StatusOr<GeneratedKernel> GenerateDynamicUpdateSliceInPlace(const Instruction& inst);

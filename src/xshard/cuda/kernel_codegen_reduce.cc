@@ -189,6 +189,37 @@ StatusOr<GeneratedKernel> GenerateReduceKernel(const Instruction& inst) {
   return codegen::EmitReduce("reduce", spec, in.dims(), reduced, combine, 1, 2, in.dtype(), 3);
 }
 
+namespace {
+
+// The generators of their own files (GenerateRandomKernels ...) for `inst`, or null.
+using OpKernelsFn = StatusOr<std::vector<GeneratedKernel>> (*)(const Instruction&);
+OpKernelsFn SpecialGenerator(const Instruction& inst) {
+  const std::string target = inst.opcode() == Opcode::kCustomCall ? inst.attrs().custom_call_target.value_or("") : "";
+  switch (inst.opcode()) {
+    case Opcode::kRng: case Opcode::kRngBitGenerator: case Opcode::kRngGetAndUpdateState:
+      return &GenerateRandomKernels;
+    case Opcode::kCholesky: case Opcode::kTriangularSolve:
+      return &GenerateLinalgKernels;
+    case Opcode::kRaggedDot:
+      return &GenerateRaggedDotKernels;
+    case Opcode::kBatchNormTraining: case Opcode::kBatchNormInference: case Opcode::kBatchNormGrad:
+      return &GenerateBatchNormKernels;
+    case Opcode::kScan: case Opcode::kMap: case Opcode::kReducePrecision:
+      return &GenerateScanKernels;
+    case Opcode::kFft:
+      return &GenerateFftKernels;
+    case Opcode::kCustomCall:
+      if (target.rfind("lapack_", 0) == 0) return &GenerateLinalgKernels;
+      if (target == "__op$block_scaled_dot") return &GenerateRaggedDotKernels;
+      if (target.rfind("_SPMDInternalOp_", 0) == 0) return &GenerateSpmdInternalKernels;
+      return nullptr;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
 StatusOr<GeneratedKernel> GenerateOpKernel(const Instruction& inst) {
   const Opcode op = inst.opcode();
   if (op == Opcode::kReduce || op == Opcode::kReduceWindow) return GenerateReduceKernel(inst);
@@ -212,7 +243,7 @@ StatusOr<GeneratedKernel> GenerateOpKernel(const Instruction& inst) {
       (op == Opcode::kCustomCall && inst.attrs().custom_call_target == "TopK")) {
     return GenerateSortKernel(inst);
   }
-  if (op == Opcode::kScatter || op == Opcode::kSelectAndScatter) {
+  if (op == Opcode::kScatter || op == Opcode::kSelectAndScatter || SpecialGenerator(inst) != nullptr) {
     XS_ASSIGN_OR_RETURN(std::vector<GeneratedKernel> ks, GenerateOpKernels(inst, /*in_place=*/false));
     if (ks.size() != 1) {
       return Unimplemented("cuda: '", inst.name(), "' (", OpcodeName(op), ") runs ", ks.size(), " kernels (GenerateOpKernels)");
@@ -223,6 +254,7 @@ StatusOr<GeneratedKernel> GenerateOpKernel(const Instruction& inst) {
 }
 
 StatusOr<std::vector<GeneratedKernel>> GenerateOpKernels(const Instruction& inst, bool in_place) {
+  if (OpKernelsFn special = SpecialGenerator(inst)) return special(inst);
   if (inst.opcode() == Opcode::kScatter) return GenerateScatterKernels(inst, in_place);
   if (inst.opcode() == Opcode::kSelectAndScatter) return GenerateSelectAndScatterKernels(inst);
   if (in_place && inst.opcode() == Opcode::kDynamicUpdateSlice) {

@@ -1,0 +1,13 @@
+// Kernels for the _SPMDInternalOp_* custom-calls. Not generated yet: every call is Unimplemented.
+#include <vector>
+
+#include "xshard/cuda/kernel_codegen_internal.h"
+#include "xshard/ir/instruction.h"
+
+namespace xs::cuda {
+
+StatusOr<std::vector<GeneratedKernel>> GenerateSpmdInternalKernels(const Instruction& inst) {
+  return Unimplemented("cuda: '", inst.name(), "' (", OpcodeName(inst.opcode()), ") has no generated kernel");
+}
+
+}  // namespace xs::cuda
