@@ -34,9 +34,16 @@ bool IsCodegenOp(const Instruction& inst) {
     case Opcode::kGather: case Opcode::kScatter: case Opcode::kSort: case Opcode::kTopK:
     case Opcode::kSelectAndScatter:
     case Opcode::kConvolution: case Opcode::kDot:  // the direct kernels (cuDNN / cuBLASLt on a GPU)
+    case Opcode::kRng: case Opcode::kRngBitGenerator: case Opcode::kRngGetAndUpdateState:
+    case Opcode::kCholesky: case Opcode::kTriangularSolve: case Opcode::kRaggedDot:
+    case Opcode::kBatchNormTraining: case Opcode::kBatchNormInference: case Opcode::kBatchNormGrad:
+    case Opcode::kScan: case Opcode::kMap: case Opcode::kReducePrecision: case Opcode::kFft:
       return true;
-    case Opcode::kCustomCall:
-      return inst.attrs().custom_call_target == "TopK";
+    case Opcode::kCustomCall: {
+      const std::string target = inst.attrs().custom_call_target.value_or("");
+      return target == "TopK" || target == "__op$block_scaled_dot" || target.rfind("lapack_", 0) == 0 ||
+             target.rfind("_SPMDInternalOp_", 0) == 0;
+    }
     default:
       return IsCodegenElementwise(inst.opcode());
   }
