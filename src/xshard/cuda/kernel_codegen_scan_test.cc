@@ -1,0 +1,418 @@
+// The scan, map and reduce-precision kernels on hand-written modules (cumulative sums forward
+// and reversed, several inputs and carries of mixed types, carries that swap, scalar slices
+// broadcast into a vector carry, bf16; maps of two operands; reduce-precision to bf16-like and
+// f16-like formats over special values) and on the XLA corpus modules that use them: every
+// kernel compiles with NVRTC for sm_90 and, on the host emulator (the op alone and the whole GPU
+// plan), gives the CPU executor's results bit for bit; a few results are worked out by hand.
+#include <gtest/gtest.h>
+
+#ifdef XSHARD_WITH_CUDA
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "xshard/cuda/gpu_executable.h"
+#include "xshard/cuda/kernel_codegen.h"
+#include "xshard/cuda/kernel_codegen_test_util.h"
+#include "xshard/ir/computation.h"
+#include "xshard/ir/verifier.h"
+#include "xshard/testing/corpus.h"
+#include "xshard/text/parser.h"
+
+namespace xs::cuda {
+namespace {
+
+struct Case {
+  std::string what, text, strategy;
+};
+
+std::string ScanModule(const std::string& body, const std::string& entry) {
+  return "HloModule m\n" + body + "\nENTRY e {\n" + entry + "}\n";
+}
+
+std::vector<Case> ScanCases() {
+  const std::string add =
+      "add {\n  x = f32[7] parameter(0)\n  c = f32[7] parameter(1)\n  s = f32[7] add(x, c)\n"
+      "  ROOT t = (f32[7], f32[7]) tuple(s, s)\n}\n";
+  return {
+      {"cumulative sum, one carry",
+       ScanModule(add,
+                  "  x = f32[5,7] parameter(0)\n  i = f32[7] parameter(1)\n"
+                  "  ROOT s = (f32[5,7], f32[7]) scan(x, i), dimensions={0}, num_carries=1, to_apply=add\n"),
+       "scan_thread_per_position"},
+      {"cumulative sum along the minor dim, reversed",
+       ScanModule(
+           add,
+           "  x = f32[7,6] parameter(0)\n  i = f32[7] parameter(1)\n"
+           "  ROOT s = (f32[7,6], f32[7]) scan(x, i), dimensions={1}, num_carries=1, is_reverse=true, to_apply=add\n"),
+       "scan_thread_per_position"},
+      {"reverse, two inputs (f32, s32) and two carries, a middle scan dim",
+       ScanModule(
+           "body {\n  x = f32[3,4] parameter(0)\n  y = s32[3,4] parameter(1)\n  c = f32[3,4] parameter(2)\n"
+           "  d = s32[3,4] parameter(3)\n  h = f32[] constant(0.5)\n  hb = f32[3,4] broadcast(h), dimensions={}\n"
+           "  xc = f32[3,4] multiply(x, c)\n  yf = f32[3,4] convert(y)\n  o = f32[3,4] add(xc, yf)\n"
+           "  c2 = f32[3,4] add(hb, o)\n  d2 = s32[3,4] maximum(d, y)\n  dy = s32[3,4] subtract(d2, y)\n"
+           "  ROOT t = (f32[3,4], s32[3,4], f32[3,4], s32[3,4]) tuple(o, dy, c2, d2)\n}\n",
+           "  x = f32[3,9,4] parameter(0)\n  y = s32[3,9,4] parameter(1)\n  c = f32[3,4] parameter(2)\n"
+           "  d = s32[3,4] parameter(3)\n  ROOT s = (f32[3,9,4], s32[3,9,4], f32[3,4], s32[3,4]) scan(x, y, c, d), "
+           "dimensions={1}, num_carries=2, is_reverse=true, to_apply=body\n"),
+       "scan_thread_per_position"},
+      {"carries that swap",
+       ScanModule(
+           "swap {\n  x = f32[4] parameter(0)\n  a = f32[4] parameter(1)\n  b = f32[4] parameter(2)\n"
+           "  s = f32[4] add(a, x)\n  ROOT t = (f32[4], f32[4], f32[4]) tuple(s, b, a)\n}\n",
+           "  x = f32[5,4] parameter(0)\n  a = f32[4] parameter(1)\n  b = f32[4] parameter(2)\n"
+           "  ROOT s = (f32[5,4], f32[4], f32[4]) scan(x, a, b), dimensions={0}, num_carries=2, to_apply=swap\n"),
+       "scan_thread_per_position"},
+      {"carries only, no outputs",
+       ScanModule("body {\n  x = s32[4] parameter(0)\n  a = s32[4] parameter(1)\n  s = s32[4] multiply(a, x)\n"
+                  "  ROOT t = (s32[4]) tuple(s)\n}\n",
+                  "  x = s32[5,4] parameter(0)\n  a = s32[4] parameter(1)\n"
+                  "  ROOT s = (s32[4]) scan(x, a), dimensions={0}, num_carries=1, to_apply=body\n"),
+       "scan_thread_per_position"},
+      {"scalar slices broadcast into a vector carry, a scalar output",
+       ScanModule(
+           "body {\n  x = f32[] parameter(0)\n  c = f32[6] parameter(1)\n  xb = f32[6] broadcast(x), dimensions={}\n"
+           "  k = f32[] constant(0.75)\n  kb = f32[6] broadcast(k), dimensions={}\n  m = f32[6] multiply(c, kb)\n"
+           "  n = f32[6] add(m, xb)\n  y = f32[] negate(x)\n  ROOT t = (f32[], f32[6]) tuple(y, n)\n}\n",
+           "  x = f32[9] parameter(0)\n  c = f32[6] parameter(1)\n"
+           "  ROOT s = (f32[9], f32[6]) scan(x, c), dimensions={0}, num_carries=1, to_apply=body\n"),
+       "scan_thread_per_position"},
+      {"bf16 running maximum and sum with clamp",
+       ScanModule("body {\n  x = bf16[8] parameter(0)\n  c = bf16[8] parameter(1)\n  lo = bf16[] constant(-4)\n"
+                  "  hi = bf16[] constant(4)\n  s = bf16[8] add(x, c)\n  k = bf16[8] clamp(lo, s, hi)\n"
+                  "  m = bf16[8] maximum(x, c)\n  ROOT t = (bf16[8], bf16[8]) tuple(m, k)\n}\n",
+                  "  x = bf16[6,8] parameter(0)\n  c = bf16[8] parameter(1)\n"
+                  "  ROOT s = (bf16[6,8], bf16[8]) scan(x, c), dimensions={0}, num_carries=1, to_apply=body\n"),
+       "scan_thread_per_position"},
+  };
+}
+
+std::vector<Case> MapCases() {
+  return {
+      {"map of two f32 operands",
+       "HloModule m\nf {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+       "  p = f32[] multiply(a, b)\n  m = f32[] maximum(a, b)\n  ROOT r = f32[] add(p, m)\n}\n"
+       "ENTRY e {\n  x = f32[33,5] parameter(0)\n  y = f32[33,5] parameter(1)\n"
+       "  ROOT r = f32[33,5] map(x, y), dimensions={0,1}, to_apply=f\n}\n",
+       "elementwise_vec4"},
+      {"map of s32 and f16 operands to f16",
+       "HloModule m\nf {\n  a = s32[] parameter(0)\n  b = f16[] parameter(1)\n"
+       "  c = f16[] convert(a)\n  ROOT r = f16[] subtract(b, c)\n}\n"
+       "ENTRY e {\n  x = s32[37] parameter(0)\n  y = f16[37] parameter(1)\n"
+       "  ROOT r = f16[37] map(x, y), dimensions={0}, to_apply=f\n}\n",
+       "elementwise_vec4"},
+  };
+}
+
+std::string ReducePrecisionModule(const std::string& t, int n, int e, int m) {
+  return "HloModule m\nENTRY e {\n  x = " + t + "[" + std::to_string(n) + "] parameter(0)\n  ROOT r = " + t + "[" +
+         std::to_string(n) + "] reduce-precision(x), exponent_bits=" + std::to_string(e) +
+         ", mantissa_bits=" + std::to_string(m) + "\n}\n";
+}
+
+// Special values and edge cases of reduce-precision's rounding, followed by random ones.
+constexpr int kSpecials = 24;
+std::vector<double> Specials() {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  return {nan,
+          -nan,
+          inf,
+          -inf,
+          0.0,
+          -0.0,
+          1.0,
+          -1.0,
+          1.0 + std::ldexp(1, -8),
+          1.0 + 3 * std::ldexp(1, -8),  // bf16 ties: to even (down, up)
+          1.0 + std::ldexp(1, -11),
+          1.0 + 3 * std::ldexp(1, -11),  // f16 ties
+          65504.0,
+          65520.0,
+          70000.0,
+          3.4e38,  // f16's max, overflow to inf
+          std::ldexp(1, -14),
+          std::ldexp(1, -15),
+          1e-40,
+          -1e-42,  // f16 min normal, denormals
+          std::ldexp(1, -126),
+          3.14159,
+          -2.5e-3,
+          1e20};
+}
+
+std::vector<Case> ReducePrecisionCases() {
+  return {
+      {"f32 to bf16-like (8, 7)", ReducePrecisionModule("f32", 100, 8, 7), "elementwise_vec4"},
+      {"f32 to f16-like (5, 10)", ReducePrecisionModule("f32", 100, 5, 10), "elementwise_vec4"},
+      {"f32 with no mantissa (NaN becomes inf), 3 exponent bits", ReducePrecisionModule("f32", 40, 3, 0),
+       "elementwise_vec4"},
+      {"f64 to f32-like (8, 23)", ReducePrecisionModule("f64", 60, 8, 23), "elementwise_vec2"},
+      {"f16 to (4, 3)", ReducePrecisionModule("f16", 64, 4, 3), "elementwise_vec8"},
+      {"bf16 to (5, 2)", ReducePrecisionModule("bf16", 64, 5, 2), "elementwise_vec8"},
+  };
+}
+
+struct Loaded {
+  std::string what;
+  std::unique_ptr<Module> module;
+  std::unique_ptr<Executable> exe;
+  std::unique_ptr<GpuPlan> plan;
+};
+
+// Parses and plans `text` for the CPU and the GPU; the op's own kernels and the plan's go into `all`.
+void Load(const std::string& what, const std::string& text, const std::string& strategy, std::vector<Loaded>& out,
+          std::vector<GeneratedKernel>& all) {
+  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text, what);
+  ASSERT_TRUE(m.ok()) << what << ": " << m.status().message() << "\n" << text;
+  ASSERT_TRUE(Verify(**m).ok()) << what << ": " << Verify(**m).message();
+  StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
+  ASSERT_TRUE(e.ok()) << what << ": " << e.status().message();
+  if (!strategy.empty()) {
+    StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(*(*m)->entry()->root(), /*in_place=*/false);
+    ASSERT_TRUE(ks.ok()) << what << ": " << ks.status().message();
+    ASSERT_EQ(ks->size(), 1u) << what;
+    EXPECT_EQ((*ks)[0].strategy, strategy) << what;
+    all.push_back((*ks)[0]);
+  }
+  StatusOr<std::unique_ptr<GpuPlan>> plan = GpuPlan::Create(**e);
+  ASSERT_TRUE(plan.ok()) << what << ": " << plan.status().message();
+  ASSERT_TRUE((*plan)->Supported().ok()) << what << ": " << (*plan)->Supported().message();
+  for (GeneratedKernel& k : testing::PlanKernels(**plan)) all.push_back(std::move(k));
+  out.push_back({what, std::move(*m), std::move(*e), std::move(*plan)});
+}
+
+Array RandomArray(const Shape& s, std::mt19937_64& rng, const std::vector<double>& first = {}) {
+  Array a(s);
+  std::uniform_real_distribution<double> real(-3.0, 3.0);
+  std::uniform_int_distribution<int> small(-20, 20);
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    if (i < static_cast<int64_t>(first.size())) {
+      a.SetDouble(i, first[i]);
+    } else {
+      a.SetDouble(i, IsFloating(s.dtype()) ? real(rng) * std::exp2(small(rng) / 2) : small(rng));
+    }
+  }
+  return a;
+}
+
+// Every module on the host emulator, the op alone (RunOnHost; `op_alone`) and as a GPU plan,
+// against the CPU executor bit for bit.
+void RunAll(const std::vector<Loaded>& loaded, testing::HostKernels& host, bool op_alone,
+            const std::vector<double>& first = {}) {
+  std::mt19937_64 rng(11);
+  for (const Loaded& l : loaded) {
+    std::vector<Array> args;
+    for (const Shape& s : l.exe->argument_shapes()) args.push_back(RandomArray(s, rng, first));
+    StatusOr<std::vector<Array>> want = l.exe->Run(args);
+    ASSERT_TRUE(want.ok()) << l.what << ": " << want.status().message();
+    std::vector<StatusOr<std::vector<Array>>> runs;
+    if (op_alone) runs.push_back(testing::RunOnHost(*l.exe, args, host));
+    runs.push_back(testing::RunPlanOnHost(*l.plan, args, host));
+    for (const StatusOr<std::vector<Array>>& got : runs) {
+      ASSERT_TRUE(got.ok()) << l.what << ": " << got.status().message();
+      ASSERT_EQ(got->size(), want->size()) << l.what;
+      for (size_t r = 0; r < want->size(); ++r) {
+        EXPECT_EQ(testing::Compare((*got)[r], (*want)[r]), "") << l.what << " result " << r;
+        EXPECT_EQ(std::memcmp((*got)[r].data(), (*want)[r].data(), (*want)[r].byte_size()), 0)
+            << l.what << " result " << r << " differs in its bits";
+      }
+    }
+  }
+}
+
+void CompileAndRun(const std::vector<Case>& cases, const std::vector<double>& first = {}) {
+  std::vector<Loaded> loaded;
+  std::vector<GeneratedKernel> all;
+  for (const Case& c : cases) {
+    Load(c.what, c.text, c.strategy, loaded, all);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  {
+    testing::NoDiskCache no_cache;
+    const Status compiled = testing::CompileAll(all, 64);
+    ASSERT_TRUE(compiled.ok()) << compiled.message().substr(0, 4000);
+  }
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  RunAll(loaded, **host, /*op_alone=*/true, first);
+}
+
+TEST(KernelCodegenScan, ScansCompileForSm90AndMatchTheCpuBitForBit) { CompileAndRun(ScanCases()); }
+
+TEST(KernelCodegenScan, MapsCompileForSm90AndMatchTheCpuBitForBit) { CompileAndRun(MapCases()); }
+
+TEST(KernelCodegenScan, ReducePrecisionMatchesTheCpuBitForBitOnSpecialValues) {
+  std::vector<double> first = Specials();
+  ASSERT_EQ(first.size(), static_cast<size_t>(kSpecials));
+  CompileAndRun(ReducePrecisionCases(), first);
+}
+
+// A signaling NaN comes back quiet with its payload and sign, as the CPU's f32 path (through
+// double) gives it: 0x7f800001 -> 0x7fc00001, 0xff800005 -> 0xffc00005.
+TEST(KernelCodegenScan, ReducePrecisionQuietsSignalingNaNsAsTheCpu) {
+  std::vector<Loaded> loaded;
+  std::vector<GeneratedKernel> all;
+  Load("(8, 7)", ReducePrecisionModule("f32", 2, 8, 7), "elementwise", loaded, all);
+  Load("(5, 10)", ReducePrecisionModule("f32", 2, 5, 10), "elementwise", loaded, all);
+  if (HasFatalFailure()) return;
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  Array x(Shape(DType::kF32, {2}));
+  const uint32_t in[] = {0x7f800001u, 0xff800005u}, want[] = {0x7fc00001u, 0xffc00005u};
+  std::memcpy(x.data(), in, sizeof(in));
+  for (const Loaded& l : loaded) {
+    const std::vector<Array> args = {x};
+    StatusOr<std::vector<Array>> cpu = l.exe->Run(args);
+    StatusOr<std::vector<Array>> got = testing::RunPlanOnHost(*l.plan, args, **host);
+    ASSERT_TRUE(cpu.ok() && got.ok()) << l.what;
+    uint32_t c[2], g[2];
+    std::memcpy(c, (*cpu)[0].data(), sizeof(c));
+    std::memcpy(g, (*got)[0].data(), sizeof(g));
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(c[i], want[i]) << l.what << " CPU element " << i;
+      EXPECT_EQ(g[i], want[i]) << l.what << " GPU plan element " << i;
+    }
+  }
+}
+
+// A body that moves elements between positions (a reverse of the slice) or reduces is refused
+// with a message naming the scan and the op.
+TEST(KernelCodegenScan, BodiesThatAreNotElementwiseAreRefusedByName) {
+  const std::string texts[] = {
+      ScanModule(
+          "body {\n  x = f32[4] parameter(0)\n  c = f32[4] parameter(1)\n  r = f32[4] reverse(x), dimensions={0}\n"
+          "  s = f32[4] add(r, c)\n  ROOT t = (f32[4], f32[4]) tuple(s, s)\n}\n",
+          "  x = f32[3,4] parameter(0)\n  i = f32[4] parameter(1)\n"
+          "  ROOT my_scan = (f32[3,4], f32[4]) scan(x, i), dimensions={0}, num_carries=1, to_apply=body\n"),
+      ScanModule("sum {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
+                 "body {\n  x = f32[4] parameter(0)\n  c = f32[] parameter(1)\n  z = f32[] constant(0)\n"
+                 "  r = f32[] reduce(x, z), dimensions={0}, to_apply=sum\n  s = f32[] add(r, c)\n"
+                 "  ROOT t = (f32[], f32[]) tuple(s, s)\n}\n",
+                 "  x = f32[3,4] parameter(0)\n  i = f32[] parameter(1)\n"
+                 "  ROOT my_scan = (f32[3], f32[]) scan(x, i), dimensions={0}, num_carries=1, to_apply=body\n"),
+  };
+  const std::string ops[] = {"reverse 'r'", "reduce 'r'"};
+  for (int k = 0; k < 2; ++k) {
+    StatusOr<std::unique_ptr<Module>> m = ParseHloModule(texts[k]);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    ASSERT_TRUE(Executable::Create(**m).ok()) << "the CPU runs this scan";
+    StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(*(*m)->entry()->root(), false);
+    ASSERT_FALSE(ks.ok()) << ops[k];
+    EXPECT_EQ(ks.status().code(), StatusCode::kUnimplemented);
+    const std::string msg(ks.status().message());
+    EXPECT_NE(msg.find("scan 'my_scan'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(ops[k]), std::string::npos) << msg;
+  }
+}
+
+// Results worked out by hand: cumulative sums of [1, 2, 3, 4] (forward [1, 3, 6, 10], reversed
+// [10, 9, 7, 4], carry 10 both ways); map add of [1, 2] and [3, 4] = [4, 6]; reduce-precision
+// (8, 7) of 1 + 2^-8 (a tie: to even, 1), 1 + 3 * 2^-8 (a tie: up to 1 + 2^-6) and (5, 10) of
+// 65520 (inf), 1e-5 (below f16's smallest normal: 0) and -NaN (NaN).
+TEST(KernelCodegenScan, ResultsWorkedOutByHand) {
+  const std::string body =
+      "add {\n  x = f32[] parameter(0)\n  c = f32[] parameter(1)\n  s = f32[] add(x, c)\n"
+      "  ROOT t = (f32[], f32[]) tuple(s, s)\n}\n";
+  const std::vector<Case> cases = {
+      {"forward",
+       ScanModule(body,
+                  "  x = f32[4] parameter(0)\n  i = f32[] constant(0)\n  ROOT s = (f32[4], f32[]) "
+                  "scan(x, i), dimensions={0}, num_carries=1, to_apply=add\n"),
+       ""},
+      {"reversed",
+       ScanModule(body,
+                  "  x = f32[4] parameter(0)\n  i = f32[] constant(0)\n  ROOT s = (f32[4], f32[]) "
+                  "scan(x, i), dimensions={0}, num_carries=1, is_reverse=true, to_apply=add\n"),
+       ""},
+      {"map",
+       "HloModule m\nf {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT r = f32[] add(a, b)\n}\n"
+       "ENTRY e {\n  x = f32[2] parameter(0)\n  y = f32[2] parameter(1)\n  ROOT r = f32[2] map(x, y), dimensions={0}, "
+       "to_apply=f\n}\n",
+       ""},
+      {"bf16-like", ReducePrecisionModule("f32", 2, 8, 7), ""},
+      {"f16-like", ReducePrecisionModule("f32", 3, 5, 10), ""},
+  };
+  std::vector<Loaded> loaded;
+  std::vector<GeneratedKernel> all;
+  for (const Case& c : cases) {
+    Load(c.what, c.text, "", loaded, all);
+    if (HasFatalFailure()) return;
+  }
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  const std::vector<std::vector<std::vector<double>>> args = {
+      {{1, 2, 3, 4}},
+      {{1, 2, 3, 4}},
+      {{1, 2}, {3, 4}},
+      {{1 + std::ldexp(1, -8), 1 + 3 * std::ldexp(1, -8)}},
+      {{65520, 1e-5, -std::numeric_limits<double>::quiet_NaN()}}};
+  const std::vector<std::vector<std::vector<double>>> want = {
+      {{1, 3, 6, 10}, {10}},
+      {{10, 9, 7, 4}, {10}},
+      {{4, 6}},
+      {{1, 1 + std::ldexp(1, -6)}},
+      {{std::numeric_limits<double>::infinity(), 0, std::numeric_limits<double>::quiet_NaN()}}};
+  for (size_t c = 0; c < cases.size(); ++c) {
+    std::vector<Array> in;
+    for (const std::vector<double>& v : args[c]) {
+      Array a(Shape(DType::kF32, {static_cast<int64_t>(v.size())}));
+      for (size_t i = 0; i < v.size(); ++i) a.SetDouble(static_cast<int64_t>(i), v[i]);
+      in.push_back(std::move(a));
+    }
+    StatusOr<std::vector<Array>> got = testing::RunPlanOnHost(*loaded[c].plan, in, **host);
+    ASSERT_TRUE(got.ok()) << cases[c].what << ": " << got.status().message();
+    ASSERT_EQ(got->size(), want[c].size()) << cases[c].what;
+    for (size_t r = 0; r < want[c].size(); ++r) {
+      ASSERT_EQ((*got)[r].num_elements(), static_cast<int64_t>(want[c][r].size())) << cases[c].what;
+      for (size_t i = 0; i < want[c][r].size(); ++i) {
+        const double g = (*got)[r].GetDouble(static_cast<int64_t>(i)), w = want[c][r][i];
+        if (std::isnan(w)) {
+          EXPECT_TRUE(std::isnan(g)) << cases[c].what << " result " << r << " element " << i << ": " << g;
+        } else {
+          EXPECT_EQ(g, w) << cases[c].what << " result " << r << " element " << i;
+          EXPECT_EQ(std::signbit(g), std::signbit(w)) << cases[c].what << " result " << r << " element " << i;
+        }
+      }
+    }
+  }
+}
+
+// The XLA corpus modules with scan, map and reduce-precision: planned for the GPU (no step
+// refused) and run as a whole plan on the host, against the CPU executor.
+TEST(KernelCodegenScan, CorpusModulesRunAsGpuPlansOnTheHost) {
+  const std::string dir = XSHARD_CORPUS_DIR;
+  if (!xs::testing::CorpusAvailable(dir)) GTEST_SKIP() << "corpus not found at " << dir;
+  const std::string files[] = {"hlo_parser_test/Scan.hlo", "shardy_xla_pass_test/ScanAssociative.hlo",
+                               "shardy_xla_pass_test/ScanNonAssociative.hlo", "hlo_parser_test/Map.hlo",
+                               "hlo_parser_test/ReducePrecision.hlo"};
+  std::vector<Loaded> loaded;
+  std::vector<GeneratedKernel> all;
+  for (const std::string& f : files) {
+    Load(f, xs::testing::ReadTextFile(dir + "/" + f), "", loaded, all);
+    if (HasFatalFailure()) return;
+  }
+  {
+    testing::NoDiskCache no_cache;
+    const Status compiled = testing::CompileAll(all, 64);
+    ASSERT_TRUE(compiled.ok()) << compiled.message().substr(0, 4000);
+  }
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  RunAll(loaded, **host, /*op_alone=*/false);
+}
+
+}  // namespace
+}  // namespace xs::cuda
+
+#else  // !XSHARD_WITH_CUDA
+
+TEST(KernelCodegenScan, NeedsTheCudaToolkit) { GTEST_SKIP() << "this xshard was built without CUDA support"; }
+
+#endif  // XSHARD_WITH_CUDA
