@@ -37,12 +37,14 @@ StatusOr<Layout> Check(const Instruction& inst, std::vector<int> per_feature, in
   }
   const Shape& x = inst.operand(0)->shape();
   if (!x.IsArray() || !IsFloating(x.dtype())) {
-    return InvalidArgument("batch-norm '", inst.name(), "' needs a floating-point array operand, got ", x.ToString(false));
+    return InvalidArgument("batch-norm '", inst.name(), "' needs a floating-point array operand, got ",
+                           x.ToString(false));
   }
   XS_RETURN_IF_ERROR(codegen::RequireDType(inst, x.dtype()));
   const int64_t fi = *inst.attrs().feature_index;
   if (fi < 0 || fi >= x.rank()) {
-    return InvalidArgument("batch-norm '", inst.name(), "': feature_index=", fi, " is outside the operand's rank ", x.rank());
+    return InvalidArgument("batch-norm '", inst.name(), "': feature_index=", fi, " is outside the operand's rank ",
+                           x.rank());
   }
   Layout l;
   l.t = x.dtype();
@@ -53,8 +55,8 @@ StatusOr<Layout> Check(const Instruction& inst, std::vector<int> per_feature, in
   for (int i : per_feature) {
     const Shape& s = inst.operand(i)->shape();
     if (!s.IsArray() || s.rank() != 1 || s.dim(0) != l.features || s.dtype() != l.t) {
-      return InvalidArgument("batch-norm '", inst.name(), "': per-feature operand ", i, " must be ", DTypeName(l.t), "[",
-                             l.features, "], got ", s.ToString(false));
+      return InvalidArgument("batch-norm '", inst.name(), "': per-feature operand ", i, " must be ", DTypeName(l.t),
+                             "[", l.features, "], got ", s.ToString(false));
     }
   }
   const Shape& r = inst.shape();
@@ -96,7 +98,8 @@ std::string BlockFrame(const Layout& l, int pointers, int sums) {
        std::to_string(l.lanes) + ";\n";
   const int64_t tiles = (l.features + l.lanes - 1) / l.lanes;
   b += "  for (idx_t tile = (idx_t)blockIdx.x; tile < " + Int(tiles) + "; tile += (idx_t)gridDim.x) {\n";
-  b += "    const idx_t f = tile * " + std::to_string(l.lanes) + " + lane;\n    const bool on = f < " + Int(l.features) + ";\n";
+  b += "    const idx_t f = tile * " + std::to_string(l.lanes) + " + lane;\n    const bool on = f < " +
+       Int(l.features) + ";\n";
   b += "    auto at = [&](idx_t j) -> idx_t { return (j / " + Int(l.inner) + " * " + Int(l.features) + " + f) * " +
        Int(l.inner) + " + j % " + Int(l.inner) + "; };\n";
   b += "    (void)at;\n";
@@ -135,7 +138,8 @@ GeneratedKernel FinishBlock(const Layout& l, std::string b, const char* kind, in
 
 // Operands x, scale, offset; results out, mean, variance.
 StatusOr<GeneratedKernel> Training(const Instruction& inst) {
-  if (inst.operand_count() != 3) return InvalidArgument("batch-norm-training '", inst.name(), "' needs (operand, scale, offset)");
+  if (inst.operand_count() != 3)
+    return InvalidArgument("batch-norm-training '", inst.name(), "' needs (operand, scale, offset)");
   XS_ASSIGN_OR_RETURN(Layout l, Check(inst, {1, 2}, 3));
   const std::string n = "(double)" + Int(l.count);
   std::string b = BlockFrame(l, 6, 1);
@@ -163,7 +167,8 @@ StatusOr<GeneratedKernel> Grad(const Instruction& inst) {
   XS_ASSIGN_OR_RETURN(Layout l, Check(inst, {1, 2, 3}, 3));
   const Shape& dy = inst.operand(4)->shape();
   if (!dy.IsArray() || dy.dims() != inst.operand(0)->shape().dims() || dy.dtype() != l.t) {
-    return InvalidArgument("batch-norm-grad '", inst.name(), "': grad_output ", dy.ToString(false), " must have the operand's shape");
+    return InvalidArgument("batch-norm-grad '", inst.name(), "': grad_output ", dy.ToString(false),
+                           " must have the operand's shape");
   }
   std::string b = BlockFrame(l, 8, 2);
   b += "    const double m = on ? " + Wide(l, "P2[f]") + " : 0.0;\n";
@@ -173,7 +178,8 @@ StatusOr<GeneratedKernel> Grad(const Instruction& inst) {
   b += "      part_scale += dy * (" + Wide(l, "P0[i]") + " - m) * rstd;\n    }\n";
   b += BlockSum(l, {"part_offset", "part_scale"}, {"grad_offset", "grad_scale"});
   b += "    if (!on) continue;\n";
-  b += "    if (row == 0) {\n      P6[f] = " + Narrow(l, "grad_scale") + ";\n      P7[f] = " + Narrow(l, "grad_offset") + ";\n    }\n";
+  b += "    if (row == 0) {\n      P6[f] = " + Narrow(l, "grad_scale") +
+       ";\n      P7[f] = " + Narrow(l, "grad_offset") + ";\n    }\n";
   b += "    const double s = " + Wide(l, "P1[f]") + ", n = (double)" + Int(l.count) + ";\n";
   b += ForElements(l) + "      const idx_t i = at(j);\n";
   b += "      const double xhat = (" + Wide(l, "P0[i]") + " - m) * rstd, dy = " + Wide(l, "P4[i]") + ";\n";
@@ -192,8 +198,10 @@ StatusOr<GeneratedKernel> Inference(const Instruction& inst) {
   b += "  for (idx_t i = (idx_t)blockIdx.x * (idx_t)blockDim.x + (idx_t)threadIdx.x; i < " + Int(l.elements) +
        "; i += stride) {\n";
   b += "    const idx_t f = i / " + Int(l.inner) + " % " + Int(std::max<int64_t>(l.features, 1)) + ";\n";
-  b += "    P5[i] = " + Narrow(l, "(" + Wide(l, "P0[i]") + " - " + Wide(l, "P3[f]") + ") / sqrt(" + Wide(l, "P4[f]") + " + " +
-                                l.epsilon + ") * " + Wide(l, "P1[f]") + " + " + Wide(l, "P2[f]")) + ";\n  }\n}\n";
+  b += "    P5[i] = " +
+       Narrow(l, "(" + Wide(l, "P0[i]") + " - " + Wide(l, "P3[f]") + ") / sqrt(" + Wide(l, "P4[f]") + " + " +
+                     l.epsilon + ") * " + Wide(l, "P1[f]") + " + " + Wide(l, "P2[f]")) +
+       ";\n  }\n}\n";
   LaunchDims launch;
   launch.grid = codegen::GridFor(l.elements);
   return codegen::Finish("batch_norm_inference", std::move(b), launch, 6, "elementwise");
@@ -202,7 +210,8 @@ StatusOr<GeneratedKernel> Inference(const Instruction& inst) {
 }  // namespace
 
 StatusOr<std::vector<GeneratedKernel>> GenerateBatchNormKernels(const Instruction& inst) {
-  StatusOr<GeneratedKernel> k = InvalidArgument("'", inst.name(), "' is not a batch-norm-training, -inference or -grad");
+  StatusOr<GeneratedKernel> k =
+      InvalidArgument("'", inst.name(), "' is not a batch-norm-training, -inference or -grad");
   if (inst.opcode() == Opcode::kBatchNormTraining) k = Training(inst);
   if (inst.opcode() == Opcode::kBatchNormInference) k = Inference(inst);
   if (inst.opcode() == Opcode::kBatchNormGrad) k = Grad(inst);

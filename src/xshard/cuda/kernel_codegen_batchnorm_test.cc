@@ -30,8 +30,8 @@ struct Case {
 std::string BatchNorm(const std::string& op, const std::string& t, const std::string& dims, int64_t features, int fi,
                       const std::string& epsilon = "0.001") {
   const std::string x = t + dims, v = t + "[" + std::to_string(features) + "]";
-  std::string text = "HloModule m\nENTRY e {\n  x = " + x + " parameter(0)\n  p1 = " + v + " parameter(1)\n  p2 = " + v +
-                     " parameter(2)\n";
+  std::string text = "HloModule m\nENTRY e {\n  x = " + x + " parameter(0)\n  p1 = " + v +
+                     " parameter(1)\n  p2 = " + v + " parameter(2)\n";
   std::string call;
   if (op == "training") {
     call = "(" + x + ", " + v + ", " + v + ") batch-norm-training(x, p1, p2)";
@@ -140,8 +140,8 @@ std::vector<Array> RunByHand(const std::string& text, const std::vector<std::vec
 // and 5, biased variances (9 + 1 + 1 + 9) / 4 = 5; x = 1 normalizes to (1 - 4) / sqrt(5.001) *
 // scale 2 + offset 1.
 TEST(KernelCodegenBatchNorm, TrainingAsWorkedOutByHand) {
-  const std::vector<Array> r = RunByHand(BatchNorm("training", "f32", "[2,2,1,2]", 2, 3),
-                                         {{1, 2, 3, 4, 5, 6, 7, 8}, {2, 3}, {1, 2}});
+  const std::vector<Array> r =
+      RunByHand(BatchNorm("training", "f32", "[2,2,1,2]", 2, 3), {{1, 2, 3, 4, 5, 6, 7, 8}, {2, 3}, {1, 2}});
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[1].GetDouble(0), 4);
   EXPECT_EQ(r[1].GetDouble(1), 5);
@@ -156,8 +156,8 @@ TEST(KernelCodegenBatchNorm, TrainingAsWorkedOutByHand) {
 // One feature, x = 1 2 6 with mean 3, variance 1, epsilon 0: x_hat = -2 -1 3; dy = 1 0 2 gives
 // grad_offset 3, grad_scale -2 + 6 = 4 and grad_x = 2 * (dy - 3/3 - x_hat * 4/3) = 16/3 2/3 -6.
 TEST(KernelCodegenBatchNorm, GradAsWorkedOutByHand) {
-  const std::vector<Array> r = RunByHand(BatchNorm("grad", "f32", "[3,1]", 1, 1, "0"),
-                                         {{1, 2, 6}, {2}, {3}, {1}, {1, 0, 2}});
+  const std::vector<Array> r =
+      RunByHand(BatchNorm("grad", "f32", "[3,1]", 1, 1, "0"), {{1, 2, 6}, {2}, {3}, {1}, {1, 0, 2}});
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[1].GetDouble(0), 4);
   EXPECT_EQ(r[2].GetDouble(0), 3);
@@ -167,8 +167,8 @@ TEST(KernelCodegenBatchNorm, GradAsWorkedOutByHand) {
 
 // x = 1 2 6, mean 3, variance 4, epsilon 0, scale 2, offset 1: (x - 3) / 2 * 2 + 1 = -1 0 4.
 TEST(KernelCodegenBatchNorm, InferenceAsWorkedOutByHand) {
-  const std::vector<Array> r = RunByHand(BatchNorm("inference", "f32", "[3,1]", 1, 1, "0"),
-                                         {{1, 2, 6}, {2}, {1}, {3}, {4}});
+  const std::vector<Array> r =
+      RunByHand(BatchNorm("inference", "f32", "[3,1]", 1, 1, "0"), {{1, 2, 6}, {2}, {1}, {3}, {4}});
   ASSERT_EQ(r.size(), 1u);
   const double want[] = {-1, 0, 4};
   for (int i = 0; i < 3; ++i) EXPECT_EQ(r[0].GetDouble(i), want[i]) << "element " << i;

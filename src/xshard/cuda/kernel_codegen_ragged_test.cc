@@ -48,37 +48,57 @@ const char* kMoe = "lhs_contracting_dims={1}, rhs_contracting_dims={1}, lhs_ragg
 
 std::vector<Case> Cases() {
   return {
-      {"MoE f32, a zero-size group, sizes summing below m", Ragged("f32[40,24]", "f32[4,24,20]", "s32[4]", "f32[40,20]", kMoe),
-       {7, 0, 20, 9}, true},
+      {"MoE f32, a zero-size group, sizes summing below m",
+       Ragged("f32[40,24]", "f32[4,24,20]", "s32[4]", "f32[40,20]", kMoe),
+       {7, 0, 20, 9},
+       true},
       {"MoE f32, three groups in one row tile, 12 tiles (a grid-stride loop on the emulator)",
-       Ragged("f32[130,16]", "f32[3,16,200]", "s32[3]", "f32[130,200]", kMoe), {30, 25, 40}, true},
-      {"MoE f32, sizes summing past m", Ragged("f32[70,16]", "f32[3,16,33]", "s32[3]", "f32[70,33]", kMoe),
-       {30, 25, 40}, true},
+       Ragged("f32[130,16]", "f32[3,16,200]", "s32[3]", "f32[130,200]", kMoe),
+       {30, 25, 40},
+       true},
+      {"MoE f32, sizes summing past m",
+       Ragged("f32[70,16]", "f32[3,16,33]", "s32[3]", "f32[70,33]", kMoe),
+       {30, 25, 40},
+       true},
       {"MoE bf16", Ragged("bf16[48,32]", "bf16[4,32,24]", "s32[4]", "bf16[48,24]", kMoe), {16, 0, 8, 20}, false},
-      {"MoE bf16 with preferred_element_type=f32", Ragged("bf16[96,40]", "bf16[2,40,70]", "s32[2]", "f32[96,70]", kMoe),
-       {50, 46}, false},
+      {"MoE bf16 with preferred_element_type=f32",
+       Ragged("bf16[96,40]", "bf16[2,40,70]", "s32[2]", "f32[96,70]", kMoe),
+       {50, 46},
+       false},
       {"MoE f16, s64 group sizes", Ragged("f16[20,8]", "f16[3,8,12]", "s64[3]", "f16[20,12]", kMoe), {5, 5, 5}, false},
       {"MoE with k = 0: zeros", Ragged("f32[5,0]", "f32[2,0,3]", "s32[2]", "f32[5,3]", kMoe), {2, 3}, true},
       {"MoE s32", Ragged("s32[10,6]", "s32[2,6,4]", "s32[2]", "s32[10,4]", kMoe), {4, 6}, true},
       {"ragged contracting dim (a weight gradient)",
        Ragged("f32[12,50]", "f32[50,10]", "s32[3]", "f32[3,12,10]",
-              "lhs_contracting_dims={1}, rhs_contracting_dims={0}, lhs_ragged_dims={1}"), {20, 0, 25}, true},
+              "lhs_contracting_dims={1}, rhs_contracting_dims={0}, lhs_ragged_dims={1}"),
+       {20, 0, 25},
+       true},
       {"ragged contracting dim, two contracting dims, sizes past the dim",
        Ragged("f32[6,5,4]", "f32[5,4,7]", "s32[3]", "f32[3,6,7]",
-              "lhs_contracting_dims={1,2}, rhs_contracting_dims={0,1}, lhs_ragged_dims={1}"), {2, 1, 3}, true},
+              "lhs_contracting_dims={1,2}, rhs_contracting_dims={0,1}, lhs_ragged_dims={1}"),
+       {2, 1, 3},
+       true},
       {"ragged batch dim: a batched dot",
        Ragged("f32[2,9,10]", "f32[2,10,6]", "u32[2]", "f32[2,9,6]",
-              "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}, lhs_ragged_dims={0}"),
-       {1, 1}, true},
+              "lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}, "
+              "lhs_ragged_dims={0}"),
+       {1, 1},
+       true},
       {"batched ragged rows, group sizes per batch",
        Ragged("f32[3,20,8]", "f32[2,3,8,5]", "s32[3,2]", "f32[3,20,5]",
               "lhs_batch_dims={0}, rhs_batch_dims={1}, lhs_contracting_dims={2}, rhs_contracting_dims={2}, "
-              "lhs_ragged_dims={1}, rhs_group_dims={0}"), {5, 10, 20, 0, 0, 3}, true},
+              "lhs_ragged_dims={1}, rhs_group_dims={0}"),
+       {5, 10, 20, 0, 0, 3},
+       true},
       {"block_scaled_dot, MXFP8 with batch",
-       Scaled({"f8e4m3fn[2,24,64]", "f8e4m3fn[2,40,64]", "f8e8m0fnu[2,24,2]", "f8e8m0fnu[2,40,2]"}, "f32[2,24,40]"), {}, true},
+       Scaled({"f8e4m3fn[2,24,64]", "f8e4m3fn[2,40,64]", "f8e8m0fnu[2,24,2]", "f8e8m0fnu[2,40,2]"}, "f32[2,24,40]"),
+       {},
+       true},
       {"block_scaled_dot, bf16 without scales", Scaled({"bf16[20,48]", "bf16[36,48]"}, "f32[20,36]"), {}, true},
       {"block_scaled_dot, f32 lhs scale over rows and k, bf16 result",
-       Scaled({"f32[16,32]", "f32[8,32]", "f32[4,4]"}, "bf16[16,8]"), {}, true},
+       Scaled({"f32[16,32]", "f32[8,32]", "f32[4,4]"}, "bf16[16,8]"),
+       {},
+       true},
   };
 }
 
@@ -192,9 +212,10 @@ TEST(KernelCodegenRagged, RaggedContractionAsWorkedOutByHand) {
 
 // f8 [1.5 2] scaled by 4 -> [6 8]; [0.5 -0.25] scaled by 0.5 -> [0.25 -0.125]: 1.5 - 1 = 0.5.
 TEST(KernelCodegenRagged, BlockScaledDotAsWorkedOutByHand) {
-  const Array out = RunByHand(Scaled({"f8e4m3fn[1,2]", "f8e4m3fn[1,2]", "f8e8m0fnu[1,1]", "f8e8m0fnu[1,1]"}, "f32[1,1]"),
-                              {Values(DType::kF8E4M3FN, {1, 2}, {1.5, 2}), Values(DType::kF8E4M3FN, {1, 2}, {0.5, -0.25}),
-                               Values(DType::kF8E8M0FNU, {1, 1}, {4}), Values(DType::kF8E8M0FNU, {1, 1}, {0.5})});
+  const Array out =
+      RunByHand(Scaled({"f8e4m3fn[1,2]", "f8e4m3fn[1,2]", "f8e8m0fnu[1,1]", "f8e8m0fnu[1,1]"}, "f32[1,1]"),
+                {Values(DType::kF8E4M3FN, {1, 2}, {1.5, 2}), Values(DType::kF8E4M3FN, {1, 2}, {0.5, -0.25}),
+                 Values(DType::kF8E8M0FNU, {1, 1}, {4}), Values(DType::kF8E8M0FNU, {1, 1}, {0.5})});
   EXPECT_EQ(out.GetDouble(0), 0.5);
 }
 
@@ -204,8 +225,8 @@ TEST(KernelCodegenRagged, CorpusModulesRunThroughTheGpuPlanOnTheHost) {
   if (!xs::testing::CorpusAvailable(XSHARD_CORPUS_DIR)) GTEST_SKIP() << "corpus not found at " << XSHARD_CORPUS_DIR;
   std::vector<std::string> files = {
       "shardy_xla_pass_test/RaggedDotMode1.hlo", "spmd_partitioner_test/RaggedDotBatchModeWithPadding.hlo",
-      "spmd_partitioner_test/RaggedDotBatchModeWithoutPadding.hlo", "spmd_partitioner_test/RaggedDotContractingMode.hlo",
-      "spmd_partitioner_test/RaggedDotNonContractingMode.hlo"};
+      "spmd_partitioner_test/RaggedDotBatchModeWithoutPadding.hlo",
+      "spmd_partitioner_test/RaggedDotContractingMode.hlo", "spmd_partitioner_test/RaggedDotNonContractingMode.hlo"};
   for (const char* mx : {"BatchAndBatch", "BatchAndNonContracting", "BatchNonContractingAndBatchNonContracting",
                          "ContractingAndContracting", "ContractingAndReplicated",
                          "ContractingNonContractingAndContractingNonContracting0",
