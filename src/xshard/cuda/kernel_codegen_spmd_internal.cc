@@ -11,6 +11,7 @@
 #include "xshard/base/strings.h"
 #include "xshard/core/shape.h"
 #include "xshard/cuda/kernel_codegen_internal.h"
+#include "xshard/exec/spmd_internal_config.h"
 #include "xshard/ir/instruction.h"
 
 namespace xs::cuda {
@@ -20,43 +21,6 @@ using codegen::Int;
 
 // Kernel parameters are at most 4 KiB: the pointers of the results and the operands.
 constexpr int kMaxPointers = 500;
-
-// backend_config="dimension=0,amount=3,start_indices=[6],limit_indices=[1526],strides=[1]":
-// every key with its integer, or its list of integers. Empty when malformed (the executor,
-// which plans the module first, names the error).
-std::map<std::string, std::vector<int64_t>, std::less<>> ParseConfig(std::string text, bool* ok) {
-  std::map<std::string, std::vector<int64_t>, std::less<>> out;
-  *ok = true;
-  if (text.size() >= 2 && text.front() == '"' && text.back() == '"') text = text.substr(1, text.size() - 2);
-  size_t pos = 0;
-  while (pos < text.size() && *ok) {
-    const size_t eq = text.find('=', pos);
-    if (eq == std::string::npos) return (*ok = false, out);
-    const std::string key(StripWhitespace(std::string_view(text).substr(pos, eq - pos)));
-    std::vector<int64_t>& values = out[key];
-    size_t end = eq + 1;
-    std::string_view body;
-    if (end < text.size() && text[end] == '[') {
-      const size_t close = text.find(']', end);
-      if (close == std::string::npos) return (*ok = false, out);
-      body = std::string_view(text).substr(end + 1, close - end - 1);
-      end = close + 1;
-    } else {
-      const size_t comma = text.find(',', end);
-      end = comma == std::string::npos ? text.size() : comma;
-      body = std::string_view(text).substr(eq + 1, end - eq - 1);
-    }
-    for (std::string_view item : StrSplit(body, ',')) {
-      int64_t v = 0;
-      if (StripWhitespace(item).empty()) continue;
-      if (!ParseInt64(StripWhitespace(item), &v)) return (*ok = false, out);
-      values.push_back(v);
-    }
-    while (end < text.size() && (text[end] == ',' || text[end] == ' ')) ++end;
-    pos = end;
-  }
-  return out;
-}
 
 int64_t Mod(int64_t a, int64_t n) { return ((a % n) + n) % n; }
 
@@ -86,12 +50,13 @@ StatusOr<std::vector<GeneratedKernel>> GenerateSpmdInternalKernels(const Instruc
       !inst.operand(0)->shape().IsArray()) {
     return invalid(pad ? "needs an array and a scalar pad value" : "needs one array operand");
   }
-  bool ok = false;
-  const auto config = ParseConfig(inst.attrs().backend_config.value_or(""), &ok);
+  StatusOr<SpmdInternalConfig> parsed = ParseSpmdInternalConfig(inst);
+  const bool ok = parsed.ok();
+  const SpmdInternalConfig config = ok ? std::move(parsed).value() : SpmdInternalConfig{};
   auto scalar = [&](std::string_view key, int64_t* v) {
     auto it = config.find(key);
-    if (it == config.end() || it->second.size() != 1) return false;
-    *v = it->second[0];
+    if (it == config.end() || it->second.values.size() != 1) return false;
+    *v = it->second.values[0];
     return true;
   };
   const Shape& x = inst.operand(0)->shape();
@@ -164,7 +129,7 @@ StatusOr<std::vector<GeneratedKernel>> GenerateSpmdInternalKernels(const Instruc
     int64_t amount = 0;
     auto list = [&](std::string_view key) -> const std::vector<int64_t>* {
       auto it = config.find(key);
-      return it == config.end() || static_cast<int>(it->second.size()) != rank ? nullptr : &it->second;
+      return it == config.end() || static_cast<int>(it->second.values.size()) != rank ? nullptr : &it->second.values;
     };
     const std::vector<int64_t>*starts = list("start_indices"), *limits = list("limit_indices"),
           *strides = list("strides");

@@ -22,68 +22,15 @@
 #include "xshard/base/strings.h"
 #include "xshard/kernels/shape_ops.h"
 #include "xshard/exec/executable_plan.h"
+#include "xshard/exec/spmd_internal_config.h"
 
 namespace xs {
 namespace {
 
-// One backend_config value: an integer or a list of them.
-struct ConfigValue {
-  std::vector<int64_t> values;
-  bool list = false;
-};
-using Config = std::map<std::string, ConfigValue, std::less<>>;
+using Config = SpmdInternalConfig;
 
 Status ConfigError(const Instruction& inst, std::string_view target, std::string_view what) {
   return InvalidArgument("custom-call '", inst.name(), "' (", target, "): ", what);
-}
-
-// backend_config="dimension=0,amount=3,start_indices=[6],limit_indices=[1526],strides=[1]".
-StatusOr<Config> ParseConfig(const Instruction& inst, std::string_view target) {
-  std::string text = inst.attrs().backend_config.value_or("");
-  if (text.size() >= 2 && text.front() == '"' && text.back() == '"') text = text.substr(1, text.size() - 2);
-  Config config;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t eq = text.find('=', pos);
-    if (eq == std::string::npos) {
-      return ConfigError(inst, target, StrCat("backend_config \"", text, "\" is not key=value,...: '",
-                                              text.substr(pos), "' has no '='"));
-    }
-    const std::string key(StripWhitespace(std::string_view(text).substr(pos, eq - pos)));
-    ConfigValue value;
-    size_t end = eq + 1;
-    std::string_view body;
-    if (end < text.size() && text[end] == '[') {
-      const size_t close = text.find(']', end);
-      if (close == std::string::npos) {
-        return ConfigError(inst, target, StrCat("backend_config \"", text, "\": the list of '", key, "' has no ']'"));
-      }
-      value.list = true;
-      body = std::string_view(text).substr(end + 1, close - end - 1);
-      end = close + 1;
-      for (std::string_view item : StrSplit(body, ',')) {
-        if (StripWhitespace(item).empty()) continue;
-        int64_t v = 0;
-        if (!ParseInt64(StripWhitespace(item), &v)) {
-          return ConfigError(inst, target, StrCat("backend_config '", key, "' has a non-integer '", item, "'"));
-        }
-        value.values.push_back(v);
-      }
-    } else {
-      const size_t comma = text.find(',', end);
-      body = std::string_view(text).substr(end, (comma == std::string::npos ? text.size() : comma) - end);
-      end = comma == std::string::npos ? text.size() : comma;
-      int64_t v = 0;
-      if (!ParseInt64(StripWhitespace(body), &v)) {
-        return ConfigError(inst, target, StrCat("backend_config '", key, "=", body, "' is not an integer"));
-      }
-      value.values.push_back(v);
-    }
-    config[key] = std::move(value);
-    while (end < text.size() && (text[end] == ',' || text[end] == ' ')) ++end;
-    pos = end;
-  }
-  return config;
 }
 
 StatusOr<int64_t> Scalar(const Instruction& inst, std::string_view target, const Config& c, std::string_view key) {
@@ -218,7 +165,7 @@ Status PrepareSpmdInternalCustomCall(const Instruction& inst, std::string_view t
   }
   const Shape& xs = inst.operand(0)->shape();
   const int64_t rank = xs.rank();
-  XS_ASSIGN_OR_RETURN(Config c, ParseConfig(inst, target));
+  XS_ASSIGN_OR_RETURN(Config c, ParseSpmdInternalConfig(inst));
   auto p = std::make_shared<InternalOpParams>();
   XS_ASSIGN_OR_RETURN(p->dim, Scalar(inst, target, c, "dimension"));
   if (p->dim < 0 || p->dim >= rank) {
