@@ -27,15 +27,15 @@ std::string Header(int num_pointers, const std::string& idx, int block) {
 // "elem(i, loads..., y0, ..., [r]);" with y<k> / r declared before and stores after.
 std::string Call(const ElemSpec& s, const std::string& i, const std::string& reduced_var) {
   std::string out = "{\n";
-  for (size_t k = 0; k < s.stores.size(); ++k) out += "      " + CType(s.stores[k].second) + " y" + std::to_string(k) + ";\n";
-  if (s.reduced) out += "      " + CType(*s.reduced) + " " + reduced_var + ";\n";
+  for (size_t k = 0; k < s.stores.size(); ++k) out += "      " + ElemCType(s.stores[k].second) + " y" + std::to_string(k) + ";\n";
+  if (s.reduced) out += "      " + ElemCType(*s.reduced) + " " + reduced_var + ";\n";
   out += "      elem(" + i;
-  for (const auto& [p, t] : s.loads) out += ", ((const " + CType(t) + "*)a.p[" + std::to_string(p) + "])[" + i + "]";
+  for (const auto& [p, t] : s.loads) out += ", ((const " + ElemCType(t) + "*)a.p[" + std::to_string(p) + "])[" + i + "]";
   for (size_t k = 0; k < s.stores.size(); ++k) out += ", y" + std::to_string(k);
   if (s.reduced) out += ", " + reduced_var;
   out += ");\n";
   for (size_t k = 0; k < s.stores.size(); ++k) {
-    out += "      ((" + CType(s.stores[k].second) + "*)a.p[" + std::to_string(s.stores[k].first) + "])[" + i +
+    out += "      ((" + ElemCType(s.stores[k].second) + "*)a.p[" + std::to_string(s.stores[k].first) + "])[" + i +
            "] = y" + std::to_string(k) + ";\n";
   }
   return out;
@@ -89,19 +89,19 @@ GeneratedKernel EmitElementwise(std::string_view kind, const ElemSpec& s, int64_
     b += "  if (" + aligned + ") {  // vectorized: " + v + " elements per access\n";
     b += "    const idx_t nv = n / " + v + ";\n    for (idx_t v = tid; v < nv; v += stride) {\n";
     for (size_t k = 0; k < s.loads.size(); ++k) {
-      const std::string vt = "xs_vec<" + CType(s.loads[k].second) + ", " + v + ">";
+      const std::string vt = "xs_vec<" + ElemCType(s.loads[k].second) + ", " + v + ">";
       b += "      const " + vt + " x" + std::to_string(k) + " = ((const " + vt + "*)a.p[" +
            std::to_string(s.loads[k].first) + "])[v];\n";
     }
     for (size_t k = 0; k < s.stores.size(); ++k) {
-      b += "      xs_vec<" + CType(s.stores[k].second) + ", " + v + "> y" + std::to_string(k) + ";\n";
+      b += "      xs_vec<" + ElemCType(s.stores[k].second) + ", " + v + "> y" + std::to_string(k) + ";\n";
     }
     b += "#pragma unroll\n      for (int e = 0; e < " + v + "; ++e) elem(v * " + v + " + e";
     for (size_t k = 0; k < s.loads.size(); ++k) b += ", x" + std::to_string(k) + ".v[e]";
     for (size_t k = 0; k < s.stores.size(); ++k) b += ", y" + std::to_string(k) + ".v[e]";
     b += ");\n";
     for (size_t k = 0; k < s.stores.size(); ++k) {
-      b += "      ((xs_vec<" + CType(s.stores[k].second) + ", " + v + ">*)a.p[" + std::to_string(s.stores[k].first) +
+      b += "      ((xs_vec<" + ElemCType(s.stores[k].second) + ", " + v + ">*)a.p[" + std::to_string(s.stores[k].first) +
            "])[v] = y" + std::to_string(k) + ";\n";
     }
     b += "    }\n    start = nv * " + v + ";\n  }\n";
@@ -118,7 +118,7 @@ StatusOr<GeneratedKernel> EmitReduce(std::string_view kind, const ElemSpec& s, c
                                      int init_ptr, int result_ptr, DType result, int num_pointers) {
   XS_CHECK(s.reduced.has_value(), "a reduce kernel needs a reduced value");
   const DType t = *s.reduced;
-  const std::string acc_t = ComputeType(t), rt = CType(result);
+  const std::string acc_t = ComputeType(t), rt = ElemCType(result);
   XS_ASSIGN_OR_RETURN(std::string ident, IdentityExpr(combine, t));
   XS_ASSIGN_OR_RETURN(std::string fold, CombineExpr(combine, t, "acc", ToCompute(t, "r")));
   // Every lane shuffles once per step: CombineExpr may evaluate an operand twice or not at all
@@ -146,7 +146,7 @@ StatusOr<GeneratedKernel> EmitReduce(std::string_view kind, const ElemSpec& s, c
   const int block = block_per_row && rows <= 1024 ? 1024 : kBlock;
   std::string b = Header(num_pointers, IndexType(std::max<int64_t>(count, 1) + int64_t{kMaxGrid} * 1024), block) +
                   s.prologue + "  " + s.lambda + "\n";
-  b += "  const " + acc_t + " init = " + ToCompute(t, "((const " + CType(t) + "*)a.p[" + std::to_string(init_ptr) + "])[0]") + ";\n";
+  b += "  const " + acc_t + " init = " + ToCompute(t, "((const " + ElemCType(t) + "*)a.p[" + std::to_string(init_ptr) + "])[0]") + ";\n";
   b += "  const idx_t rows = " + Int(rows) + ", len = " + Int(len) + ";\n";
   LaunchDims launch;
   launch.block = block;

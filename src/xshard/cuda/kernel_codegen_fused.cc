@@ -1,6 +1,7 @@
 // GenerateFusedLoopKernel / GenerateElementwiseKernel: a fused loop's tile program (values,
 // prologue, body, outputs, optional reduce) becomes one lambda computing every value of one
-// element from its linear index, inside the elementwise or the reduction skeleton.
+// element from its linear index, inside the elementwise or the reduction skeleton. Complex values
+// (xs_c64 / xs_c128) go through AnyElementwiseExpr; a reduce of them is refused.
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,7 +13,8 @@
 namespace xs::cuda {
 namespace {
 
-using codegen::CType;
+// Storage types, complex ones included.
+std::string CType(DType t) { return codegen::ElemCType(t); }
 
 std::string V(int id) { return StrCat("v", id); }
 
@@ -47,13 +49,14 @@ StatusOr<std::vector<DType>> ValueTypes(const FusedLoop& f) {
 
 StatusOr<std::string> OpCode(const FusedLoop& f, const FusedOp& op, const std::vector<DType>& type) {
   const DType t = type[op.out];
-  XS_RETURN_IF_ERROR(codegen::RequireDType(*op.inst, t));
+  XS_RETURN_IF_ERROR(codegen::RequireMovable(*op.inst, t));
   const std::string decl = "    const " + CType(t) + " " + V(op.out) + " = ";
   switch (op.kind) {
     case FusedOpKind::kFill:
       return decl + "((const " + CType(t) + "*)a.p[" + std::to_string(op.in[0]) + "])[0];\n";
     case FusedOpKind::kCopy: return decl + V(op.in[0]) + ";\n";
     case FusedOpKind::kIota: {
+      XS_RETURN_IF_ERROR(codegen::RequireDType(*op.inst, t));
       const std::string io = StrCat("io", op.out);
       return "    const long long " + io + " = (long long)((i / " + codegen::Int(op.inner) + ") % " +
              codegen::Int(op.size) + ");\n" + decl + codegen::ConvertExpr(DType::kS64, t, io) + ";\n";
@@ -82,7 +85,7 @@ StatusOr<std::string> OpCode(const FusedLoop& f, const FusedOp& op, const std::v
     default: {
       std::vector<std::string> args;
       for (int j = 0; j < 3 && op.in[j] >= 0; ++j) args.push_back(V(op.in[j]));
-      XS_ASSIGN_OR_RETURN(std::string e, codegen::ElementwiseExpr(*op.inst, args));
+      XS_ASSIGN_OR_RETURN(std::string e, codegen::AnyElementwiseExpr(*op.inst, args));
       return decl + e + ";\n";
     }
   }
@@ -95,9 +98,9 @@ StatusOr<GeneratedKernel> GenerateFusedLoopKernel(const FusedLoop& f) {
   // Refuse unsupported element types naming the instruction that has them.
   for (const std::vector<FusedOp>* ops : {&f.prologue, &f.body}) {
     for (const FusedOp& op : *ops) {
-      XS_RETURN_IF_ERROR(codegen::RequireDType(*op.inst, op.inst->shape().dtype()));
+      XS_RETURN_IF_ERROR(codegen::RequireMovable(*op.inst, op.inst->shape().dtype()));
       if (op.kind == FusedOpKind::kUnary || op.kind == FusedOpKind::kBinary || op.kind == FusedOpKind::kTernary) {
-        for (const Instruction* o : op.inst->operands()) XS_RETURN_IF_ERROR(codegen::RequireDType(*op.inst, o->shape().dtype()));
+        for (const Instruction* o : op.inst->operands()) XS_RETURN_IF_ERROR(codegen::RequireMovable(*op.inst, o->shape().dtype()));
       }
     }
   }
@@ -119,7 +122,7 @@ StatusOr<GeneratedKernel> GenerateFusedLoopKernel(const FusedLoop& f) {
   std::string params = "idx_t i";
   for (size_t v = 0; v < f.values.size(); ++v) {
     if (f.values[v].kind != FusedValueKind::kInput) continue;
-    if (!codegen::SupportedDType(type[v])) {
+    if (!codegen::MovableDType(type[v])) {
       return Unimplemented("cuda: a fused loop input has element type ", DTypeName(type[v]),
                            ", which generated kernels do not compute on");
     }

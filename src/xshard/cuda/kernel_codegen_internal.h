@@ -27,6 +27,19 @@ bool SupportedDType(DType t);
 // compute on (...)" unless SupportedDType(t).
 Status RequireDType(const Instruction& inst, DType t);
 
+// Complex elements (kernel_codegen_complex.cc): c64 / c128 are stored as the prelude's xs_c64 /
+// xs_c128 structs. Movable types are SupportedDType's plus c64 and c128: what data-movement
+// kernels (shape ops, copies, fft) read and write; RequireMovable is RequireDType for them.
+bool IsComplexDType(DType t);
+bool MovableDType(DType t);
+Status RequireMovable(const Instruction& inst, DType t);
+// CType, and "xs_c64" / "xs_c128" for complex types.
+std::string ElemCType(DType t);
+// ElementwiseExpr for an instruction with a complex operand or result (add, subtract, multiply,
+// divide, negate, abs, sign, exp, real, imag, convert, compare EQ / NE, select, copy), with the
+// CPU's std::complex formulas; ElementwiseExpr for the rest.
+StatusOr<std::string> AnyElementwiseExpr(const Instruction& inst, const std::vector<std::string>& args);
+
 std::string CType(DType t);        // storage type: "float", "unsigned short" (f16, bf16), "bool"
 std::string ComputeType(DType t);  // arithmetic type: "float" for f16 / bf16, else CType
 std::string ToCompute(DType t, const std::string& e);    // storage -> compute

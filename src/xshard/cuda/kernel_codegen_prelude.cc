@@ -1,7 +1,8 @@
 // The device prelude every generated kernel starts with: f16 / bf16 conversions bit-identical
 // to core/dtype.cc (hand-written rather than cuda_fp16.h's so NaN payloads and subnormals round
 // exactly as on the CPU, and so kernels compile without parsing that header), XLA's integer
-// division, NaN-aware max / min, total-order keys, vector structs and warp shuffles.
+// division, NaN-aware max / min, total-order keys, vector structs, warp shuffles and complex
+// elements with their arithmetic.
 #include <string>
 
 #include "xshard/cuda/kernel_codegen_internal.h"
@@ -121,6 +122,48 @@ __device__ __forceinline__ signed char xs_shfl(signed char v, int o) { return (s
 __device__ __forceinline__ short xs_shfl(short v, int o) { return (short)__shfl_down_sync(0xffffffffu, (int)v, o); }
 __device__ __forceinline__ unsigned char xs_shfl(unsigned char v, int o) { return (unsigned char)__shfl_down_sync(0xffffffffu, (unsigned)v, o); }
 __device__ __forceinline__ unsigned short xs_shfl(unsigned short v, int o) { return (unsigned short)__shfl_down_sync(0xffffffffu, (unsigned)v, o); }
+// Complex elements (c64, c128): interleaved (re, im) as std::complex stores them, with the
+// arithmetic of the CPU's std::complex (GCC's formulas; kernels/scalar_ops.h).
+struct __align__(8) xs_c64 { float re, im; };
+struct __align__(16) xs_c128 { double re, im; };
+__device__ __forceinline__ xs_c64 xs_cplx(float r, float i) { xs_c64 z; z.re = r; z.im = i; return z; }
+__device__ __forceinline__ xs_c128 xs_cplx(double r, double i) { xs_c128 z; z.re = r; z.im = i; return z; }
+template <typename C> __device__ __forceinline__ C xs_cadd(C a, C b) { return xs_cplx(a.re + b.re, a.im + b.im); }
+template <typename C> __device__ __forceinline__ C xs_csub(C a, C b) { return xs_cplx(a.re - b.re, a.im - b.im); }
+template <typename C> __device__ __forceinline__ C xs_cneg(C a) { return xs_cplx(-a.re, -a.im); }
+template <typename C> __device__ __forceinline__ C xs_cmul(C a, C b) {
+  return xs_cplx(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
+}
+// libgcc's __divsc3: float quotients through double, the plain formula.
+__device__ __forceinline__ xs_c64 xs_cdiv(xs_c64 a, xs_c64 b) {
+  const double ar = a.re, ai = a.im, br = b.re, bi = b.im, d = br * br + bi * bi;
+  return xs_cplx((float)((ar * br + ai * bi) / d), (float)((ai * br - ar * bi) / d));
+}
+// libgcc's __divdc3: Smith's method.
+__device__ __forceinline__ xs_c128 xs_cdiv(xs_c128 a, xs_c128 b) {
+  if (fabs(b.re) < fabs(b.im)) {
+    const double r = b.re / b.im, d = b.re * r + b.im;
+    return xs_cplx((a.re * r + a.im) / d, (a.im * r - a.re) / d);
+  }
+  const double r = b.im / b.re, d = b.im * r + b.re;
+  return xs_cplx((a.im * r + a.re) / d, (a.im - a.re * r) / d);
+}
+__device__ __forceinline__ float xs_cabs(xs_c64 a) { return hypotf(a.re, a.im); }
+__device__ __forceinline__ double xs_cabs(xs_c128 a) { return hypot(a.re, a.im); }
+// cexp: a zero imaginary part stays exactly (C99 Annex G: exp(NaN + 0i) = NaN + 0i).
+__device__ __forceinline__ xs_c64 xs_cexp(xs_c64 a) {
+  const float e = expf(a.re);
+  return a.im == 0 ? xs_cplx(e, a.im) : xs_cplx(e * cosf(a.im), e * sinf(a.im));
+}
+__device__ __forceinline__ xs_c128 xs_cexp(xs_c128 a) {
+  const double e = exp(a.re);
+  return a.im == 0 ? xs_cplx(e, a.im) : xs_cplx(e * cos(a.im), e * sin(a.im));
+}
+template <typename C> __device__ __forceinline__ C xs_csign(C a) {
+  const auto m = xs_cabs(a);
+  return m == 0 ? xs_cplx(m * 0, m * 0) : xs_cplx(a.re / m, a.im / m);
+}
+template <typename C> __device__ __forceinline__ bool xs_ceq(C a, C b) { return a.re == b.re && a.im == b.im; }
 )CUDA");
   return *kPrelude;
 }

@@ -1,7 +1,8 @@
 // Shape ops as generated kernels: each result element computes where it comes from (an index
 // map: broadcast, transpose, slice, reverse, pad, concatenate, iota, dynamic-slice and -update-
 // slice), a 32x32 shared-memory tile for transposes that swap the two minor blocks of dims, and
-// plain vectorized copies for copy / reshape / bitcast.
+// plain vectorized copies for copy / reshape / bitcast. Complex elements move as the prelude's
+// 8- / 16-byte structs.
 #include <string>
 #include <vector>
 
@@ -11,7 +12,8 @@
 namespace xs::cuda {
 namespace {
 
-using codegen::CType;
+// Storage types, complex ones included (shape ops only move elements).
+std::string CType(DType t) { return codegen::ElemCType(t); }
 using codegen::Int;
 
 std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
@@ -139,7 +141,7 @@ std::optional<GeneratedKernel> TiledTranspose(const Instruction& inst) {
 StatusOr<GeneratedKernel> GenerateShapeKernel(const Instruction& inst) {
   const Shape& s = inst.shape();
   if (!s.IsArray()) return Unimplemented("cuda: '", inst.name(), "' has a tuple result");
-  XS_RETURN_IF_ERROR(codegen::RequireDType(inst, s.dtype()));
+  XS_RETURN_IF_ERROR(codegen::RequireMovable(inst, s.dtype()));
   const int r = s.rank();
   const int ptrs = inst.operand_count() + 1;
   switch (inst.opcode()) {
@@ -180,6 +182,7 @@ StatusOr<GeneratedKernel> GenerateShapeKernel(const Instruction& inst) {
     }
     case Opcode::kIota: {
       if (!inst.attrs().iota_dimension) return InvalidArgument("iota '", inst.name(), "' has no iota_dimension");
+      XS_RETURN_IF_ERROR(codegen::RequireDType(inst, s.dtype()));
       return IndexMap(inst, "", Value(inst, codegen::ConvertExpr(DType::kS64, s.dtype(), "(long long)" + O(static_cast<int>(*inst.attrs().iota_dimension)))), 1);
     }
     case Opcode::kPad: {
@@ -249,7 +252,7 @@ StatusOr<GeneratedKernel> GenerateDynamicUpdateSliceInPlace(const Instruction& i
   }
   const Shape& s = inst.shape();
   const Shape& upd = inst.operand(1)->shape();
-  XS_RETURN_IF_ERROR(codegen::RequireDType(inst, s.dtype()));
+  XS_RETURN_IF_ERROR(codegen::RequireMovable(inst, s.dtype()));
   XS_RETURN_IF_ERROR(CheckStarts(inst, 2, s.rank()));
   std::vector<int64_t> limits;
   for (int d = 0; d < s.rank(); ++d) limits.push_back(s.dim(d) - upd.dim(d));
