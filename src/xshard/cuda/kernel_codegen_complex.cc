@@ -59,7 +59,7 @@ StatusOr<std::string> AnyElementwiseExpr(const Instruction& inst, const std::vec
   auto unsupported = [&]() {
     return Unimplemented("cuda: ", OpcodeName(op), " of '", inst.name(), "' on ", DTypeName(t),
                          " has no generated kernel (complex values: add, subtract, multiply, divide, negate, abs, "
-                         "sign, exp, real, imag, convert, compare EQ / NE, select, copy)");
+                         "sign, exp, real, imag, complex, convert, compare EQ / NE, select, copy)");
   };
   switch (op) {
     case Opcode::kCopy: return args[0];
@@ -69,7 +69,11 @@ StatusOr<std::string> AnyElementwiseExpr(const Instruction& inst, const std::vec
       return "(" + args[0] + " ? " + args[1] + " : " + args[2] + ")";
     default: break;
   }
-  if (!IsComplexDType(t)) return unsupported();  // e.g. complex(re, im)
+  if (op == Opcode::kComplex && inst.operand_count() == 2 && IsComplexDType(out) && inst.operand(1)->shape().dtype() == t &&
+      (t == DType::kF32 || t == DType::kF64)) {
+    return "xs_cplx(" + args[0] + ", " + args[1] + ")";
+  }
+  if (!IsComplexDType(t)) return unsupported();
   if (inst.operand_count() == 1) {
     switch (op) {
       case Opcode::kNegate: return "xs_cneg(" + args[0] + ")";

@@ -122,6 +122,10 @@ std::vector<Case> Cases() {
              "  cv = c64[4,7] convert(t)\n  eq = pred[4,7] compare(cv, x), direction=NE\n"
              "  sel = c64[4,7] select(eq, cv, y)\n  w = c128[4,7] convert(sel)\n"
              "  ROOT o = (f32[4,7], c128[4,7], f32[4,7]) tuple(ab, w, t)\n")},
+      {"complex(re, im) in a fused chain, f32 -> c64 (jnp.conj as JAX lowers it)",
+       Entry("  x = f32[4,5] parameter(0)\n  y = f32[4,5] parameter(1)\n  c = c64[4,5] complex(x, y)\n"
+             "  re = f32[4,5] real(c)\n  im = f32[4,5] imag(c)\n  ni = f32[4,5] negate(im)\n"
+             "  cj = c64[4,5] complex(re, ni)\n  ROOT m = c64[4,5] multiply(c, cj)\n")},
       {"complex elementwise, c128 with a broadcast scalar (irfft's padding step)",
        Entry("  x = c128[3,5] parameter(0)\n  k = c128[] constant((2, 0.5))\n  b = c128[3,5] broadcast(k), dimensions={}\n"
              "  m = c128[3,5] multiply(x, b)\n  q = c128[3,5] divide(b, m)\n  ab = f64[3,5] abs(q)\n"

@@ -36,7 +36,8 @@ Status RequireMovable(const Instruction& inst, DType t);
 // CType, and "xs_c64" / "xs_c128" for complex types.
 std::string ElemCType(DType t);
 // ElementwiseExpr for an instruction with a complex operand or result (add, subtract, multiply,
-// divide, negate, abs, sign, exp, real, imag, convert, compare EQ / NE, select, copy), with the
+// divide, negate, abs, sign, exp, real, imag, complex(re, im), convert, compare EQ / NE, select,
+// copy), with the
 // CPU's std::complex formulas; ElementwiseExpr for the rest.
 StatusOr<std::string> AnyElementwiseExpr(const Instruction& inst, const std::vector<std::string>& args);
 
