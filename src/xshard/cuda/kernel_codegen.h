@@ -63,8 +63,14 @@ struct GeneratedKernel {
   // ("scatter_unique", "scatter_overwrite", "scatter_atomic", "scatter_atomic_cas",
   // "scatter_ordered_windows", "scatter_serial"), "sort_bitonic_shared", "sort_bitonic_index",
   // "sort_ranked_chunks", "topk_chunked", "select_scatter_atomic_cas", "select_scatter_serial",
-  // and the direct kernels for what cuDNN / cuBLASLt do
-  // not take: "conv_direct", "dot_direct".
+  // the direct kernels for what cuDNN / cuBLASLt do not take: "conv_direct", "dot_direct";
+  // "rng_bit_generator_philox_blocks", "rng_bit_generator_threefry_blocks",
+  // "rng_uniform_philox", "rng_normal_philox", "rng_state_device_global";
+  // "linalg_cholesky_shared" / "_global", "linalg_lu_shared" / "_global",
+  // "linalg_substitution_shared" / "_global" (the working matrix in shared or global memory);
+  // "ragged_dot_tiled", "block_scaled_dot_tiled"; "batch_norm_training_block_per_feature",
+  // "batch_norm_grad_block_per_feature"; "scan_thread_per_position"; "fft_shared_radix2",
+  // "fft_shared_dft", "fft_slab".
   std::string strategy;
 };
 
@@ -83,7 +89,9 @@ struct KernelArgs {
 // a scalar loop covers the tail and unaligned buffers); a loop ending in a reduce becomes a
 // reduction kernel (row reduce with a warp or a block per output row when the reduced dims are
 // minor, else one thread per output element walking its reduced elements in row-major order).
-// Unimplemented (naming the instruction and why) for what it does not generate: complex dtypes,
+// Complex values (c64, c128) take add, subtract, multiply, divide, negate, abs, sign, exp, real,
+// imag, complex, convert, compare EQ / NE and select; shape ops and gather move them.
+// Unimplemented (naming the instruction and why) for what it does not generate: other complex ops,
 // sub-byte or fp8 types, a reduce the plan could not type.
 StatusOr<GeneratedKernel> GenerateFusedLoopKernel(const FusedLoop& loop);
 

@@ -126,6 +126,10 @@ std::vector<Case> Cases() {
        Entry("  x = f32[4,5] parameter(0)\n  y = f32[4,5] parameter(1)\n  c = c64[4,5] complex(x, y)\n"
              "  re = f32[4,5] real(c)\n  im = f32[4,5] imag(c)\n  ni = f32[4,5] negate(im)\n"
              "  cj = c64[4,5] complex(re, ni)\n  ROOT m = c64[4,5] multiply(c, cj)\n")},
+      {"complex gather (jnp.take on rows), c64",
+       Entry("  x = c64[8,3] parameter(0)\n  i = s32[5,1] parameter(1)\n"
+             "  ROOT g = c64[5,3] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
+             "index_vector_dim=1, slice_sizes={1,3}\n")},
       {"complex elementwise, c128 with a broadcast scalar (irfft's padding step)",
        Entry("  x = c128[3,5] parameter(0)\n  k = c128[] constant((2, 0.5))\n  b = c128[3,5] broadcast(k), dimensions={}\n"
              "  m = c128[3,5] multiply(x, b)\n  q = c128[3,5] divide(b, m)\n  ab = f64[3,5] abs(q)\n"

@@ -26,7 +26,7 @@ std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
 
 // `((const T*)a.p[p])` (or without const).
 std::string Ptr(int p, DType t, bool writable = false) {
-  return "((" + std::string(writable ? "" : "const ") + CType(t) + "*)a.p[" + std::to_string(p) + "])";
+  return "((" + std::string(writable ? "" : "const ") + codegen::ElemCType(t) + "*)a.p[" + std::to_string(p) + "])";
 }
 
 // Operand dims that are neither collapsed (inserted) nor batching: the window's dims, in order.
@@ -141,7 +141,7 @@ StatusOr<GeneratedKernel> GenerateGatherKernel(const Instruction& inst) {
   if (!inst.shape().IsArray()) return Unimplemented("cuda: '", inst.name(), "' has a tuple result");
   const Shape& op = inst.operand(0)->shape();
   const Shape& out = inst.shape();
-  XS_RETURN_IF_ERROR(codegen::RequireDType(inst, op.dtype()));
+  XS_RETURN_IF_ERROR(codegen::RequireMovable(inst, op.dtype()));  // gather only moves elements
   if (out.dtype() != op.dtype()) return InvalidArgument("gather '", inst.name(), "': result and operand types differ");
   const GatherDimensionNumbers& dn = *inst.attrs().gather;
   const std::vector<int64_t>& slice = *inst.attrs().slice_sizes;

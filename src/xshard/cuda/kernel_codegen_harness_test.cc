@@ -425,6 +425,31 @@ std::string Compare(const Array& got, const Array& want, double scale) {
     return "shape " + got.shape().ToString() + " vs " + want.shape().ToString();
   }
   const DType t = want.dtype();
+  if (t == DType::kC64 || t == DType::kC128) {
+    // Both parts, each within the part type's tolerance of the CPU relative to the magnitude.
+    const bool wide = t == DType::kC128;
+    const double ctol = wide ? 1e-12 : 1e-4;
+    for (int64_t i = 0; i < want.num_elements(); ++i) {
+      double g[2], w[2];
+      for (int part = 0; part < 2; ++part) {
+        if (wide) {
+          g[part] = reinterpret_cast<const double*>(got.data())[2 * i + part];
+          w[part] = reinterpret_cast<const double*>(want.data())[2 * i + part];
+        } else {
+          g[part] = reinterpret_cast<const float*>(got.data())[2 * i + part];
+          w[part] = reinterpret_cast<const float*>(want.data())[2 * i + part];
+        }
+      }
+      const double magnitude = std::max(1.0, std::hypot(w[0], w[1]));
+      for (int part = 0; part < 2; ++part) {
+        if (g[part] == w[part] || (std::isnan(g[part]) && std::isnan(w[part]))) continue;
+        if (std::fabs(g[part] - w[part]) <= scale * ctol * magnitude) continue;
+        return "element " + std::to_string(i) + (part == 0 ? " (real): " : " (imaginary): ") + std::to_string(g[part]) +
+               " vs CPU " + std::to_string(w[part]);
+      }
+    }
+    return "";
+  }
   double rtol = 0;
   if (t == DType::kF32) rtol = 1e-4;
   if (t == DType::kF64) rtol = 1e-12;

@@ -294,7 +294,7 @@ bool IsCodegenElementwise(Opcode op) {
     case Opcode::kAtan2: case Opcode::kAnd: case Opcode::kOr: case Opcode::kXor:
     case Opcode::kShiftLeft: case Opcode::kShiftRightArithmetic: case Opcode::kMulhi:
     case Opcode::kShiftRightLogical: case Opcode::kCompare: case Opcode::kConvert:
-    case Opcode::kSelect: case Opcode::kClamp: case Opcode::kBitcastConvert:
+    case Opcode::kSelect: case Opcode::kClamp: case Opcode::kBitcastConvert: case Opcode::kComplex:
       return true;
     default:
       return false;
