@@ -31,6 +31,10 @@
 #include "xshard/core/array.h"
 #include "xshard/exec/executable.h"
 
+namespace xs {
+class RunMonitor;  // exec/run_monitor.h
+}  // namespace xs
+
 namespace xs::cuda {
 
 struct GpuPlanData;  // gpu_executable_plan.h
@@ -114,6 +118,13 @@ struct GpuRunOptions {
   std::optional<int64_t> partition_id, replica_id;
   bool trace = false;       // time every action with CUDA events (GpuRunStats::steps)
   bool use_graph = true;    // replay a CUDA graph on repeated calls where the program allows it
+  // Not owned; when set, the run publishes its progress to monitor->progress(monitor_rank) (the
+  // action's instruction, the innermost host-driven while loop and its iteration) and returns the
+  // monitor's stop reason before its next action once RunMonitor::Stop is called (a peer device
+  // failed, --timeout, Ctrl-C): a device looping on the host never outlives its run. Work already
+  // enqueued on the stream still completes; a replayed graph is one action.
+  RunMonitor* monitor = nullptr;
+  int64_t monitor_rank = 0;
 };
 
 // One timed action of a traced run.

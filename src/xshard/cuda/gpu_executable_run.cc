@@ -9,6 +9,7 @@
 #include "xshard/cuda/gpu_executable_internal.h"
 #include "xshard/cuda/kernel_loader.h"
 #include "xshard/exec/fusion_plan.h"
+#include "xshard/exec/run_monitor.h"
 
 namespace xs::cuda {
 namespace {
@@ -20,16 +21,24 @@ struct Frame {
 
 class Runner {
  public:
-  Runner(GpuExecutable::State& s, const GpuRunOptions& o, bool trace) : s_(s), o_(o), trace_(trace) {}
+  Runner(GpuExecutable::State& s, const GpuRunOptions& o, bool trace)
+      : s_(s), o_(o), trace_(trace),
+        progress_(o.monitor == nullptr ? nullptr : &o.monitor->progress(o.monitor_rank)) {}
 
   // Runs `c` in a frame at `base` with parameter leaves `params`; returns its root leaves.
   StatusOr<std::vector<std::byte*>> Run(const GpuComputation& c, std::byte* base, std::vector<std::byte*> params) {
     Frame f{base, std::move(params)};
     for (const Action& a : c.actions) {
       if (a.kind == ActionKind::kAlias) continue;
+      if (progress_ != nullptr) {
+        if (o_.monitor->stopped()) return o_.monitor->stop_reason();
+        progress_->instruction.store(a.step->inst, std::memory_order_relaxed);
+      }
       const size_t first_event = trace_ ? Mark() : 0;
       Status st = RunAction(a, f);
       if (!st.ok()) {
+        // A collective the stop woke (its communicator aborted) fails with the stop's reason.
+        if (progress_ != nullptr && o_.monitor->stopped()) return o_.monitor->stop_reason();
         if (!st.instruction().empty()) return st;
         const Instruction& inst = *a.step->inst;
         return Annotate(st, StrCat("instruction '", inst.name(), "' (", OpcodeName(inst.opcode()), ") on GPU ",
@@ -139,6 +148,7 @@ class Runner {
   GpuExecutable::State& s_;
   const GpuRunOptions& o_;
   bool trace_;
+  DeviceProgress* progress_;  // o_.monitor's slot for this device, or null
   size_t events_used_ = 0;
   std::vector<Traced> traced_;
   int64_t actions_run_ = 0;
@@ -207,7 +217,23 @@ Status Runner::RunWhile(const Action& a, const Frame& f) {
   for (size_t i = 0; i < carry.size(); ++i) XS_RETURN_IF_ERROR(Copy(carry[i], Resolve(a.in[i], f), a.out_bytes[i]));
   const GpuComputation& body = *a.callees[1];
   std::byte* region = f.base + a.callee_offset;
+  // The innermost loop and its iteration for the monitor, the outer loop's restored on exit.
+  struct LoopProgress {
+    DeviceProgress* p;
+    const Instruction* outer_loop = p ? p->loop.load(std::memory_order_relaxed) : nullptr;
+    int64_t outer_iteration = p ? p->iteration.load(std::memory_order_relaxed) : 0;
+    ~LoopProgress() {
+      if (p == nullptr) return;
+      p->loop.store(outer_loop, std::memory_order_relaxed);
+      p->iteration.store(outer_iteration, std::memory_order_relaxed);
+    }
+  } loop{progress_};
   for (int64_t iteration = 0;; ++iteration) {
+    if (progress_ != nullptr) {
+      if (o_.monitor->stopped()) return o_.monitor->stop_reason();
+      progress_->loop.store(a.step->inst, std::memory_order_relaxed);
+      progress_->iteration.store(iteration, std::memory_order_relaxed);
+    }
     XS_ASSIGN_OR_RETURN(std::vector<std::byte*> pred, Run(*a.callees[0], region, carry));
     XS_ASSIGN_OR_RETURN(const int64_t go, ReadScalar(pred.at(0), 1, false));
     if (go == 0) return OkStatus();
@@ -376,6 +402,7 @@ StatusOr<std::vector<DeviceArray>> GpuExecutable::RunOnDevice(std::span<const De
   ScopedDevice scope(s.options.device);
   XS_RETURN_IF_ERROR(scope.status());
   XS_RETURN_IF_ERROR(SetIds(s, options));
+  if (options.monitor != nullptr && options.monitor->stopped()) return options.monitor->stop_reason();
   const bool trace = options.trace;
   const bool graph = options.use_graph && s.graph_blocker.empty() && !trace && s.runs > 0;
   Runner runner(s, options, trace);

@@ -7,10 +7,13 @@
 
 #ifdef XSHARD_WITH_CUDA
 
+#include <chrono>
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "xshard/cuda/gpu_executable.h"
+#include "xshard/exec/run_monitor.h"
 #include "xshard/text/parser.h"
 
 namespace xs::cuda {
@@ -210,6 +213,40 @@ TEST(GpuExecutable, WhileLoopMatchesCpu) {
   XS_SKIP_WITHOUT_GPU(c);
   ASSERT_NE(c.gpu, nullptr);
   EXPECT_NE(c.gpu->graph_blocker().find("while"), std::string::npos) << c.gpu->graph_blocker();
+}
+
+// A device looping forever on the host (a while whose condition never turns false) stops at
+// its next action once the run's monitor is stopped, as a peer's failure, --timeout or Ctrl-C
+// stop it, returning the stop's reason; meanwhile the monitor shows the loop and its iteration.
+TEST(GpuExecutable, AnEndlessLoopStopsWhenTheMonitorStops) {
+  const std::string endless = std::string(kWhileModule).replace(std::string(kWhileModule).find("constant(5)"), 11,
+                                                                "constant(2147483647)");
+  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(endless, "endless");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  if (!DeviceCount().ok()) GTEST_SKIP() << NoGpuReason();
+  StatusOr<std::unique_ptr<GpuExecutable>> gpu = LoadOnGpu(**e, {});
+  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+  RunMonitor monitor(1);
+  GpuRunOptions options;
+  options.monitor = &monitor;
+  std::mt19937_64 rng(1);
+  const Array x = Random((*e)->argument_shapes()[0], rng);
+  const std::vector<const Array*> args = {&x};
+  std::thread stopper([&] {
+    while (monitor.progress(0).iteration.load() < 50) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_NE(monitor.Where().find("while loop 'loop'"), std::string::npos) << monitor.Where();
+    monitor.Stop(DeadlineExceeded("stopped by the test"));
+  });
+  const auto start = std::chrono::steady_clock::now();
+  StatusOr<std::vector<DeviceArray>> out = (*gpu)->Run(args, options);
+  stopper.join();
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(), "stopped by the test");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30);
+  // A stopped monitor stops the next run before it starts.
+  EXPECT_FALSE((*gpu)->Run(args, options).ok());
 }
 
 TEST(GpuExecutable, RepeatedRunsReplayAGraphWithTheSameResults) {

@@ -182,6 +182,8 @@ class CudaProgram final : public DeviceProgram {
     collectives_->Use(collectives);
     cuda::GpuRunOptions run;
     run.max_while_iterations = options.max_while_iterations;
+    run.monitor = options.monitor;  // a peer's failure, --timeout or Ctrl-C stops this device too
+    run.monitor_rank = options.monitor_rank;
     run.partition_id = options.partition_id;
     run.replica_id = options.replica_id;
     // --trace: every action timed with events, into the trace's device-time process, one

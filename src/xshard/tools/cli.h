@@ -99,6 +99,11 @@ Status CheckCliPlatform(const CLI::App* cmd);
 // One-device runs call exec's Executable on the host: OK on cpu, an Unimplemented error naming
 // `what` ("a one-device run") on another platform.
 Status CliHostOnly(std::string_view what);
+// True when the devices run in host memory (--platform cpu, or a name that fails to resolve,
+// which the command reports itself): then the host-memory checks (jit/host_memory.h) count their
+// buffers. On cuda the buffers are device memory, which loading the program checks (cudaMalloc's
+// out-of-memory error names the GPU, the bytes asked and what is free).
+bool CliDevicesOnHost();
 
 
 // Range checks for numeric flags, applied with `->check(...)`: CLI11 then rejects a bad value with

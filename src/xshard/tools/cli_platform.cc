@@ -66,6 +66,11 @@ Status CliHostOnly(std::string_view what) {
       "it through a client of the platform instead, or use --platform cpu"));
 }
 
+bool CliDevicesOnHost() {
+  StatusOr<std::string> platform = ResolvePlatformName(GlobalPlatformFlag().name);
+  return !platform.ok() || *platform == "cpu";
+}
+
 StatusOr<ClientOptions> CliClientOptions(int64_t num_devices) {
   ClientOptions o;
   o.num_devices = num_devices;

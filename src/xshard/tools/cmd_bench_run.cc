@@ -191,7 +191,9 @@ Status BenchGlobal(const BenchRunFlags& f, const Module& module) {
   StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(module, n, compile);
   if (!program.ok()) return Annotate(program.status(), StrCat(f.run.file, ": "));
   XS_ASSIGN_OR_RETURN(std::optional<int64_t> limit, HostMemoryLimit());
-  if (limit) XS_RETURN_IF_ERROR(Annotate(CheckHostMemory(**program, false, false, *limit), StrCat(f.run.file, ": ")));
+  if (limit && CliDevicesOnHost()) {
+    XS_RETURN_IF_ERROR(Annotate(CheckHostMemory(**program, false, false, *limit), StrCat(f.run.file, ": ")));
+  }
   XS_ASSIGN_OR_RETURN(std::vector<Array> args,
                       LoadArguments(f.run, (*program)->argument_shapes(), module.entry()->name()));
   XS_ASSIGN_OR_RETURN(std::vector<std::vector<Array>> shards, (*program)->ShardArguments(args));
@@ -219,7 +221,7 @@ Status BenchSpmd(const BenchRunFlags& f, const Module& module) {
     return InvalidArgument("--args gives global inputs; ", f.run.file, " is an SPMD module (one program per device): "
                            "use --args-dir DIR (DIR/dev<d>/arg<i>.npy) or --random-args SEED");
   }
-  XS_RETURN_IF_ERROR(Annotate(CheckModuleHostMemory(module, n), StrCat(f.run.file, ": ")));
+  if (CliDevicesOnHost()) XS_RETURN_IF_ERROR(Annotate(CheckModuleHostMemory(module, n), StrCat(f.run.file, ": ")));
   StatusOr<std::unique_ptr<SpmdExecutable>> spmd = SpmdExecutable::Create(module);
   if (!spmd.ok()) return Annotate(spmd.status(), StrCat(f.run.file, ": "));
   XS_ASSIGN_OR_RETURN(DeviceAssignment assignment,

@@ -178,7 +178,7 @@ Status RunOnDevices(const RunFlags& f, const Module& module) {
   if (!f.args_dir.empty() && f.random_seed) {
     return InvalidArgument("give either --args-dir or --random-args, not both");
   }
-  XS_RETURN_IF_ERROR(Annotate(CheckModuleHostMemory(module, n), StrCat(f.file, ": ")));
+  if (CliDevicesOnHost()) XS_RETURN_IF_ERROR(Annotate(CheckModuleHostMemory(module, n), StrCat(f.file, ": ")));
   StatusOr<std::unique_ptr<SpmdExecutable>> spmd = SpmdExecutable::Create(module);
   if (!spmd.ok()) return Annotate(spmd.status(), StrCat(f.file, ": "));
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, CliCreateClient(n));

@@ -191,7 +191,8 @@ Status RunSharded(const RunFlags& f, const Module& module) {
   if (!program.ok()) return Annotate(program.status(), StrCat(f.file, ": "));
   if (f.report) std::cout << spmd::FormatReport((*program)->report()) << "\n";
   XS_ASSIGN_OR_RETURN(std::optional<int64_t> memory_limit, HostMemoryLimit());
-  if (memory_limit) {
+  // On cuda the devices' buffers are GPU memory; --check's reference run still uses the host.
+  if (memory_limit && (CliDevicesOnHost() || f.check)) {
     XS_RETURN_IF_ERROR(Annotate(CheckHostMemory(**program, f.check, f.print || !f.save_dir.empty(), *memory_limit), StrCat(f.file, ": ")));
   }
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, CliCreateClient(n));
