@@ -9,10 +9,13 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <thread>
 
 #include "xshard/cuda/gpu_executable.h"
+#include "xshard/cuda/kernel_loader.h"
 #include "xshard/exec/run_monitor.h"
 #include "xshard/text/parser.h"
 
@@ -247,6 +250,37 @@ TEST(GpuExecutable, AnEndlessLoopStopsWhenTheMonitorStops) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30);
   // A stopped monitor stops the next run before it starts.
   EXPECT_FALSE((*gpu)->Run(args, options).ok());
+}
+
+// A kernel fault (a store to an illegal address) on the executable's stream becomes an error of
+// the run or of fetching its results, saying what CUDA said, and the process goes on to exit
+// normally. A fault leaves the CUDA context unusable for the rest of the process, so the run is a
+// child process (a death test re-running this binary) whose exit code says what it saw.
+TEST(GpuExecutableDeathTest, AKernelFaultIsAnErrorNotACrash) {
+  if (!DeviceCount().ok()) GTEST_SKIP() << NoGpuReason();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        StatusOr<std::unique_ptr<Module>> m = ParseHloModule(kWhileModule, "fault");
+        StatusOr<std::unique_ptr<Executable>> e = m.ok() ? Executable::Create(**m) : StatusOr<std::unique_ptr<Executable>>(m.status());
+        if (!e.ok()) std::exit(2);
+        StatusOr<std::unique_ptr<GpuExecutable>> gpu = LoadOnGpu(**e, {});
+        if (!gpu.ok()) std::exit(3);
+        StatusOr<cudaKernel_t> fault = LoadKernel(
+            {"xs_test_fault", "extern \"C\" __global__ void xs_test_fault(int* p) { *p = 1; }"}, 0);
+        if (!fault.ok()) std::exit(4);
+        int* bad = reinterpret_cast<int*>(uintptr_t{16});
+        void* kernel_args[] = {&bad};
+        if (!LaunchKernel(*fault, dim3(1), dim3(1), kernel_args, 0, (*gpu)->stream()).ok()) std::exit(5);
+        std::mt19937_64 rng(1);
+        const Array x = Random((*e)->argument_shapes()[0], rng);
+        const std::vector<const Array*> args = {&x};
+        StatusOr<std::vector<DeviceArray>> out = (*gpu)->Run(args);
+        StatusOr<std::vector<Array>> host = out.ok() ? (*gpu)->CopyToHost(*out) : StatusOr<std::vector<Array>>(out.status());
+        std::fprintf(stderr, "run: %s\n", host.ok() ? "no error" : std::string(host.status().message()).c_str());
+        std::exit(host.ok() ? 1 : 0);
+      },
+      ::testing::ExitedWithCode(0), "run: .*illegal");
 }
 
 TEST(GpuExecutable, RepeatedRunsReplayAGraphWithTheSameResults) {

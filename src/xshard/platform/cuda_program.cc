@@ -195,7 +195,10 @@ class CudaProgram final : public DeviceProgram {
     if (!out.ok()) {
       return Annotate(out.status(), StrCat(devices_->GpuOf(device_).name, ": "));
     }
-    XS_ASSIGN_OR_RETURN(std::vector<Array> host, exec_->CopyToHost(*out));
+    // A fault of an earlier kernel surfaces here (the first wait on the stream): name the GPU.
+    StatusOr<std::vector<Array>> fetched = exec_->CopyToHost(*out);
+    if (!fetched.ok()) return Annotate(fetched.status(), StrCat(devices_->GpuOf(device_).name, ": "));
+    std::vector<Array> host = std::move(fetched).value();
     devices_->AddDeviceMicros(device_, gpu_stats.device_us);
     if (run.trace) {
       const int64_t tid = options.replica_id * 100000 + options.partition_id;
