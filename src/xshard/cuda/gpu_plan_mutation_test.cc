@@ -1,0 +1,115 @@
+// The GPU planner and its kernel generators on mutated modules: every module of tests/data and
+// the XLA corpus with one integer of its text changed (a dim, an attribute, an index) at a time.
+// A mutant the parser, the verifier or the CPU planner rejects is skipped; for the rest,
+// GpuPlan::Create must return a plan whose every step is a kernel list, a library call or an
+// "unsupported" with a reason, and never crash, abort or hang. What fails here is a crash of the
+// test binary (or an assertion naming the mutant).
+#include <gtest/gtest.h>
+
+#ifdef XSHARD_WITH_CUDA
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "xshard/cuda/gpu_executable.h"
+#include "xshard/cuda/kernel_codegen.h"
+#include "xshard/ir/verifier.h"
+#include "xshard/testing/corpus.h"
+#include "xshard/text/parser.h"
+
+namespace xs::cuda {
+namespace {
+
+// The module texts: tests/data's *.hlo and the corpus modules that are not meant to fail.
+std::vector<std::pair<std::string, std::string>> Texts() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(XSHARD_SOURCE_DIR "/tests/data")) {
+    if (f.path().extension() == ".hlo") out.emplace_back(f.path().string(), xs::testing::ReadTextFile(f.path()));
+  }
+  const std::string dir = XSHARD_CORPUS_DIR;
+  if (xs::testing::CorpusAvailable(dir)) {
+    for (const xs::testing::CorpusModule& row : xs::testing::ReadCorpusManifest(dir)) {
+      if (!row.expects_error()) out.emplace_back(row.file, xs::testing::ReadTextFile(dir + "/" + row.file));
+    }
+  }
+  return out;
+}
+
+// `text` with its k-th integer literal (counting from 0, wrapping) replaced by `value`.
+std::string ReplaceInteger(const std::string& text, size_t k, int64_t value, int64_t* old_value) {
+  static const std::regex kInt("[0-9]+");
+  std::vector<std::pair<size_t, size_t>> spans;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kInt); it != std::sregex_iterator(); ++it) {
+    const size_t at = static_cast<size_t>(it->position());
+    // Whole numbers only: not inside a name ("add.3", "f32", "param_1") or a float ("0.5").
+    const char before = at == 0 ? ' ' : text[at - 1];
+    const size_t end = at + static_cast<size_t>(it->length());
+    const char after = end < text.size() ? text[end] : ' ';
+    if (std::isalpha(static_cast<unsigned char>(before)) || before == '_' || before == '.' || after == '.' ||
+        std::isalpha(static_cast<unsigned char>(after)) || after == '_') {
+      continue;
+    }
+    spans.emplace_back(at, static_cast<size_t>(it->length()));
+  }
+  if (spans.empty()) return text;
+  const auto [at, len] = spans[k % spans.size()];
+  *old_value = std::stoll(text.substr(at, std::min<size_t>(len, 18)));
+  return text.substr(0, at) + std::to_string(value) + text.substr(at + len);
+}
+
+TEST(GpuPlanMutations, NoMutantCrashesThePlannerOrTheGenerators) {
+  const std::vector<std::pair<std::string, std::string>> texts = Texts();
+  ASSERT_GT(texts.size(), 100u);
+  std::mt19937_64 rng(2026);
+  int tried = 0, planned = 0, unsupported = 0;
+  // Mutants per module: enough to reach most modules' attributes over the suite.
+  const int per_module = std::getenv("XSHARD_MUTANTS") ? std::atoi(std::getenv("XSHARD_MUTANTS")) : 6;
+  for (const auto& [name, text] : texts) {
+    for (int i = 0; i < per_module; ++i) {
+      int64_t old_value = 0;
+      const size_t k = static_cast<size_t>(rng() % 4096);
+      const int choice = static_cast<int>(rng() % 6);
+      std::string mutant = ReplaceInteger(text, k, 0, &old_value);
+      const int64_t values[] = {0, 1, 2, old_value + 1, old_value > 0 ? old_value - 1 : 3, old_value * 2 + 1};
+      mutant = ReplaceInteger(text, k, values[choice], &old_value);
+      StatusOr<std::unique_ptr<Module>> m = ParseHloModule(mutant, name);
+      if (!m.ok() || !Verify(**m).ok()) continue;
+      StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
+      if (!e.ok()) continue;
+      // Small enough to plan quickly: the generators bake shapes into source text.
+      ++tried;
+      StatusOr<std::unique_ptr<GpuPlan>> plan = GpuPlan::Create(**e);
+      ASSERT_TRUE(plan.ok()) << name << " with integer " << k << " set to " << values[choice] << ": "
+                             << plan.status().message();
+      if ((*plan)->Supported().ok()) {
+        ++planned;
+      } else {
+        ++unsupported;
+        ASSERT_FALSE((*plan)->report().unsupported.empty()) << name;
+        const GpuPlanReport::Unsupported& u = (*plan)->report().unsupported.front();
+        EXPECT_FALSE(u.why.empty()) << name;
+        if (std::getenv("XSHARD_TEST_VERBOSE") != nullptr) {
+          std::cout << "unsupported: " << name << " [" << k << "=" << values[choice] << "] " << u.opcode << ": "
+                    << u.why.substr(0, 160) << "\n";
+        }
+      }
+    }
+  }
+  std::cout << "mutants the CPU plans: " << tried << " (" << planned << " GPU-planned, " << unsupported
+            << " with an unsupported step, each saying why)\n";
+  EXPECT_GT(tried, 200);
+}
+
+}  // namespace
+}  // namespace xs::cuda
+
+#else  // !XSHARD_WITH_CUDA
+
+TEST(GpuPlanMutations, NeedsTheCudaToolkit) { GTEST_SKIP() << "this build has no CUDA toolkit (XSHARD_WITH_CUDA)"; }
+
+#endif
