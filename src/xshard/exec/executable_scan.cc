@@ -167,6 +167,16 @@ Status PrepareScan(const Instruction& inst, Step& step, const Program& program) 
     return error("to_apply '", f->name(), "' takes ", f->num_parameters(), " parameters; the scan passes ",
                  p->inputs, " input slices and ", p->carries, " carries");
   }
+  for (int k = 0; k < inst.operand_count(); ++k) {
+    const Shape& x = inst.operand(k)->shape();
+    const Shape want = k < p->inputs ? Shape(x.dtype(), Without(x.dims(), p->dim)) : x;
+    const Shape& got = f->parameter(k)->shape();
+    if ((k < p->inputs && !got.IsArray()) || !got.Compatible(want)) {
+      return error("to_apply '", f->name(), "' parameter ", k, " is ", got.ToString(false), " but the scan passes ",
+                   k < p->inputs ? "input " : "carry ", k < p->inputs ? k : k - p->inputs, "'s ",
+                   k < p->inputs ? "slice " : "value ", want.ToString(false));
+    }
+  }
   const Shape& root = f->root()->shape();
   bool ok = root.IsTuple() && root.tuple_size() == result.tuple_size();
   for (int k = 0; ok && k < p->outputs; ++k) {

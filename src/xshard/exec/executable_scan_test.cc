@@ -152,6 +152,27 @@ ENTRY main {
   e = Compile(kNegative, &m);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("dimensions={-1} must name a dim"), std::string::npos) << e.status().ToString();
+  // The body's parameters must take the slices and carries the scan passes (a f32[1] slice
+  // handed to a f32[32] parameter used to read past the slice).
+  constexpr std::string_view kWideParameter = R"(
+HloModule m
+body {
+  x = f32[32] parameter(0)
+  c = f32[32] parameter(1)
+  a = f32[32] add(x, c)
+  ROOT r = (f32[32], f32[32]) tuple(a, a)
+}
+ENTRY main {
+  p = f32[16,1] parameter(0)
+  z = f32[] constant(0)
+  i = f32[32] broadcast(z), dimensions={}
+  ROOT s = (f32[16,32], f32[32]) scan(p, i), dimensions={0}, num_carries=1, to_apply=body
+})";
+  e = Compile(kWideParameter, &m);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("parameter 0 is f32[32] but the scan passes input 0's slice f32[1]"),
+            std::string::npos)
+      << e.status().ToString();
 }
 
 TEST(RngGetAndUpdateState, ReturnsTheStateThenAdvancesItByDelta) {

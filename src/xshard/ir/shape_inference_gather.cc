@@ -137,7 +137,17 @@ StatusOr<Shape> InferGatherShape(const Shape& operand, const Shape& indices,
       dims.push_back(expanded[index_dim++]);
     }
   }
-  return Shape(operand.dtype(), std::move(dims));
+  Shape result(operand.dtype(), std::move(dims));
+  // XLA lets a collapsed or batching dim have slice size 0, but then the slice is empty and no
+  // element of a non-empty result has anything to read (an executor would read out of bounds).
+  for (int i = 0; i < operand.rank(); ++i) {
+    if (slice_sizes[i] == 0 && result.num_elements() > 0 &&
+        (Contains(dn.collapsed_slice_dims, i) || Contains(dn.operand_batching_dims, i))) {
+      return InvalidArgument("collapsed or batching dim ", i, " has slice size 0, so the result's ",
+                             result.num_elements(), " elements have nothing to read; give it slice size 1");
+    }
+  }
+  return result;
 }
 
 StatusOr<Shape> InferScatterShape(std::span<const Shape> args, const ProgramShape& reducer,

@@ -222,6 +222,11 @@ TEST(ShapeInferenceTest, GatherWithAndWithoutBatchingDims) {
             "f32[2,3,8]");
   EXPECT_EQ(Text(InferGatherShape(F32({5, 8}), S32({3}), rows, std::vector<int64_t>{2, 8})),
             "ERROR: collapsed or batching dim 0 must have slice size <= 1, got 2");
+  // Slice size 0 on a collapsed dim: nothing to read for a non-empty result; an empty one is fine.
+  EXPECT_EQ(Text(InferGatherShape(F32({5, 8}), S32({3}), rows, std::vector<int64_t>{0, 8})),
+            "ERROR: collapsed or batching dim 0 has slice size 0, so the result's 24 elements have nothing to "
+            "read; give it slice size 1");
+  EXPECT_EQ(Text(InferGatherShape(F32({5, 8}), S32({3}), rows, std::vector<int64_t>{0, 0})), "f32[3,0]");
 }
 
 TEST(ShapeInferenceTest, ScatterKeepsOperandShape) {
