@@ -2,6 +2,7 @@
 // minor; f32, f64, f16, bf16) compile with NVRTC for sm_90 and on the host emulator give the CPU
 // executor's results; small cases worked out by hand; and the corpus and tests/data modules with
 // batch-norm ops, planned for the GPU and run through RunPlanOnHost.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #ifdef XSHARD_WITH_CUDA
@@ -74,17 +75,18 @@ std::vector<Array> Arguments(const Executable& e, std::mt19937_64& rng) {
   return args;
 }
 
+// Arguments(exe, rng) for each module in turn.
+auto ArgumentsFrom(std::mt19937_64& rng) {
+  return [&rng](const testing::PlannedModule& p, size_t) { return Arguments(*p.exe, rng); };
+}
+
 TEST(KernelCodegenBatchNorm, KernelsCompileForSm90AndMatchTheCpuOnTheHost) {
-  const std::vector<Case> cases = Cases();
-  std::vector<std::unique_ptr<Module>> modules;
-  std::vector<std::unique_ptr<Executable>> exes;
+  std::vector<testing::PlannedModule> planned;
   std::vector<GeneratedKernel> all;
-  for (const Case& c : cases) {
-    StatusOr<std::unique_ptr<Module>> m = ParseHloModule(c.text);
-    ASSERT_TRUE(m.ok()) << c.what << ": " << m.status().message() << "\n" << c.text;
-    StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
-    ASSERT_TRUE(e.ok()) << c.what << ": " << e.status().message();
-    const Instruction& root = *(*m)->entry()->root();
+  for (const Case& c : Cases()) {
+    StatusOr<testing::PlannedModule> p = testing::PlanForHost(c.what, c.text);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    const Instruction& root = *p->module->entry()->root();
     StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(root, /*in_place=*/false);
     ASSERT_TRUE(ks.ok()) << c.what << ": " << ks.status().message();
     ASSERT_EQ(ks->size(), 1u) << c.what;
@@ -92,46 +94,24 @@ TEST(KernelCodegenBatchNorm, KernelsCompileForSm90AndMatchTheCpuOnTheHost) {
     const int results = root.shape().IsTuple() ? root.shape().tuple_size() : 1;
     EXPECT_EQ((*ks)[0].num_pointers, static_cast<int>(root.operand_count()) + results) << c.what;
     all.push_back((*ks)[0]);
-    modules.push_back(std::move(*m));
-    exes.push_back(std::move(*e));
+    planned.push_back(std::move(*p));
   }
-  {
-    testing::NoDiskCache no_cache;
-    const Status compiled = testing::CompileAll(all, 64);
-    ASSERT_TRUE(compiled.ok()) << compiled.message().substr(0, 4000);
-  }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::CompileAndBuildForHost({}, all);
   ASSERT_TRUE(host.ok()) << host.status().message();
   std::mt19937_64 rng(11);
-  for (size_t c = 0; c < cases.size(); ++c) {
-    const std::vector<Array> args = Arguments(*exes[c], rng);
-    StatusOr<std::vector<Array>> want = exes[c]->Run(args);
-    ASSERT_TRUE(want.ok()) << cases[c].what << ": " << want.status().message();
-    StatusOr<std::vector<Array>> got = testing::RunOnHost(*exes[c], args, **host);
-    ASSERT_TRUE(got.ok()) << cases[c].what << ": " << got.status().message();
-    ASSERT_EQ(got->size(), want->size()) << cases[c].what;
-    for (size_t i = 0; i < want->size(); ++i) {
-      EXPECT_EQ(testing::Compare((*got)[i], (*want)[i]), "") << cases[c].what << " result " << i;
-    }
-  }
+  EXPECT_THAT(testing::CheckPlansAgainstTheCpu(planned, **host, ArgumentsFrom(rng)), ::testing::IsEmpty());
 }
 
 std::vector<Array> RunByHand(const std::string& text, const std::vector<std::vector<double>>& values) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
-  EXPECT_TRUE(e.ok()) << e.status().message();
-  StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(*(*m)->entry()->root(), false);
-  EXPECT_TRUE(ks.ok()) << ks.status().message();
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(*ks);
-  EXPECT_TRUE(host.ok()) << host.status().message();
-  std::vector<Array> args;
-  for (size_t p = 0; p < values.size(); ++p) {
-    Array a((*e)->argument_shapes()[p]);
-    for (size_t i = 0; i < values[p].size(); ++i) a.SetDouble(static_cast<int64_t>(i), values[p][i]);
-    args.push_back(std::move(a));
-  }
-  StatusOr<std::vector<Array>> got = testing::RunOnHost(**e, args, **host);
+  StatusOr<std::vector<Array>> got = testing::RunRootOnHost(text, [&](const Executable& e) {
+    std::vector<Array> args;
+    for (size_t p = 0; p < values.size(); ++p) {
+      Array a(e.argument_shapes()[p]);
+      for (size_t i = 0; i < values[p].size(); ++i) a.SetDouble(static_cast<int64_t>(i), values[p][i]);
+      args.push_back(std::move(a));
+    }
+    return args;
+  });
   EXPECT_TRUE(got.ok()) << got.status().message();
   return got.ok() ? *got : std::vector<Array>{};
 }
@@ -184,45 +164,12 @@ TEST(KernelCodegenBatchNorm, ModulesRunThroughTheGpuPlanOnTheHost) {
       paths.push_back(std::string(XSHARD_CORPUS_DIR) + "/hlo_parser_test/" + f + ".hlo");
     }
   }
-  struct Ready {
-    std::string file;
-    std::unique_ptr<Module> module;
-    std::unique_ptr<Executable> exe;
-    std::unique_ptr<GpuPlan> plan;
-  };
-  std::vector<Ready> ready;
-  std::vector<GeneratedKernel> kernels;
-  for (const std::string& f : paths) {
-    StatusOr<std::unique_ptr<Module>> m = ParseHloModule(xs::testing::ReadTextFile(f), f);
-    ASSERT_TRUE(m.ok()) << f << ": " << m.status().message();
-    StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
-    ASSERT_TRUE(e.ok()) << f << ": " << e.status().message();
-    StatusOr<std::unique_ptr<GpuPlan>> plan = GpuPlan::Create(**e);
-    ASSERT_TRUE(plan.ok()) << f << ": " << plan.status().message();
-    const Status supported = (*plan)->Supported();
-    ASSERT_TRUE(supported.ok()) << f << ": " << supported.message();
-    for (GeneratedKernel& k : testing::PlanKernels(**plan)) kernels.push_back(std::move(k));
-    ready.push_back({f, std::move(*m), std::move(*e), std::move(*plan)});
-  }
-  {
-    testing::NoDiskCache no_cache;
-    const Status compiled = testing::CompileAll(kernels, 64);
-    ASSERT_TRUE(compiled.ok()) << compiled.message().substr(0, 4000);
-  }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(kernels);
+  StatusOr<std::vector<testing::PlannedModule>> planned = testing::PlanFilesForGpu("", paths);
+  ASSERT_TRUE(planned.ok()) << planned.status().message();
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::CompileAndBuildForHost(*planned);
   ASSERT_TRUE(host.ok()) << host.status().message();
   std::mt19937_64 rng(13);
-  for (const Ready& r : ready) {
-    const std::vector<Array> args = Arguments(*r.exe, rng);
-    StatusOr<std::vector<Array>> want = r.exe->Run(args);
-    ASSERT_TRUE(want.ok()) << r.file << ": " << want.status().message();
-    StatusOr<std::vector<Array>> got = testing::RunPlanOnHost(*r.plan, args, **host);
-    ASSERT_TRUE(got.ok()) << r.file << ": " << got.status().message();
-    ASSERT_EQ(got->size(), want->size()) << r.file;
-    for (size_t i = 0; i < want->size(); ++i) {
-      EXPECT_EQ(testing::Compare((*got)[i], (*want)[i]), "") << r.file << " result " << i;
-    }
-  }
+  EXPECT_THAT(testing::CheckPlansAgainstTheCpu(*planned, **host, ArgumentsFrom(rng)), ::testing::IsEmpty());
   if (!corpus) GTEST_SKIP() << "corpus not found at " << XSHARD_CORPUS_DIR << ": only tests/data ran";
 }
 

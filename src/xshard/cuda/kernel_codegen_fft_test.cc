@@ -4,6 +4,7 @@
 // CPU executor; fft([1, 2, 3, 4]) is checked against the values worked out by hand; and the
 // repository / corpus modules that need complex kernels plan for the GPU and run through
 // RunPlanOnHost.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #ifdef XSHARD_WITH_CUDA
@@ -20,7 +21,6 @@
 
 #include "xshard/cuda/kernel_codegen.h"
 #include "xshard/cuda/kernel_codegen_test_util.h"
-#include "xshard/ir/verifier.h"
 #include "xshard/testing/corpus.h"
 #include "xshard/text/parser.h"
 
@@ -137,55 +137,30 @@ std::vector<Case> Cases() {
   };
 }
 
-struct Planned {
-  std::string what;
-  std::unique_ptr<Module> module;
-  std::unique_ptr<Executable> exe;
-  std::unique_ptr<GpuPlan> plan;
-};
+using Planned = testing::PlannedModule;
 
-// Parses, plans for the CPU and the GPU, and requires a complete GPU plan.
+// Parses, plans for the CPU and the GPU, and requires a complete GPU plan (PlanForGpu).
 void Plan(const std::string& what, const std::string& text, std::vector<Planned>& out) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text, what);
-  ASSERT_TRUE(m.ok()) << what << ": " << m.status().message() << "\n" << text;
-  ASSERT_TRUE(Verify(**m).ok()) << what;
-  StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
-  ASSERT_TRUE(e.ok()) << what << ": " << e.status().message();
-  StatusOr<std::unique_ptr<GpuPlan>> plan = GpuPlan::Create(**e);
-  ASSERT_TRUE(plan.ok()) << what << ": " << plan.status().message();
-  const Status supported = (*plan)->Supported();
-  ASSERT_TRUE(supported.ok()) << what << ": " << supported.message();
-  out.push_back({what, std::move(*m), std::move(*e), std::move(*plan)});
+  StatusOr<Planned> p = testing::PlanForGpu(what, text);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  out.push_back(std::move(*p));
 }
 
 // Every kernel of `planned` compiles for sm_90; every plan runs on the host emulator and matches
 // the CPU executor on random arguments.
 void CompileAndRun(const std::vector<Planned>& planned) {
-  std::vector<GeneratedKernel> all;
-  for (const Planned& p : planned) {
-    for (GeneratedKernel& k : testing::PlanKernels(*p.plan)) all.push_back(std::move(k));
-  }
-  {
-    testing::NoDiskCache no_cache;
-    const Status compiled = testing::CompileAll(all, 64);
-    ASSERT_TRUE(compiled.ok()) << compiled.message().substr(0, 4000);
-  }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::CompileAndBuildForHost(planned);
   ASSERT_TRUE(host.ok()) << host.status().message();
   std::mt19937_64 rng(5);
-  for (const Planned& p : planned) {
-    std::vector<Array> args;
-    for (const Shape& s : p.exe->argument_shapes()) args.push_back(RandomArray(s, rng));
-    if (p.what.find("dynamic") != std::string::npos) args[1].SetDouble(0, 3);
-    StatusOr<std::vector<Array>> want = p.exe->Run(args);
-    ASSERT_TRUE(want.ok()) << p.what << ": " << want.status().message();
-    StatusOr<std::vector<Array>> got = testing::RunPlanOnHost(*p.plan, args, **host);
-    ASSERT_TRUE(got.ok()) << p.what << ": " << got.status().message();
-    ASSERT_EQ(got->size(), want->size()) << p.what;
-    for (size_t i = 0; i < want->size(); ++i) {
-      EXPECT_EQ(CompareValues((*got)[i], (*want)[i]), "") << p.what << " result " << i;
-    }
-  }
+  const auto args = [&](const Planned& p, size_t) {
+    std::vector<Array> a;
+    for (const Shape& s : p.exe->argument_shapes()) a.push_back(RandomArray(s, rng));
+    if (p.name.find("dynamic") != std::string::npos) a[1].SetDouble(0, 3);
+    return a;
+  };
+  testing::CheckOptions options;
+  options.check = [](size_t, const Array& got, const Array& want) { return CompareValues(got, want); };
+  EXPECT_THAT(testing::CheckPlansAgainstTheCpu(planned, **host, args, options), ::testing::IsEmpty());
 }
 
 TEST(KernelCodegenFft, HandWrittenModulesCompileAndMatchTheCpuOnTheHost) {
@@ -240,32 +215,23 @@ TEST(KernelCodegenFft, SingleComplexOpsMatchTheCpuOnTheHost) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<C> x = {{1, 2}, {-3.5f, 0.25f}, {0, 0}, {inf, 1}, {1e30f, -1e30f}, {nan, 0}, {2, 2}, {0, -1}, {7, 3}};
   const std::vector<C> y = {{1, 2}, {0.5f, -4}, {3, 0}, {2, 0}, {1e-30f, 3}, {1, 1}, {2, 2}, {0, 0.5f}, {-7, 3}};
-  std::vector<std::unique_ptr<Module>> modules;
-  std::vector<std::unique_ptr<Executable>> exes;
+  std::vector<Planned> planned;
   std::vector<GeneratedKernel> kernels;
   for (const std::string& op : ops) {
     const std::string text = Entry("  p0 = c64[9] parameter(0)\n  p1 = c64[9] parameter(1)\n  ROOT r = " + op + "\n");
-    StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
-    ASSERT_TRUE(m.ok()) << m.status().message() << "\n" << text;
-    StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
-    ASSERT_TRUE(e.ok()) << op << ": " << e.status().message();
-    StatusOr<GeneratedKernel> k = GenerateOpKernel(*(*m)->entry()->root());
+    StatusOr<Planned> p = testing::PlanForHost(op, text);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    StatusOr<GeneratedKernel> k = GenerateOpKernel(*p->module->entry()->root());
     ASSERT_TRUE(k.ok()) << op << ": " << k.status().message();
     kernels.push_back(std::move(*k));
-    modules.push_back(std::move(*m));
-    exes.push_back(std::move(*e));
+    planned.push_back(std::move(*p));
   }
-  {
-    testing::NoDiskCache no_cache;
-    const Status compiled = testing::CompileAll(kernels, 64);
-    ASSERT_TRUE(compiled.ok()) << compiled.message().substr(0, 4000);
-  }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(kernels);
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::CompileAndBuildForHost({}, kernels);
   ASSERT_TRUE(host.ok()) << host.status().message();
   for (size_t c = 0; c < ops.size(); ++c) {
     const std::string& op = ops[c];
-    const std::unique_ptr<Module>* m = &modules[c];
-    const std::unique_ptr<Executable>* e = &exes[c];
+    const std::unique_ptr<Module>* m = &planned[c].module;
+    const std::unique_ptr<Executable>* e = &planned[c].exe;
     const GeneratedKernel* k = &kernels[c];
     std::vector<Array> args = {Array::FromVector<C>({9}, x), Array::FromVector<C>({9}, y)};
     StatusOr<std::vector<Array>> want = (*e)->Run(args);
@@ -308,11 +274,8 @@ TEST(KernelCodegenFft, FftOfOneToFourAsWorkedOutByHand) {
     Plan(what, text, planned);
     if (HasFatalFailure()) return;
   }
-  std::vector<GeneratedKernel> all;
-  for (const Planned& p : planned) {
-    for (GeneratedKernel& k : testing::PlanKernels(*p.plan)) all.push_back(std::move(k));
-  }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  StatusOr<std::unique_ptr<testing::HostKernels>> host =
+      testing::CompileAndBuildForHost(planned, {}, testing::Nvrtc::kSkip);
   ASSERT_TRUE(host.ok()) << host.status().message();
   using C = std::complex<float>;
   const std::vector<C> x = {1, 2, 3, 4}, spectrum = {{10, 0}, {-2, 2}, {-2, 0}, {-2, -2}};
@@ -322,14 +285,14 @@ TEST(KernelCodegenFft, FftOfOneToFourAsWorkedOutByHand) {
   for (size_t m = 0; m < planned.size(); ++m) {
     const std::vector<Array> args = {inputs[m]};
     StatusOr<std::vector<Array>> got = testing::RunPlanOnHost(*planned[m].plan, args, **host);
-    ASSERT_TRUE(got.ok()) << planned[m].what << ": " << got.status().message();
+    ASSERT_TRUE(got.ok()) << planned[m].name << ": " << got.status().message();
     const Array y = (*got)[0].Convert(DType::kC128);
     auto v = y.values<std::complex<double>>();
     const std::vector<C>& want = m == 0 || m == 2 ? spectrum : x;
-    ASSERT_EQ(v.size(), m == 2 ? 3u : 4u) << planned[m].what;
+    ASSERT_EQ(v.size(), m == 2 ? 3u : 4u) << planned[m].name;
     for (size_t i = 0; i < v.size(); ++i) {
-      EXPECT_NEAR(v[i].real(), want[i].real(), 1e-6) << planned[m].what << " element " << i;
-      EXPECT_NEAR(v[i].imag(), want[i].imag(), 1e-6) << planned[m].what << " element " << i;
+      EXPECT_NEAR(v[i].real(), want[i].real(), 1e-6) << planned[m].name << " element " << i;
+      EXPECT_NEAR(v[i].imag(), want[i].imag(), 1e-6) << planned[m].name << " element " << i;
     }
   }
 }
@@ -351,12 +314,9 @@ TEST(KernelCodegenFft, RepositoryAndCorpusModulesRunThroughTheirGpuPlans) {
       files.push_back(std::string(XSHARD_CORPUS_DIR) + "/" + f);
     }
   }
-  std::vector<Planned> planned;
-  for (const std::string& f : files) {
-    Plan(f, xs::testing::ReadTextFile(f), planned);
-    if (HasFatalFailure()) return;
-  }
-  CompileAndRun(planned);
+  StatusOr<std::vector<Planned>> planned = testing::PlanFilesForGpu("", files);
+  ASSERT_TRUE(planned.ok()) << planned.status().message();
+  CompileAndRun(*planned);
   if (!corpus) GTEST_SKIP() << "the OpenXLA corpus is not at " << XSHARD_CORPUS_DIR << ": only tests/data ran";
 }
 

@@ -6,6 +6,7 @@
 // executor's results on the host emulator; small cases are checked against values worked out by
 // hand; and the repository / XLA-corpus modules that need these ops plan for the GPU and run
 // whole (RunPlanOnHost) as the CPU does.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #ifdef XSHARD_WITH_CUDA
@@ -173,38 +174,27 @@ std::vector<Array> Arguments(const std::vector<Shape>& shapes, Fill fill, std::m
 }
 
 TEST(KernelCodegenLinalg, KernelsCompileForSm90AndMatchTheCpuOnTheHost) {
-  std::vector<std::unique_ptr<Module>> modules;
-  std::vector<std::unique_ptr<Executable>> exes;
+  std::vector<testing::PlannedModule> planned;
   std::vector<GeneratedKernel> all;
   const std::vector<Case> cases = Cases();
   for (const Case& c : cases) {
-    StatusOr<std::unique_ptr<Module>> m = ParseHloModule(c.text);
-    ASSERT_TRUE(m.ok()) << c.what << ": " << m.status().message() << "\n" << c.text;
-    StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
-    ASSERT_TRUE(e.ok()) << c.what << ": " << e.status().message();
-    StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(*(*m)->entry()->root(), /*in_place=*/false);
-    ASSERT_TRUE(ks.ok()) << c.what << ": " << ks.status().message();
-    ASSERT_EQ(ks->size(), 1u) << c.what;
-    EXPECT_EQ((*ks)[0].strategy, c.strategy) << c.what;
-    EXPECT_LE((*ks)[0].launch.block, 256) << c.what;
-    all.push_back((*ks)[0]);
-    modules.push_back(std::move(*m));
-    exes.push_back(std::move(*e));
+    StatusOr<testing::PlannedModule> p = testing::PlanForHost(c.what, c.text);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    StatusOr<GeneratedKernel> k = testing::OneRootKernel(*p, c.strategy);
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    EXPECT_LE(k->launch.block, 256) << c.what;
+    all.push_back(std::move(*k));
+    planned.push_back(std::move(*p));
   }
-  {
-    testing::NoDiskCache no_cache;
-    const Status compiled = testing::CompileAll(all, 64);
-    ASSERT_TRUE(compiled.ok()) << compiled.message().substr(0, 4000);
-  }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::CompileAndBuildForHost({}, all);
   ASSERT_TRUE(host.ok()) << host.status().message();
   std::mt19937_64 rng(7);
   int nan_results = 0, failed_infos = 0, swaps = 0, zero_pivots = 0;
   for (size_t c = 0; c < cases.size(); ++c) {
-    const std::vector<Array> args = Arguments(exes[c]->argument_shapes(), cases[c].fill, rng);
-    StatusOr<std::vector<Array>> want = exes[c]->Run(args);
+    const std::vector<Array> args = Arguments(planned[c].exe->argument_shapes(), cases[c].fill, rng);
+    StatusOr<std::vector<Array>> want = planned[c].exe->Run(args);
     ASSERT_TRUE(want.ok()) << cases[c].what << ": " << want.status().message();
-    StatusOr<std::vector<Array>> got = testing::RunOnHost(*exes[c], args, **host);
+    StatusOr<std::vector<Array>> got = testing::RunOnHost(*planned[c].exe, args, **host);
     ASSERT_TRUE(got.ok()) << cases[c].what << ": " << got.status().message();
     ASSERT_EQ(got->size(), want->size()) << cases[c].what;
     for (size_t i = 0; i < want->size(); ++i) {
@@ -365,33 +355,21 @@ TEST(KernelCodegenLinalg, ModulesNeedingLinalgPlanForTheGpuAndRunOnTheHost) {
   }
   std::mt19937_64 rng(11);
   for (const File& f : files) {
-    const std::string text = xs::testing::ReadTextFile(f.path);
-    ASSERT_FALSE(text.empty()) << f.path;
-    StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text, f.path);
-    ASSERT_TRUE(m.ok()) << f.path << ": " << m.status().message();
-    StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
-    ASSERT_TRUE(e.ok()) << f.path << ": " << e.status().message();
-    StatusOr<std::unique_ptr<GpuPlan>> plan = GpuPlan::Create(**e);
-    ASSERT_TRUE(plan.ok()) << f.path << ": " << plan.status().message();
-    const Status supported = (*plan)->Supported();
-    ASSERT_TRUE(supported.ok()) << f.path << ": " << supported.message();
-    const std::vector<GeneratedKernel> kernels = testing::PlanKernels(**plan);
+    StatusOr<testing::PlannedModule> p = testing::PlanFileForGpu(f.path);
+    ASSERT_TRUE(p.ok()) << p.status().message();
     int linalg = 0;
-    for (const GeneratedKernel& k : kernels) linalg += k.strategy.rfind("linalg_", 0) == 0;
+    for (const GeneratedKernel& k : testing::PlanKernels(*p->plan)) linalg += k.strategy.rfind("linalg_", 0) == 0;
     EXPECT_GE(linalg, 1) << f.path << ": no linear algebra kernel in the plan";
-    StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(kernels);
+    const std::span<const testing::PlannedModule> one(&*p, 1);
+    StatusOr<std::unique_ptr<testing::HostKernels>> host =
+        testing::CompileAndBuildForHost(one, {}, testing::Nvrtc::kSkip);
     ASSERT_TRUE(host.ok()) << f.path << ": " << host.status().message();
     for (Fill fill : {Fill::kGeneral, Fill::kSpd}) {
-      const std::vector<Array> args = Arguments((*e)->argument_shapes(), fill, rng);
-      StatusOr<std::vector<Array>> want = (*e)->Run(args);
-      ASSERT_TRUE(want.ok()) << f.path << ": " << want.status().message();
-      StatusOr<std::vector<Array>> got = testing::RunPlanOnHost(**plan, args, **host);
-      ASSERT_TRUE(got.ok()) << f.path << ": " << got.status().message();
-      ASSERT_EQ(got->size(), want->size()) << f.path;
-      for (size_t i = 0; i < want->size(); ++i) {
-        EXPECT_EQ(testing::Compare((*got)[i], (*want)[i]), "")
-            << f.path << (fill == Fill::kSpd ? " (positive definite arguments)" : "") << ", result " << i;
-      }
+      const auto args = [&](const testing::PlannedModule& m, size_t) {
+        return Arguments(m.exe->argument_shapes(), fill, rng);
+      };
+      EXPECT_THAT(testing::CheckPlansAgainstTheCpu(one, **host, args), ::testing::IsEmpty())
+          << (fill == Fill::kSpd ? "(positive definite arguments)" : "");
     }
   }
   if (!corpus) GTEST_SKIP() << "the XLA corpus is not at " << XSHARD_CORPUS_DIR << ": only tests/data ran";

@@ -3,6 +3,7 @@
 // sizes, f32 / bf16 / f16 / s32, f8 operands with block scales) compile with NVRTC for sm_90 and
 // on the host emulator give the CPU executor's results; small cases worked out by hand; and the
 // corpus modules with these ops, planned for the GPU and run through RunPlanOnHost.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #ifdef XSHARD_WITH_CUDA
@@ -129,57 +130,39 @@ std::vector<Array> Arguments(const Executable& e, const std::vector<int64_t>& gr
 
 TEST(KernelCodegenRagged, KernelsCompileForSm90AndMatchTheCpuOnTheHost) {
   const std::vector<Case> cases = Cases();
-  std::vector<std::unique_ptr<Module>> modules;
-  std::vector<std::unique_ptr<Executable>> exes;
+  std::vector<testing::PlannedModule> planned;
   std::vector<GeneratedKernel> all;
   for (const Case& c : cases) {
-    StatusOr<std::unique_ptr<Module>> m = ParseHloModule(c.text);
-    ASSERT_TRUE(m.ok()) << c.what << ": " << m.status().message() << "\n" << c.text;
-    StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
-    ASSERT_TRUE(e.ok()) << c.what << ": " << e.status().message();
-    StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(*(*m)->entry()->root(), /*in_place=*/false);
+    StatusOr<testing::PlannedModule> p = testing::PlanForHost(c.what, c.text);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    const Instruction& root = *p->module->entry()->root();
+    ASSERT_FALSE(root.shape().IsTuple()) << c.what;  // one result
+    StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(root, /*in_place=*/false);
     ASSERT_TRUE(ks.ok()) << c.what << ": " << ks.status().message();
     ASSERT_EQ(ks->size(), 1u) << c.what;
-    const bool scaled = (*m)->entry()->root()->opcode() == Opcode::kCustomCall;
+    const bool scaled = root.opcode() == Opcode::kCustomCall;
     EXPECT_EQ((*ks)[0].strategy, scaled ? "block_scaled_dot_tiled" : "ragged_dot_tiled") << c.what;
-    EXPECT_EQ((*ks)[0].num_pointers, static_cast<int>((*m)->entry()->root()->operand_count()) + 1) << c.what;
+    EXPECT_EQ((*ks)[0].num_pointers, static_cast<int>(root.operand_count()) + 1) << c.what;
     all.push_back((*ks)[0]);
-    modules.push_back(std::move(*m));
-    exes.push_back(std::move(*e));
+    planned.push_back(std::move(*p));
   }
-  {
-    testing::NoDiskCache no_cache;
-    const Status compiled = testing::CompileAll(all, 64);
-    ASSERT_TRUE(compiled.ok()) << compiled.message().substr(0, 4000);
-  }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::CompileAndBuildForHost({}, all);
   ASSERT_TRUE(host.ok()) << host.status().message();
   std::mt19937_64 rng(5);
-  for (size_t c = 0; c < cases.size(); ++c) {
-    const std::vector<Array> args = Arguments(*exes[c], cases[c].group_sizes, rng);
-    StatusOr<std::vector<Array>> want = exes[c]->Run(args);
-    ASSERT_TRUE(want.ok()) << cases[c].what << ": " << want.status().message();
-    StatusOr<std::vector<Array>> got = testing::RunOnHost(*exes[c], args, **host);
-    ASSERT_TRUE(got.ok()) << cases[c].what << ": " << got.status().message();
-    ASSERT_EQ(got->size(), 1u);
-    EXPECT_EQ(testing::Compare((*got)[0], (*want)[0]), "") << cases[c].what;
-    if (cases[c].exact) {
-      EXPECT_EQ(std::memcmp((*got)[0].data(), (*want)[0].data(), (*want)[0].byte_size()), 0) << cases[c].what;
-    }
-  }
+  testing::CheckOptions options;
+  options.check = [&](size_t c, const Array& got, const Array& want) {
+    return cases[c].exact ? testing::CompareAndBits(got, want) : testing::Compare(got, want);
+  };
+  EXPECT_THAT(testing::CheckPlansAgainstTheCpu(
+                  planned, **host,
+                  [&](const testing::PlannedModule& p, size_t c) { return Arguments(*p.exe, cases[c].group_sizes, rng); },
+                  options),
+              ::testing::IsEmpty());
 }
 
 // Runs `text`'s root kernel on the emulator with `args`; the result.
 Array RunByHand(const std::string& text, const std::vector<Array>& args) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
-  EXPECT_TRUE(e.ok()) << e.status().message();
-  StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(*(*m)->entry()->root(), false);
-  EXPECT_TRUE(ks.ok()) << ks.status().message();
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(*ks);
-  EXPECT_TRUE(host.ok()) << host.status().message();
-  StatusOr<std::vector<Array>> got = testing::RunOnHost(**e, args, **host);
+  StatusOr<std::vector<Array>> got = testing::RunRootOnHost(text, [&](const Executable&) { return args; });
   EXPECT_TRUE(got.ok()) << got.status().message();
   return got.ok() ? (*got)[0] : Array(Shape(DType::kF32, {}));
 }
@@ -234,46 +217,14 @@ TEST(KernelCodegenRagged, CorpusModulesRunThroughTheGpuPlanOnTheHost) {
                          "ReplicatedAndReplicated0", "ReplicatedAndReplicated1"}) {
     files.push_back(std::string("dot_handler_test/MXCustomCall_") + mx + ".hlo");
   }
-  struct Ready {
-    std::string file;
-    std::unique_ptr<Module> module;
-    std::unique_ptr<Executable> exe;
-    std::unique_ptr<GpuPlan> plan;
-  };
-  std::vector<Ready> ready;
-  std::vector<GeneratedKernel> kernels;
-  for (const std::string& f : files) {
-    const std::string path = std::string(XSHARD_CORPUS_DIR) + "/" + f;
-    StatusOr<std::unique_ptr<Module>> m = ParseHloModule(xs::testing::ReadTextFile(path), f);
-    ASSERT_TRUE(m.ok()) << f << ": " << m.status().message();
-    StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
-    ASSERT_TRUE(e.ok()) << f << ": " << e.status().message();
-    StatusOr<std::unique_ptr<GpuPlan>> plan = GpuPlan::Create(**e);
-    ASSERT_TRUE(plan.ok()) << f << ": " << plan.status().message();
-    const Status supported = (*plan)->Supported();
-    ASSERT_TRUE(supported.ok()) << f << ": " << supported.message();
-    for (GeneratedKernel& k : testing::PlanKernels(**plan)) kernels.push_back(std::move(k));
-    ready.push_back({f, std::move(*m), std::move(*e), std::move(*plan)});
-  }
-  {
-    testing::NoDiskCache no_cache;
-    const Status compiled = testing::CompileAll(kernels, 64);
-    ASSERT_TRUE(compiled.ok()) << compiled.message().substr(0, 4000);
-  }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(kernels);
+  StatusOr<std::vector<testing::PlannedModule>> planned = testing::PlanFilesForGpu(XSHARD_CORPUS_DIR, files);
+  ASSERT_TRUE(planned.ok()) << planned.status().message();
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::CompileAndBuildForHost(*planned);
   ASSERT_TRUE(host.ok()) << host.status().message();
   std::mt19937_64 rng(7);
-  for (const Ready& r : ready) {
-    const std::vector<Array> args = Arguments(*r.exe, {}, rng);
-    StatusOr<std::vector<Array>> want = r.exe->Run(args);
-    ASSERT_TRUE(want.ok()) << r.file << ": " << want.status().message();
-    StatusOr<std::vector<Array>> got = testing::RunPlanOnHost(*r.plan, args, **host);
-    ASSERT_TRUE(got.ok()) << r.file << ": " << got.status().message();
-    ASSERT_EQ(got->size(), want->size()) << r.file;
-    for (size_t i = 0; i < want->size(); ++i) {
-      EXPECT_EQ(testing::Compare((*got)[i], (*want)[i]), "") << r.file << " result " << i;
-    }
-  }
+  EXPECT_THAT(testing::CheckPlansAgainstTheCpu(
+                  *planned, **host, [&](const testing::PlannedModule& p, size_t) { return Arguments(*p.exe, {}, rng); }),
+              ::testing::IsEmpty());
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // sm_90 and, on the host emulator (one op alone and whole GPU plans), give the CPU executor's
 // bits; published Philox-4x32-10 / Threefry-2x32-20 vectors; the state sequence worked out by
 // hand; the corpus modules holding these ops.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #ifdef XSHARD_WITH_CUDA
@@ -26,24 +27,13 @@ struct Case {
   bool exact = true;  // bit for bit; else within Compare's tolerance (rng_normal)
 };
 
-struct Planned {
-  std::unique_ptr<Module> module;
-  std::unique_ptr<Executable> exe;
-  std::unique_ptr<GpuPlan> plan;
-};
+using Planned = testing::PlannedModule;
 
-// Parses, plans for the CPU and the GPU (asserting the GPU plan is complete).
+// Parses, plans for the CPU and the GPU (asserting the GPU plan is complete: PlanForGpu).
 void Plan(const std::string& what, const std::string& text, Planned& p) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text, what);
-  ASSERT_TRUE(m.ok()) << what << ": " << m.status().message() << "\n" << text;
-  StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
-  ASSERT_TRUE(e.ok()) << what << ": " << e.status().message();
-  StatusOr<std::unique_ptr<GpuPlan>> g = GpuPlan::Create(**e);
-  ASSERT_TRUE(g.ok()) << what << ": " << g.status().message();
-  ASSERT_TRUE((*g)->Supported().ok()) << what << ": " << (*g)->Supported().message();
-  p.module = std::move(*m);
-  p.exe = std::move(*e);
-  p.plan = std::move(*g);
+  StatusOr<Planned> planned = testing::PlanForGpu(what, text);
+  ASSERT_TRUE(planned.ok()) << planned.status().message();
+  p = std::move(*planned);
 }
 
 Array U64(std::vector<uint64_t> v) {
@@ -110,42 +100,24 @@ std::vector<Case> RngCases() {
 // Runs every case on the CPU and, with one host library, through RunOnHost and RunPlanOnHost.
 void RunCases(const std::vector<Case>& cases) {
   std::vector<Planned> planned(cases.size());
-  std::vector<GeneratedKernel> all;
+  std::vector<GeneratedKernel> ops;
   for (size_t i = 0; i < cases.size(); ++i) {
     Plan(cases[i].what, cases[i].text, planned[i]);
     if (::testing::Test::HasFatalFailure()) return;
-    StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(*planned[i].module->entry()->root(), false);
-    ASSERT_TRUE(ks.ok()) << cases[i].what << ": " << ks.status().message();
-    ASSERT_EQ(ks->size(), 1u);
-    all.push_back((*ks)[0]);
-    for (GeneratedKernel& k : testing::PlanKernels(*planned[i].plan)) all.push_back(std::move(k));
+    StatusOr<GeneratedKernel> k = testing::OneRootKernel(planned[i]);
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    ops.push_back(std::move(*k));
   }
-  {
-    testing::NoDiskCache no_cache;
-    const Status compiled = testing::CompileAll(all, 64);
-    ASSERT_TRUE(compiled.ok()) << compiled.message().substr(0, 4000);
-  }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::CompileAndBuildForHost(planned, ops);
   ASSERT_TRUE(host.ok()) << host.status().message();
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const Case& c = cases[i];
-    StatusOr<std::vector<Array>> want = planned[i].exe->Run(c.args);
-    ASSERT_TRUE(want.ok()) << c.what << ": " << want.status().message();
-    StatusOr<std::vector<Array>> alone = testing::RunOnHost(*planned[i].exe, c.args, **host);
-    StatusOr<std::vector<Array>> whole = testing::RunPlanOnHost(*planned[i].plan, c.args, **host);
-    for (const auto* got : {&alone, &whole}) {
-      ASSERT_TRUE(got->ok()) << c.what << ": " << got->status().message();
-      ASSERT_EQ((*got)->size(), want->size()) << c.what;
-      for (size_t r = 0; r < want->size(); ++r) {
-        const Array& g = (**got)[r];
-        const Array& w = (*want)[r];
-        EXPECT_EQ(testing::Compare(g, w), "") << c.what << ", result " << r;
-        if (c.exact && g.byte_size() == w.byte_size()) {
-          EXPECT_EQ(std::memcmp(g.data(), w.data(), w.byte_size()), 0) << c.what << ", result " << r << " differs in bits";
-        }
-      }
-    }
-  }
+  testing::CheckOptions options;
+  options.op_alone = true;
+  options.check = [&](size_t i, const Array& got, const Array& want) {
+    return cases[i].exact ? testing::CompareAndBits(got, want) : testing::Compare(got, want);
+  };
+  EXPECT_THAT(testing::CheckPlansAgainstTheCpu(
+                  planned, **host, [&](const Planned&, size_t i) { return cases[i].args; }, options),
+              ::testing::IsEmpty());
 }
 
 TEST(KernelCodegenRandom, BitGeneratorMatchesTheCpuBitForBit) { RunCases(BitCases()); }
@@ -173,13 +145,12 @@ TEST(KernelCodegenRandom, KnownAnswerVectors) {
        {0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}, {~0ULL, 0, 0}},
   };
   std::vector<Planned> planned(std::size(cases));
-  std::vector<GeneratedKernel> all;
   for (size_t i = 0; i < std::size(cases); ++i) {
     Plan("known answer", cases[i].text, planned[i]);
     if (HasFatalFailure()) return;
-    for (GeneratedKernel& k : testing::PlanKernels(*planned[i].plan)) all.push_back(std::move(k));
   }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  StatusOr<std::unique_ptr<testing::HostKernels>> host =
+      testing::CompileAndBuildForHost(planned, {}, testing::Nvrtc::kSkip);
   ASSERT_TRUE(host.ok()) << host.status().message();
   for (size_t i = 0; i < std::size(cases); ++i) {
     const auto& c = cases[i];
@@ -328,34 +299,25 @@ TEST(KernelCodegenRandom, CorpusModulesRunOnTheHostAndMatchTheCpu) {
       "stateful_rng_spmd_partitioner_test/RngPartitionedConsumer.hlo",
       "stateful_rng_spmd_partitioner_test/RngReplicatedConsumer.hlo",
   };
-  std::vector<Planned> planned(std::size(files));
-  std::vector<GeneratedKernel> all;
-  for (size_t i = 0; i < std::size(files); ++i) {
-    Plan(files[i], xs::testing::ReadTextFile(std::string(XSHARD_CORPUS_DIR) + "/" + files[i]), planned[i]);
-    if (HasFatalFailure()) return;
-    for (GeneratedKernel& k : testing::PlanKernels(*planned[i].plan)) all.push_back(std::move(k));
-  }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  StatusOr<std::vector<Planned>> planned = testing::PlanFilesForGpu(XSHARD_CORPUS_DIR, files);
+  ASSERT_TRUE(planned.ok()) << planned.status().message();
+  StatusOr<std::unique_ptr<testing::HostKernels>> host =
+      testing::CompileAndBuildForHost(*planned, {}, testing::Nvrtc::kSkip);
   ASSERT_TRUE(host.ok()) << host.status().message();
-  for (size_t i = 0; i < std::size(files); ++i) {
-    std::vector<Array> args;
+  const auto args = [](const Planned& p, size_t i) {
+    std::vector<Array> a;
     int64_t next = 1 + static_cast<int64_t>(i);
-    for (const Shape& s : planned[i].exe->argument_shapes()) {
-      Array a(s);
+    for (const Shape& s : p.exe->argument_shapes()) {
+      Array x(s);
       // States and rng bounds: small increasing values (a < b for rng's operands).
-      for (int64_t k = 0; k < a.num_elements(); ++k, next += 37) a.SetDouble(k, static_cast<double>(next));
-      args.push_back(std::move(a));
+      for (int64_t k = 0; k < x.num_elements(); ++k, next += 37) x.SetDouble(k, static_cast<double>(next));
+      a.push_back(std::move(x));
     }
-    StatusOr<std::vector<Array>> want = planned[i].exe->Run(args);
-    ASSERT_TRUE(want.ok()) << files[i] << ": " << want.status().message();
-    StatusOr<std::vector<Array>> got = testing::RunPlanOnHost(*planned[i].plan, args, **host);
-    ASSERT_TRUE(got.ok()) << files[i] << ": " << got.status().message();
-    ASSERT_EQ(got->size(), want->size()) << files[i];
-    for (size_t r = 0; r < want->size(); ++r) {
-      EXPECT_EQ(testing::Compare((*got)[r], (*want)[r]), "") << files[i] << " result " << r;
-      EXPECT_EQ(std::memcmp((*got)[r].data(), (*want)[r].data(), (*want)[r].byte_size()), 0) << files[i] << " result " << r;
-    }
-  }
+    return a;
+  };
+  testing::CheckOptions options;
+  options.check = [](size_t, const Array& got, const Array& want) { return testing::CompareAndBits(got, want); };
+  EXPECT_THAT(testing::CheckPlansAgainstTheCpu(*planned, **host, args, options), ::testing::IsEmpty());
 }
 
 }  // namespace

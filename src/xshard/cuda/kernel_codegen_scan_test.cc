@@ -4,6 +4,7 @@
 // f16-like formats over special values) and on the XLA corpus modules that use them: every
 // kernel compiles with NVRTC for sm_90 and, on the host emulator (the op alone and the whole GPU
 // plan), gives the CPU executor's results bit for bit; a few results are worked out by hand.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #ifdef XSHARD_WITH_CUDA
@@ -21,7 +22,6 @@
 #include "xshard/cuda/kernel_codegen.h"
 #include "xshard/cuda/kernel_codegen_test_util.h"
 #include "xshard/ir/computation.h"
-#include "xshard/ir/verifier.h"
 #include "xshard/testing/corpus.h"
 #include "xshard/text/parser.h"
 
@@ -159,33 +159,14 @@ std::vector<Case> ReducePrecisionCases() {
   };
 }
 
-struct Loaded {
-  std::string what;
-  std::unique_ptr<Module> module;
-  std::unique_ptr<Executable> exe;
-  std::unique_ptr<GpuPlan> plan;
-};
+using Loaded = testing::PlannedModule;
 
-// Parses and plans `text` for the CPU and the GPU; the op's own kernels and the plan's go into `all`.
+// Plans `text` for the CPU and the GPU (PlanForGpu) into `out`; with a `strategy`, the root op's
+// own kernel, which must have that strategy, goes into `op_kernels`.
 void Load(const std::string& what, const std::string& text, const std::string& strategy, std::vector<Loaded>& out,
-          std::vector<GeneratedKernel>& all) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text, what);
-  ASSERT_TRUE(m.ok()) << what << ": " << m.status().message() << "\n" << text;
-  ASSERT_TRUE(Verify(**m).ok()) << what << ": " << Verify(**m).message();
-  StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
-  ASSERT_TRUE(e.ok()) << what << ": " << e.status().message();
-  if (!strategy.empty()) {
-    StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(*(*m)->entry()->root(), /*in_place=*/false);
-    ASSERT_TRUE(ks.ok()) << what << ": " << ks.status().message();
-    ASSERT_EQ(ks->size(), 1u) << what;
-    EXPECT_EQ((*ks)[0].strategy, strategy) << what;
-    all.push_back((*ks)[0]);
-  }
-  StatusOr<std::unique_ptr<GpuPlan>> plan = GpuPlan::Create(**e);
-  ASSERT_TRUE(plan.ok()) << what << ": " << plan.status().message();
-  ASSERT_TRUE((*plan)->Supported().ok()) << what << ": " << (*plan)->Supported().message();
-  for (GeneratedKernel& k : testing::PlanKernels(**plan)) all.push_back(std::move(k));
-  out.push_back({what, std::move(*m), std::move(*e), std::move(*plan)});
+          std::vector<GeneratedKernel>& op_kernels) {
+  const Status loaded = testing::PlanWithRootKernel(what, text, strategy, out, op_kernels);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
 }
 
 Array RandomArray(const Shape& s, std::mt19937_64& rng, const std::vector<double>& first = {}) {
@@ -207,39 +188,25 @@ Array RandomArray(const Shape& s, std::mt19937_64& rng, const std::vector<double
 void RunAll(const std::vector<Loaded>& loaded, testing::HostKernels& host, bool op_alone,
             const std::vector<double>& first = {}) {
   std::mt19937_64 rng(11);
-  for (const Loaded& l : loaded) {
-    std::vector<Array> args;
-    for (const Shape& s : l.exe->argument_shapes()) args.push_back(RandomArray(s, rng, first));
-    StatusOr<std::vector<Array>> want = l.exe->Run(args);
-    ASSERT_TRUE(want.ok()) << l.what << ": " << want.status().message();
-    std::vector<StatusOr<std::vector<Array>>> runs;
-    if (op_alone) runs.push_back(testing::RunOnHost(*l.exe, args, host));
-    runs.push_back(testing::RunPlanOnHost(*l.plan, args, host));
-    for (const StatusOr<std::vector<Array>>& got : runs) {
-      ASSERT_TRUE(got.ok()) << l.what << ": " << got.status().message();
-      ASSERT_EQ(got->size(), want->size()) << l.what;
-      for (size_t r = 0; r < want->size(); ++r) {
-        EXPECT_EQ(testing::Compare((*got)[r], (*want)[r]), "") << l.what << " result " << r;
-        EXPECT_EQ(std::memcmp((*got)[r].data(), (*want)[r].data(), (*want)[r].byte_size()), 0)
-            << l.what << " result " << r << " differs in its bits";
-      }
-    }
-  }
+  testing::CheckOptions options;
+  options.op_alone = op_alone;
+  options.check = [](size_t, const Array& got, const Array& want) { return testing::CompareAndBits(got, want); };
+  const auto args = [&](const Loaded& l, size_t) {
+    std::vector<Array> a;
+    for (const Shape& s : l.exe->argument_shapes()) a.push_back(RandomArray(s, rng, first));
+    return a;
+  };
+  EXPECT_THAT(testing::CheckPlansAgainstTheCpu(loaded, host, args, options), ::testing::IsEmpty());
 }
 
 void CompileAndRun(const std::vector<Case>& cases, const std::vector<double>& first = {}) {
   std::vector<Loaded> loaded;
-  std::vector<GeneratedKernel> all;
+  std::vector<GeneratedKernel> ops;
   for (const Case& c : cases) {
-    Load(c.what, c.text, c.strategy, loaded, all);
+    Load(c.what, c.text, c.strategy, loaded, ops);
     if (::testing::Test::HasFatalFailure()) return;
   }
-  {
-    testing::NoDiskCache no_cache;
-    const Status compiled = testing::CompileAll(all, 64);
-    ASSERT_TRUE(compiled.ok()) << compiled.message().substr(0, 4000);
-  }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::CompileAndBuildForHost(loaded, ops);
   ASSERT_TRUE(host.ok()) << host.status().message();
   RunAll(loaded, **host, /*op_alone=*/true, first);
 }
@@ -262,7 +229,8 @@ TEST(KernelCodegenScan, ReducePrecisionQuietsSignalingNaNsAsTheCpu) {
   Load("(8, 7)", ReducePrecisionModule("f32", 2, 8, 7), "elementwise", loaded, all);
   Load("(5, 10)", ReducePrecisionModule("f32", 2, 5, 10), "elementwise", loaded, all);
   if (HasFatalFailure()) return;
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  StatusOr<std::unique_ptr<testing::HostKernels>> host =
+      testing::CompileAndBuildForHost(loaded, all, testing::Nvrtc::kSkip);
   ASSERT_TRUE(host.ok()) << host.status().message();
   Array x(Shape(DType::kF32, {2}));
   const uint32_t in[] = {0x7f800001u, 0xff800005u}, want[] = {0x7fc00001u, 0xffc00005u};
@@ -271,13 +239,13 @@ TEST(KernelCodegenScan, ReducePrecisionQuietsSignalingNaNsAsTheCpu) {
     const std::vector<Array> args = {x};
     StatusOr<std::vector<Array>> cpu = l.exe->Run(args);
     StatusOr<std::vector<Array>> got = testing::RunPlanOnHost(*l.plan, args, **host);
-    ASSERT_TRUE(cpu.ok() && got.ok()) << l.what;
+    ASSERT_TRUE(cpu.ok() && got.ok()) << l.name;
     uint32_t c[2], g[2];
     std::memcpy(c, (*cpu)[0].data(), sizeof(c));
     std::memcpy(g, (*got)[0].data(), sizeof(g));
     for (int i = 0; i < 2; ++i) {
-      EXPECT_EQ(c[i], want[i]) << l.what << " CPU element " << i;
-      EXPECT_EQ(g[i], want[i]) << l.what << " GPU plan element " << i;
+      EXPECT_EQ(c[i], want[i]) << l.name << " CPU element " << i;
+      EXPECT_EQ(g[i], want[i]) << l.name << " GPU plan element " << i;
     }
   }
 }
@@ -345,7 +313,8 @@ TEST(KernelCodegenScan, ResultsWorkedOutByHand) {
     Load(c.what, c.text, "", loaded, all);
     if (HasFatalFailure()) return;
   }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  StatusOr<std::unique_ptr<testing::HostKernels>> host =
+      testing::CompileAndBuildForHost(loaded, all, testing::Nvrtc::kSkip);
   ASSERT_TRUE(host.ok()) << host.status().message();
   const std::vector<std::vector<std::vector<double>>> args = {
       {{1, 2, 3, 4}},
@@ -392,20 +361,11 @@ TEST(KernelCodegenScan, CorpusModulesRunAsGpuPlansOnTheHost) {
   const std::string files[] = {"hlo_parser_test/Scan.hlo", "shardy_xla_pass_test/ScanAssociative.hlo",
                                "shardy_xla_pass_test/ScanNonAssociative.hlo", "hlo_parser_test/Map.hlo",
                                "hlo_parser_test/ReducePrecision.hlo"};
-  std::vector<Loaded> loaded;
-  std::vector<GeneratedKernel> all;
-  for (const std::string& f : files) {
-    Load(f, xs::testing::ReadTextFile(dir + "/" + f), "", loaded, all);
-    if (HasFatalFailure()) return;
-  }
-  {
-    testing::NoDiskCache no_cache;
-    const Status compiled = testing::CompileAll(all, 64);
-    ASSERT_TRUE(compiled.ok()) << compiled.message().substr(0, 4000);
-  }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  StatusOr<std::vector<Loaded>> loaded = testing::PlanFilesForGpu(dir, files);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::CompileAndBuildForHost(*loaded);
   ASSERT_TRUE(host.ok()) << host.status().message();
-  RunAll(loaded, **host, /*op_alone=*/false);
+  RunAll(*loaded, **host, /*op_alone=*/false);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // overlapping and padded windows, a min select, bf16 and s8): every kernel compiles with NVRTC
 // for sm_90 and, on the host emulator, gives the CPU executor's results; the result of a small
 // case is also checked against values worked out by hand.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #ifdef XSHARD_WITH_CUDA
@@ -46,15 +47,13 @@ std::vector<Case> Cases() {
 }
 
 TEST(KernelCodegenSelectScatter, KernelsCompileForSm90AndMatchTheCpuOnTheHost) {
-  std::vector<std::unique_ptr<Module>> modules;
-  std::vector<std::unique_ptr<Executable>> exes;
+  std::vector<testing::PlannedModule> planned;
   std::vector<GeneratedKernel> all;
   for (const Case& c : Cases()) {
-    StatusOr<std::unique_ptr<Module>> m = ParseHloModule(c.text);
-    ASSERT_TRUE(m.ok()) << c.what << ": " << m.status().message() << "\n" << c.text;
-    StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
-    ASSERT_TRUE(e.ok()) << c.what << ": " << e.status().message();
-    StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(*(*m)->entry()->root(), /*in_place=*/false);
+    StatusOr<testing::PlannedModule> p = testing::PlanForHost(c.what, c.text);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    ASSERT_FALSE(p->module->entry()->root()->shape().IsTuple()) << c.what;  // one result
+    StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(*p->module->entry()->root(), /*in_place=*/false);
     ASSERT_TRUE(ks.ok()) << c.what << ": " << ks.status().message();
     ASSERT_EQ(ks->size(), 2u) << c.what;
     EXPECT_EQ((*ks)[1].strategy, c.strategy) << c.what;
@@ -62,54 +61,37 @@ TEST(KernelCodegenSelectScatter, KernelsCompileForSm90AndMatchTheCpuOnTheHost) {
       EXPECT_EQ(k.num_pointers, 4) << c.what;
       all.push_back(k);
     }
-    modules.push_back(std::move(*m));
-    exes.push_back(std::move(*e));
+    planned.push_back(std::move(*p));
   }
-  {
-    testing::NoDiskCache no_cache;
-    const Status compiled = testing::CompileAll(all, 64);
-    ASSERT_TRUE(compiled.ok()) << compiled.message().substr(0, 4000);
-  }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::CompileAndBuildForHost({}, all);
   ASSERT_TRUE(host.ok()) << host.status().message();
   std::mt19937_64 rng(3);
   std::uniform_int_distribution<int> small(-4, 4);  // many ties: the select's order matters
-  const std::vector<Case> cases = Cases();
-  for (size_t c = 0; c < cases.size(); ++c) {
-    std::vector<Array> args;
-    for (const Shape& s : exes[c]->argument_shapes()) {
-      Array a(s);
-      for (int64_t i = 0; i < a.num_elements(); ++i) a.SetDouble(i, small(rng) * (IsFloating(s.dtype()) ? 0.5 : 1.0));
-      args.push_back(std::move(a));
+  const auto args = [&](const testing::PlannedModule& p, size_t) {
+    std::vector<Array> a;
+    for (const Shape& s : p.exe->argument_shapes()) {
+      Array x(s);
+      for (int64_t i = 0; i < x.num_elements(); ++i) x.SetDouble(i, small(rng) * (IsFloating(s.dtype()) ? 0.5 : 1.0));
+      a.push_back(std::move(x));
     }
-    StatusOr<std::vector<Array>> want = exes[c]->Run(args);
-    ASSERT_TRUE(want.ok()) << cases[c].what << ": " << want.status().message();
-    StatusOr<std::vector<Array>> got = testing::RunOnHost(*exes[c], args, **host);
-    ASSERT_TRUE(got.ok()) << cases[c].what << ": " << got.status().message();
-    ASSERT_EQ(got->size(), 1u);
-    // Sums of halves and small integers are exact: bit for bit, whatever the order.
-    EXPECT_EQ(testing::Compare((*got)[0], (*want)[0]), "") << cases[c].what;
-    EXPECT_EQ(std::memcmp((*got)[0].data(), (*want)[0].data(), (*want)[0].byte_size()), 0) << cases[c].what;
-  }
+    return a;
+  };
+  // Sums of halves and small integers are exact: bit for bit, whatever the order.
+  testing::CheckOptions options;
+  options.check = [](size_t, const Array& got, const Array& want) { return testing::CompareAndBits(got, want); };
+  EXPECT_THAT(testing::CheckPlansAgainstTheCpu(planned, **host, args, options), ::testing::IsEmpty());
 }
 
 // x = [1, 5, 5, 2], windows of 2 at stride 1 with GE: windows pick indices 1, 1 (the first of the
 // tie: select(5, 5) is true, so the chosen one stays), 2; sources 10, 20, 30 -> [0, 30, 30, 0].
 TEST(KernelCodegenSelectScatter, TiesKeepTheFirstElementAsWorkedOutByHand) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(PoolGradient("f32", "[4]", "[3]", "size=2"));
-  ASSERT_TRUE(m.ok()) << m.status().message();
-  StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
-  ASSERT_TRUE(e.ok()) << e.status().message();
-  StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(*(*m)->entry()->root(), false);
-  ASSERT_TRUE(ks.ok()) << ks.status().message();
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(*ks);
-  ASSERT_TRUE(host.ok()) << host.status().message();
   Array x(Shape(DType::kF32, {4})), s(Shape(DType::kF32, {3}));
   const float xv[] = {1, 5, 5, 2}, sv[] = {10, 20, 30};
   for (int i = 0; i < 4; ++i) x.SetDouble(i, xv[i]);
   for (int i = 0; i < 3; ++i) s.SetDouble(i, sv[i]);
   const std::vector<Array> args = {x, s};
-  StatusOr<std::vector<Array>> got = testing::RunOnHost(**e, args, **host);
+  StatusOr<std::vector<Array>> got =
+      testing::RunRootOnHost(PoolGradient("f32", "[4]", "[3]", "size=2"), [&](const Executable&) { return args; });
   ASSERT_TRUE(got.ok()) << got.status().message();
   const double want[] = {0, 30, 30, 0};
   for (int i = 0; i < 4; ++i) EXPECT_EQ((*got)[0].GetDouble(i), want[i]) << "element " << i;

@@ -4,6 +4,7 @@
 // that use them: every kernel compiles with NVRTC for sm_90 and, on the host emulator (the op
 // alone and the whole GPU plan), copies exactly what the CPU executor copies; one result of each
 // op is worked out by hand.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #ifdef XSHARD_WITH_CUDA
@@ -18,7 +19,6 @@
 #include "xshard/cuda/kernel_codegen.h"
 #include "xshard/cuda/kernel_codegen_test_util.h"
 #include "xshard/ir/computation.h"
-#include "xshard/ir/verifier.h"
 #include "xshard/testing/corpus.h"
 #include "xshard/text/parser.h"
 
@@ -75,34 +75,14 @@ std::vector<Case> Cases() {
   };
 }
 
-struct Loaded {
-  std::string what;
-  std::unique_ptr<Module> module;
-  std::unique_ptr<Executable> exe;
-  std::unique_ptr<GpuPlan> plan;
-};
+using Loaded = testing::PlannedModule;
 
-// Parses and plans `text` for the CPU and the GPU; the op's kernel (`op_kernel`) and the plan's
-// go into `all`.
+// Plans `text` for the CPU and the GPU (PlanForGpu) into `out`; the op's own kernel
+// (`op_kernel`), which must be an index_map, goes into `op_kernels`.
 void Load(const std::string& what, const std::string& text, bool op_kernel, std::vector<Loaded>& out,
-          std::vector<GeneratedKernel>& all) {
-  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text, what);
-  ASSERT_TRUE(m.ok()) << what << ": " << m.status().message() << "\n" << text;
-  ASSERT_TRUE(Verify(**m).ok()) << what << ": " << Verify(**m).message();
-  StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
-  ASSERT_TRUE(e.ok()) << what << ": " << e.status().message();
-  if (op_kernel) {
-    StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(*(*m)->entry()->root(), /*in_place=*/false);
-    ASSERT_TRUE(ks.ok()) << what << ": " << ks.status().message();
-    ASSERT_EQ(ks->size(), 1u) << what;
-    EXPECT_EQ((*ks)[0].strategy, "index_map") << what;
-    all.push_back((*ks)[0]);
-  }
-  StatusOr<std::unique_ptr<GpuPlan>> plan = GpuPlan::Create(**e);
-  ASSERT_TRUE(plan.ok()) << what << ": " << plan.status().message();
-  ASSERT_TRUE((*plan)->Supported().ok()) << what << ": " << (*plan)->Supported().message();
-  for (GeneratedKernel& k : testing::PlanKernels(**plan)) all.push_back(std::move(k));
-  out.push_back({what, std::move(*m), std::move(*e), std::move(*plan)});
+          std::vector<GeneratedKernel>& op_kernels) {
+  const Status loaded = testing::PlanWithRootKernel(what, text, op_kernel ? "index_map" : "", out, op_kernels);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
 }
 
 // Distinct values (element i holds about i), so a wrong index shows.
@@ -127,29 +107,24 @@ Array Distinct(const Shape& s, std::mt19937_64& rng) {
 }
 
 // Every module on the host emulator (the op alone when `op_alone`, and as a GPU plan) against
-// the CPU executor, bit for bit.
+// the CPU executor, bit for bit (complex results by their bytes alone).
 void RunAll(const std::vector<Loaded>& loaded, testing::HostKernels& host, bool op_alone) {
   std::mt19937_64 rng(5);
-  for (const Loaded& l : loaded) {
-    std::vector<Array> args;
-    for (const Shape& s : l.exe->argument_shapes()) args.push_back(Distinct(s, rng));
-    StatusOr<std::vector<Array>> want = l.exe->Run(args);
-    ASSERT_TRUE(want.ok()) << l.what << ": " << want.status().message();
-    std::vector<StatusOr<std::vector<Array>>> runs;
-    if (op_alone) runs.push_back(testing::RunOnHost(*l.exe, args, host));
-    runs.push_back(testing::RunPlanOnHost(*l.plan, args, host));
-    for (const StatusOr<std::vector<Array>>& got : runs) {
-      ASSERT_TRUE(got.ok()) << l.what << ": " << got.status().message();
-      ASSERT_EQ(got->size(), want->size()) << l.what;
-      for (size_t r = 0; r < want->size(); ++r) {
-        if (!IsComplex((*want)[r].dtype())) {
-          EXPECT_EQ(testing::Compare((*got)[r], (*want)[r]), "") << l.what << " result " << r;
-        }
-        EXPECT_EQ(std::memcmp((*got)[r].data(), (*want)[r].data(), (*want)[r].byte_size()), 0)
-            << l.what << " result " << r;
-      }
+  testing::CheckOptions options;
+  options.op_alone = op_alone;
+  options.check = [](size_t, const Array& got, const Array& want) -> std::string {
+    if (!IsComplex(want.dtype())) return testing::CompareAndBits(got, want);
+    if (got.byte_size() != want.byte_size() || std::memcmp(got.data(), want.data(), want.byte_size()) != 0) {
+      return "the bytes differ";
     }
-  }
+    return "";
+  };
+  const auto args = [&](const Loaded& l, size_t) {
+    std::vector<Array> a;
+    for (const Shape& s : l.exe->argument_shapes()) a.push_back(Distinct(s, rng));
+    return a;
+  };
+  EXPECT_THAT(testing::CheckPlansAgainstTheCpu(loaded, host, args, options), ::testing::IsEmpty());
 }
 
 TEST(KernelCodegenSpmdInternal, KernelsCompileForSm90AndMatchTheCpuOnTheHost) {
@@ -159,12 +134,7 @@ TEST(KernelCodegenSpmdInternal, KernelsCompileForSm90AndMatchTheCpuOnTheHost) {
     Load(c.what, c.text, /*op_kernel=*/true, loaded, all);
     if (HasFatalFailure()) return;
   }
-  {
-    testing::NoDiskCache no_cache;
-    const Status compiled = testing::CompileAll(all, 64);
-    ASSERT_TRUE(compiled.ok()) << compiled.message().substr(0, 4000);
-  }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::CompileAndBuildForHost(loaded, all);
   ASSERT_TRUE(host.ok()) << host.status().message();
   RunAll(loaded, **host, /*op_alone=*/true);
 }
@@ -198,7 +168,8 @@ TEST(KernelCodegenSpmdInternal, ResultsWorkedOutByHand) {
     Load(c.what, c.text, /*op_kernel=*/false, loaded, all);
     if (HasFatalFailure()) return;
   }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  StatusOr<std::unique_ptr<testing::HostKernels>> host =
+      testing::CompileAndBuildForHost(loaded, all, testing::Nvrtc::kSkip);
   ASSERT_TRUE(host.ok()) << host.status().message();
   const Array x = Array::FromVector<int32_t>({6}, {0, 1, 2, 3, 4, 5});
   const Array nine = Array::FromVector<int32_t>({}, {9});
@@ -253,20 +224,11 @@ TEST(KernelCodegenSpmdInternal, CorpusModulesRunAsGpuPlansOnTheHost) {
       // CustomCallWrap.hlo is not here: its f32[20] result does not fit its f32[12] operand with
       // left_amount=1 and right_amount=1 (f32[14]), and the CPU executor refuses it.
   };
-  std::vector<Loaded> loaded;
-  std::vector<GeneratedKernel> all;
-  for (const std::string& f : files) {
-    Load(f, xs::testing::ReadTextFile(dir + "/" + f), /*op_kernel=*/false, loaded, all);
-    if (HasFatalFailure()) return;
-  }
-  {
-    testing::NoDiskCache no_cache;
-    const Status compiled = testing::CompileAll(all, 64);
-    ASSERT_TRUE(compiled.ok()) << compiled.message().substr(0, 4000);
-  }
-  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(all);
+  StatusOr<std::vector<Loaded>> loaded = testing::PlanFilesForGpu(dir, files);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::CompileAndBuildForHost(*loaded);
   ASSERT_TRUE(host.ok()) << host.status().message();
-  RunAll(loaded, **host, /*op_alone=*/false);
+  RunAll(*loaded, **host, /*op_alone=*/false);
 }
 
 }  // namespace

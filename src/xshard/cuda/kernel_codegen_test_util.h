@@ -1,10 +1,12 @@
 // Test helpers for the kernel generators: every kernel of a planned module (its fused loops and
 // the op steps the generators cover, in the fused and the op-by-op plans), compiling them in
-// batches with NVRTC, and, on a GPU, running a module's entry plan with the generated kernels.
+// batches with NVRTC, and, on a GPU, running a module's entry plan with the generated kernels;
+// planning modules for the GPU and checking their plans on the host emulator against the CPU.
 // Test binaries only.
 #ifndef XSHARD_CUDA_KERNEL_CODEGEN_TEST_UTIL_H_
 #define XSHARD_CUDA_KERNEL_CODEGEN_TEST_UTIL_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -100,6 +102,76 @@ class NoDiskCache {
   bool had_ = false;
   std::string old_;
 };
+
+// A module planned for the CPU executor and the GPU executor (kernel_codegen_test_util_test.cc).
+struct PlannedModule {
+  std::string name;  // what messages call it: a case's description or a file's path
+  std::unique_ptr<Module> module;
+  std::unique_ptr<Executable> exe;
+  std::unique_ptr<GpuPlan> plan;  // null from PlanForHost
+};
+
+// Parses `text` (with `name` as its source name), verifies it, plans it for the CPU
+// (Executable::Create) and the GPU (GpuPlan::Create) and requires a complete GPU plan
+// (Supported()); else the failing step's error, its message starting with `name` and the step
+// (a parse error also quotes up to 2000 characters of the text).
+StatusOr<PlannedModule> PlanForGpu(const std::string& name, const std::string& text);
+// PlanForGpu without the GPU plan (`plan` stays null): for tests of one op's own kernels, which
+// CheckPlansAgainstTheCpu then runs with RunOnHost only.
+StatusOr<PlannedModule> PlanForHost(const std::string& name, const std::string& text);
+// PlanForGpu of the file at `path`, named `path`; NotFound naming it when it is empty or
+// cannot be read.
+StatusOr<PlannedModule> PlanFileForGpu(const std::string& path);
+// PlanFileForGpu of each of `files` (dir + "/" + file; the file alone when `dir` is empty), in
+// order; the first error.
+StatusOr<std::vector<PlannedModule>> PlanFilesForGpu(const std::string& dir, std::span<const std::string> files);
+
+// The kernels GenerateOpKernels gives `p`'s entry root (not in place) when they are exactly one,
+// of `strategy` (any when empty): that kernel; else an error naming p.name and what differs.
+StatusOr<GeneratedKernel> OneRootKernel(const PlannedModule& p, const std::string& strategy = "");
+
+// PlanForGpu of `text` appended to `out`; with a `root_strategy`, also the root's own kernel
+// (OneRootKernel of that strategy) appended to `root_kernels`. The first error.
+Status PlanWithRootKernel(const std::string& name, const std::string& text, const std::string& root_strategy,
+                          std::vector<PlannedModule>& out, std::vector<GeneratedKernel>& root_kernels);
+
+// Parses `text` (PlanForHost), builds its entry root's kernels (GenerateOpKernels, not in place)
+// for the host emulator and runs the entry with RunOnHost on the arguments `args(exe)` gives:
+// the results, or the first error, naming the step. For small cases checked against values
+// worked out by hand.
+StatusOr<std::vector<Array>> RunRootOnHost(const std::string& text,
+                                           const std::function<std::vector<Array>(const Executable&)>& args);
+
+// Whether CompileAndBuildForHost also compiles the kernels with NVRTC for sm_90.
+enum class Nvrtc { kCompile, kSkip };
+// Every kernel of `plans` (PlanKernels; none for a null plan), then `extra` (a test's own
+// kernels, e.g. one op's GenerateOpKernels), compiled for sm_90 in NVRTC programs of at most 64
+// kernels under NoDiskCache (unless kSkip), then built for the host emulator
+// (HostKernels::Build). The first error (an NVRTC error cut to 4000 characters), naming the
+// step, or the host kernels.
+StatusOr<std::unique_ptr<HostKernels>> CompileAndBuildForHost(std::span<const PlannedModule> plans,
+                                                              std::span<const GeneratedKernel> extra = {},
+                                                              Nvrtc nvrtc = Nvrtc::kCompile);
+
+// How CheckPlansAgainstTheCpu compares a result of plans[index] with the CPU's: "" when they
+// match, else what differs. The default is Compare(got, want).
+using ResultCheck = std::function<std::string(size_t index, const Array& got, const Array& want)>;
+// Compare(got, want), and identical bytes (memcmp) when the byte sizes agree: "" when both hold.
+std::string CompareAndBits(const Array& got, const Array& want);
+
+struct CheckOptions {
+  bool op_alone = false;  // also run each entry op by op with RunOnHost, checked the same way
+  ResultCheck check;      // empty: Compare
+};
+// For each plan in order: `args(plan, index)` (called exactly once per plan, in order, so a
+// test's random generator advances as before), the CPU executor's results, then RunOnHost (when
+// op_alone or the plan is null) and RunPlanOnHost (when it is not) with `host`, each result
+// checked against the CPU's. Every difference or error, each naming the module, the run and the
+// result; empty when all match.
+std::vector<std::string> CheckPlansAgainstTheCpu(
+    std::span<const PlannedModule> plans, HostKernels& host,
+    const std::function<std::vector<Array>(const PlannedModule& plan, size_t index)>& args,
+    const CheckOptions& options = {});
 
 }  // namespace xs::cuda::testing
 
