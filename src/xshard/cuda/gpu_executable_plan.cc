@@ -317,6 +317,13 @@ Action Planner::PlanStep(const Step& step, GpuComputation& c) {
   } else {
     act.out = out;
   }
+  if (op == Opcode::kRngGetAndUpdateState) {
+    // Its 128-bit state, the kernel's operand: 16 zero bytes of the constant region, which lives
+    // as long as the executable and which nothing else writes, so each executable keeps its own
+    // state from 0 across its runs, as the CPU executor does.
+    act.in = {ConstantLoc(Array(Shape(DType::kU64, {2})))};
+    act.in_begin = {0, 1};
+  }
   act.kind = ActionKind::kKernels;
   PlanComputeAction(step, act, data_, this, &Planner::Temp);
   return act;

@@ -218,22 +218,10 @@ Status Runner::RunWhile(const Action& a, const Frame& f) {
   const GpuComputation& body = *a.callees[1];
   std::byte* region = f.base + a.callee_offset;
   // The innermost loop and its iteration for the monitor, the outer loop's restored on exit.
-  struct LoopProgress {
-    DeviceProgress* p;
-    const Instruction* outer_loop = p ? p->loop.load(std::memory_order_relaxed) : nullptr;
-    int64_t outer_iteration = p ? p->iteration.load(std::memory_order_relaxed) : 0;
-    ~LoopProgress() {
-      if (p == nullptr) return;
-      p->loop.store(outer_loop, std::memory_order_relaxed);
-      p->iteration.store(outer_iteration, std::memory_order_relaxed);
-    }
-  } loop{progress_};
+  ScopedLoopProgress loop(progress_, a.step->inst);
   for (int64_t iteration = 0;; ++iteration) {
-    if (progress_ != nullptr) {
-      if (o_.monitor->stopped()) return o_.monitor->stop_reason();
-      progress_->loop.store(a.step->inst, std::memory_order_relaxed);
-      progress_->iteration.store(iteration, std::memory_order_relaxed);
-    }
+    if (progress_ != nullptr && o_.monitor->stopped()) return o_.monitor->stop_reason();
+    loop.At(iteration);
     XS_ASSIGN_OR_RETURN(std::vector<std::byte*> pred, Run(*a.callees[0], region, carry));
     XS_ASSIGN_OR_RETURN(const int64_t go, ReadScalar(pred.at(0), 1, false));
     if (go == 0) return OkStatus();

@@ -121,7 +121,10 @@ void Conv(const ConvLayout& l, const std::byte* x, const std::byte* w, std::byte
 
 class Interpreter {
  public:
-  Interpreter(const GpuPlan& plan, HostKernels& kernels) : kernels_(kernels), constants_(plan.data().constants) {}
+  Interpreter(const GpuPlan& plan, HostKernels& kernels, std::vector<std::byte>* constants)
+      : kernels_(kernels), constants_(constants != nullptr ? *constants : own_) {
+    if (constants_.empty()) constants_ = plan.data().constants;
+  }
 
   StatusOr<std::vector<std::byte*>> Run(const GpuComputation& c, std::byte* base, std::vector<std::byte*> params) {
     for (const Action& a : c.actions) {
@@ -164,7 +167,8 @@ class Interpreter {
   Status RunWhile(const Action& a, std::byte* base, const std::vector<std::byte*>& params);
 
   HostKernels& kernels_;
-  std::vector<std::byte> constants_;
+  std::vector<std::byte> own_;          // the constants of this run alone
+  std::vector<std::byte>& constants_;  // own_ or the caller's, kept across runs
 };
 
 Status Interpreter::RunAction(const Action& a, std::byte* base, const std::vector<std::byte*>& params) {
@@ -277,7 +281,8 @@ std::vector<GeneratedKernel> PlanKernels(const GpuPlan& plan) {
   return out;
 }
 
-StatusOr<std::vector<Array>> RunPlanOnHost(const GpuPlan& plan, std::span<const Array> args, HostKernels& kernels) {
+StatusOr<std::vector<Array>> RunPlanOnHost(const GpuPlan& plan, std::span<const Array> args, HostKernels& kernels,
+                                           std::vector<std::byte>* constants) {
   XS_RETURN_IF_ERROR(plan.Supported());
   const GpuPlanData& d = plan.data();
   if (args.size() != d.argument_shapes.size()) return InvalidArgument("argument count");
@@ -292,7 +297,7 @@ StatusOr<std::vector<Array>> RunPlanOnHost(const GpuPlan& plan, std::span<const 
     std::memcpy(p, a.data(), a.byte_size());
     params.push_back(p);
   }
-  Interpreter run(plan, kernels);
+  Interpreter run(plan, kernels, constants);
   XS_ASSIGN_OR_RETURN(std::vector<std::byte*> root, run.Run(*d.entry, base, params));
   std::vector<Array> out;
   for (size_t i = 0; i < root.size() && i < d.result_shapes.size(); ++i) {

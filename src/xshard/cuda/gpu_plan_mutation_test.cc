@@ -3,11 +3,14 @@
 // A mutant the parser, the verifier or the CPU planner rejects is skipped; for the rest,
 // GpuPlan::Create must return a plan whose every step is a kernel list, a library call or an
 // "unsupported" with a reason, and never crash, abort or hang. What fails here is a crash of the
-// test binary (or an assertion naming the mutant).
+// test binary (or an assertion naming the mutant). Small mutants that plan completely also run
+// through their GPU plans on the host emulator against the CPU executor (edge shapes and
+// attributes the hand-written suites do not reach).
 #include <gtest/gtest.h>
 
 #ifdef XSHARD_WITH_CUDA
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -17,7 +20,11 @@
 #include <vector>
 
 #include "xshard/cuda/gpu_executable.h"
+#include "xshard/cuda/gpu_executable_plan.h"
 #include "xshard/cuda/kernel_codegen.h"
+#include "xshard/cuda/kernel_codegen_test_util.h"
+#include "xshard/base/strings.h"
+#include "xshard/ir/computation.h"
 #include "xshard/ir/verifier.h"
 #include "xshard/testing/corpus.h"
 #include "xshard/text/parser.h"
@@ -103,6 +110,103 @@ TEST(GpuPlanMutations, NoMutantCrashesThePlannerOrTheGenerators) {
   std::cout << "mutants the CPU plans: " << tried << " (" << planned << " GPU-planned, " << unsupported
             << " with an unsupported step, each saying why)\n";
   EXPECT_GT(tried, 200);
+}
+
+// Random arguments as the corpus suites make them: floats in [-1, 1), integers 0..3, both parts
+// of complex values.
+Array RandomArgument(const Shape& shape, std::mt19937_64& rng) {
+  Array a(shape);
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  for (int64_t k = 0; k < a.num_elements(); ++k) {
+    if (shape.dtype() == DType::kC64) {
+      reinterpret_cast<float*>(a.data())[2 * k] = static_cast<float>(real(rng));
+      reinterpret_cast<float*>(a.data())[2 * k + 1] = static_cast<float>(real(rng));
+    } else if (shape.dtype() == DType::kC128) {
+      reinterpret_cast<double*>(a.data())[2 * k] = real(rng);
+      reinterpret_cast<double*>(a.data())[2 * k + 1] = real(rng);
+    } else if (IsFloating(shape.dtype())) {
+      a.SetDouble(k, real(rng));
+    } else {
+      a.SetDouble(k, shape.dtype() == DType::kPred ? static_cast<double>(rng() % 2) : static_cast<double>(rng() % 4));
+    }
+  }
+  return a;
+}
+
+// Every value of `m` small (the emulator runs each thread in turn).
+bool Small(const Module& m) {
+  int64_t total = 0;
+  for (const Computation* c : m.computations()) {
+    for (const Instruction* i : c->instructions()) {
+      std::vector<Shape> leaves;
+      FlattenArrayShapes(i->shape(), leaves);
+      for (const Shape& s : leaves) {
+        if (s.num_elements() > 4096) return false;
+        total += s.num_elements();
+      }
+      for (const Instruction* o : i->operands()) {
+        if (o->shape().IsArray() && o->shape().num_elements() > 4096) return false;
+      }
+    }
+  }
+  return total <= 65536;
+}
+
+TEST(GpuPlanMutations, SmallMutantsMatchTheCpuOnTheHost) {
+  std::vector<std::pair<std::string, std::string>> texts = Texts();
+  std::mt19937_64 rng(7);
+  std::shuffle(texts.begin(), texts.end(), rng);  // the budget spread over every source
+  const int per_module = std::getenv("XSHARD_MUTANTS") ? std::atoi(std::getenv("XSHARD_MUTANTS")) : 4;
+  const size_t most = std::getenv("XSHARD_MUTANTS") ? SIZE_MAX : 400;  // the suite's budget
+  struct Mutant {
+    std::string what;
+    std::unique_ptr<Module> module;
+    std::unique_ptr<Executable> exe;
+    std::unique_ptr<GpuPlan> plan;
+  };
+  std::vector<Mutant> mutants;
+  std::vector<GeneratedKernel> kernels;
+  for (const auto& [name, text] : texts) {
+    for (int i = 0; i < per_module && mutants.size() < most; ++i) {
+      int64_t old_value = 0;
+      const size_t k = static_cast<size_t>(rng() % 4096);
+      (void)ReplaceInteger(text, k, 0, &old_value);
+      const int64_t value = std::vector<int64_t>{0, 1, 2, old_value + 1, old_value > 0 ? old_value - 1 : 3}[rng() % 5];
+      const std::string mutant = ReplaceInteger(text, k, value, &old_value);
+      if (mutant == text) continue;
+      StatusOr<std::unique_ptr<Module>> m = ParseHloModule(mutant, name);
+      if (!m.ok() || !Verify(**m).ok() || !Small(**m)) continue;
+      StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);
+      if (!e.ok()) continue;
+      StatusOr<std::unique_ptr<GpuPlan>> plan = GpuPlan::Create(**e);
+      ASSERT_TRUE(plan.ok()) << name << ": " << plan.status().message();
+      if (!(*plan)->Supported().ok()) continue;
+      for (GeneratedKernel& g : testing::PlanKernels(**plan)) kernels.push_back(std::move(g));
+      mutants.push_back({StrCat(name, " with integer ", k, " set to ", value), std::move(*m), std::move(*e), std::move(*plan)});
+    }
+  }
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::HostKernels::Build(kernels);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  int ran = 0;
+  for (const Mutant& mu : mutants) {
+    std::vector<Array> args;
+    for (const Shape& s : mu.exe->argument_shapes()) args.push_back(RandomArgument(s, rng));
+    ExecuteOptions options;
+    options.max_while_iterations = 100;
+    StatusOr<std::vector<Array>> want = mu.exe->Run(args, options);
+    if (!want.ok()) continue;  // the CPU refuses these arguments at run time
+    StatusOr<std::vector<Array>> got = testing::RunPlanOnHost(*mu.plan, args, **host);
+    if (!got.ok() && got.status().code() == StatusCode::kUnimplemented) continue;
+    ASSERT_TRUE(got.ok()) << mu.what << ": " << got.status().message();
+    ASSERT_EQ(got->size(), want->size()) << mu.what;
+    for (size_t r = 0; r < want->size(); ++r) {
+      EXPECT_EQ(testing::Compare((*got)[r], (*want)[r], testing::ReduceScale(*mu.module)), "") << mu.what << " result " << r;
+    }
+    ++ran;
+  }
+  std::cout << "small mutants run through their GPU plans on the host: " << ran << " of " << mutants.size() << " planned ("
+            << kernels.size() << " kernels)\n";
+  EXPECT_GT(ran, 100);
 }
 
 }  // namespace

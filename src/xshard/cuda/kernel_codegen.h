@@ -65,7 +65,7 @@ struct GeneratedKernel {
   // "sort_ranked_chunks", "topk_chunked", "select_scatter_atomic_cas", "select_scatter_serial",
   // the direct kernels for what cuDNN / cuBLASLt do not take: "conv_direct", "dot_direct";
   // "rng_bit_generator_philox_blocks", "rng_bit_generator_threefry_blocks",
-  // "rng_uniform_philox", "rng_normal_philox", "rng_state_device_global";
+  // "rng_uniform_philox", "rng_normal_philox", "rng_state_per_executable";
   // "linalg_cholesky_shared" / "_global", "linalg_lu_shared" / "_global",
   // "linalg_substitution_shared" / "_global" (the working matrix in shared or global memory);
   // "ragged_dot_tiled", "block_scaled_dot_tiled"; "batch_norm_training_block_per_feature",

@@ -34,7 +34,7 @@ bool IsCodegenOp(const Instruction& inst) {
     case Opcode::kGather: case Opcode::kScatter: case Opcode::kSort: case Opcode::kTopK:
     case Opcode::kSelectAndScatter:
     case Opcode::kConvolution: case Opcode::kDot:  // the direct kernels (cuDNN / cuBLASLt on a GPU)
-    case Opcode::kRng: case Opcode::kRngBitGenerator: case Opcode::kRngGetAndUpdateState:
+    case Opcode::kRng: case Opcode::kRngBitGenerator:  // not rng-get-and-update-state: its state is the plan's
     case Opcode::kCholesky: case Opcode::kTriangularSolve: case Opcode::kRaggedDot:
     case Opcode::kBatchNormTraining: case Opcode::kBatchNormInference: case Opcode::kBatchNormGrad:
     case Opcode::kScan: case Opcode::kMap: case Opcode::kReducePrecision: case Opcode::kFft:

@@ -18,16 +18,10 @@
 //   is the CPU's double arithmetic, term for term (NVRTC runs with --fmad=false), then XLA's
 //   convert: uniform and integer results are bit-identical; normal goes through libdevice's log /
 //   cos / sqrt (within a few ulp of the CPU's libm, below the result type's rounding).
-// - rng-get-and-update-state, delta=D: a 128-bit state in a `__device__` global of the kernel's
-//   own module (named after the kernel, whose hash covers the module's name, the instruction's
-//   name and D). One thread returns it as u64[2] (low word first) and adds D (atomics: runs on
-//   several streams each get their own value). The state starts at 0 when the kernel is loaded
-//   and lives as long as the loaded module: the loader caches modules by source per device for
-//   the process, so every GPU executable on a device holding this instruction (same module and
-//   instruction names, same delta) shares one state that a new executable does not reset, while
-//   the CPU executor keeps one per Executable; each device has its own. The host emulator holds
-//   it as a global of the library HostKernels::Build compiles.
-#include <cctype>
+// - rng-get-and-update-state, delta=D: pointers the state, then the result. The state is 16
+//   bytes the GPU plan reserves in the executable's constant region (zero at Load, written by
+//   nothing else), so each executable keeps its own 128-bit state from 0 across its runs, as the
+//   CPU executor does. One thread returns it as u64[2] (low word first) and adds D with the carry.
 #include <cstdio>
 #include <functional>
 #include <optional>
@@ -39,7 +33,6 @@
 #include "xshard/cuda/kernel_codegen_internal.h"
 #include "xshard/ir/computation.h"
 #include "xshard/ir/instruction.h"
-#include "xshard/ir/module.h"
 
 namespace xs::cuda {
 namespace {
@@ -230,15 +223,6 @@ StatusOr<std::vector<GeneratedKernel>> Rng(const Instruction& inst) {
   return std::vector<GeneratedKernel>{std::move(k)};
 }
 
-// Letters, digits, '.', '_' and '-' of `s`; anything else as '_' (for a comment line).
-std::string Printable(const std::string& s) {
-  std::string out = s;
-  for (char& c : out) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
-  }
-  return out;
-}
-
 StatusOr<std::vector<GeneratedKernel>> GetAndUpdateState(const Instruction& inst) {
   const Shape& s = inst.shape();
   if (!s.IsArray() || s.dtype() != DType::kU64 || s.dims() != std::vector<int64_t>{2}) {
@@ -249,21 +233,20 @@ StatusOr<std::vector<GeneratedKernel>> GetAndUpdateState(const Instruction& inst
   if (!text || !ParseInt64(*text, &delta)) {
     return InvalidArgument("cuda: rng-get-and-update-state '", inst.name(), "' needs delta=N");
   }
-  const Module* m = inst.parent() != nullptr ? inst.parent()->parent() : nullptr;
-  const std::string state = std::string(codegen::kName) + "_state";
-  std::string b = "// the state of rng-get-and-update-state '" + Printable(inst.name()) + "' of module '" +
-                  Printable(m != nullptr ? m->name() : "") + "'\n";
-  b += "__device__ unsigned long long " + state + "[2];\n";
-  b += "extern \"C\" __global__ void __launch_bounds__(1) " + std::string(codegen::kName) + "(xs_args<1> a) {\n";
+  // p[0]: the 128-bit state (low word first), which the plan keeps for the executable's life;
+  // p[1]: the result. One thread: runs of one executable are ordered on its stream.
+  std::string b = "extern \"C\" __global__ void __launch_bounds__(1) " + std::string(codegen::kName) + "(xs_args<2> a) {\n";
   b += "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n";
-  b += "  const unsigned long long low = atomicAdd(&" + state + "[0], " + Hex(static_cast<uint64_t>(delta)) + ");\n";
-  b += "  const unsigned long long high = atomicAdd(&" + state + "[1], low + " + Hex(static_cast<uint64_t>(delta)) +
-       " < low ? 1ull : 0ull);  // the carry\n";
-  b += "  unsigned long long* out = (unsigned long long*)a.p[0];\n  out[0] = low;\n  out[1] = high;\n}\n";
+  b += "  unsigned long long* state = (unsigned long long*)a.p[0];\n";
+  b += "  unsigned long long* out = (unsigned long long*)a.p[1];\n";
+  b += "  const unsigned long long low = state[0], high = state[1];\n";
+  b += "  out[0] = low;\n  out[1] = high;\n";
+  b += "  state[0] = low + " + Hex(static_cast<uint64_t>(delta)) + ";\n";
+  b += "  state[1] = high + (state[0] < low ? 1ull : 0ull);  // the carry\n}\n";
   LaunchDims launch;
   launch.grid = 1;
   launch.block = 1;
-  GeneratedKernel k = codegen::Finish("rng_state", std::move(b), launch, 1, "rng_state_device_global");
+  GeneratedKernel k = codegen::Finish("rng_state", std::move(b), launch, 2, "rng_state_per_executable");
   return std::vector<GeneratedKernel>{std::move(k)};
 }
 

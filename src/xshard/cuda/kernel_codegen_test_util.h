@@ -80,7 +80,11 @@ std::vector<GeneratedKernel> PlanKernels(const GpuPlan& plan);
 // calls, while loops (at most 100 iterations) and conditionals; collectives of one participant.
 // Checks the plan itself without a GPU: arena offsets, aliases, in-place results, temporaries,
 // the kernels' arguments and the library layouts. Unimplemented for what it does not run.
-StatusOr<std::vector<Array>> RunPlanOnHost(const GpuPlan& plan, std::span<const Array> args, HostKernels& kernels);
+// `constants`, when given, is the executable's constant region kept by the caller across runs as
+// a loaded GpuExecutable keeps it (rng-get-and-update-state's states live there): filled from the
+// plan when empty; null: a fresh copy for this run.
+StatusOr<std::vector<Array>> RunPlanOnHost(const GpuPlan& plan, std::span<const Array> args, HostKernels& kernels,
+                                           std::vector<std::byte>* constants = nullptr);
 
 // Empty when `got` matches `want` (dtype, dims, values: integers exactly; floats within
 // scale * rtol * max(1, |want|), rtol 1e-4 for f32, 1e-12 f64, 2e-3 f16, 1.6e-2 bf16; NaN

@@ -51,21 +51,10 @@ Status RunWhile(const Step& step, Frame& frame, RunContext& ctx) {
   Slot state = TakeOperand(step, frame, 0);
   int64_t iterations = 0;
   // The innermost loop and its iteration for RunMonitor::Where; the outer one is restored after.
-  struct LoopProgress {
-    DeviceProgress* p;
-    const Instruction* outer_loop = p ? p->loop.load(std::memory_order_relaxed) : nullptr;
-    int64_t outer_iteration = p ? p->iteration.load(std::memory_order_relaxed) : 0;
-    ~LoopProgress() {
-      if (p == nullptr) return;
-      p->loop.store(outer_loop, std::memory_order_relaxed);
-      p->iteration.store(outer_iteration, std::memory_order_relaxed);
-    }
-  } loop{ctx.options.monitor ? &ctx.options.monitor->progress(ctx.options.monitor_rank) : nullptr};
+  ScopedLoopProgress loop(ctx.options.monitor ? &ctx.options.monitor->progress(ctx.options.monitor_rank) : nullptr,
+                          step.inst);
   while (true) {
-    if (loop.p != nullptr) {
-      loop.p->loop.store(step.inst, std::memory_order_relaxed);
-      loop.p->iteration.store(iterations, std::memory_order_relaxed);
-    }
+    loop.At(iterations);
     XS_ASSIGN_OR_RETURN(Slot cond, RunPlan(*step.callees[0], {state}, ctx));
     if (!PredValue(cond)) break;
     if (ctx.options.max_while_iterations >= 0 && iterations >= ctx.options.max_while_iterations) {

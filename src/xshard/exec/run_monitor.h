@@ -26,6 +26,35 @@ struct DeviceProgress {
   std::atomic<bool> elsewhere{false};  // runs in another MPI process (nothing to report here)
 };
 
+// A while loop's progress on its device for RunMonitor::Where while the loop runs: At(i) marks
+// iteration i of `loop` as the innermost; the destructor restores the outer loop and its
+// iteration. A null `progress` (no monitor) makes it do nothing.
+class ScopedLoopProgress {
+ public:
+  ScopedLoopProgress(DeviceProgress* progress, const Instruction* loop)
+      : p_(progress), loop_(loop),
+        outer_loop_(p_ ? p_->loop.load(std::memory_order_relaxed) : nullptr),
+        outer_iteration_(p_ ? p_->iteration.load(std::memory_order_relaxed) : 0) {}
+  ScopedLoopProgress(const ScopedLoopProgress&) = delete;
+  ScopedLoopProgress& operator=(const ScopedLoopProgress&) = delete;
+  ~ScopedLoopProgress() {
+    if (p_ == nullptr) return;
+    p_->loop.store(outer_loop_, std::memory_order_relaxed);
+    p_->iteration.store(outer_iteration_, std::memory_order_relaxed);
+  }
+  void At(int64_t iteration) {
+    if (p_ == nullptr) return;
+    p_->loop.store(loop_, std::memory_order_relaxed);
+    p_->iteration.store(iteration, std::memory_order_relaxed);
+  }
+
+ private:
+  DeviceProgress* p_;
+  const Instruction* loop_;
+  const Instruction* outer_loop_;
+  int64_t outer_iteration_;
+};
+
 class RunMonitor {
  public:
   // Slots for `num_devices` devices (ranks 0..n-1; 1 for a one-device run).
