@@ -405,6 +405,8 @@ StatusOr<std::vector<DeviceArray>> GpuExecutable::RunOnDevice(std::span<const De
     // from now on, saying why.
     if (!captured.ok()) {
       cudaGetLastError();  // clear a capture error so the eager run starts clean
+      // A stop during the capture says nothing about the program: the next run captures again.
+      if (options.monitor != nullptr && options.monitor->stopped()) return options.monitor->stop_reason();
       s.graph_blocker = StrCat("capture failed: ", captured.message());
     }
   }
