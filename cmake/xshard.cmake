@@ -29,6 +29,11 @@ function(xs_layer name)
   if(XSHARD_BUILD_TESTS AND tests)
     add_executable(xs_${name}_test ${tests})
     target_link_libraries(xs_${name}_test PRIVATE xs_${name} ${ARG_TEST_DEPS} GTest::gmock GTest::gtest_main)
+    # The test files themselves compile at -O1 in optimized builds (the libraries they test keep
+    # the build type's flags): 25-40 % less compile time per test file than -O3 with GCC 12
+    # (autodiff_test.cc 13.8 -> 8.2 s, array_test.cc 10.9 -> 8.0 s), and no test's time is spent
+    # in its own code.
+    target_compile_options(xs_${name}_test PRIVATE $<$<CONFIG:Release,RelWithDebInfo,MinSizeRel>:-O1>)
     target_compile_definitions(xs_${name}_test PRIVATE
       XSHARD_CORPUS_DIR="${XSHARD_CORPUS_DIR}" XSHARD_SEEDS_DIR="${XSHARD_SEEDS_DIR}"
       XSHARD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

@@ -1,9 +1,11 @@
 // libFuzzer target for the whole pipeline as the CLI drives it: parse, verify, print, propagate,
 // partition (with cleanup), and for small modules run on their devices. Any input must end in a
 // result or a Status; a crash, an abort (XS_CHECK), a hang or a runaway allocation is a finding.
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <memory>
@@ -19,7 +21,7 @@
 #include "xshard/spmd/shardy_import.h"
 #include "xshard/text/parser.h"
 #include "xshard/text/printer.h"
-#include "xshard/tools/cli.h"
+#include "xshard/jit/annotations.h"
 
 namespace {
 
@@ -31,15 +33,51 @@ constexpr int64_t kMaxFuzzDevices = 8;
 constexpr int64_t kMaxRunValueBytes = 64 << 10;
 constexpr int64_t kMaxRunTotalBytes = 1 << 20;
 constexpr int64_t kMaxWhileIterations = 200;
+// ... and whose work (ApproximateWork) is small: the instrumented generic reduce-window of a
+// cumulative sum over f32[4,64,32] on 8 devices (64-wide windows, ~2.5 M byte-reads by this
+// count) took 7-26 s, past -timeout. Of the ~1,450 seeds only it and a 29 ms convolution
+// (conv_pad_slice.hlo) count over this; the rest run in under 0.6 s each.
+constexpr int64_t kMaxRunWork = int64_t{1} << 21;
+
+// A module's work, roughly: each result's bytes times the inputs each element reads (a window's
+// size for reduce-window, select-and-scatter and convolution, times a convolution's input
+// features; a dot's contracted size). Elementwise ops count their bytes.
+int64_t SaturatingMul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
+}
+
+int64_t ApproximateWork(const xs::Instruction& inst) {
+  const xs::Attributes& a = inst.attrs();
+  int64_t factor = 1;
+  if (a.window) {
+    for (const xs::WindowDim& d : a.window->dims) factor = SaturatingMul(factor, std::max<int64_t>(1, d.size));
+    if (a.conv_dims && inst.operands().size() > 1 && inst.operands()[1]->shape().IsArray()) {
+      const xs::Shape& kernel = inst.operands()[1]->shape();
+      const int64_t f = a.conv_dims->kernel_input_feature;
+      if (f >= 0 && f < kernel.rank()) factor = SaturatingMul(factor, std::max<int64_t>(1, kernel.dims()[f]));
+    }
+  }
+  if (a.dot && !inst.operands().empty() && inst.operands()[0]->shape().IsArray()) {
+    const xs::Shape& lhs = inst.operands()[0]->shape();
+    for (int64_t d : a.dot->lhs_contracting) {
+      if (d >= 0 && d < lhs.rank()) factor = SaturatingMul(factor, std::max<int64_t>(1, lhs.dims()[d]));
+    }
+  }
+  return SaturatingMul(std::max<int64_t>(0, inst.shape().byte_size()), factor);
+}
 
 bool SmallEnoughToRun(const xs::Module& m) {
-  int64_t total = 0;
+  int64_t total = 0, work = 0;
   for (const xs::Computation* c : m.computations()) {
     for (const xs::Instruction* inst : c->instructions()) {
       const int64_t b = inst->shape().byte_size();
       if (b > kMaxRunValueBytes) return false;
       total += b;
       if (total > kMaxRunTotalBytes) return false;
+      const int64_t w = ApproximateWork(*inst);
+      if (w > kMaxRunWork - work) return false;
+      work += w;
     }
   }
   return true;
