@@ -143,7 +143,28 @@ StatusOr<GeneratedKernel> EmitReduce(std::string_view kind, const ElemSpec& s, c
   const std::string warp_reduce =
       "    for (int o = 16; o > 0; o >>= 1) { const " + acc_t + " other = xs_shfl(acc, o); acc = " + shfl + "; }\n";
   const bool block_per_row = suffix && len > 512;
-  const int block = block_per_row && rows <= 1024 ? 1024 : kBlock;
+  // Reduced dims in one run with kept dims after it: a column reduction of [outer, len, inner]
+  // (bias and scale gradients: a sum over the batch of [tokens, features]).
+  int64_t outer = 1, inner = 1;
+  bool one_run = !suffix;
+  {
+    int first = -1, last = -1;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (!reduced[d]) continue;
+      if (first < 0) first = static_cast<int>(d);
+      last = static_cast<int>(d);
+    }
+    for (size_t d = 0; d < dims.size(); ++d) {
+      const int di = static_cast<int>(d);
+      if (di < first) outer *= dims[d];
+      if (di > last) inner *= dims[d];
+      if (di > first && di < last && !reduced[d] && dims[d] != 1) one_run = false;
+    }
+  }
+  // Few outputs with long columns: one thread per output (below) would leave most of the GPU
+  // idle and walk each column alone.
+  const bool column_tiles = one_run && inner >= 2 && rows < 65536 && len >= 64;
+  const int block = (block_per_row && rows <= 1024) || (column_tiles && len >= 1024) ? 1024 : kBlock;
   std::string b = Header(num_pointers, IndexType(std::max<int64_t>(count, 1) + int64_t{kMaxGrid} * 1024), block) +
                   s.prologue + "  " + s.lambda + "\n";
   b += "  const " + acc_t + " init = " + ToCompute(t, "((const " + ElemCType(t) + "*)a.p[" + std::to_string(init_ptr) + "])[0]") + ";\n";
@@ -169,6 +190,32 @@ StatusOr<GeneratedKernel> EmitReduce(std::string_view kind, const ElemSpec& s, c
     b += "      acc = lane < (int)(blockDim.x >> 5) ? partial[lane] : " + ident + ";\n  " + warp_reduce;
     b += "      if (lane == 0) " + store + "[row] = " + final_value + ";\n    }\n    __syncthreads();\n  }\n}\n";
     launch.grid = std::clamp<int64_t>(rows, 1, kMaxGrid);
+  } else if (column_tiles) {
+    // A block takes a tile of `w` adjacent columns (a warp reads w consecutive elements of each
+    // row it visits: coalesced) and `groups` = block / w threads per column, each folding every
+    // groups-th row of it; the column's partials then fold in shared memory. Like the row
+    // strategies this reassociates (the typed combiners are associative and commutative), with
+    // the init joined last.
+    strategy = "reduce_column_tiles";
+    int w = 2;
+    while (w < 32 && w < inner) w *= 2;
+    const int groups = block / w;
+    const int64_t ctiles = (inner + w - 1) / w;
+    b += "  __shared__ " + acc_t + " partial[" + std::to_string(block) + "];\n";
+    b += "  const int tx = (int)threadIdx.x % " + std::to_string(w) + ", ty = (int)threadIdx.x / " + std::to_string(w) + ";\n";
+    b += "  for (idx_t tile = blockIdx.x; tile < " + Int(outer * ctiles) + "; tile += gridDim.x) {\n";
+    b += "    const idx_t o = tile / " + Int(ctiles) + ", c = (tile - o * " + Int(ctiles) + ") * " + std::to_string(w) +
+         " + tx;\n";
+    b += "    " + acc_t + " acc = " + ident + ";\n";
+    b += "    if (c < " + Int(inner) + ") {\n";
+    b += "      for (idx_t k = ty; k < len; k += " + std::to_string(groups) + ") {\n";
+    b += "        const idx_t i = (o * len + k) * " + Int(inner) + " + c;\n        " + call + "      }\n    }\n";
+    b += "    partial[threadIdx.x] = acc;\n    __syncthreads();\n";
+    b += "    if (ty == 0 && c < " + Int(inner) + ") {\n";
+    b += "      for (int g = 1; g < " + std::to_string(groups) + "; ++g) { const " + acc_t + " other = partial[g * " +
+         std::to_string(w) + " + tx]; acc = " + shfl + "; }\n";
+    b += "      " + store + "[o * " + Int(inner) + " + c] = " + final_value + ";\n    }\n    __syncthreads();\n  }\n}\n";
+    launch.grid = std::clamp<int64_t>(outer * ctiles, 1, kMaxGrid);
   } else {
     strategy = "reduce_general";
     std::vector<int64_t> stride(dims.size(), 1);

@@ -1,7 +1,10 @@
 // Non-fused reduce and reduce-window kernels, GenerateOpKernel's dispatch, and CombineKernels.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -9,6 +12,7 @@
 #include "xshard/cuda/kernel_codegen_internal.h"
 #include "xshard/ir/computation.h"
 #include "xshard/ir/instruction.h"
+#include "xshard/kernels/reduce.h"
 
 namespace xs::cuda {
 namespace {
@@ -34,9 +38,123 @@ StatusOr<std::string> CombinerLambda(const Instruction& inst, const std::vector<
   return codegen::ScalarLambda(inst, *c, "comb", params, types);
 }
 
+// Code over the n operands of a reducer `comb` (CombinerLambda), for the block-per-row kernels:
+// operand k's expression of a term comes from a Term. Pointers: n inputs, n inits, n results.
+class Operands {
+ public:
+  using Term = std::function<std::string(int)>;
+  explicit Operands(const std::vector<DType>& types) : types_(types), n_(static_cast<int>(types.size())) {}
+
+  static Term Named(const std::string& var) {
+    return [var](int k) { return var + std::to_string(k); };
+  }
+  static Term Indexed(const std::string& var, const std::string& at) {
+    return [var, at](int k) { return var + std::to_string(k) + "[" + at + "]"; };
+  }
+  // Input k at `at`, the init (0-d), result k at `at`.
+  Term Input(const std::string& at) const { return [this, at](int k) { return Ptr(k, 0, true) + "[" + at + "]"; }; }
+  Term Init() const { return [this](int k) { return Ptr(k, 1, true) + "[0]"; }; }
+  Term Result(const std::string& at) const { return [this, at](int k) { return Ptr(k, 2, false) + "[" + at + "]"; }; }
+
+  // "T0 var0 = from(0); ..."
+  std::string Declare(const std::string& var, const Term& from) const {
+    std::string c;
+    for (int k = 0; k < n_; ++k) c += CType(types_[k]) + " " + var + std::to_string(k) + " = " + from(k) + "; ";
+    return c;
+  }
+  // "to(0) = from(0); ..."
+  std::string Assign(const Term& to, const Term& from) const {
+    std::string c;
+    for (int k = 0; k < n_; ++k) c += to(k) + " = " + from(k) + "; ";
+    return c;
+  }
+  // acc = comb(acc, x), operand by operand.
+  std::string Fold(const std::string& acc, const Term& x) const {
+    std::string c = "{ ";
+    for (int k = 0; k < n_; ++k) c += CType(types_[k]) + " r" + std::to_string(k) + "; ";
+    c += "comb(";
+    for (int k = 0; k < n_; ++k) c += acc + std::to_string(k) + ", ";
+    for (int k = 0; k < n_; ++k) c += x(k) + ", ";
+    for (int k = 0; k < n_; ++k) c += StrCat("r", k, k + 1 < n_ ? ", " : "); ");
+    return c + Assign(Named(acc), Named("r")) + "}";
+  }
+  // A block of 256 threads splitting `len` elements into chunks: shared chunk totals tot<k>[256]
+  // and lane totals lane<k>[32]; thread t's chunk is [lo, hi). Returns the threads that have a
+  // chunk (lo < len) in `used`.
+  std::string ChunkPrologue(int64_t len, int64_t* used) const {
+    const int64_t chunk = (len + 255) / 256;
+    *used = (len + chunk - 1) / chunk;
+    std::string b;
+    for (int k = 0; k < n_; ++k) {
+      b += "  __shared__ " + CType(types_[k]) + " tot" + std::to_string(k) + "[256];\n";
+      b += "  __shared__ " + CType(types_[k]) + " lane" + std::to_string(k) + "[32];\n";
+    }
+    b += "  const int t = (int)threadIdx.x;\n";
+    b += "  const idx_t lo = (idx_t)t * " + Int(chunk) + ";\n";
+    b += "  const idx_t hi = lo + " + Int(chunk) + " < " + Int(len) + " ? lo + " + Int(chunk) + " : " + Int(len) + ";\n";
+    return b;
+  }
+  // Warp 0's first step over the `used` chunk totals: lane l folds totals [8l, 8l + 8) in order
+  // into lane<k>[l]. Opens `if (t < 32) {` and declares first / last, which the caller closes.
+  std::string LaneTotals(int64_t used) const {
+    std::string b = "    if (t < 32) {\n";
+    b += "      const int first = t * 8, last = first + 8 < " + Int(used) + " ? first + 8 : " + Int(used) + ";\n";
+    b += "      if (first < last) {\n        " + Declare("acc", Indexed("tot", "first")) + "\n";
+    b += "        for (int c = first + 1; c < last; ++c) " + Fold("acc", Indexed("tot", "c")) + "\n";
+    b += "        " + Assign(Indexed("lane", "t"), Named("acc")) + "\n      }\n      __syncwarp();\n";
+    return b;
+  }
+
+ private:
+  std::string Ptr(int k, int slot, bool is_const) const {
+    return "((" + std::string(is_const ? "const " : "") + CType(types_[k]) + "*)a.p[" + std::to_string(slot * n_ + k) + "])";
+  }
+  std::vector<DType> types_;
+  int n_;
+};
+
+// GenericReduce with few long rows (fewer than kGenericRowsForThreads outputs of at least
+// kGenericLenForBlocks elements: JAX's argmax over a vocabulary): one block per output. Each of
+// 256 threads folds a contiguous chunk of the row's elements (in row-major order of the reduced
+// dims), warp 0 folds the chunk totals in order (8 per lane, then the lane totals on lane 0 from
+// the init) and writes the result. Reassociated, as XLA's GPU backend reduces (a reducer is
+// associative by XLA's semantics): argmax-like selections and integers are exact, float sums
+// round differently from the CPU's one fold. `b` holds the kernel's opening and the combiner
+// lambda; `decompose(want_reduced, from, into)` adds the offsets of a row's or an element's
+// coordinates.
+constexpr int64_t kGenericRowsForThreads = 32768;
+constexpr int64_t kGenericLenForBlocks = 1024;
+
+StatusOr<GeneratedKernel> GenericReduceBlockPerRow(
+    const std::vector<DType>& types, std::string b, int64_t rows, int64_t len,
+    const std::function<std::string(bool, const std::string&, const std::string&)>& decompose) {
+  const Operands ops(types);
+  const int n = static_cast<int>(types.size());
+  int64_t used = 0;
+  b += ops.ChunkPrologue(len, &used);
+  b += "  for (idx_t row = (idx_t)blockIdx.x; row < " + Int(rows) + "; row += (idx_t)gridDim.x) {\n";
+  b += "    idx_t base = 0;\n" + decompose(false, "row", "base");
+  // Each thread's chunk total, without the init.
+  b += "    if (t < " + Int(used) + ") {\n";
+  b += "      idx_t i = base;\n" + decompose(true, "lo", "i") + "      " + ops.Declare("acc", ops.Input("i")) + "\n";
+  b += "      for (idx_t k = lo + 1; k < hi; ++k) {\n        idx_t i = base;\n" + decompose(true, "k", "i") +
+       "        " + ops.Fold("acc", ops.Input("i")) + "\n      }\n";
+  b += "      " + ops.Assign(Operands::Indexed("tot", "t"), Operands::Named("acc")) + "\n    }\n    __syncthreads();\n";
+  // Lane totals, then lane 0 folds them in order after the init.
+  b += ops.LaneTotals(used);
+  b += "      if (t == 0) {\n        " + ops.Declare("acc", ops.Init()) + "\n";
+  b += "        for (int l = 0; l * 8 < " + Int(used) + "; ++l) " + ops.Fold("acc", Operands::Indexed("lane", "l")) + "\n";
+  b += "        " + ops.Assign(ops.Result("row"), Operands::Named("acc")) + "\n";
+  b += "      }\n      __syncwarp();\n    }\n    __syncthreads();\n  }\n}\n";
+  LaunchDims launch;
+  launch.grid = std::min<int64_t>(rows, codegen::kMaxGrid);
+  return codegen::Finish("reduce_generic", std::move(b), launch, 3 * n, "reduce_general_block_per_row");
+}
+
 // A reduce of n operands with any reducer: one thread per output element combining its
 // elements in row-major order from the init values, in the element types (bit-identical to the
-// CPU executor). Pointers: n inputs, n inits, n results.
+// CPU executor); few long rows take a block each (GenericReduceBlockPerRow). Pointers: n inputs,
+// n inits, n results.
 StatusOr<GeneratedKernel> GenericReduce(const Instruction& inst) {
   const int n = inst.operand_count() / 2;
   std::vector<DType> types;
@@ -67,6 +185,9 @@ StatusOr<GeneratedKernel> GenericReduce(const Instruction& inst) {
   };
   std::string b = "extern \"C\" __global__ void __launch_bounds__(256) " + std::string(codegen::kName) + "(xs_args<" +
                   std::to_string(3 * n) + "> a) {\n  typedef long long idx_t;\n  " + comb + "\n";
+  if (rows < kGenericRowsForThreads && len >= kGenericLenForBlocks) {
+    return GenericReduceBlockPerRow(types, std::move(b), rows, len, decompose);
+  }
   b += "  const idx_t stride = (idx_t)(gridDim.x * blockDim.x);\n";
   b += "  for (idx_t row = (idx_t)(blockIdx.x * blockDim.x + threadIdx.x); row < " + Int(rows) + "; row += stride) {\n";
   b += "    idx_t base = 0;\n" + decompose(false, "row", "base");
@@ -94,6 +215,80 @@ StatusOr<GeneratedKernel> GenericReduce(const Instruction& inst) {
   return codegen::Finish("reduce_generic", std::move(b), launch, 3 * n, "reduce_general");
 }
 
+// A prefix-scan reduce-window (kernels::PrefixScanDim: JAX's cumsum, cumprod, cummax, ...) of n
+// operands along a dim of `len` elements, `inner` apart; out dims == in dims. Rows (the other
+// dims) are independent scans.
+// - Many rows or short ones: one thread per row folds it in order from the init, writing each
+//   prefix (the CPU's combines in the CPU's order: bit-identical), in linear time where walking
+//   each window is quadratic. Adjacent threads take adjacent rows (coalesced when inner > 1).
+// - Few long rows (fewer than kScanRowsForThreads, at least kScanLenForBlocks elements): one block
+//   per row, reassociated as XLA's GPU backend does a scan (reduce-window's reducer is
+//   associative by XLA's semantics; floats round differently from the CPU's fold, within
+//   tolerance; integers, max / min and argmax-like selections are exact). Each of 256 threads
+//   folds a contiguous chunk, warp 0 turns the chunk totals into exclusive prefixes (8 per lane,
+//   then the 32 lane totals from the init on lane 0), and each thread refolds its chunk from its
+//   prefix, writing the results. Only associativity is used: the init joins once, in front.
+constexpr int64_t kScanRowsForThreads = 32768;  // ~256 threads on each of an H200's 132 SMs
+constexpr int64_t kScanLenForBlocks = 512;
+
+StatusOr<GeneratedKernel> PrefixScanWindow(const Instruction& inst, const std::vector<DType>& types,
+                                           const std::string& comb, int scan_dim) {
+  const int n = static_cast<int>(types.size());
+  const Shape& in = inst.operand(0)->shape();
+  int64_t inner = 1;
+  for (int d = scan_dim + 1; d < in.rank(); ++d) inner *= in.dim(d);
+  const int64_t len = in.dim(scan_dim);
+  const int64_t rows = len == 0 ? 0 : in.num_elements() / len;
+  const Operands ops(types);
+  const std::string row_base = "(row / " + Int(inner) + ") * " + Int(len * inner) + " + row % " + Int(inner);
+  std::string b = "extern \"C\" __global__ void __launch_bounds__(256) " + std::string(codegen::kName) + "(xs_args<" +
+                  std::to_string(3 * n) + "> a) {\n  typedef long long idx_t;\n  " + comb + "\n";
+  LaunchDims launch;
+  std::string strategy;
+  if (rows >= kScanRowsForThreads || len < kScanLenForBlocks) {
+    b += "  const idx_t stride = (idx_t)(gridDim.x * blockDim.x);\n";
+    b += "  for (idx_t row = (idx_t)(blockIdx.x * blockDim.x + threadIdx.x); row < " + Int(rows) +
+         "; row += stride) {\n";
+    b += "    idx_t p = " + row_base + ";\n";
+    b += "    " + ops.Declare("acc", ops.Init()) + "\n";
+    b += "    for (idx_t j = 0; j < " + Int(len) + "; ++j, p += " + Int(inner) + ") {\n";
+    b += "      " + ops.Fold("acc", ops.Input("p")) + "\n      " +
+         ops.Assign(ops.Result("p"), Operands::Named("acc")) + "\n    }\n  }\n}\n";
+    launch.grid = codegen::GridFor(rows);
+    strategy = "reduce_window_scan_thread_per_row";
+  } else {
+    int64_t used = 0;
+    b += ops.ChunkPrologue(len, &used);
+    const Operands::Term acc = Operands::Named("acc"), run = Operands::Named("run");
+    b += "  for (idx_t row = (idx_t)blockIdx.x; row < " + Int(rows) + "; row += (idx_t)gridDim.x) {\n";
+    b += "    const idx_t base = " + row_base + ";\n";
+    // Each thread's chunk total, without the init.
+    b += "    if (t < " + Int(used) + ") {\n";
+    b += "      " + ops.Declare("acc", ops.Input("base + lo * " + Int(inner))) + "\n";
+    b += "      for (idx_t j = lo + 1; j < hi; ++j) " + ops.Fold("acc", ops.Input("base + j * " + Int(inner))) + "\n";
+    b += "      " + ops.Assign(Operands::Indexed("tot", "t"), acc) + "\n    }\n    __syncthreads();\n";
+    // Lane totals; lane 0 rewrites them as exclusive prefixes from the init; each lane rewrites
+    // its 8 chunk totals as exclusive prefixes from its own.
+    b += ops.LaneTotals(used);
+    b += "      if (t == 0) {\n        " + ops.Declare("run", ops.Init()) + "\n";
+    b += "        for (int l = 0; l * 8 < " + Int(used) + "; ++l) {\n";
+    b += "          " + ops.Declare("c", Operands::Indexed("lane", "l")) + ops.Assign(Operands::Indexed("lane", "l"), run) +
+         "\n          " + ops.Fold("run", Operands::Named("c")) + "\n        }\n      }\n      __syncwarp();\n";
+    b += "      if (first < last) {\n        " + ops.Declare("run", Operands::Indexed("lane", "t")) + "\n";
+    b += "        for (int c = first; c < last; ++c) {\n";
+    b += "          " + ops.Declare("x", Operands::Indexed("tot", "c")) + ops.Assign(Operands::Indexed("tot", "c"), run) +
+         "\n          " + ops.Fold("run", Operands::Named("x")) + "\n        }\n      }\n    }\n    __syncthreads();\n";
+    // Each chunk again from its prefix, writing every result.
+    b += "    if (t < " + Int(used) + ") {\n      " + ops.Declare("acc", Operands::Indexed("tot", "t")) + "\n";
+    b += "      for (idx_t j = lo; j < hi; ++j) {\n        const idx_t p = base + j * " + Int(inner) + ";\n";
+    b += "        " + ops.Fold("acc", ops.Input("p")) + "\n        " + ops.Assign(ops.Result("p"), acc) + "\n      }\n    }\n";
+    b += "    __syncthreads();\n  }\n}\n";
+    launch.grid = std::min<int64_t>(rows, codegen::kMaxGrid);
+    strategy = "reduce_window_scan_block_per_row";
+  }
+  return codegen::Finish("reduce_window_scan", std::move(b), launch, 3 * n, strategy);
+}
+
 // reduce-window of n operands with any reducer (the reducer computation inlined): one thread
 // per output element walks its window in row-major order from the init values, in the element
 // types, skipping padding and dilation holes, as the CPU does (bit-identical). Naive: no reuse
@@ -116,6 +311,9 @@ StatusOr<GeneratedKernel> ReduceWindow(const Instruction& inst) {
   }
   const Shape& out = n == 1 && inst.shape().IsArray() ? inst.shape() : inst.shape().tuple_shapes()[0];
   XS_ASSIGN_OR_RETURN(std::string comb, CombinerLambda(inst, types));
+  if (const std::optional<int> scan = kernels::PrefixScanDim(in.dims(), window_attr); scan && out.dims() == in.dims()) {
+    return PrefixScanWindow(inst, types, comb, *scan);
+  }
   const std::vector<WindowDim>& w = window_attr.dims;
   std::vector<int64_t> is(in.rank(), 1);
   for (int d = in.rank() - 2; d >= 0; --d) is[d] = is[d + 1] * in.dim(d + 1);

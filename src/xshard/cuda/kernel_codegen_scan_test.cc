@@ -1,4 +1,5 @@
-// The scan, map and reduce-precision kernels on hand-written modules (cumulative sums forward
+// The scan, map and reduce-precision kernels, and reduce-window's prefix scans (JAX's cumsum and
+// cummax lowering, thread- and block-per-row), on hand-written modules (cumulative sums forward
 // and reversed, several inputs and carries of mixed types, carries that swap, scalar slices
 // broadcast into a vector carry, bf16; maps of two operands; reduce-precision to bf16-like and
 // f16-like formats over special values) and on the XLA corpus modules that use them: every
@@ -277,6 +278,85 @@ TEST(KernelCodegenScan, BodiesThatAreNotElementwiseAreRefusedByName) {
     const std::string msg(ks.status().message());
     EXPECT_NE(msg.find("scan 'my_scan'"), std::string::npos) << msg;
     EXPECT_NE(msg.find(ops[k]), std::string::npos) << msg;
+  }
+}
+
+// reduce-window as JAX lowers cumsum / cummax (a prefix-scan window: kernels::PrefixScanDim).
+std::string CumulativeWindow(const std::string& type, const std::string& dims, const std::string& window) {
+  return "HloModule m\nadd {\n  a = " + type + "[] parameter(0)\n  b = " + type + "[] parameter(1)\n  ROOT s = " + type +
+         "[] add(a, b)\n}\nENTRY e {\n  x = " + type + "[" + dims + "] parameter(0)\n  z = " + type +
+         "[] constant(0)\n  ROOT r = " + type + "[" + dims + "] reduce-window(x, z), window={" + window +
+         "}, to_apply=add\n}\n";
+}
+
+// A running maximum with the index where it was reached (the earlier index on ties), two
+// operands through one reducer.
+std::string CumulativeArgmax(const std::string& dims, const std::string& window) {
+  return "HloModule m\nargmax {\n  av = f32[] parameter(0)\n  ai = s32[] parameter(1)\n  bv = f32[] parameter(2)\n"
+         "  bi = s32[] parameter(3)\n  gt = pred[] compare(bv, av), direction=GT\n  v = f32[] select(gt, bv, av)\n"
+         "  i = s32[] select(gt, bi, ai)\n  ROOT t = (f32[], s32[]) tuple(v, i)\n}\nENTRY e {\n  x = f32[" + dims +
+         "] parameter(0)\n  ix = s32[" + dims + "] parameter(1)\n  ninf = f32[] constant(-inf)\n"
+         "  none = s32[] constant(-1)\n  ROOT r = (f32[" + dims + "], s32[" + dims + "]) reduce-window(x, ix, ninf, none), "
+         "window={" + window + "}, to_apply=argmax\n}\n";
+}
+
+// Thread-per-row scans fold each row in the CPU's order (bit for bit, f32 and bf16 alike); the
+// block-per-row ones reassociate, which is exact for integers and for the running argmax.
+std::vector<Case> CumulativeWindowCases() {
+  return {
+      {"f32 cumsum along the middle dim (30 rows of 300)",
+       CumulativeWindow("f32", "6,300,5", "size=1x300x1 pad=0_0x299_0x0_0"), "reduce_window_scan_thread_per_row"},
+      {"f32 cumsum with a window wider than the dim",
+       CumulativeWindow("f32", "6,300,5", "size=1x420x1 pad=0_0x419_0x0_0"), "reduce_window_scan_thread_per_row"},
+      {"bf16 cumsum along the minor dim", CumulativeWindow("bf16", "4,300", "size=1x300 pad=0_0x299_0"),
+       "reduce_window_scan_thread_per_row"},
+      {"f32 cumsum of 40000 rows of 8 (rows enough for a thread each)",
+       CumulativeWindow("f32", "40000,8", "size=1x8 pad=0_0x7_0"), "reduce_window_scan_thread_per_row"},
+      {"s32 cumsum of 3 rows of 2000 along the minor dim",
+       CumulativeWindow("s32", "3,2000", "size=1x2000 pad=0_0x1999_0"), "reduce_window_scan_block_per_row"},
+      {"s32 cumsum along the major dim, 700 long (chunks of 3, 234 of 256 threads)",
+       CumulativeWindow("s32", "700,2,3", "size=700x1x1 pad=699_0x0_0x0_0"), "reduce_window_scan_block_per_row"},
+      {"running argmax along the major dim of 1500", CumulativeArgmax("1500,3", "size=1500x1 pad=1499_0x0_0"),
+       "reduce_window_scan_block_per_row"},
+      {"running argmax of 50 (a thread per row)", CumulativeArgmax("50,3", "size=50x1 pad=49_0x0_0"),
+       "reduce_window_scan_thread_per_row"},
+  };
+}
+
+TEST(KernelCodegenScan, CumulativeWindowsCompileForSm90AndMatchTheCpuBitForBit) {
+  CompileAndRun(CumulativeWindowCases());
+}
+
+// A long f32 cumsum on one block per row: its sums are reassociated, so they match the CPU's fold
+// within float tolerance (inputs in [0, 1): no cancellation to magnify rounding), and its last
+// element is the whole row's sum.
+TEST(KernelCodegenScan, LongFloatCumulativeSumsOnABlockMatchTheCpuWithinTolerance) {
+  std::vector<Loaded> loaded;
+  std::vector<GeneratedKernel> ops;
+  Load("f32 cumsum of 2 rows of 5000", CumulativeWindow("f32", "2,5000", "size=1x5000 pad=0_0x4999_0"),
+       "reduce_window_scan_block_per_row", loaded, ops);
+  Load("f32 cumsum of 4097 (chunks of 17 on 241 of 256 threads)",
+       CumulativeWindow("f32", "4097", "size=4097 pad=4096_0"), "reduce_window_scan_block_per_row", loaded, ops);
+  if (HasFatalFailure()) return;
+  StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::CompileAndBuildForHost(loaded, ops);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  testing::CheckOptions options;
+  options.op_alone = true;
+  const auto args = [&](const Loaded& l, size_t) {
+    Array a(l.exe->argument_shapes()[0]);
+    for (int64_t i = 0; i < a.num_elements(); ++i) a.SetDouble(i, unit(rng));
+    return std::vector<Array>{std::move(a)};
+  };
+  EXPECT_THAT(testing::CheckPlansAgainstTheCpu(loaded, **host, args, options), ::testing::IsEmpty());
+  // 1..4097 by hand: the prefix sums n(n+1)/2, exact in f32 below 2^24.
+  Array counting(Shape(DType::kF32, {4097}));
+  for (int64_t i = 0; i < 4097; ++i) counting.SetDouble(i, static_cast<double>(i + 1));
+  StatusOr<std::vector<Array>> got = testing::RunPlanOnHost(*loaded[1].plan, std::vector<Array>{counting}, **host);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  for (int64_t i = 0; i < 4097; ++i) {
+    ASSERT_EQ((*got)[0].GetDouble(i), static_cast<double>((i + 1) * (i + 2) / 2)) << "element " << i;
   }
 }
 

@@ -3,6 +3,7 @@
 // (no GPU needed); the strategy chosen (vector width, reduce kind, tiled transpose) is the
 // expected one; unsupported types are refused naming the instruction. With a GPU, every module
 // also runs on it and matches the CPU executor.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #ifdef XSHARD_WITH_CUDA
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -112,6 +114,17 @@ std::vector<std::string> HandBuiltModules() {
                     fn + "\n}\n");
     }
   }
+  // Column reductions on tiles: long columns on 1024 threads (8 columns, 128 threads each), a kept
+  // dim before the reduced one, and columns that do not fill the last tile.
+  for (DType t : {DType::kF32, DType::kS32, DType::kBF16}) {
+    std::string red = reducers;
+    for (size_t at = red.find("$T"); at != std::string::npos; at = red.find("$T")) red.replace(at, 2, DTypeName(t));
+    out.push_back("HloModule m\n" + red + "ENTRY e {\n" + Params({T(t, "3000,5"), T(t, "")}) + "  ROOT r = " + T(t, "5") +
+                  " reduce(p0, p1), dimensions={0}, to_apply=add\n}\n");
+    out.push_back("HloModule m\n" + red + "ENTRY e {\n" + Params({T(t, "6,100,40"), T(t, "")}) + "  x = " +
+                  T(t, "6,100,40") + " negate(p0)\n  ROOT r = " + T(t, "6,40") +
+                  " reduce(x, p1), dimensions={1}, to_apply=mx\n}\n");
+  }
   // argmax over rows: a variadic reduce with a compare / select reducer.
   out.push_back(
       "HloModule m\nargmax { a = f32[] parameter(0)\n i = s32[] parameter(1)\n b = f32[] parameter(2)\n"
@@ -121,6 +134,22 @@ std::vector<std::string> HandBuiltModules() {
       "ENTRY e {\n  p0 = f32[24,50] parameter(0)\n  io = s32[24,50] iota(), iota_dimension=1\n"
       "  ninf = f32[] constant(-inf)\n  zero = s32[] constant(0)\n"
       "  ROOT r = (f32[24], s32[24]) reduce(p0, io, ninf, zero), dimensions={1}, to_apply=argmax\n}\n");
+  // The same over rows of 5000 (a block per row), and a sum with a maximum of s32 along the
+  // major dims of [1500,2,3] (a block per output, elements 6 apart).
+  out.push_back(
+      "HloModule m\nargmax { a = f32[] parameter(0)\n i = s32[] parameter(1)\n b = f32[] parameter(2)\n"
+      " j = s32[] parameter(3)\n gt = pred[] compare(a, b), direction=GT\n eq = pred[] compare(a, b), direction=EQ\n"
+      " lt = pred[] compare(i, j), direction=LT\n ti = pred[] and(eq, lt)\n take = pred[] or(gt, ti)\n"
+      " v = f32[] select(take, a, b)\n k = s32[] select(take, i, j)\n ROOT t = (f32[], s32[]) tuple(v, k) }\n"
+      "ENTRY e {\n  p0 = f32[3,5000] parameter(0)\n  io = s32[3,5000] iota(), iota_dimension=1\n"
+      "  ninf = f32[] constant(-inf)\n  zero = s32[] constant(0)\n"
+      "  ROOT r = (f32[3], s32[3]) reduce(p0, io, ninf, zero), dimensions={1}, to_apply=argmax\n}\n");
+  out.push_back(
+      "HloModule m\nsum_max { a = s32[] parameter(0)\n b = s32[] parameter(1)\n c = s32[] parameter(2)\n"
+      " d = s32[] parameter(3)\n s = s32[] add(a, c)\n m = s32[] maximum(b, d)\n ROOT t = (s32[], s32[]) tuple(s, m) }\n"
+      "ENTRY e {\n  p0 = s32[1500,2,3] parameter(0)\n  p1 = s32[1500,2,3] parameter(1)\n  zero = s32[] constant(0)\n"
+      "  low = s32[] constant(-2147483648)\n"
+      "  ROOT r = (s32[2,3], s32[2,3]) reduce(p0, p1, zero, low), dimensions={0}, to_apply=sum_max\n}\n");
   return out;
 }
 
@@ -270,14 +299,44 @@ TEST(KernelCodegen, ReduceStrategyFollowsWhichDimsAreReduced) {
   } cases[] = {{"f32[64,100]", "f32[64]", "{1}", "reduce_row_warp"},
                {"f32[64,1000]", "f32[64]", "{1}", "reduce_row_block"},
                {"f32[4,8,300]", "f32[4]", "{1,2}", "reduce_row_block"},
-               {"f32[100,64]", "f32[64]", "{0}", "reduce_general"},
-               {"f32[6,100,64]", "f32[6,64]", "{1}", "reduce_general"}};
+               {"f32[100,64]", "f32[64]", "{0}", "reduce_column_tiles"},
+               {"f32[6,100,64]", "f32[6,64]", "{1}", "reduce_column_tiles"},
+               {"f32[3000,5]", "f32[5]", "{0}", "reduce_column_tiles"},
+               {"f32[40,64]", "f32[64]", "{0}", "reduce_general"},          // short columns
+               {"f32[100,70000]", "f32[70000]", "{0}", "reduce_general"},   // outputs enough for a thread each
+               {"f32[4,100,3,5]", "f32[100,5]", "{0,2}", "reduce_general"}};  // reduced dims apart
   for (const auto& c : cases) {
     std::vector<GeneratedKernel> ks = Kernels(module(c.in, c.res, c.dims));
     ASSERT_EQ(ks.size(), 1u) << c.in;
     EXPECT_EQ(ks[0].strategy, c.strategy) << c.in << " " << c.dims;
     EXPECT_EQ(ks[0].num_pointers, 3);  // input, init, result
+    if (c.strategy == "reduce_column_tiles") {
+      // Columns of 1024+ elements get 1024 threads per tile.
+      EXPECT_EQ(ks[0].launch.block, c.in == "f32[3000,5]" ? 1024 : 256) << c.in;
+    }
   }
+}
+
+// Variadic reduces (JAX's argmax): a thread per output for many or short rows, a block per
+// output for few long ones (HandBuiltModules' three).
+TEST(KernelCodegen, VariadicReducesOfFewLongRowsTakeABlockPerRow) {
+  std::map<std::string, std::string> want = {{"f32[24,50]", "reduce_general"},
+                                             {"f32[3,5000]", "reduce_general_block_per_row"},
+                                             {"s32[1500,2,3]", "reduce_general_block_per_row"}};
+  int seen = 0;
+  for (const std::string& text : HandBuiltModules()) {
+    if (text.find("to_apply=argmax") == std::string::npos && text.find("to_apply=sum_max") == std::string::npos) continue;
+    for (const auto& [shape, strategy] : want) {
+      if (text.find("p0 = " + shape) == std::string::npos) continue;
+      ++seen;
+      std::vector<std::string> reduces;  // the argmax's iota is a kernel of its own
+      for (const GeneratedKernel& k : Kernels(text)) {
+        if (k.strategy.rfind("reduce_general", 0) == 0) reduces.push_back(k.strategy);
+      }
+      EXPECT_THAT(reduces, ::testing::ElementsAre(strategy)) << shape;
+    }
+  }
+  EXPECT_EQ(seen, 3);
 }
 
 TEST(KernelCodegen, TransposesOfTwoMinorBlocksGoThroughSharedMemoryTiles) {

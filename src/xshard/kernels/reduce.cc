@@ -23,6 +23,66 @@ void TypedCombine(std::byte* acc, const std::byte* x) {
   std::memcpy(acc, &a, sizeof(S));
 }
 
+// An inclusive scan of [outer, len, inner] along len from `init`: y[j] = Op(y[j - 1], x[j]),
+// y[-1] = init, each step rounded to S (TypedCombine's steps in the window walk's order). Rows
+// of `inner` elements combine elementwise (vectorizable); inner == 1 is one running value.
+template <class Op, class S>
+void ScanLoop(const std::byte* in_bytes, std::byte* out_bytes, const std::byte* init_bytes, int64_t outer,
+              int64_t len, int64_t inner) {
+  const S* in = reinterpret_cast<const S*>(in_bytes);
+  S* out = reinterpret_cast<S*>(out_bytes);
+  S init;
+  std::memcpy(&init, init_bytes, sizeof(S));
+  for (int64_t o = 0; o < outer; ++o) {
+    const S* x = in + o * len * inner;
+    S* y = out + o * len * inner;
+    if (inner == 1) {
+      S acc = init;
+      for (int64_t j = 0; j < len; ++j) {
+        acc = internal::StoreAs<S>(Op::Apply(ToCompute(acc), ToCompute(x[j])));
+        y[j] = acc;
+      }
+      continue;
+    }
+    if (len == 0) continue;
+    for (int64_t c = 0; c < inner; ++c) y[c] = internal::StoreAs<S>(Op::Apply(ToCompute(init), ToCompute(x[c])));
+    for (int64_t j = 1; j < len; ++j) {
+      const S* prev = y + (j - 1) * inner;
+      const S* xj = x + j * inner;
+      S* yj = y + j * inner;
+      for (int64_t c = 0; c < inner; ++c) yj[c] = internal::StoreAs<S>(Op::Apply(ToCompute(prev[c]), ToCompute(xj[c])));
+    }
+  }
+}
+
+using ScanLoopFn = void (*)(const std::byte*, std::byte*, const std::byte*, int64_t, int64_t, int64_t);
+
+template <class Op>
+ScanLoopFn ResolveScan(DType t) {
+  return VisitDType(
+      t,
+      [](auto tag) -> ScanLoopFn {
+        using S = typename decltype(tag)::type;
+        if constexpr (internal::BinaryApplies<Op, S>) {
+          if constexpr (std::is_same_v<internal::BinaryOut<Op, S>, S>) return &ScanLoop<Op, S>;
+        }
+        return nullptr;
+      },
+      [] { return ScanLoopFn{nullptr}; });
+}
+
+ScanLoopFn FindScanLoop(CombineKind kind, DType t) {
+  switch (kind) {
+    case CombineKind::kAdd: return ResolveScan<ops::Add>(t);
+    case CombineKind::kMultiply: return ResolveScan<ops::Multiply>(t);
+    case CombineKind::kMaximum: return ResolveScan<ops::Maximum>(t);
+    case CombineKind::kMinimum: return ResolveScan<ops::Minimum>(t);
+    case CombineKind::kAnd: return ResolveScan<ops::And>(t);
+    case CombineKind::kOr: return ResolveScan<ops::Or>(t);
+    default: return nullptr;
+  }
+}
+
 template <size_t N>
 void OverwriteCombine(std::byte* acc, const std::byte* x) {
   std::memcpy(acc, x, N);
@@ -276,8 +336,12 @@ std::vector<Array> InitOutputs(std::span<const Array* const> inits,
   std::vector<Array> outs;
   for (const Array* init : inits) {
     Array o(Shape(init->dtype(), out_dims));
-    const int64_t es = DTypeSize(init->dtype());
-    for (int64_t i = 0; i < o.num_elements(); ++i) std::memcpy(o.data() + i * es, init->data(), es);
+    // The init in element 0, then copies of what is filled so far, doubling.
+    const int64_t bytes = o.num_elements() * DTypeSize(init->dtype());
+    if (bytes > 0) std::memcpy(o.data(), init->data(), DTypeSize(init->dtype()));
+    for (int64_t filled = DTypeSize(init->dtype()); filled < bytes; filled *= 2) {
+      std::memcpy(o.data() + filled, o.data(), std::min(filled, bytes - filled));
+    }
     outs.push_back(std::move(o));
   }
   return outs;
@@ -379,7 +443,7 @@ StatusOr<std::vector<Array>> ReduceReference(std::span<const Array* const> input
   std::vector<std::byte*> results(inputs.size());
   std::vector<int64_t> oi(out_dims.size(), 0), full(in_dims.size(), 0);
   const int64_t red_total = Product(red_dims);
-  for (int64_t o = 0; o < Product(out_dims); ++o) {
+  for (int64_t o = 0, count = Product(out_dims); o < count; ++o) {
     for (size_t k = 0; k < kept.size(); ++k) full[kept[k]] = oi[k];
     std::vector<int64_t> ri(red_dims.size(), 0);
     for (int64_t r = 0; r < red_total; ++r) {
@@ -442,6 +506,21 @@ Status ForEachWindowElement(const std::vector<int64_t>& in_dims, const std::vect
 
 }  // namespace
 
+std::optional<int> PrefixScanDim(const std::vector<int64_t>& in_dims, const Window& window) {
+  if (window.dims.size() != in_dims.size()) return std::nullopt;
+  std::optional<int> scan;
+  for (size_t d = 0; d < in_dims.size(); ++d) {
+    const WindowDim& w = window.dims[d];
+    if (w.stride != 1 || w.lhs_dilation != 1 || w.rhs_dilation != 1 || w.window_reversal || w.pad_high != 0) {
+      return std::nullopt;
+    }
+    if (w.size == 1 && w.pad_low == 0) continue;  // one element: this dim is not reduced
+    if (scan || w.size < 1 || w.size < in_dims[d] || w.pad_low != w.size - 1) return std::nullopt;
+    scan = static_cast<int>(d);
+  }
+  return scan;
+}
+
 StatusOr<std::vector<Array>> ReduceWindow(std::span<const Array* const> inputs,
                                           std::span<const Array* const> inits,
                                           const Window& window, const Combiner& reducer) {
@@ -452,6 +531,18 @@ StatusOr<std::vector<Array>> ReduceWindow(std::span<const Array* const> inputs,
                            " dims but the input has rank ", in_dims.size());
   }
   const std::vector<int64_t> out_dims = WindowOutputDims(in_dims, window);
+  const std::optional<int> scan = PrefixScanDim(in_dims, window);
+  if (scan && reducer.kind != CombineKind::kGeneric) {
+    // A typed scan writes every element: no init fill.
+    if (ScanLoopFn scan_loop = FindScanLoop(reducer.kind, inputs[0]->dtype())) {
+      const int64_t len = in_dims[*scan], inner = Product(std::vector<int64_t>(in_dims.begin() + *scan + 1, in_dims.end()));
+      const int64_t outer = len * inner == 0 ? 0 : Product(out_dims) / (len * inner);
+      std::vector<Array> outs;
+      outs.emplace_back(Shape(inputs[0]->dtype(), out_dims));
+      scan_loop(inputs[0]->data(), outs[0].data(), inits[0]->data(), outer, len, inner);
+      return outs;
+    }
+  }
   std::vector<Array> outs = InitOutputs(inits, out_dims);
   TypedCombineFn typed = nullptr;
   if (reducer.kind != CombineKind::kGeneric) {
@@ -464,7 +555,27 @@ StatusOr<std::vector<Array>> ReduceWindow(std::span<const Array* const> inputs,
   std::vector<std::byte*> results(inputs.size());
   std::vector<int64_t> oi(out_dims.size(), 0);
   const int64_t es0 = DTypeSize(inputs[0]->dtype());
-  for (int64_t o = 0; o < Product(out_dims); ++o) {
+  if (scan) {
+    // out_dims == in_dims. Output o starts from output o - inner (its window less input o), or
+    // from the init at the start of a row, then takes input o: the combines walking the window
+    // from position 0 would make, in that order.
+    const int64_t inner = in_strides[*scan], len = in_dims[*scan], count = Product(out_dims);
+    for (int64_t o = 0; o < count; ++o) {
+      if ((o / inner) % len != 0) {
+        for (Array& out : outs) {
+          const int64_t es = DTypeSize(out.dtype());
+          std::memcpy(out.data() + o * es, out.data() + (o - inner) * es, es);
+        }
+      }
+      if (typed) {
+        typed(outs[0].data() + o * es0, inputs[0]->data() + o * es0);
+      } else {
+        XS_RETURN_IF_ERROR(GenericStep(reducer, outs, inputs, o, o, args, results));
+      }
+    }
+    return outs;
+  }
+  for (int64_t o = 0, count = Product(out_dims); o < count; ++o) {
     XS_RETURN_IF_ERROR(ForEachWindowElement(in_dims, in_strides, window, oi, win_sizes,
                                             [&](int64_t in_off) -> Status {
       if (typed) {
@@ -504,7 +615,7 @@ StatusOr<Array> SelectAndScatter(const Array& operand, const Array& source, cons
   const int64_t out_es = DTypeSize(out.dtype());
   std::vector<int64_t> si(src_dims.size(), 0);
   bool pred = false;
-  for (int64_t s = 0; s < source.num_elements(); ++s) {
+  for (int64_t s = 0, count = source.num_elements(); s < count; ++s) {
     std::optional<int64_t> chosen;
     XS_RETURN_IF_ERROR(ForEachWindowElement(operand.dims(), in_strides, window, si, win_sizes,
                                             [&](int64_t off) -> Status {
@@ -543,7 +654,7 @@ StatusOr<Array> Map(std::span<const Array* const> inputs, DType result, const Sc
   Array out(Shape(result, inputs[0]->dims()));
   std::vector<const std::byte*> args(inputs.size());
   const int64_t out_es = DTypeSize(result);
-  for (int64_t i = 0; i < out.num_elements(); ++i) {
+  for (int64_t i = 0, count = out.num_elements(); i < count; ++i) {
     for (size_t k = 0; k < inputs.size(); ++k) {
       args[k] = inputs[k]->data() + i * DTypeSize(inputs[k]->dtype());
     }

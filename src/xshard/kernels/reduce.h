@@ -6,6 +6,7 @@
 #ifndef XSHARD_KERNELS_REDUCE_H_
 #define XSHARD_KERNELS_REDUCE_H_
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -31,7 +32,16 @@ StatusOr<std::vector<Array>> ReduceReference(std::span<const Array* const> input
 // Result dims of a window over `dims` (XLA: dilated, padded base; dilated window; stride).
 std::vector<int64_t> WindowOutputDims(const std::vector<int64_t>& dims, const Window& window);
 
-// reduce-window(inputs..., inits...) with one WindowDim per input dim.
+// The dim along which `window` over `in_dims` is an inclusive prefix scan, as JAX lowers cumsum,
+// cumprod, cummax, cummin and cumlogsumexp: output o along it combines inputs 0..o (window size
+// >= the dim, pad_low = size - 1, pad_high = 0, stride and dilations 1), and every other dim's
+// window is one element with no padding. nullopt for any other window (and for the all-ones
+// window, which has no scan dim).
+std::optional<int> PrefixScanDim(const std::vector<int64_t>& in_dims, const Window& window);
+
+// reduce-window(inputs..., inits...) with one WindowDim per input dim. A prefix-scan window
+// (PrefixScanDim) runs in one pass: output o is output o - 1 combined with input o, the same
+// combines in the same order as walking each window, in linear time instead of quadratic.
 StatusOr<std::vector<Array>> ReduceWindow(std::span<const Array* const> inputs,
                                           std::span<const Array* const> inits,
                                           const Window& window, const Combiner& reducer);

@@ -26,6 +26,22 @@ Array Counting(std::vector<int64_t> dims) {
   return F32(std::move(dims), v);
 }
 
+// (value f32, index s32) pairs: the larger value, the earlier pair on ties.
+ScalarFn ArgmaxFn() {
+  return [](std::span<const std::byte* const> a, std::span<std::byte* const> r) {
+    float av, bv;
+    int32_t ai, bi;
+    std::memcpy(&av, a[0], 4);
+    std::memcpy(&ai, a[1], 4);
+    std::memcpy(&bv, a[2], 4);
+    std::memcpy(&bi, a[3], 4);
+    const bool take_b = bv > av;
+    std::memcpy(r[0], take_b ? &bv : &av, 4);
+    std::memcpy(r[1], take_b ? &bi : &ai, 4);
+    return OkStatus();
+  };
+}
+
 // A generic f32 add combiner through the scalar-function path.
 ScalarFn AddFn() {
   return [](std::span<const std::byte* const> a, std::span<std::byte* const> r) {
@@ -68,18 +84,7 @@ TEST(Reduce, TwoOperandArgmaxThroughScalarFunction) {
   Array vi = Array::Scalar<float>(-1e30f), ii = Array::Scalar<int32_t>(0);
   const Array* in[] = {&v, &idx};
   const Array* init[] = {&vi, &ii};
-  ScalarFn argmax = [](std::span<const std::byte* const> a, std::span<std::byte* const> r) {
-    float av, bv;
-    int32_t ai, bi;
-    std::memcpy(&av, a[0], 4);
-    std::memcpy(&ai, a[1], 4);
-    std::memcpy(&bv, a[2], 4);
-    std::memcpy(&bi, a[3], 4);
-    const bool take_b = bv > av;
-    std::memcpy(r[0], take_b ? &bv : &av, 4);
-    std::memcpy(r[1], take_b ? &bi : &ai, 4);
-    return OkStatus();
-  };
+  ScalarFn argmax = ArgmaxFn();
   std::vector<Array> r = *Reduce(in, init, {1}, {CombineKind::kGeneric, argmax});
   EXPECT_EQ(Values<float>(r[0]), (std::vector<float>{7, 9}));
   EXPECT_EQ(Values<int32_t>(r[1]), (std::vector<int32_t>{1, 2}));
@@ -103,6 +108,100 @@ TEST(ReduceWindow, AveragePoolSumsAndPaddedMax) {
   w1.dims = {{3, 1, 1, 1, 1, 1, false}};
   EXPECT_EQ(Values<float>((*ReduceWindow(vin, vinit, w1, {CombineKind::kMaximum, nullptr}))[0]),
             (std::vector<float>{1, 2, 3, 3}));
+}
+
+// A window that is a prefix scan along `d` of a rank-3 input (JAX's cumsum lowering), with a
+// window `extra` elements wider than the dim (still a scan).
+Window ScanWindow(int d, int64_t len, int64_t extra = 0) {
+  Window w;
+  w.dims.assign(3, WindowDim{});
+  w.dims[d].size = len + extra;
+  w.dims[d].pad_low = len + extra - 1;
+  return w;
+}
+
+TEST(ReduceWindow, CumulativeWindowsGiveEachPrefixFoldedInOrder) {
+  // Values over seven decades, so a fold in any other order rounds differently.
+  const std::vector<int64_t> dims = {3, 50, 4};
+  std::vector<float> v(600);
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = std::sin(static_cast<float>(i) * 1.7f) * std::pow(10.0f, static_cast<float>(i % 7) - 3.0f);
+  }
+  Array x = F32(dims, v);
+  Array zero = Array::Scalar<float>(0.0f);
+  const Array* in[] = {&x};
+  const Array* init[] = {&zero};
+  const int64_t stride[3] = {200, 4, 1};
+  for (int d = 0; d < 3; ++d) {
+    for (int64_t extra : {int64_t{0}, int64_t{13}}) {
+      const Window w = ScanWindow(d, dims[d], extra);
+      ASSERT_EQ(PrefixScanDim(dims, w), d);
+      for (const Combiner& add : {Combiner{CombineKind::kAdd, nullptr}, Combiner{CombineKind::kGeneric, AddFn()}}) {
+        const std::vector<float> got = Values<float>((*ReduceWindow(in, init, w, add))[0]);
+        ASSERT_EQ(got.size(), v.size());
+        for (int64_t i = 0; i < 600; ++i) {
+          const int64_t pos = (i / stride[d]) % dims[d];
+          float acc = 0.0f;
+          for (int64_t j = 0; j <= pos; ++j) acc += v[static_cast<size_t>(i - (pos - j) * stride[d])];
+          ASSERT_EQ(got[static_cast<size_t>(i)], acc) << "dim " << d << " element " << i;
+        }
+      }
+    }
+  }
+  // Two operands (JAX's cummax with its index): the larger value, the earlier index on ties.
+  std::vector<int32_t> idx(600);
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int32_t>((i / 4) % 50);
+  Array ix = Array::FromVector<int32_t>(dims, idx);
+  Array ninf = Array::Scalar<float>(-std::numeric_limits<float>::infinity());
+  Array none = Array::Scalar<int32_t>(-1);
+  const Array* in2[] = {&x, &ix};
+  const Array* init2[] = {&ninf, &none};
+  ScalarFn argmax = ArgmaxFn();
+  std::vector<Array> r = *ReduceWindow(in2, init2, ScanWindow(1, 50), {CombineKind::kGeneric, argmax});
+  const std::vector<float> best = Values<float>(r[0]);
+  const std::vector<int32_t> at = Values<int32_t>(r[1]);
+  for (int64_t a = 0; a < 3; ++a) {
+    for (int64_t c = 0; c < 4; ++c) {
+      float bv = -std::numeric_limits<float>::infinity();
+      int32_t bi = -1;
+      for (int64_t j = 0; j < 50; ++j) {
+        const size_t i = static_cast<size_t>(a * 200 + j * 4 + c);
+        if (v[i] > bv) bv = v[i], bi = static_cast<int32_t>(j);
+        ASSERT_EQ(best[i], bv);
+        ASSERT_EQ(at[i], bi);
+      }
+    }
+  }
+}
+
+TEST(ReduceWindow, OnlyWindowsCoveringEachWholePrefixAreScans) {
+  const std::vector<int64_t> dims = {4};
+  auto window = [](int64_t size, int64_t low, int64_t high, int64_t stride = 1) {
+    Window w;
+    w.dims = {WindowDim{size, stride, low, high, 1, 1, false}};
+    return w;
+  };
+  EXPECT_EQ(PrefixScanDim(dims, window(4, 3, 0)), 0);
+  EXPECT_EQ(PrefixScanDim(dims, window(9, 8, 0)), 0);
+  EXPECT_EQ(PrefixScanDim(dims, window(2, 1, 0)), std::nullopt);   // a sliding pair
+  EXPECT_EQ(PrefixScanDim(dims, window(4, 0, 3)), std::nullopt);   // a suffix (reverse) scan
+  EXPECT_EQ(PrefixScanDim(dims, window(4, 3, 0, 2)), std::nullopt);
+  EXPECT_EQ(PrefixScanDim(dims, window(1, 0, 0)), std::nullopt);   // no dim reduced
+  Window two;
+  two.dims = {WindowDim{4, 1, 3, 0, 1, 1, false}, WindowDim{2, 1, 1, 0, 1, 1, false}};
+  EXPECT_EQ(PrefixScanDim({4, 2}, two), std::nullopt);              // two dims reduced
+  Window dilated = window(4, 3, 0);
+  dilated.dims[0].rhs_dilation = 2;
+  EXPECT_EQ(PrefixScanDim(dims, dilated), std::nullopt);
+  // The scan and the windows that are not one, on [1, 2, 3, 4] by hand.
+  Array x = F32({4}, {1, 2, 3, 4});
+  Array zero = Array::Scalar<float>(0.0f);
+  const Array* in[] = {&x};
+  const Array* init[] = {&zero};
+  const Combiner add{CombineKind::kAdd, nullptr};
+  EXPECT_EQ(Values<float>((*ReduceWindow(in, init, window(4, 3, 0), add))[0]), (std::vector<float>{1, 3, 6, 10}));
+  EXPECT_EQ(Values<float>((*ReduceWindow(in, init, window(2, 1, 0), add))[0]), (std::vector<float>{1, 3, 5, 7}));
+  EXPECT_EQ(Values<float>((*ReduceWindow(in, init, window(4, 0, 3), add))[0]), (std::vector<float>{10, 9, 7, 4}));
 }
 
 TEST(SelectAndScatter, MaxPoolGradientMatchesJax) {
