@@ -229,6 +229,14 @@ def _eltwise():
                     [P(), P()], P(), lambda: [_rand((4096, 4096), 30), _rand((4096, 4096), 31)], 0.0)
 
 
+# One device: cumulative sums along the long axis of f32[256,4096] (what JAX lowers jnp.cumsum to:
+# a reduce-window covering each prefix).
+def _cumsum():
+    return Workload("one_device_cumsum", "1 device jnp.cumsum(x, axis=1) f32[256,4096]",
+                    lambda x: jnp.cumsum(x, axis=1), (1,), ("d",), [P()], P(),
+                    lambda: [_rand((256, 4096), 32)], 0.0)
+
+
 def all_workloads():
     return [
         _seed000("outer", P("b", "a"), P("b", None)),
@@ -248,4 +256,5 @@ def all_workloads():
         _seed003("seed003_gspmd_ws", "seed 003 GSPMD WS 2x4", _gspmd_ws,
                  lambda: [np.ascontiguousarray(_seed003_x().T), _seed003_w()]),
         _eltwise(),
+        _cumsum(),
     ]

@@ -22,7 +22,7 @@ namespace xs::cuda {
 namespace {
 
 // Floors of the completeness tests: the modules that planned when they were set.
-constexpr int kRepositoryFloor = 114;  // of 114 CPU-plannable (all), measured 2026-11-29
+constexpr int kRepositoryFloor = 115;  // of 115 CPU-plannable (all), measured 2026-11-29
 constexpr int kCorpusFloor = 1083;     // of 1083 CPU-plannable (all), measured 2026-11-29
 
 struct Planned {
