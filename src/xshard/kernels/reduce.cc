@@ -55,30 +55,110 @@ void ScanLoop(const std::byte* in_bytes, std::byte* out_bytes, const std::byte* 
   }
 }
 
+// The input offset (`*off`) of window element `wi` of output `oi` over dims [0, r); false when it
+// falls on padding or a dilation hole.
+inline bool WindowElementOffset(const Window& window, const std::vector<int64_t>& in_dims,
+                                const std::vector<int64_t>& in_strides, const std::vector<int64_t>& oi,
+                                const std::vector<int64_t>& wi, size_t r, int64_t* off) {
+  for (size_t d = 0; d < r; ++d) {
+    const WindowDim& wd = window.dims[d];
+    int64_t pos = oi[d] * wd.stride + wi[d] * wd.rhs_dilation - wd.pad_low;
+    if (wd.lhs_dilation > 1) {
+      if (pos % wd.lhs_dilation != 0) return false;
+      pos /= wd.lhs_dilation;
+    }
+    if (pos < 0 || pos >= in_dims[d]) return false;
+    *off += pos * in_strides[d];
+  }
+  return true;
+}
+
+// reduce-window with a typed reducer: each output starts from `init` and combines its window's
+// real (not padding, not dilation-hole) elements in row-major window order, rounded to S after
+// every step: the generic walk's combines in its order. When the minor dim's window is one
+// element with no padding (NHWC pooling), the walk covers the other dims and each step combines
+// a row of `inner` = the minor dim's contiguous elements (vectorizable); else inner is 1.
+template <class Op, class S>
+void WindowLoop(const std::byte* in_bytes, std::byte* out_bytes, const std::byte* init_bytes,
+                const std::vector<int64_t>& in_dims, const std::vector<int64_t>& out_dims, const Window& window) {
+  const S* in = reinterpret_cast<const S*>(in_bytes);
+  S* out = reinterpret_cast<S*>(out_bytes);
+  S init;
+  std::memcpy(&init, init_bytes, sizeof(S));
+  const size_t rank = in_dims.size();
+  const WindowDim* minor = rank == 0 ? nullptr : &window.dims[rank - 1];
+  const bool rows = minor != nullptr && minor->size == 1 && minor->stride == 1 && minor->pad_low == 0 &&
+                    minor->pad_high == 0 && minor->lhs_dilation == 1 && minor->rhs_dilation == 1;
+  const size_t r = rows ? rank - 1 : rank;
+  const int64_t inner = rows ? in_dims[rank - 1] : 1;
+  std::vector<int64_t> in_strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) in_strides[d - 1] = in_strides[d] * in_dims[d];
+  int64_t outputs = 1, window_count = 1;
+  for (size_t d = 0; d < r; ++d) {
+    outputs *= out_dims[d];
+    window_count *= window.dims[d].size;
+  }
+  std::vector<int64_t> oi(r, 0), wi(r, 0);
+  for (int64_t o = 0; o < outputs; ++o) {
+    S* y = out + o * inner;
+    for (int64_t c = 0; c < inner; ++c) y[c] = init;
+    std::fill(wi.begin(), wi.end(), 0);
+    for (int64_t k = 0; k < window_count; ++k) {
+      int64_t off = 0;
+      if (WindowElementOffset(window, in_dims, in_strides, oi, wi, r, &off)) {
+        const S* x = in + off;
+        for (int64_t c = 0; c < inner; ++c) y[c] = internal::StoreAs<S>(Op::Apply(ToCompute(y[c]), ToCompute(x[c])));
+      }
+      for (size_t d = r; d-- > 0;) {
+        if (++wi[d] < window.dims[d].size) break;
+        wi[d] = 0;
+      }
+    }
+    for (size_t d = r; d-- > 0;) {
+      if (++oi[d] < out_dims[d]) break;
+      oi[d] = 0;
+    }
+  }
+}
+
+using WindowLoopFn = void (*)(const std::byte*, std::byte*, const std::byte*, const std::vector<int64_t>&,
+                              const std::vector<int64_t>&, const Window&);
+
 using ScanLoopFn = void (*)(const std::byte*, std::byte*, const std::byte*, int64_t, int64_t, int64_t);
 
-template <class Op>
-ScanLoopFn ResolveScan(DType t) {
+template <class Op, class S>
+struct ScanKernel {
+  static constexpr ScanLoopFn fn = &ScanLoop<Op, S>;
+};
+template <class Op, class S>
+struct WindowKernel {
+  static constexpr WindowLoopFn fn = &WindowLoop<Op, S>;
+};
+
+// Kernel<Op, S>::fn for dtype `t` (null where Op does not apply to it or changes its type).
+template <class Op, class FnPtr, template <class, class> class Kernel>
+FnPtr ResolveKernel(DType t) {
   return VisitDType(
       t,
-      [](auto tag) -> ScanLoopFn {
+      [](auto tag) -> FnPtr {
         using S = typename decltype(tag)::type;
         if constexpr (internal::BinaryApplies<Op, S>) {
-          if constexpr (std::is_same_v<internal::BinaryOut<Op, S>, S>) return &ScanLoop<Op, S>;
+          if constexpr (std::is_same_v<internal::BinaryOut<Op, S>, S>) return Kernel<Op, S>::fn;
         }
         return nullptr;
       },
-      [] { return ScanLoopFn{nullptr}; });
+      [] { return FnPtr{nullptr}; });
 }
 
-ScanLoopFn FindScanLoop(CombineKind kind, DType t) {
+template <class FnPtr, template <class, class> class Kernel>
+FnPtr FindTypedKernel(CombineKind kind, DType t) {
   switch (kind) {
-    case CombineKind::kAdd: return ResolveScan<ops::Add>(t);
-    case CombineKind::kMultiply: return ResolveScan<ops::Multiply>(t);
-    case CombineKind::kMaximum: return ResolveScan<ops::Maximum>(t);
-    case CombineKind::kMinimum: return ResolveScan<ops::Minimum>(t);
-    case CombineKind::kAnd: return ResolveScan<ops::And>(t);
-    case CombineKind::kOr: return ResolveScan<ops::Or>(t);
+    case CombineKind::kAdd: return ResolveKernel<ops::Add, FnPtr, Kernel>(t);
+    case CombineKind::kMultiply: return ResolveKernel<ops::Multiply, FnPtr, Kernel>(t);
+    case CombineKind::kMaximum: return ResolveKernel<ops::Maximum, FnPtr, Kernel>(t);
+    case CombineKind::kMinimum: return ResolveKernel<ops::Minimum, FnPtr, Kernel>(t);
+    case CombineKind::kAnd: return ResolveKernel<ops::And, FnPtr, Kernel>(t);
+    case CombineKind::kOr: return ResolveKernel<ops::Or, FnPtr, Kernel>(t);
     default: return nullptr;
   }
 }
@@ -487,18 +567,7 @@ Status ForEachWindowElement(const std::vector<int64_t>& in_dims, const std::vect
   const int64_t total = Product(win_sizes);
   for (int64_t w = 0; w < total; ++w) {
     int64_t off = 0;
-    bool inside = true;
-    for (size_t d = 0; d < r && inside; ++d) {
-      const WindowDim& wd = window.dims[d];
-      int64_t pos = oi[d] * wd.stride + wi[d] * wd.rhs_dilation - wd.pad_low;
-      if (wd.lhs_dilation > 1) {
-        if (pos % wd.lhs_dilation != 0) inside = false;
-        pos /= wd.lhs_dilation;
-      }
-      if (pos < 0 || pos >= in_dims[d]) inside = false;
-      off += pos * in_strides[d];
-    }
-    if (inside) XS_RETURN_IF_ERROR(f(off));
+    if (WindowElementOffset(window, in_dims, in_strides, oi, wi, r, &off)) XS_RETURN_IF_ERROR(f(off));
     NextIndex(wi, win_sizes);
   }
   return OkStatus();
@@ -534,12 +603,20 @@ StatusOr<std::vector<Array>> ReduceWindow(std::span<const Array* const> inputs,
   const std::optional<int> scan = PrefixScanDim(in_dims, window);
   if (scan && reducer.kind != CombineKind::kGeneric) {
     // A typed scan writes every element: no init fill.
-    if (ScanLoopFn scan_loop = FindScanLoop(reducer.kind, inputs[0]->dtype())) {
+    if (ScanLoopFn scan_loop = FindTypedKernel<ScanLoopFn, ScanKernel>(reducer.kind, inputs[0]->dtype())) {
       const int64_t len = in_dims[*scan], inner = Product(std::vector<int64_t>(in_dims.begin() + *scan + 1, in_dims.end()));
       const int64_t outer = len * inner == 0 ? 0 : Product(out_dims) / (len * inner);
       std::vector<Array> outs;
       outs.emplace_back(Shape(inputs[0]->dtype(), out_dims));
       scan_loop(inputs[0]->data(), outs[0].data(), inits[0]->data(), outer, len, inner);
+      return outs;
+    }
+  }
+  if (!scan && reducer.kind != CombineKind::kGeneric) {
+    if (WindowLoopFn window_loop = FindTypedKernel<WindowLoopFn, WindowKernel>(reducer.kind, inputs[0]->dtype())) {
+      std::vector<Array> outs;
+      outs.emplace_back(Shape(inputs[0]->dtype(), out_dims));
+      window_loop(inputs[0]->data(), outs[0].data(), inits[0]->data(), in_dims, out_dims, window);
       return outs;
     }
   }

@@ -174,6 +174,38 @@ TEST(ReduceWindow, CumulativeWindowsGiveEachPrefixFoldedInOrder) {
   }
 }
 
+// The typed window loop (rows of the minor dim for NHWC pooling, else one element at a time)
+// against the generic combiner's window walk, bit for bit: padding, strides, both dilations.
+TEST(ReduceWindow, TypedWindowsMatchTheGenericWalkBitForBit) {
+  const std::vector<int64_t> dims = {2, 7, 9, 5};
+  std::vector<float> v(630);
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = std::cos(static_cast<float>(i) * 0.37f) * std::pow(10.0f, static_cast<float>(i % 5) - 2.0f);
+  }
+  Array x = F32(dims, v);
+  Array zero = Array::Scalar<float>(0.0f);
+  const Array* in[] = {&x};
+  const Array* init[] = {&zero};
+  auto window = [](std::vector<WindowDim> d) {
+    Window w;
+    w.dims = std::move(d);
+    return w;
+  };
+  const Window windows[] = {
+      // 3x3 max-pool-like, stride 2, SAME padding (minor dim untouched: rows of 5).
+      window({{1, 1, 0, 0, 1, 1, false}, {3, 2, 1, 1, 1, 1, false}, {3, 2, 1, 1, 1, 1, false}, {1, 1, 0, 0, 1, 1, false}}),
+      // Every dim windowed, base and window dilation, uneven padding.
+      window({{2, 1, 0, 1, 1, 1, false}, {2, 1, 1, 0, 2, 1, false}, {3, 2, 0, 2, 1, 2, false}, {2, 1, 1, 1, 1, 1, false}}),
+  };
+  for (size_t k = 0; k < 2; ++k) {
+    const std::vector<float> typed = Values<float>((*ReduceWindow(in, init, windows[k], {CombineKind::kAdd, nullptr}))[0]);
+    const std::vector<float> walked = Values<float>((*ReduceWindow(in, init, windows[k], {CombineKind::kGeneric, AddFn()}))[0]);
+    ASSERT_EQ(typed.size(), walked.size()) << "window " << k;
+    ASSERT_FALSE(typed.empty());
+    for (size_t i = 0; i < typed.size(); ++i) ASSERT_EQ(typed[i], walked[i]) << "window " << k << " element " << i;
+  }
+}
+
 TEST(ReduceWindow, OnlyWindowsCoveringEachWholePrefixAreScans) {
   const std::vector<int64_t> dims = {4};
   auto window = [](int64_t size, int64_t low, int64_t high, int64_t stride = 1) {
