@@ -51,6 +51,7 @@ kernels::Combiner MakeCombiner(const Step& step, std::optional<ScalarRunner>& ru
                                int callee) {
   kernels::Combiner c;
   c.kind = step.combine().combine;
+  c.arg_select = step.combine().arg_select;
   if (c.kind == kernels::CombineKind::kGeneric) {
     runner.emplace(*step.callees[callee], ctx);
     c.fn = runner->AsFn();
@@ -145,6 +146,10 @@ Status PrepareReduceLike(const Instruction& inst, Step& step, const Program& pro
   CombinePayload& p = step.SetPayload(CombinePayload{});
   if (n == 1 && inst.operand(0)->shape().dtype() == inst.to_apply()->parameter(0)->shape().dtype()) {
     p.combine = ClassifyCombiner(*inst.to_apply(), /*allow_overwrite=*/false);
+  }
+  if (n == 2 && inst.operand(0)->shape().dtype() == inst.to_apply()->parameter(0)->shape().dtype() &&
+      inst.operand(1)->shape().dtype() == inst.to_apply()->parameter(1)->shape().dtype()) {
+    p.arg_select = ClassifyArgSelect(*inst.to_apply());
   }
   step.run = run;
   return OkStatus();

@@ -93,6 +93,7 @@ struct ElementwisePayload {
 // recognized combiner, kGeneric when the callee must run per element (callees[i] of the header).
 struct CombinePayload {
   kernels::CombineKind combine = kernels::CombineKind::kGeneric;
+  std::optional<kernels::ArgSelect> arg_select = std::nullopt;  // reduce of (value, index) pairs: argmax / argmin
 };
 // sort: the comparator's fast path (direction set) or none; `fn` is never set at plan time.
 struct SortPayload {
@@ -368,6 +369,10 @@ class ScalarRunner {
 // Recognizes a reducer / combiner computation `{p0, p1: T[]} -> op(p0, p1)` (kAdd ... kOr) or
 // `-> p1` (kOverwrite, only when `allow_overwrite`); kGeneric otherwise.
 kernels::CombineKind ClassifyCombiner(const Computation& c, bool allow_overwrite);
+// The ArgSelect (kernels/scalar_fn.h) that a reducer of two (value, index) operand pairs is, as
+// jnp.argmax / argmin lower it (values of a real or integer type, integer indices), or nullopt.
+// A structural match: every select, compare and logical op of the region must be one of the form's.
+std::optional<kernels::ArgSelect> ClassifyArgSelect(const Computation& c);
 
 }  // namespace xs
 

@@ -33,6 +33,105 @@ kernels::CombineKind ClassifyCombiner(const Computation& c, bool allow_overwrite
   }
 }
 
+namespace {
+
+// compare(parameter(pa), parameter(pb)) with XLA's default comparison for its type (no type=, or
+// the type's own FLOAT / SIGNED / UNSIGNED): its direction as seen from (pa, pb).
+std::optional<ComparisonDirection> ParamCompare(const Instruction* inst, int64_t pa, int64_t pb) {
+  if (inst->opcode() != Opcode::kCompare || inst->operand_count() != 2 || !inst->attrs().comparison_direction) {
+    return std::nullopt;
+  }
+  const Instruction* x = inst->operand(0);
+  const Instruction* y = inst->operand(1);
+  if (x->opcode() != Opcode::kParameter || y->opcode() != Opcode::kParameter) return std::nullopt;
+  const DType t = x->shape().dtype();
+  const ComparisonType type = inst->attrs().comparison_type;
+  const bool natural = type == ComparisonType::kNone ||
+                       (type == ComparisonType::kFloat && IsFloating(t)) ||
+                       (type == ComparisonType::kSigned && IsSignedInteger(t)) ||
+                       (type == ComparisonType::kUnsigned && IsUnsignedInteger(t));
+  if (!natural) return std::nullopt;
+  const ComparisonDirection d = *inst->attrs().comparison_direction;
+  if (x->parameter_number() == pa && y->parameter_number() == pb) return d;
+  if (x->parameter_number() != pb || y->parameter_number() != pa) return std::nullopt;
+  switch (d) {  // compare(b, a): the mirrored direction
+    case ComparisonDirection::kGt: return ComparisonDirection::kLt;
+    case ComparisonDirection::kLt: return ComparisonDirection::kGt;
+    case ComparisonDirection::kGe: return ComparisonDirection::kLe;
+    case ComparisonDirection::kLe: return ComparisonDirection::kGe;
+    default: return d;
+  }
+}
+
+bool IsOrderDirection(ComparisonDirection d) {
+  return d == ComparisonDirection::kGt || d == ComparisonDirection::kGe || d == ComparisonDirection::kLt ||
+         d == ComparisonDirection::kLe;
+}
+
+// A binary op `op` whose operands, in either order, satisfy f(first) and g(second).
+template <class F, class G>
+bool Commuted(const Instruction* inst, Opcode op, F&& f, G&& g) {
+  if (inst->opcode() != op || inst->operand_count() != 2) return false;
+  return (f(inst->operand(0)) && g(inst->operand(1))) || (f(inst->operand(1)) && g(inst->operand(0)));
+}
+
+// take_a: compare(a, b, order) [or with compare(a, a, NE)] -> (direction, nan_first).
+std::optional<std::pair<ComparisonDirection, bool>> MatchTakeA(const Instruction* p) {
+  if (auto d = ParamCompare(p, 0, 2); d && IsOrderDirection(*d)) return std::make_pair(*d, false);
+  std::optional<ComparisonDirection> dir;
+  const bool with_nan = Commuted(
+      p, Opcode::kOr,
+      [&](const Instruction* x) {
+        dir = ParamCompare(x, 0, 2);
+        return dir && IsOrderDirection(*dir);
+      },
+      [](const Instruction* y) { return ParamCompare(y, 0, 0) == ComparisonDirection::kNe; });
+  if (with_nan) return std::make_pair(*dir, true);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<kernels::ArgSelect> ClassifyArgSelect(const Computation& c) {
+  if (c.num_parameters() != 4) return std::nullopt;
+  for (int i = 0; i < 4; ++i) {
+    const Instruction* p = c.parameter(i);
+    if (p == nullptr || !p->shape().IsArray() || p->shape().rank() != 0) return std::nullopt;
+  }
+  const DType vt = c.parameter(0)->shape().dtype(), it = c.parameter(1)->shape().dtype();
+  if (c.parameter(2)->shape().dtype() != vt || c.parameter(3)->shape().dtype() != it) return std::nullopt;
+  if (!(IsFloating(vt) || IsSignedInteger(vt) || IsUnsignedInteger(vt)) ||
+      !(IsSignedInteger(it) || IsUnsignedInteger(it)) || IsComplex(vt)) {
+    return std::nullopt;
+  }
+  const Instruction* root = c.root();
+  if (root->opcode() != Opcode::kTuple || root->operand_count() != 2) return std::nullopt;
+  auto is_param = [](const Instruction* x, int64_t k) {
+    return x->opcode() == Opcode::kParameter && x->parameter_number() == k;
+  };
+  const Instruction* sv = root->operand(0);
+  const Instruction* si = root->operand(1);
+  if (sv->opcode() != Opcode::kSelect || si->opcode() != Opcode::kSelect || !is_param(sv->operand(1), 0) ||
+      !is_param(sv->operand(2), 2) || !is_param(si->operand(1), 1) || !is_param(si->operand(2), 3)) {
+    return std::nullopt;
+  }
+  const auto take_a = MatchTakeA(sv->operand(0));
+  if (!take_a) return std::nullopt;
+  kernels::ArgSelect s{.direction = take_a->first, .nan_first = take_a->second, .tie_lower_index = false};
+  const Instruction* q = si->operand(0);
+  if (q == sv->operand(0) || MatchTakeA(q) == take_a) return s;
+  // take_ai: take_a, or a tie with the lower index: and(compare(a, b, EQ), compare(ai, bi, LT)).
+  auto is_take_a = [&](const Instruction* x) { return x == sv->operand(0) || MatchTakeA(x) == take_a; };
+  auto is_tie = [](const Instruction* x) {
+    return Commuted(
+        x, Opcode::kAnd, [](const Instruction* e) { return ParamCompare(e, 0, 2) == ComparisonDirection::kEq; },
+        [](const Instruction* l) { return ParamCompare(l, 1, 3) == ComparisonDirection::kLt; });
+  };
+  if (!Commuted(q, Opcode::kOr, is_take_a, is_tie)) return std::nullopt;
+  s.tie_lower_index = true;
+  return s;
+}
+
 ScalarRunner::ScalarRunner(const ComputationPlan& plan, RunContext& ctx) : plan_(plan), ctx_(ctx) {
   for (int i = 0; i < plan.computation->num_parameters(); ++i) {
     const Instruction* p = plan.computation->parameter(i);

@@ -3,11 +3,13 @@
 #include "xshard/kernels/reduce.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 
 #include "xshard/kernels/elementwise_loops.h"
 #include "xshard/kernels/numeric.h"
+#include "xshard/kernels/parallel.h"
 #include "xshard/kernels/reduce_simd.h"
 #include "xshard/kernels/scalar_ops.h"
 
@@ -397,6 +399,167 @@ Status CheckOperands(std::string_view what, std::span<const Array* const> inputs
   return OkStatus();
 }
 
+// ArgSelect's step (scalar_fn.h) on one accumulator pair (a, ai) and new pair (b, bi), in the
+// value's compute type (f16 / bf16 widen exactly; the result is always one of the two values).
+template <ComparisonDirection D, bool kNan, bool kTie, class C, class I>
+inline void ArgStep(C& a, I& ai, C b, I bi) {
+  bool take_a;
+  if constexpr (D == ComparisonDirection::kGt) {
+    take_a = a > b;
+  } else if constexpr (D == ComparisonDirection::kGe) {
+    take_a = a >= b;
+  } else if constexpr (D == ComparisonDirection::kLt) {
+    take_a = a < b;
+  } else {
+    take_a = a <= b;
+  }
+  // a != a: true only for a NaN, never for an integer (whose test is left out).
+  if constexpr (kNan && std::is_floating_point_v<C>) take_a = take_a | std::isnan(a);
+  bool take_ai = take_a;
+  if constexpr (kTie) take_ai = take_ai | ((a == b) & (ai < bi));
+  a = take_a ? a : b;
+  ai = take_ai ? ai : bi;
+}
+
+// Reduce with an ArgSelect reducer over values V and indices I: the generic walk's steps in its
+// order (row-major over the input; outputs start from the inits already in `oval` / `oidx`).
+// Reductions over a suffix of the dims fold kRows rows at a time (independent chains), spread
+// over `threads` threads by whole rows; others walk the input once, elementwise along a kept
+// minor dim or one fold per run of a reduced one.
+template <class V, class I, ComparisonDirection D, bool kNan, bool kTie>
+void ArgReduceLoop(const std::byte* val_bytes, const std::byte* idx_bytes, std::byte* oval_bytes,
+                   std::byte* oidx_bytes, const std::vector<int64_t>& dims, const std::vector<int64_t>& ostride,
+                   int threads) {
+  using C = ComputeT<V>;
+  const V* val = reinterpret_cast<const V*>(val_bytes);
+  const I* idx = reinterpret_cast<const I*>(idx_bytes);
+  V* oval = reinterpret_cast<V*>(oval_bytes);
+  I* oidx = reinterpret_cast<I*>(oidx_bytes);
+  const int r = static_cast<int>(dims.size());
+  if (r == 0) {
+    C a = ToCompute(oval[0]);
+    ArgStep<D, kNan, kTie>(a, oidx[0], ToCompute(val[0]), idx[0]);
+    oval[0] = FromCompute<V>(a);
+    return;
+  }
+  // The reduced dims a suffix: outputs are `outer` rows of `len` contiguous elements.
+  int split = r;
+  while (split > 0 && ostride[split - 1] == 0) --split;
+  bool suffix = split < r;
+  for (int d = 0; d < split; ++d) suffix = suffix && ostride[d] != 0;
+  if (suffix) {
+    int64_t outer = 1, len = 1;
+    for (int d = 0; d < split; ++d) outer *= dims[d];
+    for (int d = split; d < r; ++d) len *= dims[d];
+    constexpr int64_t kRows = 4;
+    const int64_t blocks = (outer + kRows - 1) / kRows;
+    const int64_t per_chunk = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, len * kRows));
+    const int64_t chunks = (blocks + per_chunk - 1) / per_chunk;
+    ParallelFor(chunks, threads, [&](int64_t c) {
+      const int64_t row_end = std::min(outer, (c + 1) * per_chunk * kRows);
+      int64_t o = c * per_chunk * kRows;
+      for (; o + kRows <= row_end; o += kRows) {
+        C a[kRows];
+        I ai[kRows];
+        for (int64_t k = 0; k < kRows; ++k) {
+          a[k] = ToCompute(oval[o + k]);
+          ai[k] = oidx[o + k];
+        }
+        const V* x = val + o * len;
+        const I* xi = idx + o * len;
+        for (int64_t j = 0; j < len; ++j) {
+          for (int64_t k = 0; k < kRows; ++k) ArgStep<D, kNan, kTie>(a[k], ai[k], ToCompute(x[k * len + j]), xi[k * len + j]);
+        }
+        for (int64_t k = 0; k < kRows; ++k) {
+          oval[o + k] = FromCompute<V>(a[k]);
+          oidx[o + k] = ai[k];
+        }
+      }
+      for (; o < row_end; ++o) {
+        C a = ToCompute(oval[o]);
+        I ai = oidx[o];
+        for (int64_t j = 0; j < len; ++j) ArgStep<D, kNan, kTie>(a, ai, ToCompute(val[o * len + j]), idx[o * len + j]);
+        oval[o] = FromCompute<V>(a);
+        oidx[o] = ai;
+      }
+    });
+    return;
+  }
+  const int64_t n = dims[r - 1], inner_ostride = ostride[r - 1];
+  std::vector<int64_t> pos(r - 1, 0);
+  int64_t in_off = 0, out_off = 0;
+  while (true) {
+    if (inner_ostride == 0) {
+      C a = ToCompute(oval[out_off]);
+      I ai = oidx[out_off];
+      for (int64_t j = 0; j < n; ++j) ArgStep<D, kNan, kTie>(a, ai, ToCompute(val[in_off + j]), idx[in_off + j]);
+      oval[out_off] = FromCompute<V>(a);
+      oidx[out_off] = ai;
+    } else {
+      for (int64_t j = 0; j < n; ++j) {
+        C a = ToCompute(oval[out_off + j * inner_ostride]);
+        ArgStep<D, kNan, kTie>(a, oidx[out_off + j * inner_ostride], ToCompute(val[in_off + j]), idx[in_off + j]);
+        oval[out_off + j * inner_ostride] = FromCompute<V>(a);
+      }
+    }
+    in_off += n;
+    int k = r - 2;
+    for (; k >= 0; --k) {
+      out_off += ostride[k];
+      if (++pos[k] < dims[k]) break;
+      out_off -= ostride[k] * dims[k];
+      pos[k] = 0;
+    }
+    if (k < 0) return;
+  }
+}
+
+using ArgReduceFn = void (*)(const std::byte*, const std::byte*, std::byte*, std::byte*, const std::vector<int64_t>&,
+                             const std::vector<int64_t>&, int);
+
+template <class V, class I>
+ArgReduceFn ResolveArgReduce(const ArgSelect& s) {
+  using D = ComparisonDirection;
+  auto pick = [&]<D kD>() -> ArgReduceFn {
+    if (s.nan_first) {
+      return s.tie_lower_index ? &ArgReduceLoop<V, I, kD, true, true> : &ArgReduceLoop<V, I, kD, true, false>;
+    }
+    return s.tie_lower_index ? &ArgReduceLoop<V, I, kD, false, true> : &ArgReduceLoop<V, I, kD, false, false>;
+  };
+  switch (s.direction) {
+    case D::kGt: return pick.template operator()<D::kGt>();
+    case D::kGe: return pick.template operator()<D::kGe>();
+    case D::kLt: return pick.template operator()<D::kLt>();
+    case D::kLe: return pick.template operator()<D::kLe>();
+    default: return nullptr;
+  }
+}
+
+// The typed loop for values of `vt` and indices of `it` (real or integer values; s32 / s64 / u32
+// / u64 indices), null for other types.
+ArgReduceFn FindArgReduce(const ArgSelect& s, DType vt, DType it) {
+  auto with_value = [&]<class I>() -> ArgReduceFn {
+    return VisitDType(
+        vt,
+        [&](auto tag) -> ArgReduceFn {
+          using V = typename decltype(tag)::type;
+          if constexpr (Int<V> || HalfLike<V> || Real<V>) {
+            return ResolveArgReduce<V, I>(s);
+          } else {
+            return nullptr;
+          }
+        },
+        [] { return ArgReduceFn{nullptr}; });
+  };
+  switch (it) {
+    case DType::kS32: return with_value.template operator()<int32_t>();
+    case DType::kS64: return with_value.template operator()<int64_t>();
+    case DType::kU32: return with_value.template operator()<uint32_t>();
+    case DType::kU64: return with_value.template operator()<uint64_t>();
+    default: return nullptr;
+  }
+}
+
 // Calls the generic combiner on element `acc_off` of every output and `in_off` of every input.
 Status GenericStep(const Combiner& c, std::vector<Array>& outs, std::span<const Array* const> ins,
                    int64_t acc_off, int64_t in_off, std::vector<const std::byte*>& args,
@@ -478,6 +641,14 @@ StatusOr<std::vector<Array>> Reduce(std::span<const Array* const> inputs,
     if (loop == nullptr) return UnsupportedDType("reduce", inputs[0]->dtype());
     loop(inputs[0]->data(), outs[0].data(), in_dims, ostride);
     return outs;
+  }
+  if (reducer.arg_select && inputs.size() == 2) {
+    if (ArgReduceFn loop = FindArgReduce(*reducer.arg_select, inputs[0]->dtype(), inputs[1]->dtype())) {
+      const int share = CurrentDeviceThreadShare().threads;
+      const int threads = inputs[0]->num_elements() >= (int64_t{1} << 18) ? std::max(1, share) : 1;
+      loop(inputs[0]->data(), inputs[1]->data(), outs[0].data(), outs[1].data(), in_dims, ostride, threads);
+      return outs;
+    }
   }
   std::vector<const std::byte*> args(2 * inputs.size());
   std::vector<std::byte*> results(inputs.size());

@@ -26,9 +26,25 @@ using ScalarFn =
 // accumulators, then the N new values) and N results.
 enum class CombineKind { kGeneric, kAdd, kMultiply, kMaximum, kMinimum, kAnd, kOr, kOverwrite };
 
+// The argmax / argmin reducer of (value, index) pairs that jnp.argmax / argmin lower to, with
+// (a, ai) the accumulator pair (parameters 0, 1) and (b, bi) the new pair (parameters 2, 3):
+//   take_a = direction(a, b) || (nan_first && a != a)
+//   value  = take_a ? a : b
+//   index  = (take_a || (tie_lower_index && a == b && ai < bi)) ? ai : bi
+// with XLA's default comparisons of the value and index types. Reduce runs it as a typed loop
+// with exactly these selects, so its results are the reducer computation's, bit for bit.
+struct ArgSelect {
+  ComparisonDirection direction = ComparisonDirection::kGt;  // kGt, kGe, kLt or kLe
+  bool nan_first = true;
+  bool tie_lower_index = true;
+};
+
 struct Combiner {
   CombineKind kind = CombineKind::kGeneric;
   ScalarFn fn;  // required for kGeneric, ignored otherwise
+  // kGeneric reducers of two operands that are an ArgSelect (Reduce's fast path; `fn` is still
+  // required: other kernels and unsupported dtypes call it).
+  std::optional<ArgSelect> arg_select = std::nullopt;
 };
 
 // A sort comparator: a recognized `compare(p[2k], p[2k+1])` on operand `key` (fast path), or a
