@@ -69,6 +69,26 @@ void FillMath(KernelTable* t) {
   XS_BINARY(kMaximum, VMaximum)
   XS_BINARY(kMinimum, VMinimum)
 #undef XS_BINARY
+  constexpr int kS32 = static_cast<int>(IType::kS32), kU32 = static_cast<int>(IType::kU32);
+  constexpr int kS64 = static_cast<int>(IType::kS64), kU64 = static_cast<int>(IType::kU64);
+#define XS_INT_BINARY(op, Functor, with_64)                                   \
+  {                                                                           \
+    auto& row = t->int_binary[static_cast<int>(IOp::op)];                     \
+    row[kS32] = &BinaryLoop<Functor, int32_t>;                                \
+    row[kU32] = &BinaryLoop<Functor, uint32_t>;                               \
+    if (with_64) row[kS64] = &BinaryLoop<Functor, int64_t>;                   \
+    if (with_64) row[kU64] = &BinaryLoop<Functor, uint64_t>;                  \
+  }
+  XS_INT_BINARY(kAdd, VAdd, true)
+  XS_INT_BINARY(kSubtract, VSubtract, true)
+  XS_INT_BINARY(kMultiply, VMultiply, false)
+  XS_INT_BINARY(kAnd, VAnd, true)
+  XS_INT_BINARY(kOr, VOr, true)
+  XS_INT_BINARY(kXor, VXor, true)
+  XS_INT_BINARY(kShiftLeft, VShiftLeft, true)
+  XS_INT_BINARY(kShiftRightLogical, VShiftRightLogical, true)
+  XS_INT_BINARY(kShiftRightArithmetic, VShiftRightArithmetic, true)
+#undef XS_INT_BINARY
 #endif
 }
 
@@ -143,6 +163,31 @@ int BinaryIndex(Opcode op) {
   }
 }
 
+int ITypeIndex(DType t) {
+  switch (t) {
+    case DType::kS32: return static_cast<int>(IType::kS32);
+    case DType::kU32: return static_cast<int>(IType::kU32);
+    case DType::kS64: return static_cast<int>(IType::kS64);
+    case DType::kU64: return static_cast<int>(IType::kU64);
+    default: return -1;
+  }
+}
+
+int IntBinaryIndex(Opcode op) {
+  switch (op) {
+    case Opcode::kAdd: return static_cast<int>(IOp::kAdd);
+    case Opcode::kSubtract: return static_cast<int>(IOp::kSubtract);
+    case Opcode::kMultiply: return static_cast<int>(IOp::kMultiply);
+    case Opcode::kAnd: return static_cast<int>(IOp::kAnd);
+    case Opcode::kOr: return static_cast<int>(IOp::kOr);
+    case Opcode::kXor: return static_cast<int>(IOp::kXor);
+    case Opcode::kShiftLeft: return static_cast<int>(IOp::kShiftLeft);
+    case Opcode::kShiftRightLogical: return static_cast<int>(IOp::kShiftRightLogical);
+    case Opcode::kShiftRightArithmetic: return static_cast<int>(IOp::kShiftRightArithmetic);
+    default: return -1;
+  }
+}
+
 int ConvertIndex(DType from, DType to) {
   auto is = [&](DType f, DType t) { return from == f && to == t; };
   if (is(DType::kF32, DType::kBF16)) return static_cast<int>(CvtOp::kF32ToBF16);
@@ -159,6 +204,10 @@ UnaryKernel FindUnary(Opcode op, DType t) {
   return o < 0 || f < 0 ? nullptr : Table().unary[o][f];
 }
 BinaryKernel FindBinary(Opcode op, DType t) {
+  if (const int i = ITypeIndex(t); i >= 0) {
+    const int o = IntBinaryIndex(op);
+    return o < 0 ? nullptr : Table().int_binary[o][i];
+  }
   const int o = BinaryIndex(op), f = FTypeIndex(t);
   return o < 0 || f < 0 ? nullptr : Table().binary[o][f];
 }

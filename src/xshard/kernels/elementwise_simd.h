@@ -24,6 +24,14 @@ enum class UOp : int {
 };
 // Binary ops with vector kernels (all bit-exact: IEEE ops, XLA's NaN / signed-zero max / min).
 enum class BOp : int { kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum, kCount };
+// Integer binary ops with vector kernels, on s32 / u32 / s64 / u64 (bit-exact against
+// scalar_ops.h: wrapping arithmetic; XLA's shifts, where an amount outside [0, bits) gives 0, or
+// the sign for an arithmetic right shift). No 64-bit multiply (no such vector instruction before
+// AVX-512DQ: the scalar loop serves it).
+enum class IOp : int {
+  kAdd, kSubtract, kMultiply, kAnd, kOr, kXor, kShiftLeft, kShiftRightLogical, kShiftRightArithmetic, kCount
+};
+enum class IType : int { kS32, kU32, kS64, kU64, kCount };
 // Converts with vector kernels (bit-exact against ConvertScalar).
 enum class CvtOp : int {
   kF32ToBF16, kBF16ToF32, kF32ToF16, kF16ToF32, kF32ToS32, kS32ToF32, kCount
@@ -32,6 +40,7 @@ enum class CvtOp : int {
 struct KernelTable {
   UnaryKernel unary[static_cast<int>(UOp::kCount)][static_cast<int>(FType::kCount)] = {};
   BinaryKernel binary[static_cast<int>(BOp::kCount)][static_cast<int>(FType::kCount)] = {};
+  BinaryKernel int_binary[static_cast<int>(IOp::kCount)][static_cast<int>(IType::kCount)] = {};
   // compare type FLOAT, indexed by ComparisonDirection's value and operand type.
   BinaryKernel compare[6][static_cast<int>(FType::kCount)] = {};
   UnaryKernel convert[static_cast<int>(CvtOp::kCount)] = {};
@@ -56,6 +65,8 @@ TernaryKernel FindClamp(DType t);
 int FTypeIndex(DType t);
 int UnaryIndex(Opcode op);
 int BinaryIndex(Opcode op);
+int ITypeIndex(DType t);
+int IntBinaryIndex(Opcode op);
 int ConvertIndex(DType from, DType to);
 
 // For tests: the targets compiled in and supported by this CPU (best first), their names, and

@@ -191,6 +191,52 @@ TEST_P(SimdKernels, BinaryOpsAreExactIncludingNaNAndSignedZeros) {
   }
 }
 
+// Random bit patterns, both signs' extremes, and shift amounts in, at and past the lane width
+// (negative ones too: XLA reads the amount as unsigned).
+template <class T>
+Array IntInputs(bool amounts, std::mt19937& rng) {
+  std::vector<T> v;
+  const T specials[] = {T(0), T(1), T(-1), std::numeric_limits<T>::min(), std::numeric_limits<T>::max(),
+                        T(7), T(T(sizeof(T) * 8) - 1), T(sizeof(T) * 8), T(sizeof(T) * 8 + 1)};
+  for (T x : specials) {
+    for (T y : specials) v.push_back(amounts ? y : x);
+  }
+  std::uniform_int_distribution<uint64_t> bits;
+  std::uniform_int_distribution<int> small(-3, static_cast<int>(sizeof(T) * 8) + 3);
+  for (int i = 0; i < 3000; ++i) v.push_back(amounts && i % 2 == 0 ? T(small(rng)) : T(bits(rng)));
+  return Array::FromVector<T>({static_cast<int64_t>(v.size())}, v);
+}
+
+template <class T>
+void CheckIntegerOps(DType t) {
+  std::mt19937 rng(12);
+  const Opcode ops[] = {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply, Opcode::kAnd, Opcode::kOr,
+                        Opcode::kXor, Opcode::kShiftLeft, Opcode::kShiftRightLogical,
+                        Opcode::kShiftRightArithmetic};
+  const Array x = IntInputs<T>(false, rng), y = IntInputs<T>(true, rng);
+  for (Opcode op : ops) {
+    if (simd::FindBinary(op, t) == nullptr) continue;
+    const Array ref = *BinaryReference(op, x, y);
+    BinaryKernel k = *FindBinaryKernel(op, t);
+    EXPECT_EQ(k, simd::FindBinary(op, t));
+    Array out(ref.shape());
+    RunInPieces(x.num_elements(), [&](int64_t i, int64_t len) {
+      k(x.data() + i * sizeof(T), y.data() + i * sizeof(T), out.data() + i * sizeof(T), len);
+    });
+    EXPECT_EQ(out, ref) << OpcodeName(op) << " " << DTypeName(t) << " on " << simd::Table().target;
+  }
+}
+
+TEST_P(SimdKernels, IntegerBinaryOpsAreExactIncludingOutOfRangeShifts) {
+  CheckIntegerOps<int32_t>(DType::kS32);
+  CheckIntegerOps<uint32_t>(DType::kU32);
+  CheckIntegerOps<int64_t>(DType::kS64);
+  CheckIntegerOps<uint64_t>(DType::kU64);
+  if (std::string(simd::Table().target) != "SCALAR") {
+    EXPECT_NE(simd::FindBinary(Opcode::kShiftLeft, DType::kU32), nullptr) << simd::Table().target;
+  }
+}
+
 TEST_P(SimdKernels, CompareSelectClampAndConvertAreExact) {
   std::mt19937 rng(9);
   std::vector<double> a = UnaryInputs(-3e9, 3e9, rng), b = a;

@@ -12,6 +12,7 @@
 #endif
 
 #include <limits>
+#include <utility>
 
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
@@ -234,6 +235,58 @@ struct VDivide {
   template <class D, class V> static V Apply(D, V a, V b) { return hn::Div(a, b); }
 };
 // A NaN operand wins (a's first); equal values pick by sign so that max(-0, +0) = +0.
+// Integer-only ops (the vector ops wrap like the scalar ones; shifts follow XLA: an amount
+// outside [0, bits), read as unsigned, gives 0, or the sign bit's fill for an arithmetic shift).
+struct VAnd {
+  template <class T> static T Scalar(T a, T b) { return ops::And::Apply(a, b); }
+  template <class D, class V> static V Apply(D, V a, V b) { return hn::And(a, b); }
+};
+struct VOr {
+  template <class T> static T Scalar(T a, T b) { return ops::Or::Apply(a, b); }
+  template <class D, class V> static V Apply(D, V a, V b) { return hn::Or(a, b); }
+};
+struct VXor {
+  template <class T> static T Scalar(T a, T b) { return ops::Xor::Apply(a, b); }
+  template <class D, class V> static V Apply(D, V a, V b) { return hn::Xor(a, b); }
+};
+// Lanes of `b` (read as unsigned) below the lane width, and `b` modulo the lane width.
+template <class D, class V>
+HWY_INLINE auto ShiftAmount(D, V b) {
+  using T = hn::TFromD<D>;
+  const hn::RebindToUnsigned<D> du;
+  constexpr hn::TFromD<decltype(du)> kBits = sizeof(T) * 8;
+  const auto ub = hn::BitCast(du, b);
+  return std::make_pair(hn::Lt(ub, hn::Set(du, kBits)), hn::And(ub, hn::Set(du, kBits - 1)));
+}
+struct VShiftLeft {
+  template <class T> static T Scalar(T a, T b) { return ops::ShiftLeft::Apply(a, b); }
+  template <class D, class V> static V Apply(D d, V a, V b) {
+    const hn::RebindToUnsigned<D> du;
+    const auto [in_range, amount] = ShiftAmount(d, b);
+    return hn::BitCast(d, hn::IfThenElseZero(in_range, hn::Shl(hn::BitCast(du, a), amount)));
+  }
+};
+struct VShiftRightLogical {
+  template <class T> static T Scalar(T a, T b) { return ops::ShiftRightLogical::Apply(a, b); }
+  template <class D, class V> static V Apply(D d, V a, V b) {
+    const hn::RebindToUnsigned<D> du;
+    const auto [in_range, amount] = ShiftAmount(d, b);
+    return hn::BitCast(d, hn::IfThenElseZero(in_range, hn::Shr(hn::BitCast(du, a), amount)));
+  }
+};
+struct VShiftRightArithmetic {
+  template <class T> static T Scalar(T a, T b) { return ops::ShiftRightArithmetic::Apply(a, b); }
+  template <class D, class V> static V Apply(D d, V a, V b) {
+    using T = hn::TFromD<D>;
+    const hn::RebindToUnsigned<D> du;
+    const hn::RebindToSigned<D> di;
+    const auto [in_range, amount] = ShiftAmount(d, b);
+    // Out of range shifts by bits - 1: the sign's fill.
+    const auto clamped = hn::IfThenElse(in_range, amount, hn::Set(du, sizeof(T) * 8 - 1));
+    return hn::BitCast(d, hn::Shr(hn::BitCast(di, a), hn::BitCast(di, clamped)));
+  }
+};
+
 struct VMaximum {
   template <class T> static T Scalar(T a, T b) { return ops::Maximum::Apply(a, b); }
   template <class D, class V> static V Apply(D d, V a, V b) {
