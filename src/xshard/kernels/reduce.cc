@@ -279,7 +279,12 @@ void ReduceRangeLoop(const std::byte* in_bytes, std::byte* out_bytes, const std:
     if (n > 0) out[0] = internal::StoreAs<S>(Op::Apply(ToCompute(out[0]), ToCompute(in[0])));
     return;
   }
-  std::vector<int64_t> idx(r, 0);
+  // Fused loops call this once per tile (per row of a column chunk): no allocation for the usual
+  // ranks.
+  constexpr int kInline = 8;
+  int64_t idx_inline[kInline];
+  std::vector<int64_t> idx_heap(r > kInline ? r : 0);
+  int64_t* idx = r > kInline ? idx_heap.data() : idx_inline;
   int64_t rest = begin, out_off = 0;
   for (int d = r - 1; d >= 0; --d) {
     idx[d] = rest % dims[d];
