@@ -14,7 +14,7 @@ JAX comes from PyPI into bench/jax_compare/.venv, created by --setup or on the f
 
   bench/jax_compare/jax_compare.py --setup            # create the venv (jax[cpu]==0.10.2) and exit
   bench/jax_compare/jax_compare.py --xshard build/xshard [--only NAME] [--rounds R] [--quick]
-                                   [--json out.json]
+                                   [--json out.json] [--suite seeds|ops|all]
 """
 import argparse
 import json
@@ -78,6 +78,9 @@ def parse_args(argv):
     p.add_argument("--only", action="append", default=[],
                    help="run only workloads whose name contains this (repeatable)")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
+    p.add_argument("--suite", choices=["seeds", "ops", "all"], default="seeds",
+                   help="seeds: the seed notebooks' table (default); ops: single-device programs of "
+                        "the ops real JAX programs use (op_workloads.py); all: both")
     p.add_argument("--rounds", type=int, default=5, help="alternating JAX / xshard rounds (default 5)")
     p.add_argument("--round-seconds", type=float, default=1.0,
                    help="target timed seconds per side per round (default 1.0; at least 2 calls)")
@@ -155,9 +158,12 @@ def main(argv):
     sys.path.insert(0, str(HERE))
     import workloads
 
-    todo = [w for w in workloads.all_workloads() if not args.only or any(o in w.name for o in args.only)]
+    import op_workloads
+    suite = ((workloads.all_workloads() if args.suite in ("seeds", "all") else []) +
+             (op_workloads.op_workloads() if args.suite in ("ops", "all") else []))
+    todo = [w for w in suite if not args.only or any(o in w.name for o in args.only)]
     if args.list:
-        for w in workloads.all_workloads():
+        for w in suite:
             print(f"{w.name:22s} {w.what}")
         return 0
     if not todo:
