@@ -1,9 +1,12 @@
 // Executor handlers for the heavy ops: dot, convolution, reduce, reduce-window,
 // select-and-scatter, gather, scatter, sort. Reducer / comparator computations are recognized
 // (add, max, compare LT, ...) for the kernels' typed loops, else run per element as scalar plans.
+#include <cstring>
+
 #include "xshard/kernels/convolution.h"
 #include "xshard/kernels/dot.h"
 #include "xshard/kernels/gather_scatter.h"
+#include "xshard/kernels/parallel.h"
 #include "xshard/kernels/reduce.h"
 #include "xshard/kernels/sort.h"
 #include "xshard/exec/executable_plan.h"
@@ -253,18 +256,31 @@ Status RunSort(const Step& step, Frame& frame, RunContext& ctx) {
   const int n = static_cast<int>(step.operands.size());
   kernels::Comparator cmp = step.sort().comparator;
   std::optional<ScalarRunner> runner;
-  if (!cmp.direction) {
+  if (!cmp.direction && cmp.keys.empty()) {
     runner.emplace(*step.callees[0], ctx);
     cmp.fn = runner->AsFn();
   }
+  // The typed paths spread rows over the device's threads (the scalar function runs serially).
+  const int threads = ctx.options.intra_op_threads > 0 ? ctx.options.intra_op_threads : kernels::CoreCount();
   XS_ASSIGN_OR_RETURN(std::vector<Array> outs,
-                      kernels::Sort(Operands(step, frame, 0, n), step.inst->dimensions()[0], cmp));
+                      kernels::Sort(Operands(step, frame, 0, n), step.inst->dimensions()[0], cmp, threads));
   frame.slots[step.out] = ResultSlot(std::move(outs), ctx, step.inst->shape().IsTuple());
   return OkStatus();
 }
 
+// compare(a, b) as compare(b, a).
+ComparisonDirection FlipComparison(ComparisonDirection d) {
+  switch (d) {
+    case ComparisonDirection::kLt: return ComparisonDirection::kGt;
+    case ComparisonDirection::kGt: return ComparisonDirection::kLt;
+    case ComparisonDirection::kLe: return ComparisonDirection::kGe;
+    case ComparisonDirection::kGe: return ComparisonDirection::kLe;
+    default: return d;
+  }
+}
+
 // compare(parameter(2k), parameter(2k+1)) as the whole comparator -> the kernel's fast path.
-kernels::Comparator ClassifyComparator(const Computation& c) {
+kernels::Comparator ClassifyCompareComparator(const Computation& c) {
   kernels::Comparator cmp;
   const Instruction* root = c.root();
   if (root->opcode() != Opcode::kCompare || !root->attrs().comparison_direction) return cmp;
@@ -274,25 +290,164 @@ kernels::Comparator ClassifyComparator(const Computation& c) {
   const int64_t pa = a->parameter_number(), pb = b->parameter_number();
   if (pa / 2 != pb / 2 || pa == pb) return cmp;
   ComparisonDirection d = *root->attrs().comparison_direction;
-  if (pa > pb) {  // compare(b, a): flip the direction
-    switch (d) {
-      case ComparisonDirection::kLt: d = ComparisonDirection::kGt; break;
-      case ComparisonDirection::kGt: d = ComparisonDirection::kLt; break;
-      case ComparisonDirection::kLe: d = ComparisonDirection::kGe; break;
-      case ComparisonDirection::kGe: d = ComparisonDirection::kLe; break;
-      default: break;
-    }
-  }
+  if (pa > pb) d = FlipComparison(d);  // compare(b, a)
   cmp.direction = d;
   cmp.type = root->attrs().comparison_type;
   cmp.key = static_cast<int>(pa / 2);
   return cmp;
 }
 
+// ---- JAX's sort comparators (jax._src.lax.lax._sort_lt_comparator, JAX 0.10.2) ----
+// For keys k0, k1, ... (operands 0..num_keys-1) the comparator is
+//   lex(i) = or(lt(i), and(eq(i), lex(i + 1))),  the last key's lex just lt(i),
+// with lt(i) = compare(v(a_i), v(b_i)), direction=LT and eq(i) the same operands with
+// direction=EQ (a_i, b_i: parameters 2i, 2i + 1). v is the parameter itself for integer and pred
+// keys, and for floats the canonicalization
+//   select(compare(x, x), direction=NE, nan, select(compare(x, 0), direction=EQ, 0, x))
+// (NaNs equal and last, -0 == +0) compared with type=TOTALORDER. jnp.sort(descending=True)
+// reverses an ascending sort; argsort / lax.sort carry the other operands. Matched exactly
+// (operands of or / and in either order, compares with the parameters either way round); every
+// instruction the root reaches is part of the match, so the order is the one described.
+
+bool IsScalar(const Instruction* i, std::optional<DType> dtype = std::nullopt) {
+  return i->shape().IsArray() && i->shape().rank() == 0 && (!dtype || i->shape().dtype() == *dtype);
+}
+
+// The bits of a scalar constant of dtype `t` (at most 8 bytes), zero-extended.
+std::optional<uint64_t> ScalarConstantBits(const Instruction* i, DType t) {
+  if (i->opcode() != Opcode::kConstant || !IsScalar(i, t) || !i->attrs().literal || !i->attrs().literal->array) {
+    return std::nullopt;
+  }
+  const Array& lit = i->literal();
+  const int64_t size = DTypeSize(t);
+  if (lit.dtype() != t || lit.num_elements() != 1 || size > 8) return std::nullopt;
+  uint64_t bits = 0;
+  std::memcpy(&bits, lit.data(), static_cast<size_t>(size));  // little-endian host
+  return bits;
+}
+
+bool IsCompare(const Instruction* i, ComparisonDirection d) {
+  return i->opcode() == Opcode::kCompare && i->attrs().comparison_direction == d && IsScalar(i, DType::kPred);
+}
+
+// FLOAT semantics (the compare's default on floats).
+bool IsFloatCompare(const Instruction* i, ComparisonDirection d) {
+  return IsCompare(i, d) &&
+         (i->attrs().comparison_type == ComparisonType::kNone || i->attrs().comparison_type == ComparisonType::kFloat);
+}
+
+// A side of a key compare: v(parameter p).
+struct SortValue {
+  const Instruction* param = nullptr;
+  bool canonical = false;
+  uint64_t nan_bits = 0, zero_bits = 0;
+};
+
+std::optional<SortValue> MatchSortValue(const Instruction* v) {
+  if (v->opcode() == Opcode::kParameter) {
+    if (!IsScalar(v)) return std::nullopt;
+    return SortValue{v};
+  }
+  // select(ne(x, x), NAN, select(eq(x, Z), Z, x))
+  if (v->opcode() != Opcode::kSelect || !IsScalar(v)) return std::nullopt;
+  const DType t = v->shape().dtype();
+  if (!IsFloating(t)) return std::nullopt;
+  const Instruction* ne = v->operand(0);
+  const Instruction* inner = v->operand(2);
+  if (!IsFloatCompare(ne, ComparisonDirection::kNe) || ne->operand(0) != ne->operand(1)) return std::nullopt;
+  const Instruction* x = ne->operand(0);
+  if (x->opcode() != Opcode::kParameter || !IsScalar(x, t)) return std::nullopt;
+  const std::optional<uint64_t> nan = ScalarConstantBits(v->operand(1), t);
+  if (!nan || inner->opcode() != Opcode::kSelect || inner->operand(2) != x) return std::nullopt;
+  const Instruction* eq = inner->operand(0);
+  const std::optional<uint64_t> zero = ScalarConstantBits(inner->operand(1), t);
+  if (!zero || !IsFloatCompare(eq, ComparisonDirection::kEq)) return std::nullopt;
+  const Instruction* z = eq->operand(0) == x ? eq->operand(1) : eq->operand(1) == x ? eq->operand(0) : nullptr;
+  if (z == nullptr || ScalarConstantBits(z, t) != zero) return std::nullopt;
+  return SortValue{x, true, *nan, *zero};
+}
+
+// A key compare: compare(v(a), v(b)) with `d` or, for kLt, kGt (either way round; the key's
+// direction is the one for (a, b)). Sets the key and the compare's two operands.
+bool MatchKeyCompare(const Instruction* c, kernels::SortKey* key, const Instruction** lhs, const Instruction** rhs) {
+  if (!IsCompare(c, ComparisonDirection::kLt) && !IsCompare(c, ComparisonDirection::kGt)) return false;
+  const std::optional<SortValue> x = MatchSortValue(c->operand(0));
+  const std::optional<SortValue> y = MatchSortValue(c->operand(1));
+  if (!x || !y || x->canonical != y->canonical || x->nan_bits != y->nan_bits || x->zero_bits != y->zero_bits) {
+    return false;
+  }
+  const int64_t px = x->param->parameter_number(), py = y->param->parameter_number();
+  if (px / 2 != py / 2 || px == py) return false;
+  ComparisonDirection d = *c->attrs().comparison_direction;
+  if (px > py) d = FlipComparison(d);  // compare(v(b), v(a))
+  *key = kernels::SortKey{
+      static_cast<int>(px / 2), d, c->attrs().comparison_type, x->canonical, x->nan_bits, x->zero_bits};
+  *lhs = c->operand(0);
+  *rhs = c->operand(1);
+  return true;
+}
+
+// lex(i) at `e`: appends the keys from i on; false (keys as before) when `e` is not of the form.
+bool MatchLexicographic(const Instruction* e, std::vector<kernels::SortKey>& keys) {
+  if (keys.size() >= 64) return false;
+  const Instruction* lhs = nullptr;
+  const Instruction* rhs = nullptr;
+  kernels::SortKey key;
+  if (MatchKeyCompare(e, &key, &lhs, &rhs)) {
+    keys.push_back(key);
+    return true;
+  }
+  if (e->opcode() != Opcode::kOr || !IsScalar(e, DType::kPred)) return false;
+  for (int o = 0; o < 2; ++o) {
+    const Instruction* lt = e->operand(o);
+    const Instruction* tie = e->operand(1 - o);
+    if (!MatchKeyCompare(lt, &key, &lhs, &rhs) || tie->opcode() != Opcode::kAnd || !IsScalar(tie, DType::kPred)) {
+      continue;
+    }
+    for (int t = 0; t < 2; ++t) {
+      // eq(i): the same two values, either way round, compared with the same type.
+      const Instruction* eq = tie->operand(t);
+      if (!IsCompare(eq, ComparisonDirection::kEq) || eq->attrs().comparison_type != lt->attrs().comparison_type ||
+          !((eq->operand(0) == lhs && eq->operand(1) == rhs) || (eq->operand(0) == rhs && eq->operand(1) == lhs))) {
+        continue;
+      }
+      const size_t saved = keys.size();
+      keys.push_back(key);
+      if (MatchLexicographic(tie->operand(1 - t), keys)) return true;
+      keys.resize(saved);
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+kernels::Comparator ClassifySortComparator(const Instruction& sort) {
+  const Computation& c = *sort.to_apply();
+  kernels::Comparator cmp = ClassifyCompareComparator(c);
+  if (cmp.direction) return cmp;
+  std::vector<kernels::SortKey> keys;
+  if (!MatchLexicographic(c.root(), keys)) return cmp;
+  // The parameters' dtypes must be the operands' (the kernel reads the operands' bytes).
+  std::vector<DType> dtypes;
+  for (int i = 0; i < sort.operand_count(); ++i) {
+    if (!sort.operand(i)->shape().IsArray()) return cmp;
+    dtypes.push_back(sort.operand(i)->shape().dtype());
+  }
+  if (c.parameters().size() != 2 * dtypes.size()) return cmp;
+  for (size_t p = 0; p < c.parameters().size(); ++p) {
+    if (!IsScalar(c.parameters()[p], dtypes[p / 2])) return cmp;
+  }
+  if (kernels::SortKeysSupported(keys, dtypes)) cmp.keys = std::move(keys);
+  return cmp;
+}
+
+namespace {
+
 Status PrepareSort(const Instruction& inst, Step& step, const Program& program) {
   if (inst.dimensions().size() != 1) return InvalidArgument("sort needs dimensions={d}");
   XS_RETURN_IF_ERROR(RequireCallee(inst, CallRole::kToApply, step, program));
-  step.SetPayload(SortPayload{ClassifyComparator(*inst.to_apply())});
+  step.SetPayload(SortPayload{ClassifySortComparator(inst)});
   step.run = &RunSort;
   return OkStatus();
 }

@@ -9,6 +9,7 @@
 #include "xshard/kernels/fft.h"
 #include "xshard/kernels/linalg.h"
 #include "xshard/kernels/ragged_dot.h"
+#include "xshard/kernels/parallel.h"
 #include "xshard/kernels/random.h"
 #include "xshard/kernels/topk.h"
 #include "xshard/exec/executable_plan.h"
@@ -57,7 +58,8 @@ const P& Params(const Step& step) {
 
 Status RunTopK(const Step& step, Frame& frame, RunContext& ctx) {
   const auto& p = Params<TopKParams>(step);
-  XS_ASSIGN_OR_RETURN(auto r, kernels::TopK(OperandArray(step, frame, 0), p.k, p.largest));
+  const int threads = ctx.options.intra_op_threads > 0 ? ctx.options.intra_op_threads : kernels::CoreCount();
+  XS_ASSIGN_OR_RETURN(auto r, kernels::TopK(OperandArray(step, frame, 0), p.k, p.largest, threads));
   std::vector<Array> out;
   out.push_back(std::move(r.first));
   out.push_back(std::move(r.second));

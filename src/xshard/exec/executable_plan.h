@@ -95,7 +95,8 @@ struct CombinePayload {
   kernels::CombineKind combine = kernels::CombineKind::kGeneric;
   std::optional<kernels::ArgSelect> arg_select = std::nullopt;  // reduce of (value, index) pairs: argmax / argmin
 };
-// sort: the comparator's fast path (direction set) or none; `fn` is never set at plan time.
+// sort: the comparator's fast paths (direction or keys set) or none; `fn` is never set at plan
+// time.
 struct SortPayload {
   kernels::Comparator comparator;
 };
@@ -369,6 +370,11 @@ class ScalarRunner {
 // Recognizes a reducer / combiner computation `{p0, p1: T[]} -> op(p0, p1)` (kAdd ... kOr) or
 // `-> p1` (kOverwrite, only when `allow_overwrite`); kGeneric otherwise.
 kernels::CombineKind ClassifyCombiner(const Computation& c, bool allow_overwrite);
+// The comparator of a sort instruction (it has to_apply=) for kernels::Sort: a compare of the two
+// parameters of one operand (Comparator::direction), JAX's lexicographic comparators as keys
+// (Comparator::keys, when the kernel supports them on the operands' dtypes), else neither (the
+// computation runs per comparison).
+kernels::Comparator ClassifySortComparator(const Instruction& sort);
 // The ArgSelect (kernels/scalar_fn.h) that a reducer of two (value, index) operand pairs is, as
 // jnp.argmax / argmin lower it (values of a real or integer type, integer indices), or nullopt.
 // A structural match: every select, compare and logical op of the region must be one of the form's.

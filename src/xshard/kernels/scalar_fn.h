@@ -5,9 +5,11 @@
 #define XSHARD_KERNELS_SCALAR_FN_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "xshard/base/status.h"
 #include "xshard/ir/attributes.h"
@@ -47,12 +49,27 @@ struct Combiner {
   std::optional<ArgSelect> arg_select = std::nullopt;
 };
 
-// A sort comparator: a recognized `compare(p[2k], p[2k+1])` on operand `key` (fast path), or a
-// general function of 2N args (a and b of operand 0, a and b of operand 1, ...) -> pred.
+// One key of a recognized lexicographic sort comparator: `compare(v(a), v(b))` with a strict
+// direction (kLt ascending, kGt descending) on the elements a, b of operand `operand`, where v is
+// the identity or, with `canonical`, JAX's float canonicalization
+// `select(ne(x, x), NaN, select(eq(x, Z), Z, x))` (the constants' bit patterns kept, widened).
+struct SortKey {
+  int operand = 0;
+  ComparisonDirection direction = ComparisonDirection::kLt;
+  ComparisonType type = ComparisonType::kNone;  // compare's type= (kNone: the dtype's default)
+  bool canonical = false;
+  uint64_t nan_bits = 0, zero_bits = 0;  // with `canonical`: NaN's and Z's bits
+};
+
+// A sort comparator: a recognized `compare(p[2k], p[2k+1])` on operand `key` (fast path), a
+// recognized lexicographic order on `keys` (JAX's comparators: keys[0] first, the next key
+// breaking its ties, ...), or a general function of 2N args (a and b of operand 0, a and b of
+// operand 1, ...) -> pred.
 struct Comparator {
-  std::optional<ComparisonDirection> direction;  // set: the fast path
+  std::optional<ComparisonDirection> direction;  // set: the single-compare fast path
   ComparisonType type = ComparisonType::kNone;
   int key = 0;
+  std::vector<SortKey> keys;  // non-empty: the lexicographic fast path (direction unset)
   ScalarFn fn;
 };
 

@@ -11,9 +11,10 @@
 namespace xs::kernels {
 
 // Returns (values [..., k], indices s32[..., k]). Order: descending for largest (ascending
-// otherwise) in XLA's total order for floats (-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN),
-// ties broken by the lower index first. Error when k is negative or above the last dim.
-StatusOr<std::pair<Array, Array>> TopK(const Array& in, int64_t k, bool largest);
+// otherwise) in XLA's total order for floats (-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN,
+// NaNs by their bits), ties broken by the lower index first. Error when k is negative or above
+// the last dim. Rows are spread over up to `threads` threads.
+StatusOr<std::pair<Array, Array>> TopK(const Array& in, int64_t k, bool largest, int threads = 1);
 
 }  // namespace xs::kernels
 
