@@ -213,9 +213,20 @@ Status PrepareSelectAndScatter(const Instruction& inst, Step& step, const Progra
   return OkStatus();
 }
 
+// The gather's planned buffer when Prepare asked for one (the result is the operand's dtype),
+// else a new array.
 Status RunGather(const Step& step, Frame& frame, RunContext& ctx) {
-  XS_ASSIGN_OR_RETURN(Array out, kernels::Gather(OperandArray(step, frame, 0), OperandArray(step, frame, 1),
-                                                 *step.inst->attrs().gather, *step.inst->attrs().slice_sizes));
+  const Array& operand = OperandArray(step, frame, 0);
+  const Array& indices = OperandArray(step, frame, 1);
+  const GatherDimensionNumbers& dn = *step.inst->attrs().gather;
+  const std::vector<int64_t>& sizes = *step.inst->attrs().slice_sizes;
+  if (step.writes_result_buffer) {
+    std::shared_ptr<Array> out = NewArray(step.inst->shape(), ctx);
+    XS_RETURN_IF_ERROR(kernels::GatherInto(operand, indices, dn, sizes, *out));
+    frame.slots[step.out] = OwnedSlot(std::move(out));
+    return OkStatus();
+  }
+  XS_ASSIGN_OR_RETURN(Array out, kernels::Gather(operand, indices, dn, sizes));
   frame.slots[step.out] = OwnedSlot(AdoptArray(std::move(out), ctx));
   return OkStatus();
 }
@@ -227,6 +238,10 @@ Status PrepareGather(const Instruction& inst, Step& step, const Program&) {
                                                 *inst.attrs().gather, *inst.attrs().slice_sizes));
   XS_RETURN_IF_ERROR(CheckDims(inst, dims));
   step.run = &RunGather;
+  // GatherInto writes every element: the result can live in the arena (no allocation, no
+  // zero-fill, no page faults on a fresh buffer).
+  step.writes_result_buffer =
+      inst.operand(0)->shape().IsArray() && inst.shape().dtype() == inst.operand(0)->shape().dtype();
   return OkStatus();
 }
 
@@ -234,9 +249,24 @@ Status RunScatter(const Step& step, Frame& frame, RunContext& ctx) {
   const int n = (static_cast<int>(step.operands.size()) - 1) / 2;
   std::optional<ScalarRunner> runner;
   const kernels::Combiner c = MakeCombiner(step, runner, ctx, 0);
+  const ScatterDimensionNumbers& dn = *step.inst->attrs().scatter;
+  if (step.writes_result_buffer) {
+    // One operand, result of its shape: scatter into the planned buffer, which is the operand's
+    // own when it dies here (no copy), as dynamic-update-slice does.
+    const Array& operand = OperandArray(step, frame, 0);
+    std::shared_ptr<Array> out = ResultBuffer(step, frame, ctx, 0);
+    if (out->data() != operand.data()) {
+      std::memcpy(out->data(), operand.data(), static_cast<size_t>(operand.byte_size()));
+    }
+    Array* outs[] = {out.get()};
+    const Array* updates[] = {&OperandArray(step, frame, 2)};
+    XS_RETURN_IF_ERROR(kernels::ScatterInPlace(outs, OperandArray(step, frame, 1), updates, dn, c));
+    frame.slots[step.out] = OwnedSlot(std::move(out));
+    return OkStatus();
+  }
   XS_ASSIGN_OR_RETURN(std::vector<Array> outs,
                       kernels::Scatter(Operands(step, frame, 0, n), OperandArray(step, frame, n),
-                                       Operands(step, frame, n + 1, n), *step.inst->attrs().scatter, c));
+                                       Operands(step, frame, n + 1, n), dn, c));
   frame.slots[step.out] = ResultSlot(std::move(outs), ctx, step.inst->shape().IsTuple());
   return OkStatus();
 }
@@ -249,6 +279,14 @@ Status PrepareScatter(const Instruction& inst, Step& step, const Program& progra
   CombinePayload& p = step.SetPayload(CombinePayload{});
   if (inst.operand_count() == 3) p.combine = ClassifyCombiner(*inst.to_apply(), /*allow_overwrite=*/true);
   step.run = &RunScatter;
+  // One operand whose result has its shape: Run copies the operand into the planned buffer (or
+  // takes the operand's own buffer when it dies here) and scatters into it.
+  const Shape& operand = inst.operand(0)->shape();
+  if (inst.operand_count() == 3 && inst.shape().IsArray() && operand.IsArray() &&
+      inst.shape().dtype() == operand.dtype() && inst.shape().dims() == operand.dims()) {
+    step.writes_result_buffer = true;
+    step.inplace_operand = 0;
+  }
   return OkStatus();
 }
 

@@ -1,13 +1,16 @@
-// gather / scatter: index vectors are read once as int64; gather copies each slice as a strided
-// box, scatter walks each update window and combines element by element.
+// gather / scatter. Each window (gather's slice, scatter's update window) is walked as runs of
+// elements evenly spaced on both sides (a window of whole rows is one run), with the window starts
+// read straight from the indices a block at a time. Gather copies the runs; scatter combines them
+// in a typed loop per (combiner, dtype), or calls the combiner's scalar function per element.
 #include "xshard/kernels/gather_scatter.h"
 
 #include <algorithm>
 #include <cstring>
 
+#include "xshard/kernels/elementwise_loops.h"
 #include "xshard/kernels/numeric.h"
 #include "xshard/kernels/reduce.h"
-#include "xshard/kernels/shape_ops.h"
+#include "xshard/kernels/scalar_ops.h"
 
 namespace xs::kernels {
 namespace {
@@ -76,6 +79,547 @@ std::vector<int64_t> WindowOperandDims(int64_t rank, const std::vector<int64_t>&
   return w;
 }
 
+// Windows whose starts are read at a time (stack buffers), and runs handed on at a time.
+constexpr int64_t kBlock = 256;
+
+// `n` elements from element offset `a` of the operand side and `b` of the other side (gather's
+// result, scatter's updates), each side stepping by its RunPlan's step.
+struct Run {
+  int64_t a, b, n;
+};
+
+// A window as runs: size-1 dims dropped, a dim merged into its inner neighbour where both sides
+// are contiguous across it; the innermost dim left is the run, the others are walked around it.
+struct RunPlan {
+  std::vector<int64_t> dims, a_strides, b_strides;  // outer dims, outermost first
+  int64_t run = 1, a_step = 1, b_step = 1;
+};
+
+RunPlan MakeRunPlan(const std::vector<int64_t>& box, const std::vector<int64_t>& a_strides,
+                    const std::vector<int64_t>& b_strides) {
+  RunPlan p;
+  for (size_t i = 0; i < box.size(); ++i) {
+    if (box[i] == 1) continue;
+    if (!p.dims.empty() && p.a_strides.back() == a_strides[i] * box[i] &&
+        p.b_strides.back() == b_strides[i] * box[i]) {
+      p.dims.back() *= box[i];
+      p.a_strides.back() = a_strides[i];
+      p.b_strides.back() = b_strides[i];
+      continue;
+    }
+    p.dims.push_back(box[i]);
+    p.a_strides.push_back(a_strides[i]);
+    p.b_strides.push_back(b_strides[i]);
+  }
+  if (!p.dims.empty()) {
+    p.run = p.dims.back();
+    p.a_step = p.a_strides.back();
+    p.b_step = p.b_strides.back();
+    p.dims.pop_back();
+    p.a_strides.pop_back();
+    p.b_strides.pop_back();
+  }
+  return p;
+}
+
+// Calls f(a, b) with the start of each run of the window whose first element is at (a, b), in
+// the window's row-major order; `idx` is scratch.
+template <class F>
+void ForEachRun(const RunPlan& p, int64_t a, int64_t b, std::vector<int64_t>& idx, F&& f) {
+  const size_t r = p.dims.size();
+  if (r == 0) {
+    f(a, b);
+    return;
+  }
+  if (r == 1) {
+    for (int64_t i = 0; i < p.dims[0]; ++i) f(a + i * p.a_strides[0], b + i * p.b_strides[0]);
+    return;
+  }
+  idx.assign(r, 0);
+  for (;;) {
+    f(a, b);
+    size_t k = r;
+    for (;;) {
+      if (k == 0) return;
+      --k;
+      a += p.a_strides[k];
+      b += p.b_strides[k];
+      if (++idx[k] < p.dims[k]) break;
+      a -= p.a_strides[k] * p.dims[k];
+      b -= p.b_strides[k] * p.dims[k];
+      idx[k] = 0;
+    }
+  }
+}
+
+// The indices' dims other than index_vector_dim, in order; error for an index_vector_dim out of
+// range.
+StatusOr<std::vector<int64_t>> IndexBatchDims(const Array& indices, int64_t ivd) {
+  const std::vector<int64_t>& d = indices.dims();
+  if (ivd < 0 || ivd > static_cast<int64_t>(d.size())) {
+    return InvalidArgument("index_vector_dim=", ivd, " is out of range for indices of rank ", d.size());
+  }
+  std::vector<int64_t> batch;
+  for (int64_t i = 0; i < static_cast<int64_t>(d.size()); ++i) {
+    if (i != ivd) batch.push_back(d[i]);
+  }
+  return batch;
+}
+
+// Each window's start, read from the indices for windows in row-major order of the indices'
+// batch dims (the evaluator's order): the operand offset of its first element (gather: the start
+// clamped so the slice fits; scatter: -1 when the window does not fit) and the other side's
+// offset of its first element. Only the operand dims that an index component or a batching dim
+// sets are read; the others start at 0, where every window fits (the callers check the sizes).
+// The values are StartIndex's: index components through the map, then the batching dims.
+class WindowStarts {
+ public:
+  // `sizes`: the window's extent in each operand dim; `other_strides`: the other side's stride
+  // of each indices batch dim, in order.
+  static StatusOr<WindowStarts> Make(const Array& indices, int64_t ivd, const std::vector<int64_t>& operand_dims,
+                                     const std::vector<int64_t>& sizes, const std::vector<int64_t>& index_map,
+                                     const std::vector<int64_t>& operand_batching,
+                                     const std::vector<int64_t>& indices_batching,
+                                     const std::vector<int64_t>& other_strides, bool clamp) {
+    WindowStarts w;
+    const DType t = indices.dtype();
+    const bool integer = VisitDType(
+        t, [](auto tag) { return Int<typename decltype(tag)::type>; }, [] { return false; });
+    if (!integer) return InvalidArgument("indices must have an integer type, got ", DTypeName(t));
+    const std::vector<int64_t>& d = indices.dims();
+    const int64_t irank = static_cast<int64_t>(d.size());
+    if (ivd < 0 || ivd > irank) {
+      return InvalidArgument("index_vector_dim=", ivd, " is out of range for indices of rank ", d.size());
+    }
+    const std::vector<int64_t> strides = RowMajorStrides(d);
+    int64_t vector_size = 1;
+    for (int64_t i = 0; i < irank; ++i) {
+      if (i == ivd) {
+        vector_size = d[i];
+        w.vector_stride_ = strides[i];
+      } else {
+        w.batch_dims_.push_back(d[i]);
+        w.idx_strides_.push_back(strides[i]);
+      }
+    }
+    if (other_strides.size() != w.batch_dims_.size()) return Internal("window starts: batch dims mismatch");
+    w.other_strides_ = other_strides;
+    w.count_ = Product(w.batch_dims_);
+    const int64_t rank = static_cast<int64_t>(operand_dims.size());
+    const std::vector<int64_t> op_strides = RowMajorStrides(operand_dims);
+    for (int64_t m : index_map) {
+      if (m < 0 || m >= rank) return InvalidArgument("index map names dim ", m, " of an operand of rank ", rank);
+    }
+    if (operand_batching.size() != indices_batching.size()) {
+      return InvalidArgument(operand_batching.size(), " operand batching dims but ", indices_batching.size(),
+                             " indices batching dims");
+    }
+    for (size_t i = 0; i < operand_batching.size(); ++i) {
+      if (operand_batching[i] < 0 || operand_batching[i] >= rank) {
+        return InvalidArgument("operand batching dim ", operand_batching[i], " is out of range");
+      }
+      if (indices_batching[i] < 0 || indices_batching[i] >= irank || indices_batching[i] == ivd) {
+        return InvalidArgument("indices batching dim ", indices_batching[i], " is not a batch dim of the indices");
+      }
+    }
+    for (int64_t dim = 0; dim < rank; ++dim) {
+      Source s;
+      s.hi = operand_dims[dim] - sizes[dim];
+      s.op_stride = op_strides[dim];
+      for (size_t k = 0; k < index_map.size() && static_cast<int64_t>(k) < vector_size; ++k) {
+        if (index_map[k] == dim) s.component = static_cast<int64_t>(k);
+      }
+      for (size_t i = 0; i < operand_batching.size(); ++i) {
+        if (operand_batching[i] == dim) {
+          s.component = -1;
+          s.batch_pos = indices_batching[i] > ivd ? indices_batching[i] - 1 : indices_batching[i];
+        }
+      }
+      if (s.component >= 0 || s.batch_pos >= 0) w.sources_.push_back(s);
+    }
+    w.data_ = indices.data();
+    w.dtype_ = t;
+    w.clamp_ = clamp;
+    return w;
+  }
+
+  int64_t count() const { return count_; }
+
+  // Fills op[i] and other[i] for windows first .. first + n - 1.
+  void Fill(int64_t first, int64_t n, int64_t* op, int64_t* other) const {
+    VisitDType(
+        dtype_,
+        [&](auto tag) {
+          using I = typename decltype(tag)::type;
+          if constexpr (Int<I>) FillTyped<I>(first, n, op, other);
+        },
+        [] {});
+  }
+
+ private:
+  struct Source {
+    int64_t op_stride = 0, hi = 0;
+    int64_t component = -1;  // index vector component, or
+    int64_t batch_pos = -1;  // the batch dim whose coordinate is the start
+  };
+
+  // The windows go in stretches along the last batch dim, where only the last coordinate
+  // changes: each stretch starts from the outer batching dims' part, then adds one source at a
+  // time in a tight loop (strided index reads, no per-window odometer).
+  template <typename I>
+  void FillTyped(int64_t first, int64_t n, int64_t* op, int64_t* other) const {
+    const I* p = reinterpret_cast<const I*>(data_);
+    const size_t r = batch_dims_.size();
+    if (r == 0) {  // one window: an index vector alone
+      op[0] = Start(p, 0, {});
+      other[0] = 0;
+      return;
+    }
+    std::vector<int64_t> coord(r);
+    int64_t ioff = 0, ooff = 0, rest = first;
+    for (size_t k = r; k-- > 0;) {
+      coord[k] = rest % batch_dims_[k];
+      rest /= batch_dims_[k];
+      ioff += coord[k] * idx_strides_[k];
+      ooff += coord[k] * other_strides_[k];
+    }
+    const int64_t last = static_cast<int64_t>(r) - 1;
+    const int64_t step = idx_strides_[last], ostep = other_strides_[last];
+    for (int64_t i = 0; i < n;) {
+      const int64_t len = std::min(n - i, batch_dims_[last] - coord[last]);
+      int64_t* o = op + i;
+      int64_t base = 0;
+      bool fits = true;
+      for (const Source& s : sources_) {
+        if (s.component >= 0 || s.batch_pos == last) continue;
+        fits = fits && Add(coord[s.batch_pos], s, base);
+      }
+      for (int64_t j = 0; j < len; ++j) other[i + j] = ooff + j * ostep;
+      bool set = false;  // o holds the stretch's starts so far
+      for (const Source& s : sources_) {
+        if (!fits || (s.component < 0 && s.batch_pos != last)) continue;
+        if (s.component >= 0) {
+          const I* q = p + ioff + s.component * vector_stride_;
+          AddAll(len, s, set, base, o, [&](int64_t j) { return static_cast<int64_t>(q[j * step]); });
+        } else {
+          const int64_t c0 = coord[last];
+          AddAll(len, s, set, base, o, [&](int64_t j) { return c0 + j; });
+        }
+        set = true;
+      }
+      if (!set) std::fill(o, o + len, fits ? base : -1);
+      i += len;
+      ioff += len * step;
+      ooff += len * ostep;
+      coord[last] += len;
+      for (int64_t k = last; k > 0 && coord[k] == batch_dims_[k]; --k) {  // carry
+        ioff += idx_strides_[k - 1] - idx_strides_[k] * batch_dims_[k];
+        ooff += other_strides_[k - 1] - other_strides_[k] * batch_dims_[k];
+        coord[k] = 0;
+        ++coord[k - 1];
+      }
+    }
+  }
+
+  // Adds source s's start value(j) to o[j] for j < len (to `base` when !set), branch-free:
+  // clamped (gather), or -1 for a window that does not fit or did not already (scatter).
+  template <class Value>
+  void AddAll(int64_t len, const Source& s, bool set, int64_t base, int64_t* o, Value&& value) const {
+    // Locals: stores through o could alias the source's fields otherwise.
+    const int64_t stride = s.op_stride, hi = s.hi;  // hi >= 0: the callers check the window sizes
+    if (clamp_) {
+      for (int64_t j = 0; j < len; ++j) {
+        o[j] = (set ? o[j] : base) + std::min(std::max<int64_t>(0, value(j)), hi) * stride;
+      }
+      return;
+    }
+    const uint64_t uhi = static_cast<uint64_t>(hi);
+    if (!set) {
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t v = value(j);
+        o[j] = static_cast<uint64_t>(v) <= uhi ? base + v * stride : -1;
+      }
+      return;
+    }
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t v = value(j);
+      o[j] = o[j] >= 0 && static_cast<uint64_t>(v) <= uhi ? o[j] + v * stride : -1;
+    }
+  }
+
+  // Adds source s's start v to the offset `off`: clamped (gather), or false when the window does
+  // not fit (scatter).
+  bool Add(int64_t v, const Source& s, int64_t& off) const {
+    if (clamp_) {
+      v = std::min(std::max<int64_t>(0, v), s.hi);
+    } else if (v < 0 || v > s.hi) {
+      return false;
+    }
+    off += v * s.op_stride;
+    return true;
+  }
+
+  // The start of the window whose index vector is at p + ioff and batch coordinates `coord`.
+  template <typename I>
+  int64_t Start(const I* p, int64_t ioff, const std::vector<int64_t>& coord) const {
+    int64_t off = 0;
+    for (const Source& s : sources_) {
+      const int64_t v = s.component >= 0 ? static_cast<int64_t>(p[ioff + s.component * vector_stride_])
+                                         : coord[s.batch_pos];
+      if (!Add(v, s, off)) return -1;
+    }
+    return off;
+  }
+
+  const std::byte* data_ = nullptr;
+  DType dtype_ = DType::kS32;
+  std::vector<int64_t> batch_dims_, idx_strides_, other_strides_;
+  int64_t vector_stride_ = 0, count_ = 0;
+  std::vector<Source> sources_;
+  bool clamp_ = false;
+};
+
+// Walks windows first .. last - 1 in order, a block of starts at a time. With `single_runs`
+// (each window is one run) the blocks of starts go to windows(op, other, m), which skips starts of
+// -1 (scatter's misfits); else the runs of the windows that fit go to flush(runs, count) -> Status.
+template <class Windows, class Flush>
+Status WalkWindows(const WindowStarts& starts, const RunPlan& plan, bool single_runs, int64_t first, int64_t last,
+                   Windows&& windows, Flush&& flush) {
+  int64_t op[kBlock], other[kBlock];
+  Run runs[kBlock];
+  int64_t nr = 0;
+  std::vector<int64_t> idx;
+  for (int64_t w = first; w < last; w += kBlock) {
+    const int64_t m = std::min(kBlock, last - w);
+    starts.Fill(w, m, op, other);
+    if (single_runs) {
+      windows(static_cast<const int64_t*>(op), static_cast<const int64_t*>(other), m);
+      continue;
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      if (op[i] < 0) continue;
+      Status st = OkStatus();
+      ForEachRun(plan, op[i], other[i], idx, [&](int64_t a, int64_t b) {
+        runs[nr++] = Run{a, b, plan.run};
+        if (nr == kBlock) {
+          if (st.ok()) st = flush(static_cast<const Run*>(runs), nr);
+          nr = 0;
+        }
+      });
+      XS_RETURN_IF_ERROR(st);
+    }
+  }
+  if (nr > 0) return flush(static_cast<const Run*>(runs), nr);
+  return OkStatus();
+}
+
+// Windows whose first lines are prefetched ahead of the one being copied / combined: windows
+// land at random rows, where the hardware prefetcher cannot guess the next start.
+constexpr int64_t kPrefetchAhead = 8;
+template <int kWrite, typename T>
+inline void PrefetchStart(const T* p, int64_t n) {
+  const char* c = reinterpret_cast<const char*>(p);
+  const int64_t bytes = std::min<int64_t>(n * static_cast<int64_t>(sizeof(T)), 256);
+  for (int64_t at = 0; at < bytes; at += 64) __builtin_prefetch(c + at, kWrite, 3);
+}
+
+// The starts of every window in order, -1 for a scatter window that does not fit (for the
+// column walks below).
+Status AllStarts(const WindowStarts& starts, const RunPlan& plan, std::vector<int64_t>& op,
+                 std::vector<int64_t>& other) {
+  op.reserve(static_cast<size_t>(starts.count()));
+  other.reserve(static_cast<size_t>(starts.count()));
+  return WalkWindows(
+      starts, plan, /*single_runs=*/true, 0, starts.count(),
+      [&](const int64_t* o, const int64_t* u, int64_t m) {
+        op.insert(op.end(), o, o + m);
+        other.insert(other.end(), u, u + m);
+      },
+      [](const Run*, int64_t) { return OkStatus(); });
+}
+
+// A window that is one strided run (a column: x[:, idx], x.at[:, idx].add(u)) is walked
+// element by element with a cache line fetched per element on each side. The column walk goes
+// the other way round: for each position w in the run, every window's element w, so consecutive
+// windows touch nearby elements (a row of the result and of the updates).
+bool ColumnWalk(const RunPlan& plan) {
+  return plan.dims.empty() && plan.run > 1 && (plan.a_step != 1 || plan.b_step != 1);
+}
+
+// Elements of `size` bytes, for copies that only move bytes.
+template <size_t kSize>
+struct Bytes {
+  std::byte b[kSize];
+};
+
+template <typename U>
+inline void CopyElements(U* dst, int64_t dst_step, const U* src, int64_t src_step, int64_t n) {
+  if (dst_step == 1 && src_step == 1) {
+    if (n == 1) {
+      *dst = *src;
+    } else {
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(U));
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i * dst_step] = src[i * src_step];
+}
+
+// The loops of one element size (gather, scatter's overwrite) or dtype (scatter's combines) over
+// a: the operand / scatter's result and b: gather's result / the updates. `runs` takes a block of
+// runs; `windows` a block of windows that are one run of n elements each, starting at a + op[i]
+// and b + other[i] (no run built per window; n == 1: one element each).
+struct GatherFns {
+  void (*runs)(const std::byte* a, std::byte* b, const Run* runs, int64_t count, int64_t a_step, int64_t b_step);
+  void (*windows)(const std::byte* a, std::byte* b, const int64_t* op, const int64_t* other, int64_t m, int64_t n,
+                  int64_t a_step, int64_t b_step);
+};
+struct ScatterFns {
+  void (*runs)(std::byte* a, const std::byte* b, const Run* runs, int64_t count, int64_t a_step, int64_t b_step);
+  void (*windows)(std::byte* a, const std::byte* b, const int64_t* op, const int64_t* other, int64_t m, int64_t n,
+                  int64_t a_step, int64_t b_step);
+};
+
+template <typename U>
+void GatherRuns(const std::byte* a, std::byte* b, const Run* runs, int64_t count, int64_t a_step, int64_t b_step) {
+  for (int64_t r = 0; r < count; ++r) {
+    CopyElements(reinterpret_cast<U*>(b) + runs[r].b, b_step, reinterpret_cast<const U*>(a) + runs[r].a, a_step,
+                 runs[r].n);
+  }
+}
+template <typename U>
+void GatherWindows(const std::byte* a, std::byte* b, const int64_t* op, const int64_t* other, int64_t m, int64_t n,
+                   int64_t a_step, int64_t b_step) {
+  const U* src = reinterpret_cast<const U*>(a);
+  U* dst = reinterpret_cast<U*>(b);
+  if (n == 1) {
+    for (int64_t i = 0; i < m; ++i) {
+      if (i + kPrefetchAhead < m) __builtin_prefetch(src + op[i + kPrefetchAhead], 0, 3);
+      dst[other[i]] = src[op[i]];
+    }
+    return;
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    if (a_step == 1 && i + kPrefetchAhead < m) PrefetchStart<0>(src + op[i + kPrefetchAhead], n);
+    CopyElements(dst + other[i], b_step, src + op[i], a_step, n);
+  }
+}
+
+template <typename U>
+void OverwriteRuns(std::byte* a, const std::byte* b, const Run* runs, int64_t count, int64_t a_step, int64_t b_step) {
+  for (int64_t r = 0; r < count; ++r) {
+    CopyElements(reinterpret_cast<U*>(a) + runs[r].a, a_step, reinterpret_cast<const U*>(b) + runs[r].b, b_step,
+                 runs[r].n);
+  }
+}
+template <typename U>
+void OverwriteWindows(std::byte* a, const std::byte* b, const int64_t* op, const int64_t* other, int64_t m, int64_t n,
+                      int64_t a_step, int64_t b_step) {
+  U* dst = reinterpret_cast<U*>(a);
+  const U* src = reinterpret_cast<const U*>(b);
+  for (int64_t i = 0; i < m; ++i) {
+    if (op[i] < 0) continue;
+    if (a_step == 1 && i + kPrefetchAhead < m && op[i + kPrefetchAhead] >= 0) {
+      PrefetchStart<1>(dst + op[i + kPrefetchAhead], n);
+    }
+    CopyElements(dst + op[i], a_step, src + other[i], b_step, n);
+  }
+}
+
+// TypedCombine's arithmetic: each result rounded to S.
+template <class Op, class S>
+inline S Combine(S acc, S x) {
+  return internal::StoreAs<S>(Op::Apply(ToCompute(acc), ToCompute(x)));
+}
+
+// n elements; contiguous ones vectorize.
+template <class Op, class S>
+inline void CombineRun(S* o, const S* u, int64_t n, int64_t a_step, int64_t b_step) {
+  if (a_step == 1 && b_step == 1) {
+    for (int64_t i = 0; i < n; ++i) o[i] = Combine<Op, S>(o[i], u[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i * a_step] = Combine<Op, S>(o[i * a_step], u[i * b_step]);
+  }
+}
+
+template <class Op, class S>
+void CombineRuns(std::byte* a, const std::byte* b, const Run* runs, int64_t count, int64_t a_step, int64_t b_step) {
+  S* o = reinterpret_cast<S*>(a);
+  const S* u = reinterpret_cast<const S*>(b);
+  for (int64_t r = 0; r < count; ++r) CombineRun<Op, S>(o + runs[r].a, u + runs[r].b, runs[r].n, a_step, b_step);
+}
+template <class Op, class S>
+void CombineWindows(std::byte* a, const std::byte* b, const int64_t* op, const int64_t* other, int64_t m, int64_t n,
+                    int64_t a_step, int64_t b_step) {
+  S* o = reinterpret_cast<S*>(a);
+  const S* u = reinterpret_cast<const S*>(b);
+  if (n == 1) {
+    for (int64_t i = 0; i < m; ++i) {
+      if (i + kPrefetchAhead < m && op[i + kPrefetchAhead] >= 0) __builtin_prefetch(o + op[i + kPrefetchAhead], 1, 3);
+      if (op[i] >= 0) o[op[i]] = Combine<Op, S>(o[op[i]], u[other[i]]);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    if (op[i] < 0) continue;
+    if (a_step == 1 && i + kPrefetchAhead < m && op[i + kPrefetchAhead] >= 0) {
+      PrefetchStart<1>(o + op[i + kPrefetchAhead], n);
+    }
+    CombineRun<Op, S>(o + op[i], u + other[i], n, a_step, b_step);
+  }
+}
+
+template <class Op>
+ScatterFns CombineFnsFor(DType t) {
+  return VisitDType(
+      t,
+      [](auto tag) -> ScatterFns {
+        using S = typename decltype(tag)::type;
+        if constexpr (internal::BinaryApplies<Op, S>) {
+          if constexpr (std::is_same_v<internal::BinaryOut<Op, S>, S>) {
+            return {&CombineRuns<Op, S>, &CombineWindows<Op, S>};
+          }
+        }
+        return {nullptr, nullptr};
+      },
+      [] { return ScatterFns{nullptr, nullptr}; });
+}
+
+// The loops of a recognized combiner (FindTypedCombine's kinds and dtypes); null when none.
+ScatterFns ScatterFnsFor(CombineKind kind, DType t) {
+  switch (kind) {
+    case CombineKind::kAdd: return CombineFnsFor<ops::Add>(t);
+    case CombineKind::kMultiply: return CombineFnsFor<ops::Multiply>(t);
+    case CombineKind::kMaximum: return CombineFnsFor<ops::Maximum>(t);
+    case CombineKind::kMinimum: return CombineFnsFor<ops::Minimum>(t);
+    case CombineKind::kAnd: return CombineFnsFor<ops::And>(t);
+    case CombineKind::kOr: return CombineFnsFor<ops::Or>(t);
+    case CombineKind::kOverwrite:
+      // Bytes moved as they are (no round trip through a compute type that could quiet a NaN).
+      switch (DTypeSize(t)) {
+        case 1: return {&OverwriteRuns<uint8_t>, &OverwriteWindows<uint8_t>};
+        case 2: return {&OverwriteRuns<uint16_t>, &OverwriteWindows<uint16_t>};
+        case 4: return {&OverwriteRuns<uint32_t>, &OverwriteWindows<uint32_t>};
+        case 8: return {&OverwriteRuns<uint64_t>, &OverwriteWindows<uint64_t>};
+        case 16: return {&OverwriteRuns<Bytes<16>>, &OverwriteWindows<Bytes<16>>};
+        default: return {nullptr, nullptr};
+      }
+    case CombineKind::kGeneric: break;
+  }
+  return {nullptr, nullptr};
+}
+
+GatherFns GatherFnsFor(int64_t size) {
+  switch (size) {
+    case 1: return {&GatherRuns<uint8_t>, &GatherWindows<uint8_t>};
+    case 2: return {&GatherRuns<uint16_t>, &GatherWindows<uint16_t>};
+    case 4: return {&GatherRuns<uint32_t>, &GatherWindows<uint32_t>};
+    case 8: return {&GatherRuns<uint64_t>, &GatherWindows<uint64_t>};
+    case 16: return {&GatherRuns<Bytes<16>>, &GatherWindows<Bytes<16>>};
+    default: return {nullptr, nullptr};
+  }
+}
+
 }  // namespace
 
 StatusOr<std::vector<int64_t>> IndicesAsInt64(const Array& indices) {
@@ -137,13 +681,14 @@ StatusOr<std::vector<int64_t>> GatherResultDims(const std::vector<int64_t>& oper
   return out;
 }
 
-StatusOr<Array> Gather(const Array& operand, const Array& indices, const GatherDimensionNumbers& dn,
-                       const std::vector<int64_t>& slice_sizes) {
+Status GatherInto(const Array& operand, const Array& indices, const GatherDimensionNumbers& dn,
+                  const std::vector<int64_t>& slice_sizes, Array& out) {
   XS_ASSIGN_OR_RETURN(std::vector<int64_t> out_dims,
                       GatherResultDims(operand.dims(), indices.dims(), dn, slice_sizes));
-  XS_ASSIGN_OR_RETURN(IndexView iv, MakeIndexView(indices, dn.index_vector_dim));
-  Array out(Shape(operand.dtype(), out_dims));
-  if (out.num_elements() == 0) return out;
+  if (out.dims() != out_dims || out.dtype() != operand.dtype()) {
+    return InvalidArgument("gather: result buffer ", out.shape().ToString(), " for a result of ",
+                           DTypeName(operand.dtype()), "[", JoinDims(out_dims), "]");
+  }
   const int64_t rank = operand.rank();
   const std::vector<int64_t> window =
       WindowOperandDims(rank, dn.collapsed_slice_dims, dn.operand_batching_dims);
@@ -158,21 +703,44 @@ StatusOr<Array> Gather(const Array& operand, const Array& indices, const GatherD
   for (int64_t i = 0; i < static_cast<int64_t>(out_dims.size()); ++i) {
     if (!Contains(dn.offset_dims, i)) batch_out_strides.push_back(out_strides[i]);
   }
+  XS_ASSIGN_OR_RETURN(WindowStarts starts,
+                      WindowStarts::Make(indices, dn.index_vector_dim, operand.dims(), slice_sizes,
+                                         dn.start_index_map, dn.operand_batching_dims,
+                                         dn.start_indices_batching_dims, batch_out_strides, /*clamp=*/true));
+  if (out.num_elements() == 0) return OkStatus();
   const int64_t es = DTypeSize(operand.dtype());
-  std::vector<int64_t> b(iv.batch_dims.size(), 0), start(rank);
-  const int64_t batches = Product(iv.batch_dims);
-  for (int64_t n = 0; n < batches; ++n) {
-    StartIndex(iv, b, dn.start_index_map, dn.operand_batching_dims, dn.start_indices_batching_dims,
-               start);
-    for (int64_t d = 0; d < rank; ++d) {
-      start[d] = std::min(std::max<int64_t>(0, start[d]), operand.dims()[d] - slice_sizes[d]);
+  const GatherFns copy = GatherFnsFor(es);
+  if (copy.runs == nullptr) return UnsupportedDType("gather", operand.dtype());
+  const RunPlan plan = MakeRunPlan(box, src_strides, dst_strides);
+  const std::byte* src = operand.data();
+  std::byte* dst = out.data();
+  if (ColumnWalk(plan)) {
+    // Each result element is written once, so the order does not matter.
+    std::vector<int64_t> op, other;
+    XS_RETURN_IF_ERROR(AllStarts(starts, plan, op, other));
+    for (int64_t w = 0; w < plan.run; ++w) {
+      copy.windows(src + w * plan.a_step * es, dst + w * plan.b_step * es, op.data(), other.data(),
+                   static_cast<int64_t>(op.size()), 1, 1, 1);
     }
-    int64_t dst = 0;
-    for (size_t j = 0; j < b.size(); ++j) dst += b[j] * batch_out_strides[j];
-    StridedCopy(operand.data() + LinearIndex(start.data(), op_strides) * es, out.data() + dst * es,
-                es, box, src_strides, dst_strides);
-    NextIndex(b, iv.batch_dims);
+    return OkStatus();
   }
+  return WalkWindows(
+      starts, plan, plan.dims.empty(), 0, starts.count(),
+      [&](const int64_t* op, const int64_t* other, int64_t m) {
+        copy.windows(src, dst, op, other, m, plan.run, plan.a_step, plan.b_step);
+      },
+      [&](const Run* runs, int64_t n) {
+        copy.runs(src, dst, runs, n, plan.a_step, plan.b_step);
+        return OkStatus();
+      });
+}
+
+StatusOr<Array> Gather(const Array& operand, const Array& indices, const GatherDimensionNumbers& dn,
+                       const std::vector<int64_t>& slice_sizes) {
+  XS_ASSIGN_OR_RETURN(std::vector<int64_t> out_dims,
+                      GatherResultDims(operand.dims(), indices.dims(), dn, slice_sizes));
+  Array out = Array::Uninitialized(Shape(operand.dtype(), out_dims));
+  XS_RETURN_IF_ERROR(GatherInto(operand, indices, dn, slice_sizes, out));
   return out;
 }
 
@@ -212,16 +780,23 @@ StatusOr<Array> GatherReference(const Array& operand, const Array& indices,
   return out;
 }
 
-StatusOr<std::vector<Array>> Scatter(std::span<const Array* const> operands, const Array& indices,
-                                     std::span<const Array* const> updates,
-                                     const ScatterDimensionNumbers& dn, const Combiner& combiner) {
-  if (operands.empty() || operands.size() != updates.size()) {
-    return InvalidArgument("scatter: needs as many updates as operands (got ", operands.size(),
+Status ScatterInPlace(std::span<Array* const> outs, const Array& indices,
+                      std::span<const Array* const> updates, const ScatterDimensionNumbers& dn,
+                      const Combiner& combiner) {
+  if (outs.empty() || outs.size() != updates.size()) {
+    return InvalidArgument("scatter: needs as many updates as operands (got ", outs.size(),
                            " and ", updates.size(), ")");
   }
-  XS_ASSIGN_OR_RETURN(IndexView iv, MakeIndexView(indices, dn.index_vector_dim));
-  const Array& op0 = *operands[0];
+  const Array& op0 = *outs[0];
   const Array& up0 = *updates[0];
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (outs[i]->dims() != op0.dims() || updates[i]->dims() != up0.dims() ||
+        updates[i]->dtype() != outs[i]->dtype()) {
+      return InvalidArgument("scatter: operand ", i, " ", outs[i]->shape().ToString(), " and update ", i, " ",
+                             updates[i]->shape().ToString(), " do not match operand 0 ",
+                             op0.shape().ToString(), " and update 0 ", up0.shape().ToString());
+    }
+  }
   const int64_t rank = op0.rank();
   const std::vector<int64_t> window =
       WindowOperandDims(rank, dn.inserted_window_dims, dn.input_batching_dims);
@@ -237,73 +812,105 @@ StatusOr<std::vector<Array>> Scatter(std::span<const Array* const> operands, con
     if (d < 0 || d >= up0.rank()) return InvalidArgument("scatter: update_window_dims out of range");
     win_sizes.push_back(up0.dims()[d]);
   }
-  if (scatter_pos.size() != iv.batch_dims.size()) {
-    return InvalidArgument("scatter: updates have ", scatter_pos.size(),
-                           " scatter dims but the indices have ", iv.batch_dims.size(), " batch dims");
-  }
-  for (size_t j = 0; j < scatter_pos.size(); ++j) {
-    if (up0.dims()[scatter_pos[j]] != iv.batch_dims[j]) {
-      return InvalidArgument("scatter: update scatter dim ", scatter_pos[j], " has size ",
-                             up0.dims()[scatter_pos[j]], " but the indices batch dim has ",
-                             iv.batch_dims[j]);
-    }
-  }
+  const std::vector<int64_t> op_strides = RowMajorStrides(op0.dims());
+  const std::vector<int64_t> up_strides = RowMajorStrides(up0.dims());
+  std::vector<int64_t> sizes(rank, 1), up_batch_strides, a_strides, b_strides;
   for (size_t j = 0; j < window.size(); ++j) {
     if (win_sizes[j] > op0.dims()[window[j]]) {
       return InvalidArgument("scatter: update window dim of size ", win_sizes[j],
                              " exceeds operand dim ", window[j], " of size ", op0.dims()[window[j]]);
     }
+    sizes[window[j]] = win_sizes[j];
+    a_strides.push_back(op_strides[window[j]]);
+    b_strides.push_back(up_strides[dn.update_window_dims[j]]);
   }
-  std::vector<Array> outs;
-  for (const Array* a : operands) outs.push_back(*a);
-  TypedCombineFn typed = nullptr;
+  for (int64_t p : scatter_pos) up_batch_strides.push_back(up_strides[p]);
+  XS_ASSIGN_OR_RETURN(const std::vector<int64_t> index_batch, IndexBatchDims(indices, dn.index_vector_dim));
+  if (scatter_pos.size() != index_batch.size()) {
+    return InvalidArgument("scatter: updates have ", scatter_pos.size(),
+                           " scatter dims but the indices have ", index_batch.size(), " batch dims");
+  }
+  for (size_t j = 0; j < scatter_pos.size(); ++j) {
+    if (up0.dims()[scatter_pos[j]] != index_batch[j]) {
+      return InvalidArgument("scatter: update scatter dim ", scatter_pos[j], " has size ",
+                             up0.dims()[scatter_pos[j]], " but the indices batch dim has ", index_batch[j]);
+    }
+  }
+  XS_ASSIGN_OR_RETURN(WindowStarts starts,
+                      WindowStarts::Make(indices, dn.index_vector_dim, op0.dims(), sizes,
+                                         dn.scatter_dims_to_operand_dims, dn.input_batching_dims,
+                                         dn.scatter_indices_batching_dims, up_batch_strides, /*clamp=*/false));
+  ScatterFns typed{nullptr, nullptr};
   if (combiner.kind != CombineKind::kGeneric) {
-    XS_ASSIGN_OR_RETURN(typed, FindTypedCombine(combiner.kind, op0.dtype()));
+    if (outs.size() != 1) return Internal("scatter: a typed combiner takes one operand");
+    XS_RETURN_IF_ERROR(FindTypedCombine(combiner.kind, op0.dtype()).status());
+    typed = ScatterFnsFor(combiner.kind, op0.dtype());
+    if (typed.runs == nullptr) return UnsupportedDType("this reducer", op0.dtype());
+  } else if (!combiner.fn) {
+    return Internal("scatter: no combiner function");
   }
-  const size_t n_ops = operands.size();
+  const int64_t windows = starts.count(), win_total = Product(win_sizes), total = op0.num_elements();
+  if (windows == 0 || win_total == 0 || total == 0) return OkStatus();
+  const RunPlan plan = MakeRunPlan(win_sizes, a_strides, b_strides);
+  if (typed.runs != nullptr) {
+    std::byte* out = outs[0]->data();
+    const std::byte* up = up0.data();
+    // The column walk keeps each element's update order when every window dim spans its whole
+    // operand dim: a fitting window then starts at 0 there, so an element's position in the
+    // window is the same for all its updates, and they still come in window order.
+    bool full = true;
+    for (size_t j = 0; j < window.size(); ++j) full = full && win_sizes[j] == op0.dims()[window[j]];
+    if (full && ColumnWalk(plan)) {
+      std::vector<int64_t> op, other;
+      XS_RETURN_IF_ERROR(AllStarts(starts, plan, op, other));
+      const int64_t es = DTypeSize(op0.dtype());
+      for (int64_t w = 0; w < plan.run; ++w) {
+        typed.windows(out + w * plan.a_step * es, up + w * plan.b_step * es, op.data(), other.data(),
+                      static_cast<int64_t>(op.size()), 1, 1, 1);
+      }
+      return OkStatus();
+    }
+    return WalkWindows(
+        starts, plan, plan.dims.empty(), 0, windows,
+        [&](const int64_t* op, const int64_t* other, int64_t m) {
+          typed.windows(out, up, op, other, m, plan.run, plan.a_step, plan.b_step);
+        },
+        [&](const Run* runs, int64_t n) {
+          typed.runs(out, up, runs, n, plan.a_step, plan.b_step);
+          return OkStatus();
+        });
+  }
+  const size_t n_ops = outs.size();
   std::vector<const std::byte*> args(2 * n_ops);
   std::vector<std::byte*> results(n_ops);
-  const std::vector<int64_t> op_strides = RowMajorStrides(op0.dims());
-  const std::vector<int64_t> up_strides = RowMajorStrides(up0.dims());
-  std::vector<int64_t> b(iv.batch_dims.size(), 0), start(rank), wi(window.size(), 0);
-  const int64_t batches = Product(iv.batch_dims), win_total = Product(win_sizes);
-  for (int64_t n = 0; n < batches; ++n) {
-    StartIndex(iv, b, dn.scatter_dims_to_operand_dims, dn.input_batching_dims,
-               dn.scatter_indices_batching_dims, start);
-    bool fits = true;
-    for (int64_t d = 0; d < rank; ++d) {
-      const auto it = std::find(window.begin(), window.end(), d);
-      const int64_t size = it == window.end() ? 1 : win_sizes[it - window.begin()];
-      if (start[d] < 0 || start[d] > op0.dims()[d] - size) fits = false;
-    }
-    if (fits && win_total > 0) {
-      const int64_t op_base = LinearIndex(start.data(), op_strides);
-      int64_t up_base = 0;
-      for (size_t j = 0; j < scatter_pos.size(); ++j) up_base += b[j] * up_strides[scatter_pos[j]];
-      std::fill(wi.begin(), wi.end(), 0);
-      for (int64_t w = 0; w < win_total; ++w) {
-        int64_t op_off = op_base, up_off = up_base;
-        for (size_t j = 0; j < window.size(); ++j) {
-          op_off += wi[j] * op_strides[window[j]];
-          up_off += wi[j] * up_strides[dn.update_window_dims[j]];
-        }
-        if (typed) {
-          const int64_t es = DTypeSize(op0.dtype());
-          typed(outs[0].data() + op_off * es, up0.data() + up_off * es);
-        } else {
-          for (size_t i = 0; i < n_ops; ++i) {
-            const int64_t es = DTypeSize(outs[i].dtype());
-            results[i] = outs[i].data() + op_off * es;
-            args[i] = results[i];
-            args[n_ops + i] = updates[i]->data() + up_off * es;
+  std::vector<int64_t> es(n_ops);
+  for (size_t i = 0; i < n_ops; ++i) es[i] = DTypeSize(outs[i]->dtype());
+  return WalkWindows(
+      starts, plan, /*single_runs=*/false, 0, windows, [](const int64_t*, const int64_t*, int64_t) {},
+      [&](const Run* runs, int64_t n) -> Status {
+        for (int64_t r = 0; r < n; ++r) {
+          for (int64_t k = 0; k < runs[r].n; ++k) {
+            const int64_t a = runs[r].a + k * plan.a_step, b = runs[r].b + k * plan.b_step;
+            for (size_t i = 0; i < n_ops; ++i) {
+              results[i] = outs[i]->data() + a * es[i];
+              args[i] = results[i];
+              args[n_ops + i] = updates[i]->data() + b * es[i];
+            }
+            XS_RETURN_IF_ERROR(combiner.fn(args, results));
           }
-          XS_RETURN_IF_ERROR(combiner.fn(args, results));
         }
-        NextIndex(wi, win_sizes);
-      }
-    }
-    NextIndex(b, iv.batch_dims);
-  }
+        return OkStatus();
+      });
+}
+
+StatusOr<std::vector<Array>> Scatter(std::span<const Array* const> operands, const Array& indices,
+                                     std::span<const Array* const> updates,
+                                     const ScatterDimensionNumbers& dn, const Combiner& combiner) {
+  std::vector<Array> outs;
+  for (const Array* a : operands) outs.push_back(*a);
+  std::vector<Array*> ptrs;
+  for (Array& a : outs) ptrs.push_back(&a);
+  XS_RETURN_IF_ERROR(ScatterInPlace(ptrs, indices, updates, dn, combiner));
   return outs;
 }
 
