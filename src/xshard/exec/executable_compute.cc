@@ -150,7 +150,9 @@ Status PrepareReduceLike(const Instruction& inst, Step& step, const Program& pro
   if (n == 1 && inst.operand(0)->shape().dtype() == inst.to_apply()->parameter(0)->shape().dtype()) {
     p.combine = ClassifyCombiner(*inst.to_apply(), /*allow_overwrite=*/false);
   }
-  if (n == 2 && inst.operand(0)->shape().dtype() == inst.to_apply()->parameter(0)->shape().dtype() &&
+  if (n == 2 && inst.to_apply()->num_parameters() == 4 && inst.to_apply()->parameter(0) != nullptr &&
+      inst.to_apply()->parameter(1) != nullptr &&
+      inst.operand(0)->shape().dtype() == inst.to_apply()->parameter(0)->shape().dtype() &&
       inst.operand(1)->shape().dtype() == inst.to_apply()->parameter(1)->shape().dtype()) {
     p.arg_select = ClassifyArgSelect(*inst.to_apply());
   }

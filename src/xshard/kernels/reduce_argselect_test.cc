@@ -132,7 +132,9 @@ TEST(ArgSelectReduce, TypedLoopMatchesTheReducerFunctionBitForBit) {
   CheckAgainstGeneric<float, int32_t>(DType::kF32, DType::kS32);
   CheckAgainstGeneric<double, int64_t>(DType::kF64, DType::kS64);
   CheckAgainstGeneric<BFloat16, int32_t>(DType::kBF16, DType::kS32);
-  CheckAgainstGeneric<Half, uint32_t>(DType::kF16, DType::kU32);
+  CheckAgainstGeneric<Half, int64_t>(DType::kF16, DType::kS64);
+  // Unsigned indices and the kGe / kLe directions take the generic path: still equal.
+  CheckAgainstGeneric<float, uint32_t>(DType::kF32, DType::kU32);
   CheckAgainstGeneric<int32_t, int32_t>(DType::kS32, DType::kS32);
   CheckAgainstGeneric<uint8_t, int64_t>(DType::kU8, DType::kS64);
 }
