@@ -33,8 +33,9 @@ enum class CombineKind { kGeneric, kAdd, kMultiply, kMaximum, kMinimum, kAnd, kO
 //   take_a = direction(a, b) || (nan_first && a != a)
 //   value  = take_a ? a : b
 //   index  = (take_a || (tie_lower_index && a == b && ai < bi)) ? ai : bi
-// with XLA's default comparisons of the value and index types. Reduce runs it as a typed loop
-// with exactly these selects, so its results are the reducer computation's, bit for bit.
+// with XLA's default comparisons of the value and index types. Reduce runs the form JAX emits
+// (kGt / kLt, ties to the lower index, the NaN test on floats, s32 / s64 indices) as a typed loop
+// with exactly these selects, bit for bit with the reducer computation; other forms call `fn`.
 struct ArgSelect {
   ComparisonDirection direction = ComparisonDirection::kGt;  // kGt, kGe, kLt or kLe
   bool nan_first = true;
