@@ -2,6 +2,8 @@
 // elements evenly spaced on both sides (a window of whole rows is one run), with the window starts
 // read straight from the indices a block at a time. Gather copies the runs; scatter combines them
 // in a typed loop per (combiner, dtype), or calls the combiner's scalar function per element.
+// One file: gather and scatter share the window-run decomposition, the index decoding and the
+// column walk, which is most of its length; splitting them apart would expose those internals.
 #include "xshard/kernels/gather_scatter.h"
 
 #include <algorithm>
