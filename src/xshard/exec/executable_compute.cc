@@ -308,17 +308,6 @@ Status RunSort(const Step& step, Frame& frame, RunContext& ctx) {
   return OkStatus();
 }
 
-// compare(a, b) as compare(b, a).
-ComparisonDirection FlipComparison(ComparisonDirection d) {
-  switch (d) {
-    case ComparisonDirection::kLt: return ComparisonDirection::kGt;
-    case ComparisonDirection::kGt: return ComparisonDirection::kLt;
-    case ComparisonDirection::kLe: return ComparisonDirection::kGe;
-    case ComparisonDirection::kGe: return ComparisonDirection::kLe;
-    default: return d;
-  }
-}
-
 // compare(parameter(2k), parameter(2k+1)) as the whole comparator -> the kernel's fast path.
 kernels::Comparator ClassifyCompareComparator(const Computation& c) {
   kernels::Comparator cmp;

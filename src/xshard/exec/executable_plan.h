@@ -367,6 +367,17 @@ class ScalarRunner {
   std::vector<std::pair<const std::byte*, int64_t>> results_;  // root leaves: address, bytes
 };
 
+// compare(a, b) as compare(b, a).
+inline ComparisonDirection FlipComparison(ComparisonDirection d) {
+  switch (d) {
+    case ComparisonDirection::kLt: return ComparisonDirection::kGt;
+    case ComparisonDirection::kGt: return ComparisonDirection::kLt;
+    case ComparisonDirection::kLe: return ComparisonDirection::kGe;
+    case ComparisonDirection::kGe: return ComparisonDirection::kLe;
+    default: return d;
+  }
+}
+
 // Recognizes a reducer / combiner computation `{p0, p1: T[]} -> op(p0, p1)` (kAdd ... kOr) or
 // `-> p1` (kOverwrite, only when `allow_overwrite`); kGeneric otherwise.
 kernels::CombineKind ClassifyCombiner(const Computation& c, bool allow_overwrite);

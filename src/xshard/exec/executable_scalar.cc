@@ -54,13 +54,7 @@ std::optional<ComparisonDirection> ParamCompare(const Instruction* inst, int64_t
   const ComparisonDirection d = *inst->attrs().comparison_direction;
   if (x->parameter_number() == pa && y->parameter_number() == pb) return d;
   if (x->parameter_number() != pb || y->parameter_number() != pa) return std::nullopt;
-  switch (d) {  // compare(b, a): the mirrored direction
-    case ComparisonDirection::kGt: return ComparisonDirection::kLt;
-    case ComparisonDirection::kLt: return ComparisonDirection::kGt;
-    case ComparisonDirection::kGe: return ComparisonDirection::kLe;
-    case ComparisonDirection::kLe: return ComparisonDirection::kGe;
-    default: return d;
-  }
+  return FlipComparison(d);  // compare(b, a)
 }
 
 bool IsOrderDirection(ComparisonDirection d) {
