@@ -17,12 +17,24 @@
 namespace xs::cuda::testing {
 namespace {
 
+// A scalar Array per dtype to decode and encode the other types through (Array's codecs):
+// built once per thread, not once per element (the GEMM and convolution loops below call Load
+// and Store for every multiply-add).
+Array& Scalar(DType t) {
+  thread_local std::map<DType, Array> scalars;
+  auto it = scalars.find(t);
+  if (it == scalars.end()) it = scalars.emplace(t, Array(Shape(t, {}))).first;
+  return it->second;
+}
+
 double Load(DType t, const std::byte* p, int64_t i) {
   switch (t) {
     case DType::kF32: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
     case DType::kF64: { double v; std::memcpy(&v, p + 8 * i, 8); return v; }
+    case DType::kBF16: { BFloat16 v; std::memcpy(&v, p + 2 * i, 2); return BFloat16ToFloat(v); }
+    case DType::kF16: { Half v; std::memcpy(&v, p + 2 * i, 2); return HalfToFloat(v); }
     default: {
-      Array a(Shape(t, {}));
+      Array& a = Scalar(t);
       std::memcpy(a.data(), p + DTypeSize(t) * i, DTypeSize(t));
       return a.GetDouble(0);
     }
@@ -33,8 +45,10 @@ void Store(DType t, std::byte* p, int64_t i, double v) {
   switch (t) {
     case DType::kF32: { const float f = static_cast<float>(v); std::memcpy(p + 4 * i, &f, 4); return; }
     case DType::kF64: std::memcpy(p + 8 * i, &v, 8); return;
+    case DType::kBF16: { const BFloat16 b = DoubleToBFloat16(v); std::memcpy(p + 2 * i, &b, 2); return; }
+    case DType::kF16: { const Half h = DoubleToHalf(v); std::memcpy(p + 2 * i, &h, 2); return; }
     default: {
-      Array a(Shape(t, {}));
+      Array& a = Scalar(t);
       a.SetDouble(0, v);
       std::memcpy(p + DTypeSize(t) * i, a.data(), DTypeSize(t));
     }
