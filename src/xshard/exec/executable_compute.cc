@@ -1,6 +1,7 @@
 // Executor handlers for the heavy ops: dot, convolution, reduce, reduce-window,
 // select-and-scatter, gather, scatter, sort. Reducer / comparator computations are recognized
 // (add, max, compare LT, ...) for the kernels' typed loops, else run per element as scalar plans.
+#include <algorithm>
 #include <cstring>
 
 #include "xshard/kernels/convolution.h"
@@ -370,9 +371,85 @@ struct SortValue {
   const Instruction* param = nullptr;
   bool canonical = false;
   uint64_t nan_bits = 0, zero_bits = 0;
+  bool total_order = false;  // the signed-integer total-order key of a float (MatchTotalOrderBits)
 };
 
+// ---- XLA's total-order float comparators as integers (comparators.cc's LtTotalOrder /
+// GtTotalOrder as XLA's TopK, TensorFlow and older JAX emit them) ----
+// The key of a float x is a signed integer S of x's width, compared SIGNED:
+//   select(compare(y, 0), direction=LT, bitcast-convert<S>(subtract(MAX_S, bitcast-convert<U>(x))), y)
+// (U the unsigned type of the width, MAX_S = 2^(w-1) - 1 as U) with y = bitcast-convert<S>(x), or
+// y = select(ne(x, x), NAN, select(eq(x, 0), Z, bitcast-convert<S>(x))) (older JAX canonicalizes
+// NaNs and zeros first; NAN and Z constants of S). A negative float's magnitude m maps to -1 - m,
+// so signed order on the keys is the floats' TOTALORDER: -NaN < -inf < ... < -0 < +0 < ... < NaN.
+// x is a float parameter or, without the canonicalization, bf16 -> f32 convert of one (a shift of
+// the bits: exact and order-preserving, NaN payloads included).
+std::optional<SortValue> MatchTotalOrderBits(const Instruction* v) {
+  if (v->opcode() != Opcode::kSelect || !IsScalar(v) || !IsSignedInteger(v->shape().dtype())) return std::nullopt;
+  const DType s = v->shape().dtype();
+  const int64_t width = DTypeSize(s);
+  if (width != 2 && width != 4 && width != 8) return std::nullopt;
+  const uint64_t sign = uint64_t{1} << (8 * width - 1);
+  const Instruction* lt = v->operand(0);
+  const Instruction* neg = v->operand(1);
+  const Instruction* y = v->operand(2);
+  if (!IsCompare(lt, ComparisonDirection::kLt) || lt->operand(0) != y || ScalarConstantBits(lt->operand(1), s) != 0 ||
+      (lt->attrs().comparison_type != ComparisonType::kNone && lt->attrs().comparison_type != ComparisonType::kSigned)) {
+    return std::nullopt;
+  }
+  // neg = bitcast-convert<S>(subtract(MAX_S, bitcast-convert<U>(x)))
+  if (neg->opcode() != Opcode::kBitcastConvert || !IsScalar(neg, s)) return std::nullopt;
+  const Instruction* sub = neg->operand(0);
+  if (sub->opcode() != Opcode::kSubtract || !IsScalar(sub) || !IsUnsignedInteger(sub->shape().dtype()) ||
+      DTypeSize(sub->shape().dtype()) != width) {
+    return std::nullopt;
+  }
+  const DType u = sub->shape().dtype();
+  if (ScalarConstantBits(sub->operand(0), u) != sign - 1) return std::nullopt;
+  const Instruction* xu = sub->operand(1);
+  if (xu->opcode() != Opcode::kBitcastConvert || !IsScalar(xu, u)) return std::nullopt;
+  const Instruction* x = xu->operand(0);
+  if (!IsScalar(x) || !IsFloating(x->shape().dtype()) || DTypeSize(x->shape().dtype()) != width) return std::nullopt;
+  auto is_bits_of_x = [&](const Instruction* b) {
+    return b->opcode() == Opcode::kBitcastConvert && IsScalar(b, s) && b->operand(0) == x;
+  };
+  SortValue out;
+  out.total_order = true;
+  if (!is_bits_of_x(y)) {
+    // y = select(ne(x, x), NAN, select(eq(x, F0), Z, bitcast-convert<S>(x))), F0 a float zero.
+    if (y->opcode() != Opcode::kSelect || !IsScalar(y, s)) return std::nullopt;
+    const Instruction* ne = y->operand(0);
+    const Instruction* inner = y->operand(2);
+    if (!IsFloatCompare(ne, ComparisonDirection::kNe) || ne->operand(0) != x || ne->operand(1) != x) return std::nullopt;
+    const std::optional<uint64_t> nan = ScalarConstantBits(y->operand(1), s);
+    if (!nan || inner->opcode() != Opcode::kSelect || !IsScalar(inner, s) || !is_bits_of_x(inner->operand(2))) {
+      return std::nullopt;
+    }
+    const Instruction* eq = inner->operand(0);
+    const std::optional<uint64_t> zero = ScalarConstantBits(inner->operand(1), s);
+    if (!zero || (*zero & (sign - 1)) != 0 || !IsFloatCompare(eq, ComparisonDirection::kEq)) return std::nullopt;
+    const Instruction* f0 = eq->operand(0) == x ? eq->operand(1) : eq->operand(1) == x ? eq->operand(0) : nullptr;
+    if (f0 == nullptr) return std::nullopt;
+    const std::optional<uint64_t> f0_bits = ScalarConstantBits(f0, x->shape().dtype());
+    if (!f0_bits || (*f0_bits & (sign - 1)) != 0) return std::nullopt;
+    if (x->opcode() != Opcode::kParameter) return std::nullopt;
+    out.canonical = true;
+    out.nan_bits = *nan;
+    out.zero_bits = *zero;
+  }
+  if (x->opcode() == Opcode::kParameter) {
+    out.param = x;
+  } else if (x->opcode() == Opcode::kConvert && x->shape().dtype() == DType::kF32 &&
+             x->operand(0)->opcode() == Opcode::kParameter && IsScalar(x->operand(0), DType::kBF16)) {
+    out.param = x->operand(0);
+  } else {
+    return std::nullopt;
+  }
+  return out;
+}
+
 std::optional<SortValue> MatchSortValue(const Instruction* v) {
+  if (std::optional<SortValue> bits = MatchTotalOrderBits(v)) return bits;
   if (v->opcode() == Opcode::kParameter) {
     if (!IsScalar(v)) return std::nullopt;
     return SortValue{v};
@@ -402,15 +479,21 @@ bool MatchKeyCompare(const Instruction* c, kernels::SortKey* key, const Instruct
   if (!IsCompare(c, ComparisonDirection::kLt) && !IsCompare(c, ComparisonDirection::kGt)) return false;
   const std::optional<SortValue> x = MatchSortValue(c->operand(0));
   const std::optional<SortValue> y = MatchSortValue(c->operand(1));
-  if (!x || !y || x->canonical != y->canonical || x->nan_bits != y->nan_bits || x->zero_bits != y->zero_bits) {
+  if (!x || !y || x->canonical != y->canonical || x->nan_bits != y->nan_bits || x->zero_bits != y->zero_bits ||
+      x->total_order != y->total_order || x->param->shape().dtype() != y->param->shape().dtype()) {
     return false;
   }
   const int64_t px = x->param->parameter_number(), py = y->param->parameter_number();
   if (px / 2 != py / 2 || px == py) return false;
   ComparisonDirection d = *c->attrs().comparison_direction;
   if (px > py) d = FlipComparison(d);  // compare(v(b), v(a))
-  *key = kernels::SortKey{
-      static_cast<int>(px / 2), d, c->attrs().comparison_type, x->canonical, x->nan_bits, x->zero_bits};
+  ComparisonType type = c->attrs().comparison_type;
+  if (x->total_order) {
+    // The integer keys compared SIGNED order the floats as TOTALORDER.
+    if (type != ComparisonType::kNone && type != ComparisonType::kSigned) return false;
+    type = ComparisonType::kTotalOrder;
+  }
+  *key = kernels::SortKey{static_cast<int>(px / 2), d, type, x->canonical, x->nan_bits, x->zero_bits};
   *lhs = c->operand(0);
   *rhs = c->operand(1);
   return true;
@@ -449,6 +532,72 @@ bool MatchLexicographic(const Instruction* e, std::vector<kernels::SortKey>& key
   return false;
 }
 
+// XLA's comparators.cc chain (TopK, TensorFlow's sorts): for keys k0, k1, ...
+//   r(0) = c(0),  r(i) = select(t(0) and ... and t(i - 1), c(i), r(i - 1)),  the root r(last)
+// with c(i) key i's compare (MatchKeyCompare) and t(i) its tie test: compare(v(a), v(b)),
+// direction=EQ, or, where the key's order is total (integer keys, TOTALORDER and the total-order
+// bits), eq(compare(v(a), v(b)), compare(v(b), v(a))) with one strict direction: neither before
+// the other. The ands in any grouping and order, each tie exactly once.
+struct ChainKey {
+  kernels::SortKey key;
+  const Instruction* compare = nullptr;
+  const Instruction* lhs = nullptr;
+  const Instruction* rhs = nullptr;
+};
+
+bool IsTieTest(const Instruction* t, const ChainKey& k) {
+  auto same_pair = [&](const Instruction* c) {
+    return (c->operand(0) == k.lhs && c->operand(1) == k.rhs) || (c->operand(0) == k.rhs && c->operand(1) == k.lhs);
+  };
+  const ComparisonType type = k.compare->attrs().comparison_type;
+  if (IsCompare(t, ComparisonDirection::kEq) && t->attrs().comparison_type == type && same_pair(t)) return true;
+  // Neither before the other: equality only where the compare's order is total.
+  const DType values = k.lhs->shape().dtype();
+  if (IsFloating(values) && type != ComparisonType::kTotalOrder) return false;
+  if (!IsCompare(t, ComparisonDirection::kEq) || !IsScalar(t->operand(0), DType::kPred)) return false;
+  const Instruction* c1 = t->operand(0);
+  const Instruction* c2 = t->operand(1);
+  for (ComparisonDirection d : {ComparisonDirection::kLt, ComparisonDirection::kGt}) {
+    if (IsCompare(c1, d) && IsCompare(c2, d) && c1->attrs().comparison_type == type &&
+        c2->attrs().comparison_type == type && same_pair(c1) && same_pair(c2) && c1->operand(0) == c2->operand(1) &&
+        c1->operand(1) == c2->operand(0)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool MatchTies(const Instruction* t, const std::vector<ChainKey>& keys, std::vector<bool>& seen) {
+  if (t->opcode() == Opcode::kAnd && IsScalar(t, DType::kPred)) {
+    return MatchTies(t->operand(0), keys, seen) && MatchTies(t->operand(1), keys, seen);
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!seen[i] && IsTieTest(t, keys[i])) {
+      seen[i] = true;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool MatchSelectChain(const Instruction* e, std::vector<ChainKey>& keys) {
+  if (keys.size() >= 64) return false;
+  ChainKey k;
+  if (MatchKeyCompare(e, &k.key, &k.lhs, &k.rhs)) {
+    k.compare = e;
+    keys.push_back(k);
+    return true;
+  }
+  if (e->opcode() != Opcode::kSelect || !IsScalar(e, DType::kPred)) return false;
+  if (!MatchSelectChain(e->operand(2), keys)) return false;
+  if (!MatchKeyCompare(e->operand(1), &k.key, &k.lhs, &k.rhs)) return false;
+  k.compare = e->operand(1);
+  std::vector<bool> seen(keys.size(), false);
+  if (!MatchTies(e->operand(0), keys, seen) || std::find(seen.begin(), seen.end(), false) != seen.end()) return false;
+  keys.push_back(k);
+  return true;
+}
+
 }  // namespace
 
 kernels::Comparator ClassifySortComparator(const Instruction& sort) {
@@ -456,7 +605,11 @@ kernels::Comparator ClassifySortComparator(const Instruction& sort) {
   kernels::Comparator cmp = ClassifyCompareComparator(c);
   if (cmp.direction) return cmp;
   std::vector<kernels::SortKey> keys;
-  if (!MatchLexicographic(c.root(), keys)) return cmp;
+  if (!MatchLexicographic(c.root(), keys)) {
+    std::vector<ChainKey> chain;
+    if (!MatchSelectChain(c.root(), chain)) return cmp;
+    for (const ChainKey& k : chain) keys.push_back(k.key);
+  }
   // The parameters' dtypes must be the operands' (the kernel reads the operands' bytes).
   std::vector<DType> dtypes;
   for (int i = 0; i < sort.operand_count(); ++i) {

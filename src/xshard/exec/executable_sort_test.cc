@@ -255,6 +255,163 @@ TEST(SortComparator, CanonicalizedFloatCompareWithoutTotalOrder) {
   ExpectSameAsGeneric(m, {DType::kF32, DType::kS32}, {6, 500}, 10);
 }
 
+// ---- XLA's total-order comparators (comparators.cc as XLA's TopK, TensorFlow and older JAX
+// emit them: floats compared as signed integers of their total order, a select chain of keys) ----
+
+struct XlaKey {
+  std::string type;            // the operand's dtype
+  std::string direction;       // LT or GT
+  bool canonical = false;      // older JAX: NaNs and zeros canonicalized before the bits
+  bool via_f32 = false;        // bf16 converted to f32 first
+  bool neither_tie = true;     // tie as eq(gt(a, b), gt(b, a)); else compare(a, b), direction=EQ
+};
+
+// v(x) for operand i's side `s` (a or b): the total-order bits for a float key, the parameter
+// for an integer one.
+std::string XlaValue(int i, char side, const XlaKey& k) {
+  const std::string p = StrCat("p", side, i), v = StrCat(side, i);
+  const int number = 2 * i + (side == 'b' ? 1 : 0);
+  const bool is_float = k.type[0] == 'f' || k.type == "bf16";
+  if (!is_float) return StrCat("  ", v, " = ", k.type, "[] parameter(", number, ")\n");
+  std::string out = StrCat("  ", p, " = ", k.type, "[] parameter(", number, ")\n");
+  std::string x = p, ft = k.type;
+  if (k.via_f32) {
+    out += StrCat("  x", side, i, " = f32[] convert(", p, ")\n");
+    x = StrCat("x", side, i);
+    ft = "f32";
+  }
+  const int bits = ft == "f64" ? 64 : ft == "f32" ? 32 : 16;
+  const std::string st = StrCat("s", bits), ut = StrCat("u", bits);
+  const std::string max = bits == 64 ? "9223372036854775807" : bits == 32 ? "2147483647" : "32767";
+  out += StrCat("  i", side, i, " = ", st, "[] bitcast-convert(", x, ")\n");
+  std::string y = StrCat("i", side, i);
+  if (k.canonical) {
+    const std::string nan = bits == 64 ? "9221120237041090560" : bits == 32 ? "2143289344" : "32704";
+    out += StrCat("  ne", side, i, " = pred[] compare(", x, ", ", x, "), direction=NE\n",              //
+                  "  nanc", side, i, " = ", st, "[] constant(", nan, ")\n",                          //
+                  "  f0", side, i, " = ", ft, "[] constant(0)\n",                                    //
+                  "  eqz", side, i, " = pred[] compare(", x, ", f0", side, i, "), direction=EQ\n",   //
+                  "  z0", side, i, " = ", st, "[] constant(0)\n",                                    //
+                  "  sz", side, i, " = ", st, "[] select(eqz", side, i, ", z0", side, i, ", ", y, ")\n",  //
+                  "  y", side, i, " = ", st, "[] select(ne", side, i, ", nanc", side, i, ", sz", side, i, ")\n");
+    y = StrCat("y", side, i);
+  }
+  out += StrCat("  zero", side, i, " = ", st, "[] constant(0)\n",                                      //
+                "  neg", side, i, " = pred[] compare(", y, ", zero", side, i, "), direction=LT\n",     //
+                "  max", side, i, " = ", ut, "[] constant(", max, ")\n",                              //
+                "  u", side, i, " = ", ut, "[] bitcast-convert(", x, ")\n",                          //
+                "  sub", side, i, " = ", ut, "[] subtract(max", side, i, ", u", side, i, ")\n",        //
+                "  nb", side, i, " = ", st, "[] bitcast-convert(sub", side, i, ")\n",                 //
+                "  ", v, " = ", st, "[] select(neg", side, i, ", nb", side, i, ", ", y, ")\n");
+  return out;
+}
+
+// The comparator over `keys` (operands 0..keys-1) and carried operands of `carried` types:
+//   select(t0 and ... and t(i-1), c(i), r(i-1)), r(0) = c(0).
+std::string XlaComparator(const std::vector<XlaKey>& keys, const std::vector<std::string>& carried) {
+  std::string body;
+  for (int i = 0; i < static_cast<int>(keys.size()); ++i) {
+    body += XlaValue(i, 'a', keys[i]) + XlaValue(i, 'b', keys[i]);
+    const std::string d = keys[i].direction;
+    body += StrCat("  c", i, " = pred[] compare(a", i, ", b", i, "), direction=", d, "\n");
+    if (keys[i].neither_tie) {
+      body += StrCat("  cr", i, " = pred[] compare(b", i, ", a", i, "), direction=", d, "\n",
+                     "  t", i, " = pred[] compare(c", i, ", cr", i, "), direction=EQ\n");
+    } else {
+      body += StrCat("  t", i, " = pred[] compare(a", i, ", b", i, "), direction=EQ\n");
+    }
+  }
+  for (size_t j = 0; j < carried.size(); ++j) body += PlainPair(static_cast<int>(keys.size() + j), carried[j]);
+  std::string root = "c0", ties = "t0";
+  for (int i = 1; i < static_cast<int>(keys.size()); ++i) {
+    body += StrCat("  r", i, " = pred[] select(", ties, ", c", i, ", ", root, ")\n");
+    root = StrCat("r", i);
+    if (i + 1 < static_cast<int>(keys.size())) {
+      body += StrCat("  all", i, " = pred[] and(", ties, ", t", i, ")\n");
+      ties = StrCat("all", i);
+    }
+  }
+  return StrCat("cmp {\n", body, "  ROOT r = pred[] and(", root, ", ", root, ")\n}\n");
+}
+
+DType DTypeNamed(const std::string& t) {
+  return t == "f32" ? DType::kF32 : t == "f64" ? DType::kF64 : t == "f16" ? DType::kF16 : t == "bf16" ? DType::kBF16
+       : t == "s32" ? DType::kS32 : t == "u32" ? DType::kU32 : DType::kS64;
+}
+
+TEST(SortComparator, XlaTopKComparatorsAreRecognizedAndMatchGeneric) {
+  struct Case {
+    std::vector<XlaKey> keys;
+    std::vector<std::string> carried;
+  };
+  const Case cases[] = {
+      // XLA's TopK: values descending by total order, ties to the lower index.
+      {{{"f32", "GT"}, {"s32", "LT"}}, {}},
+      {{{"bf16", "GT", false, true}, {"s32", "LT"}}, {}},
+      {{{"bf16", "GT"}, {"s32", "LT"}}, {}},
+      {{{"f64", "LT"}, {"s32", "LT"}}, {}},
+      {{{"f16", "GT"}, {"s32", "LT"}}, {}},
+      // Older JAX: canonicalized NaNs and zeros, then the bits.
+      {{{"f32", "LT", true}, {"s32", "LT"}}, {}},
+      // One key carrying another operand; three keys with EQ ties and an and of two ties.
+      {{{"f32", "GT"}}, {"s32"}},
+      {{{"f32", "LT"}, {"s32", "GT", false, false, false}, {"u32", "LT"}}, {"f32"}},
+  };
+  uint32_t seed = 100;
+  for (const Case& c : cases) {
+    std::vector<std::string> types;
+    std::vector<DType> dtypes;
+    for (const XlaKey& k : c.keys) types.push_back(k.type);
+    for (const std::string& t : c.carried) types.push_back(t);
+    for (const std::string& t : types) dtypes.push_back(DTypeNamed(t));
+    const std::string m = SortModule(types, {5, 700}, 1, XlaComparator(c.keys, c.carried));
+    const kernels::Comparator got = Classify(WithRoot(m, true));
+    ASSERT_EQ(got.keys.size(), c.keys.size()) << WithRoot(m, true);
+    for (size_t i = 0; i < c.keys.size(); ++i) {
+      EXPECT_EQ(got.keys[i].operand, static_cast<int>(i));
+      EXPECT_EQ(got.keys[i].direction, c.keys[i].direction == "GT" ? ComparisonDirection::kGt : ComparisonDirection::kLt);
+      const bool is_float = IsFloating(dtypes[i]);
+      EXPECT_EQ(got.keys[i].type, is_float ? ComparisonType::kTotalOrder : ComparisonType::kNone);
+      EXPECT_EQ(got.keys[i].canonical, c.keys[i].canonical);
+    }
+    ExpectSameAsGeneric(m, dtypes, {5, 700}, seed++);
+  }
+}
+
+TEST(SortComparator, XlaTotalOrderNearMissesStayGeneric) {
+  const std::string base =
+      WithRoot(SortModule({"f32", "s32"}, {8}, 0, XlaComparator({{"f32", "GT"}, {"s32", "LT"}}, {})), true);
+  ASSERT_EQ(Classify(base).keys.size(), 2u);
+  auto expect_generic = [&](std::string_view from, std::string_view to) {
+    const std::string text = Replace(base, from, to);
+    const kernels::Comparator c = Classify(text);
+    EXPECT_TRUE(!c.direction && c.keys.empty()) << "recognized:\n" << text;
+  };
+  // Not the total-order map: another constant, a non-strict sign test, the subtraction reversed.
+  expect_generic("maxa0 = u32[] constant(2147483647)", "maxa0 = u32[] constant(2147483646)");
+  expect_generic("nega0 = pred[] compare(ia0, zeroa0), direction=LT", "nega0 = pred[] compare(ia0, zeroa0), direction=LE");
+  expect_generic("suba0 = u32[] subtract(maxa0, ua0)", "suba0 = u32[] subtract(ua0, maxa0)");
+  expect_generic("zeroa0 = s32[] constant(0)", "zeroa0 = s32[] constant(1)");
+  // The keys compared UNSIGNED do not order the floats.
+  expect_generic("c0 = pred[] compare(a0, b0), direction=GT", "c0 = pred[] compare(a0, b0), direction=GT, type=UNSIGNED");
+  // The tie test of another pair, the select's arms swapped, a tie that is one compare.
+  expect_generic("t0 = pred[] compare(c0, cr0), direction=EQ", "t0 = pred[] compare(c0, c0), direction=EQ");
+  expect_generic("r1 = pred[] select(t0, c1, c0)", "r1 = pred[] select(t0, c0, c1)");
+  expect_generic("r1 = pred[] select(t0, c1, c0)", "r1 = pred[] select(c0, c1, c0)");
+  // Mixed sides: a's bits from b's parameter.
+  expect_generic("ua0 = u32[] bitcast-convert(pa0)", "ua0 = u32[] bitcast-convert(pb0)");
+  // Neither-before ties of a FLOAT compare are not equality (NaN): stays generic.
+  const std::string floats = WithRoot(
+      SortModule({"f32", "s32"}, {8}, 0,
+                 StrCat("cmp {\n", PlainPair(0, "f32"), PlainPair(1, "s32"),
+                        "  c0 = pred[] compare(a0, b0), direction=GT\n  cr0 = pred[] compare(b0, a0), direction=GT\n"
+                        "  t0 = pred[] compare(c0, cr0), direction=EQ\n  c1 = pred[] compare(a1, b1), direction=LT\n"
+                        "  r1 = pred[] select(t0, c1, c0)\n  ROOT r = pred[] and(r1, r1)\n}\n")),
+      true);
+  const kernels::Comparator c = Classify(floats);
+  EXPECT_TRUE(!c.direction && c.keys.empty()) << floats;
+}
+
 TEST(SortComparator, NearMissesStayGeneric) {
   const std::string base = WithRoot(SortModule({"f32", "s32"}, {8}, 0, JaxComparator({"f32", "s32"}, 2)), true);
   ASSERT_EQ(Classify(base).keys.size(), 2u);
