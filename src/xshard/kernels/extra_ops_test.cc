@@ -1,6 +1,7 @@
 // Tests of the linear algebra, fft, topk, random, batch-norm and ragged-dot kernels against hand
 // computations, naive transforms and known-answer vectors.
 #include <cmath>
+#include <random>
 #include <complex>
 #include <numbers>
 
@@ -383,6 +384,45 @@ TEST(BlockScaledDot, ScalesRepeatOverBlocksOfK) {
   EXPECT_DOUBLE_EQ(plain->GetDouble(0), 10);
   Array bad = Array::FromVector<float>({1, 3}, {1, 1, 1});
   EXPECT_FALSE(BlockScaledDot(lhs, rhs, &bad, nullptr, Shape(DType::kF32, {1, 1})).ok());
+}
+
+// Batched f8 operands with e8m0 scales (the MX formats; more than 256 elements, so the decode
+// goes through the byte table) and scales blocked over a middle dim as well as K: against a
+// direct summation of the decoded products in this test.
+TEST(BlockScaledDot, BatchedF8OperandsMatchDirectSummation) {
+  const int64_t batch = 2, m = 3, n = 5, k = 128;
+  std::mt19937 rng(7);
+  auto random_f8 = [&](std::vector<int64_t> dims) {
+    Array a(Shape(DType::kF8E4M3FN, dims));
+    for (int64_t i = 0; i < a.num_elements(); ++i) {
+      uint8_t b = static_cast<uint8_t>(rng());
+      if ((b & 0x7f) == 0x7f) b = 0x38;  // not NaN: 1.0
+      a.data()[i] = static_cast<std::byte>(b);
+    }
+    return a;
+  };
+  auto random_scale = [&](std::vector<int64_t> dims) {
+    Array a(Shape(DType::kF8E8M0FNU, dims));
+    for (int64_t i = 0; i < a.num_elements(); ++i) a.data()[i] = static_cast<std::byte>(120 + rng() % 15);
+    return a;
+  };
+  const Array lhs = random_f8({batch, m, k}), rhs = random_f8({batch, n, k});
+  const Array ls = random_scale({batch, 1, k / 32}), rs = random_scale({batch, n, k / 16});
+  StatusOr<Array> out = BlockScaledDot(lhs, rhs, &ls, &rs, Shape(DType::kF32, {batch, m, n}));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0;
+        for (int64_t t = 0; t < k; ++t) {
+          want += lhs.GetDouble((b * m + i) * k + t) * ls.GetDouble(b * (k / 32) + t / 32) *
+                  rhs.GetDouble((b * n + j) * k + t) * rs.GetDouble((b * n + j) * (k / 16) + t / 16);
+        }
+        const float w = static_cast<float>(want);
+        EXPECT_NEAR(out->GetDouble((b * m + i) * n + j), w, std::abs(w) * 1e-6) << b << "," << i << "," << j;
+      }
+    }
+  }
 }
 
 }  // namespace
