@@ -6,16 +6,20 @@
 #include <cstdlib>
 #include <vector>
 
+#include "xshard/base/strings.h"
+
 namespace xs::cuda {
 
 StatusOr<DynamicLibrary> DynamicLibrary::Open(std::string_view what,
                                               std::initializer_list<const char*> names) {
-  std::vector<std::string> dirs = {""};
+  std::vector<std::string> dirs;
+  dirs.reserve(4);
+  dirs.emplace_back();
 #ifdef XSHARD_CUDA_LIBRARY_DIR
   dirs.push_back(std::string(XSHARD_CUDA_LIBRARY_DIR) + "/");
 #endif
   if (const char* home = std::getenv("CUDA_HOME"); home != nullptr && *home != '\0') {
-    dirs.push_back(std::string(home) + "/lib64/");
+    dirs.push_back(StrCat(home, "/lib64/"));
   }
   dirs.push_back("/usr/local/cuda/lib64/");
   std::string first_error;
