@@ -160,8 +160,8 @@ StatusOr<std::vector<double>> Scaled(const Array& x, const Array* scale, std::st
   const std::vector<double> sv = Values(*scale);
   // Rows of x's last dim: the scale offset of the row's start, then one scale per block of the
   // last dim's ratio.
-  const int64_t last = r == 0 ? 1 : x.dims()[r - 1];
-  const int64_t block = r == 0 ? 1 : ratio[r - 1];
+  const int64_t last = x.dims()[r - 1];  // BlockScaledDot's operands have rank 2 or 3
+  const int64_t block = ratio[r - 1];
   std::vector<int64_t> index(r, 0);
   for (int64_t row = 0; row * last < x.num_elements(); ++row) {
     int64_t off = 0;
