@@ -141,7 +141,8 @@ Status AddMemoryRows(const std::vector<Node>& nodes, const std::vector<Group>& g
   std::vector<int> points(end + 1);
   std::iota(points.begin(), points.end(), 0);
   std::stable_sort(points.begin(), points.end(), [&](int a, int b) { return full[a] > full[b]; });
-  points.resize(std::min<size_t>(points.size(), 16));
+  // erase, not resize: GCC 12 sees resize's growth path (which cannot run) and warns.
+  if (points.size() > 16) points.erase(points.begin() + 16, points.end());
   for (int p : points) {
     CoarseProgram::MemoryRow row;
     row.budget = static_cast<double>(budget);

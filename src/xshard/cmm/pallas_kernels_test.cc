@@ -14,7 +14,7 @@ namespace {
 using Arrays = std::vector<Array>;
 
 // Values in [-1, 1) with 1/64 steps (exact in bf16).
-Array Pattern(DType dtype, int64_t rows, int64_t cols, int seed) {
+Array PatternKernels(DType dtype, int64_t rows, int64_t cols, int seed) {
   Array a(DType::kF32, {rows, cols});
   auto v = a.values<float>();
   for (int64_t i = 0; i < rows * cols; ++i) {
@@ -29,7 +29,7 @@ Array Pattern(DType dtype, int64_t rows, int64_t cols, int seed) {
 // 2^7): the result must equal the double product exactly, f32 and bf16 inputs alike.
 void CheckGemm(int64_t nx, int64_t ny, int64_t m, int64_t k, int64_t n, DType dtype,
                MatmulTiles tiles, AllGatherKernelKind kind) {
-  SCOPED_TRACE(testing::Message() << nx << "x" << ny << " " << DTypeName(dtype) << " "
+  SCOPED_TRACE(::testing::Message() << nx << "x" << ny << " " << DTypeName(dtype) << " "
                                   << AllGatherKernelName(kind));
   const Mesh mesh = *Mesh::Create({"x", "y"}, {nx, ny});
   ClientOptions o;
@@ -45,7 +45,7 @@ void CheckGemm(int64_t nx, int64_t ny, int64_t m, int64_t k, int64_t n, DType dt
         return Arrays{std::move(c)};
       });
   ASSERT_TRUE(f.ok()) << f.status().ToString();
-  const Array x = Pattern(dtype, m, k, 1), w = Pattern(dtype, k, n, 2);
+  const Array x = PatternKernels(dtype, m, k, 1), w = PatternKernels(dtype, k, n, 2);
   auto out = (*f)(*client, Arrays{x, w});
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   auto c = (*out)[0].ToArray();

@@ -20,7 +20,7 @@ using ::testing::HasSubstr;
 using Arrays = std::vector<Array>;
 using std::chrono::milliseconds;
 
-std::unique_ptr<Client> MakeClient(int64_t devices) {
+std::unique_ptr<Client> MakeClientCopy(int64_t devices) {
   ClientOptions o;
   o.num_devices = devices;
   o.collective_timeout = milliseconds(20000);
@@ -40,7 +40,7 @@ Status CompareAllGathers(const Mesh& mesh, const std::vector<std::string>& axes,
                              {AllGatherKernelKind::kRing, AllGatherKernelKind::kRecursiveDoubling,
                               AllGatherKernelKind::kDirect},
                          int repeat = 1) {
-  auto client = MakeClient(mesh.num_devices());
+  auto client = MakeClientCopy(mesh.num_devices());
   InProcessTransport transport(mesh.num_devices(), milliseconds(20000));
   const PartitionSpec spec = AllAxes(mesh);
   XS_ASSIGN_OR_RETURN(
@@ -107,7 +107,7 @@ TEST(AllGatherKernelTest, Seed004GatherOverXOn2x2ByHand) {
   // DeviceIdType.MESH. Global w = iota [4, 2]: devices with x = 0 hold rows 0-1, x = 1 rows 2-3;
   // every device must end with all four rows.
   const Mesh mesh = *Mesh::Create({"x", "y"}, {2, 2});
-  auto client = MakeClient(4);
+  auto client = MakeClientCopy(4);
   InProcessTransport transport(4, milliseconds(20000));
   const PartitionSpec px(std::vector<PartitionSpec::Entry>{{"x"}, {}});
   const PartitionSpec rep(std::vector<PartitionSpec::Entry>{{}, {}});
@@ -126,7 +126,7 @@ TEST(AllGatherKernelTest, Seed004GatherOverXOn2x2ByHand) {
 
 TEST(AllGatherKernelTest, RecursiveDoublingNeedsAPowerOfTwo) {
   const Mesh mesh = *Mesh::Create({"x", "y"}, {3, 2});
-  auto client = MakeClient(6);
+  auto client = MakeClientCopy(6);
   InProcessTransport transport(6, milliseconds(20000));
   const PartitionSpec spec = AllAxes(mesh);
   auto f = ShardMap(mesh, {spec}, {spec}, [&](ShardMapContext& ctx, Arrays in) -> StatusOr<Arrays> {
@@ -146,7 +146,7 @@ TEST(AllGatherKernelTest, RecursiveDoublingNeedsAPowerOfTwo) {
 Status RunOn2x2(const KernelBody& body, InProcessTransport& transport, milliseconds* took,
                 bool skip_device_3 = false) {
   const Mesh mesh = *Mesh::Create({"x", "y"}, {2, 2});
-  auto client = MakeClient(4);
+  auto client = MakeClientCopy(4);
   PallasOptions options;
   options.name = "lonely";
   options.transport = &transport;
@@ -266,7 +266,7 @@ TEST(RemoteSemaphoreTest, BarriersOrderWritesBetweenDevices) {
   // copies and meets the others at k.Barrier(); after it every device must hold 0..7. Waits then
   // drain the semaphores.
   const Mesh mesh = *Mesh::Create({"x", "y", "z"}, {2, 2, 2});
-  auto client = MakeClient(8);
+  auto client = MakeClientCopy(8);
   InProcessTransport transport(8, milliseconds(20000));
   PallasOptions options;
   options.name = "ids";

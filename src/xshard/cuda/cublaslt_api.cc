@@ -8,7 +8,7 @@
 namespace xs::cuda {
 namespace {
 
-StatusOr<CublasLtApi> Load() {
+StatusOr<CublasLtApi> LoadCublasLt() {
   XS_ASSIGN_OR_RETURN(DynamicLibrary lib,
                       DynamicLibrary::Open("cuBLASLt", {"libcublasLt.so.13", "libcublasLt.so.12"}));
   CublasLtApi api{};
@@ -37,7 +37,7 @@ StatusOr<CublasLtApi> Load() {
 }  // namespace
 
 StatusOr<const CublasLtApi*> CublasLt() {
-  static const StatusOr<CublasLtApi>* const loaded = new StatusOr<CublasLtApi>(Load());
+  static const StatusOr<CublasLtApi>* const loaded = new StatusOr<CublasLtApi>(LoadCublasLt());
   if (!loaded->ok()) return loaded->status();
   return &**loaded;
 }

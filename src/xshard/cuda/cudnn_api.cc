@@ -8,7 +8,7 @@
 namespace xs::cuda {
 namespace {
 
-StatusOr<CudnnApi> Load() {
+StatusOr<CudnnApi> LoadCudnn() {
   XS_ASSIGN_OR_RETURN(DynamicLibrary lib, DynamicLibrary::Open("cuDNN 9", {"libcudnn.so.9"}));
   CudnnApi api{};
   XS_RETURN_IF_ERROR(Bind(lib, "cudnnGetVersion", &api.GetVersion));
@@ -35,7 +35,7 @@ StatusOr<CudnnApi> Load() {
 }  // namespace
 
 StatusOr<const CudnnApi*> Cudnn() {
-  static const StatusOr<CudnnApi>* const loaded = new StatusOr<CudnnApi>(Load());
+  static const StatusOr<CudnnApi>* const loaded = new StatusOr<CudnnApi>(LoadCudnn());
   if (!loaded->ok()) return loaded->status();
   return &**loaded;
 }

@@ -29,14 +29,14 @@ Dot MakeDot(std::string_view lhs, std::string_view rhs, std::string_view out, st
   return {ValueOrFail(ParseHloModule(text), text)};
 }
 
-GemmLayout LayoutOf(std::string_view lhs, std::string_view rhs, std::string_view out,
+GemmLayout LayoutOfGemm(std::string_view lhs, std::string_view rhs, std::string_view out,
                     std::string_view attrs) {
   Dot d = MakeDot(lhs, rhs, out, attrs);
   return ValueOrFail(GemmLayoutFor(d.inst()));
 }
 
 TEST(GemmLayout, PlainMatmulReadsBothOperandsInPlace) {
-  const GemmLayout g = LayoutOf("f32[4,16]", "f32[16,8]", "f32[4,8]",
+  const GemmLayout g = LayoutOfGemm("f32[4,16]", "f32[16,8]", "f32[4,8]",
                                 "lhs_contracting_dims={1}, rhs_contracting_dims={0}");
   EXPECT_EQ(g.ToString(),
             "m=4 n=8 k=16 batch=1 transa=N transb=N lda=8 ldb=16 ldc=8 stride_a=0 stride_b=0 "
@@ -44,7 +44,7 @@ TEST(GemmLayout, PlainMatmulReadsBothOperandsInPlace) {
 }
 
 TEST(GemmLayout, TransposedRhsFoldsIntoTransa) {
-  const GemmLayout g = LayoutOf("f32[64,32]", "f32[48,32]", "f32[64,48]",
+  const GemmLayout g = LayoutOfGemm("f32[64,32]", "f32[48,32]", "f32[64,48]",
                                 "lhs_contracting_dims={1}, rhs_contracting_dims={1}");
   EXPECT_EQ(g.m, 64);
   EXPECT_EQ(g.n, 48);
@@ -58,7 +58,7 @@ TEST(GemmLayout, TransposedRhsFoldsIntoTransa) {
 }
 
 TEST(GemmLayout, TransposedLhsFoldsIntoTransb) {
-  const GemmLayout g = LayoutOf("f32[32,64]", "f32[32,48]", "f32[64,48]",
+  const GemmLayout g = LayoutOfGemm("f32[32,64]", "f32[32,48]", "f32[64,48]",
                                 "lhs_contracting_dims={0}, rhs_contracting_dims={0}");
   EXPECT_TRUE(g.transb);
   EXPECT_EQ(g.ldb, 64);
@@ -68,7 +68,7 @@ TEST(GemmLayout, TransposedLhsFoldsIntoTransb) {
 }
 
 TEST(GemmLayout, BatchedBf16IsOneStridedCallAccumulatingInF32) {
-  const GemmLayout g = LayoutOf("bf16[5,4,16]", "bf16[5,16,8]", "bf16[5,4,8]",
+  const GemmLayout g = LayoutOfGemm("bf16[5,4,16]", "bf16[5,16,8]", "bf16[5,4,8]",
                                 "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
                                 "rhs_contracting_dims={1}");
   EXPECT_EQ(g.ToString(),
@@ -77,7 +77,7 @@ TEST(GemmLayout, BatchedBf16IsOneStridedCallAccumulatingInF32) {
 }
 
 TEST(GemmLayout, BatchDimNotLeadingAsksForAPermutation) {
-  const GemmLayout g = LayoutOf("f32[4,5,16]", "f32[5,16,8]", "f32[5,4,8]",
+  const GemmLayout g = LayoutOfGemm("f32[4,5,16]", "f32[5,16,8]", "f32[5,4,8]",
                                 "lhs_batch_dims={1}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
                                 "rhs_contracting_dims={1}");
   EXPECT_EQ(g.lhs_permutation, (std::vector<int64_t>{1, 0, 2}));
@@ -88,7 +88,7 @@ TEST(GemmLayout, BatchDimNotLeadingAsksForAPermutation) {
 }
 
 TEST(GemmLayout, VectorTimesMatrix) {
-  const GemmLayout g = LayoutOf("f16[16]", "f16[16,8]", "f32[8]",
+  const GemmLayout g = LayoutOfGemm("f16[16]", "f16[16,8]", "f32[8]",
                                 "lhs_contracting_dims={0}, rhs_contracting_dims={0}");
   EXPECT_EQ(g.m, 1);
   EXPECT_EQ(g.n, 8);
@@ -101,7 +101,7 @@ TEST(GemmLayout, VectorTimesMatrix) {
 }
 
 TEST(GemmLayout, MatrixTimesVector) {
-  const GemmLayout g = LayoutOf("f32[4,16]", "f32[16]", "f32[4]",
+  const GemmLayout g = LayoutOfGemm("f32[4,16]", "f32[16]", "f32[4]",
                                 "lhs_contracting_dims={1}, rhs_contracting_dims={0}");
   EXPECT_EQ(g.n, 1);
   EXPECT_EQ(g.ldc, 1);
@@ -111,7 +111,7 @@ TEST(GemmLayout, MatrixTimesVector) {
 
 TEST(GemmLayout, ContractingDimsInOppositeOrdersPermuteOneOperand) {
   // Pairs lhs1<->rhs1 (3) and lhs2<->rhs0 (4): in lhs memory order the rhs reads k as (1, 0).
-  const GemmLayout g = LayoutOf("f32[2,3,4]", "f32[4,3,5]", "f32[2,5]",
+  const GemmLayout g = LayoutOfGemm("f32[2,3,4]", "f32[4,3,5]", "f32[2,5]",
                                 "lhs_contracting_dims={1,2}, rhs_contracting_dims={1,0}");
   EXPECT_EQ(g.k, 12);
   EXPECT_EQ(g.m, 2);
@@ -123,14 +123,14 @@ TEST(GemmLayout, ContractingDimsInOppositeOrdersPermuteOneOperand) {
 }
 
 TEST(GemmLayout, UnitDimsDoNotForceACopy) {
-  const GemmLayout g = LayoutOf("f32[1,4,1,16]", "f32[16,8]", "f32[1,4,1,8]",
+  const GemmLayout g = LayoutOfGemm("f32[1,4,1,16]", "f32[16,8]", "f32[1,4,1,8]",
                                 "lhs_contracting_dims={3}, rhs_contracting_dims={0}");
   EXPECT_EQ(g.m, 4);
   EXPECT_TRUE(g.lhs_permutation.empty());
 }
 
 TEST(GemmLayout, FreeDimSplitByContractingDimIsPermuted) {
-  const GemmLayout g = LayoutOf("f32[3,16,4]", "f32[16,8]", "f32[3,4,8]",
+  const GemmLayout g = LayoutOfGemm("f32[3,16,4]", "f32[16,8]", "f32[3,4,8]",
                                 "lhs_contracting_dims={1}, rhs_contracting_dims={0}");
   EXPECT_EQ(g.lhs_permutation, (std::vector<int64_t>{0, 2, 1}));
   EXPECT_EQ(g.m, 12);
@@ -138,25 +138,25 @@ TEST(GemmLayout, FreeDimSplitByContractingDimIsPermuted) {
 
 TEST(GemmLayout, PrecisionDecidesTf32LikeXlaGpu) {
   const char* kAttrs = "lhs_contracting_dims={1}, rhs_contracting_dims={0}";
-  EXPECT_EQ(LayoutOf("f32[4,16]", "f32[16,8]", "f32[4,8]",
+  EXPECT_EQ(LayoutOfGemm("f32[4,16]", "f32[16,8]", "f32[4,8]",
                      StrCat(kAttrs, ", operand_precision={highest,highest}")).compute,
             GemmCompute::k32F);
-  EXPECT_EQ(LayoutOf("f32[4,16]", "f32[16,8]", "f32[4,8]",
+  EXPECT_EQ(LayoutOfGemm("f32[4,16]", "f32[16,8]", "f32[4,8]",
                      StrCat(kAttrs, ", operand_precision={default,highest}")).compute,
             GemmCompute::k32F);
-  EXPECT_EQ(LayoutOf("f32[4,16]", "f32[16,8]", "f32[4,8]",
+  EXPECT_EQ(LayoutOfGemm("f32[4,16]", "f32[16,8]", "f32[4,8]",
                      StrCat(kAttrs, ", operand_precision={high,high}")).compute,
             GemmCompute::k32FFastTF32);
-  const GemmLayout f64 = LayoutOf("f64[4,16]", "f64[16,8]", "f64[4,8]", kAttrs);
+  const GemmLayout f64 = LayoutOfGemm("f64[4,16]", "f64[16,8]", "f64[4,8]", kAttrs);
   EXPECT_EQ(f64.compute, GemmCompute::k64F);
   EXPECT_EQ(f64.scale_type, DType::kF64);
-  const GemmLayout bf = LayoutOf("bf16[4,16]", "bf16[16,8]", "f32[4,8]", kAttrs);
+  const GemmLayout bf = LayoutOfGemm("bf16[4,16]", "bf16[16,8]", "f32[4,8]", kAttrs);
   EXPECT_EQ(bf.compute, GemmCompute::k32F);
   EXPECT_EQ(bf.out_type, DType::kF32);
 }
 
 TEST(GemmLayout, EmptyContractionHasKZero) {
-  const GemmLayout g = LayoutOf("f32[4,0]", "f32[0,8]", "f32[4,8]",
+  const GemmLayout g = LayoutOfGemm("f32[4,0]", "f32[0,8]", "f32[4,8]",
                                 "lhs_contracting_dims={1}, rhs_contracting_dims={0}");
   EXPECT_EQ(g.k, 0);
   EXPECT_EQ(g.m * g.n, 32);
@@ -178,7 +178,7 @@ TEST(GemmLayout, UnsupportedTypesNameTheFallback) {
 
 // With a GPU: random operands, GemmPlan against the CPU's naive dot (in f64), relative error
 // within each type's tolerance (TF32 keeps 10 mantissa bits: 2^-10 relative per product).
-void CheckAgainstCpu(std::string_view lhs, std::string_view rhs, std::string_view out,
+void CheckAgainstCpuGemm(std::string_view lhs, std::string_view rhs, std::string_view out,
                      std::string_view attrs, double tol) {
   StatusOr<int> n = DeviceCount();
   if (!n.ok()) {
@@ -233,19 +233,19 @@ TEST(GemmPlanGpu, CreateWithoutGpuFailsWithOneLine) {
 }
 
 TEST(GemmPlanGpu, F32HighestMatchesCpu) {
-  CheckAgainstCpu("f32[64,96]", "f32[48,96]", "f32[64,48]",
+  CheckAgainstCpuGemm("f32[64,96]", "f32[48,96]", "f32[64,48]",
                   "lhs_contracting_dims={1}, rhs_contracting_dims={1}, "
                   "operand_precision={highest,highest}", 1e-5);
 }
 
 TEST(GemmPlanGpu, BatchedBf16MatchesCpu) {
-  CheckAgainstCpu("bf16[3,32,64]", "bf16[3,64,16]", "f32[3,32,16]",
+  CheckAgainstCpuGemm("bf16[3,32,64]", "bf16[3,64,16]", "f32[3,32,16]",
                   "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
                   "rhs_contracting_dims={1}", 1e-3);
 }
 
 TEST(GemmPlanGpu, F64TransposedLhsMatchesCpu) {
-  CheckAgainstCpu("f64[40,24]", "f64[40,8]", "f64[24,8]",
+  CheckAgainstCpuGemm("f64[40,24]", "f64[40,8]", "f64[24,8]",
                   "lhs_contracting_dims={0}, rhs_contracting_dims={0}", 1e-12);
 }
 

@@ -31,21 +31,21 @@
 namespace xs::cuda {
 namespace {
 
-struct Planned {
+struct PlannedCorpus {
   std::string file;
   std::unique_ptr<Module> module;
   std::unique_ptr<Executable> exe;
 };
 
 // Modules of tests/data (*.hlo, sorted) that parse and plan.
-std::vector<Planned> TestDataModules(int* skipped) {
+std::vector<PlannedCorpus> TestDataModules(int* skipped) {
   std::vector<std::string> files;
   const std::filesystem::path dir = std::filesystem::path(XSHARD_SOURCE_DIR) / "tests" / "data";
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
     if (e.is_regular_file() && e.path().extension() == ".hlo") files.push_back(e.path().string());
   }
   std::sort(files.begin(), files.end());
-  std::vector<Planned> out;
+  std::vector<PlannedCorpus> out;
   for (const std::string& f : files) {
     StatusOr<std::unique_ptr<Module>> m = ParseHloModule(xs::testing::ReadTextFile(f), f);
     if (!m.ok() || !Verify(**m).ok()) {  // the reliability cases are malformed on purpose
@@ -63,8 +63,8 @@ std::vector<Planned> TestDataModules(int* skipped) {
 }
 
 // Corpus modules (MANIFEST order, expected errors excluded) that parse and plan.
-std::vector<Planned> CorpusModules(int* skipped) {
-  std::vector<Planned> out;
+std::vector<PlannedCorpus> CorpusModules(int* skipped) {
+  std::vector<PlannedCorpus> out;
   const std::string dir = XSHARD_CORPUS_DIR;
   for (const xs::testing::CorpusModule& row : xs::testing::ReadCorpusManifest(dir)) {
     if (row.expects_error()) continue;
@@ -84,11 +84,11 @@ std::vector<Planned> CorpusModules(int* skipped) {
 }
 
 // Generates and compiles every kernel of `modules`; returns the kernels generated.
-void GenerateAndCompile(const char* what, const std::vector<Planned>& modules, int skipped) {
+void GenerateAndCompile(const char* what, const std::vector<PlannedCorpus>& modules, int skipped) {
   testing::NoDiskCache no_cache;
   const auto t0 = std::chrono::steady_clock::now();
   testing::ModuleKernels all;
-  for (const Planned& p : modules) testing::CollectKernels(*p.exe, all);
+  for (const PlannedCorpus& p : modules) testing::CollectKernels(*p.exe, all);
   const auto t1 = std::chrono::steady_clock::now();
   int programs = 0;
   Status compiled = testing::CompileAll(all.kernels, 150, &programs);
@@ -114,7 +114,7 @@ void GenerateAndCompile(const char* what, const std::vector<Planned>& modules, i
 
 TEST(KernelCodegenCorpus, TestDataModulesGenerateAndCompile) {
   int skipped = 0;
-  std::vector<Planned> modules = TestDataModules(&skipped);
+  std::vector<PlannedCorpus> modules = TestDataModules(&skipped);
   EXPECT_GE(modules.size(), 100u);
   GenerateAndCompile("tests/data", modules, skipped);
 }
@@ -122,12 +122,12 @@ TEST(KernelCodegenCorpus, TestDataModulesGenerateAndCompile) {
 TEST(KernelCodegenCorpus, XlaCorpusModulesGenerateAndCompile) {
   if (!xs::testing::CorpusAvailable(XSHARD_CORPUS_DIR)) GTEST_SKIP() << "corpus not found at " << XSHARD_CORPUS_DIR;
   int skipped = 0;
-  std::vector<Planned> modules = CorpusModules(&skipped);
+  std::vector<PlannedCorpus> modules = CorpusModules(&skipped);
   EXPECT_GE(modules.size(), 700u);
   GenerateAndCompile("XLA corpus", modules, skipped);
 }
 
-Array RandomArray(const Shape& shape, std::mt19937_64& rng) {
+Array RandomArrayCorpus(const Shape& shape, std::mt19937_64& rng) {
   Array a(shape);
   std::uniform_real_distribution<double> real(-1.0, 1.0);
   std::uniform_int_distribution<int> small(0, 3);
@@ -148,14 +148,14 @@ Array RandomArray(const Shape& shape, std::mt19937_64& rng) {
 }
 
 // Every planned module whose buffers all stay under 16 MiB (as the executor's corpus test).
-std::vector<Planned> AllModules() {
+std::vector<PlannedCorpus> AllModules() {
   int skipped = 0;
-  std::vector<Planned> all = TestDataModules(&skipped);
+  std::vector<PlannedCorpus> all = TestDataModules(&skipped);
   if (xs::testing::CorpusAvailable(XSHARD_CORPUS_DIR)) {
-    for (Planned& p : CorpusModules(&skipped)) all.push_back(std::move(p));
+    for (PlannedCorpus& p : CorpusModules(&skipped)) all.push_back(std::move(p));
   }
-  std::vector<Planned> small;
-  for (Planned& p : all) {
+  std::vector<PlannedCorpus> small;
+  for (PlannedCorpus& p : all) {
     bool fits = p.exe->arena_bytes() < (int64_t{64} << 20);
     for (const Computation* c : p.module->computations()) {
       for (const Instruction* i : c->instructions()) {
@@ -216,15 +216,15 @@ constexpr double kEmulatorWorkLimit = 3e7;
 
 // Random arguments for `p` and the CPU executor's results on them (while loops capped at 100
 // iterations); an error when the CPU cannot run them (the module is then skipped).
-StatusOr<std::vector<Array>> CpuRun(const Planned& p, std::mt19937_64& rng, std::vector<Array>& args) {
-  for (const Shape& s : p.exe->argument_shapes()) args.push_back(RandomArray(s, rng));
+StatusOr<std::vector<Array>> CpuRun(const PlannedCorpus& p, std::mt19937_64& rng, std::vector<Array>& args) {
+  for (const Shape& s : p.exe->argument_shapes()) args.push_back(RandomArrayCorpus(s, rng));
   ExecuteOptions options;
   options.max_while_iterations = 100;
   return p.exe->Run(args, options);
 }
 
 // `got` (a host or GPU run) against the CPU executor's `want`, within Compare's tolerance.
-void ExpectMatches(const Planned& p, const StatusOr<std::vector<Array>>& got, const std::vector<Array>& want) {
+void ExpectMatches(const PlannedCorpus& p, const StatusOr<std::vector<Array>>& got, const std::vector<Array>& want) {
   ASSERT_TRUE(got.ok()) << p.file << ": " << got.status().message();
   ASSERT_EQ(got->size(), want.size()) << p.file;
   for (size_t i = 0; i < want.size(); ++i) {
@@ -236,10 +236,10 @@ void ExpectMatches(const Planned& p, const StatusOr<std::vector<Array>>& got, co
 // The modules whose entry plan has only steps the test harness runs, with the kernels compiled
 // for the host and run by its SIMT emulator: against the CPU executor.
 TEST(KernelCodegenCorpus, ModulesTheHostHarnessRunsMatchTheCpu) {
-  std::vector<Planned> all = AllModules(), modules;
+  std::vector<PlannedCorpus> all = AllModules(), modules;
   std::vector<GeneratedKernel> kernels;
   int too_big = 0;
-  for (Planned& p : all) {
+  for (PlannedCorpus& p : all) {
     if (EmulatorWork(*p.module) > kEmulatorWorkLimit) {
       ++too_big;
       continue;
@@ -257,7 +257,7 @@ TEST(KernelCodegenCorpus, ModulesTheHostHarnessRunsMatchTheCpu) {
   std::mt19937_64 rng(42);
   int ran = 0, not_run = 0;
   std::vector<std::pair<double, std::string>> slowest;  // seconds on the emulator, module
-  for (const Planned& p : modules) {
+  for (const PlannedCorpus& p : modules) {
     std::vector<Array> args;
     StatusOr<std::vector<Array>> want = CpuRun(p, rng, args);
     if (!want.ok()) continue;
@@ -292,15 +292,15 @@ TEST(KernelCodegenCorpus, ModulesTheHostHarnessRunsMatchTheCpu) {
 // offsets, aliases, in-place results, GEMM and convolution layouts, control flow) in host
 // memory with the plan's kernels on the emulator: against the CPU executor.
 TEST(KernelCodegenCorpus, GpuPlansRunOnTheHostMatchTheCpu) {
-  std::vector<Planned> all = AllModules();
+  std::vector<PlannedCorpus> all = AllModules();
   struct Ready {
-    const Planned* p;
+    const PlannedCorpus* p;
     std::unique_ptr<GpuPlan> plan;
   };
   std::vector<Ready> ready;
   std::vector<GeneratedKernel> kernels;
   int too_big = 0, unsupported = 0;
-  for (const Planned& p : all) {
+  for (const PlannedCorpus& p : all) {
     if (EmulatorWork(*p.module) > kEmulatorWorkLimit) {
       ++too_big;
       continue;
@@ -320,7 +320,7 @@ TEST(KernelCodegenCorpus, GpuPlansRunOnTheHostMatchTheCpu) {
   int ran = 0, not_run = 0;
   std::map<std::string, int> why_not;
   for (const Ready& r : ready) {
-    const Planned& p = *r.p;
+    const PlannedCorpus& p = *r.p;
     std::vector<Array> args;
     StatusOr<std::vector<Array>> want = CpuRun(p, rng, args);
     if (!want.ok()) continue;
@@ -353,15 +353,15 @@ TEST(KernelCodegenCorpus, GpuPlansRunOnTheHostMatchTheCpu) {
 TEST(KernelCodegenCorpus, GpuExecutablesMatchTheCpuOnAGpu) {
   if (!NoGpuReason().empty()) GTEST_SKIP() << NoGpuReason();
   const auto start = std::chrono::steady_clock::now();
-  std::vector<Planned> modules = AllModules();
+  std::vector<PlannedCorpus> modules = AllModules();
   struct Job {
-    const Planned* p = nullptr;
+    const PlannedCorpus* p = nullptr;
     std::unique_ptr<GpuPlan> plan;
     StatusOr<std::unique_ptr<GpuExecutable>> gpu = Unimplemented("not loaded");
   };
   std::vector<Job> jobs;
   int unsupported = 0;
-  for (const Planned& p : modules) {
+  for (const PlannedCorpus& p : modules) {
     StatusOr<std::unique_ptr<GpuPlan>> plan = GpuPlan::Create(*p.exe);
     ASSERT_TRUE(plan.ok()) << p.file << ": " << plan.status().message();
     if (!(*plan)->Supported().ok()) {
@@ -391,7 +391,7 @@ TEST(KernelCodegenCorpus, GpuExecutablesMatchTheCpuOnAGpu) {
     for (std::thread& t : pool) t.join();
     const auto t1 = std::chrono::steady_clock::now();
     for (size_t i = b; i < e; ++i) {
-      const Planned& p = *jobs[i].p;
+      const PlannedCorpus& p = *jobs[i].p;
       std::vector<Array> args;
       StatusOr<std::vector<Array>> want = CpuRun(p, rng, args);
       if (!want.ok()) {

@@ -55,7 +55,7 @@ std::string CompareValues(const Array& got, const Array& want) {
   return "";
 }
 
-Array RandomArray(const Shape& s, std::mt19937_64& rng) {
+Array RandomArrayFft(const Shape& s, std::mt19937_64& rng) {
   Array a(s);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
   if (s.dtype() == DType::kC64 || s.dtype() == DType::kC128) {
@@ -74,11 +74,11 @@ std::string Fft(const std::string& in, const std::string& out, const std::string
 }
 std::string Entry(const std::string& body) { return "HloModule m\nENTRY e {\n" + body + "}\n"; }
 
-struct Case {
+struct CaseFft {
   std::string what, text;
 };
 
-std::vector<Case> Cases() {
+std::vector<CaseFft> CasesFft() {
   return {
       {"jnp.fft.fft, c64[3,8]", Fft("c64[3,8]", "c64[3,8]", "FFT", "8")},
       {"jnp.fft.fft, odd length, c64[4,5]", Fft("c64[4,5]", "c64[4,5]", "FFT", "5")},
@@ -137,24 +137,24 @@ std::vector<Case> Cases() {
   };
 }
 
-using Planned = testing::PlannedModule;
+using PlannedFft = testing::PlannedModule;
 
 // Parses, plans for the CPU and the GPU, and requires a complete GPU plan (PlanForGpu).
-void Plan(const std::string& what, const std::string& text, std::vector<Planned>& out) {
-  StatusOr<Planned> p = testing::PlanForGpu(what, text);
+void Plan(const std::string& what, const std::string& text, std::vector<PlannedFft>& out) {
+  StatusOr<PlannedFft> p = testing::PlanForGpu(what, text);
   ASSERT_TRUE(p.ok()) << p.status().message();
   out.push_back(std::move(*p));
 }
 
 // Every kernel of `planned` compiles for sm_90; every plan runs on the host emulator and matches
 // the CPU executor on random arguments.
-void CompileAndRun(const std::vector<Planned>& planned) {
+void CompileAndRun(const std::vector<PlannedFft>& planned) {
   StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::CompileAndBuildForHost(planned);
   ASSERT_TRUE(host.ok()) << host.status().message();
   std::mt19937_64 rng(5);
-  const auto args = [&](const Planned& p, size_t) {
+  const auto args = [&](const PlannedFft& p, size_t) {
     std::vector<Array> a;
-    for (const Shape& s : p.exe->argument_shapes()) a.push_back(RandomArray(s, rng));
+    for (const Shape& s : p.exe->argument_shapes()) a.push_back(RandomArrayFft(s, rng));
     if (p.name.find("dynamic") != std::string::npos) a[1].SetDouble(0, 3);
     return a;
   };
@@ -164,8 +164,8 @@ void CompileAndRun(const std::vector<Planned>& planned) {
 }
 
 TEST(KernelCodegenFft, HandWrittenModulesCompileAndMatchTheCpuOnTheHost) {
-  std::vector<Planned> planned;
-  for (const Case& c : Cases()) {
+  std::vector<PlannedFft> planned;
+  for (const CaseFft& c : CasesFft()) {
     Plan(c.what, c.text, planned);
     if (HasFatalFailure()) return;
   }
@@ -215,11 +215,11 @@ TEST(KernelCodegenFft, SingleComplexOpsMatchTheCpuOnTheHost) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<C> x = {{1, 2}, {-3.5f, 0.25f}, {0, 0}, {inf, 1}, {1e30f, -1e30f}, {nan, 0}, {2, 2}, {0, -1}, {7, 3}};
   const std::vector<C> y = {{1, 2}, {0.5f, -4}, {3, 0}, {2, 0}, {1e-30f, 3}, {1, 1}, {2, 2}, {0, 0.5f}, {-7, 3}};
-  std::vector<Planned> planned;
+  std::vector<PlannedFft> planned;
   std::vector<GeneratedKernel> kernels;
   for (const std::string& op : ops) {
     const std::string text = Entry("  p0 = c64[9] parameter(0)\n  p1 = c64[9] parameter(1)\n  ROOT r = " + op + "\n");
-    StatusOr<Planned> p = testing::PlanForHost(op, text);
+    StatusOr<PlannedFft> p = testing::PlanForHost(op, text);
     ASSERT_TRUE(p.ok()) << p.status().message();
     StatusOr<GeneratedKernel> k = GenerateOpKernel(*p->module->entry()->root());
     ASSERT_TRUE(k.ok()) << op << ": " << k.status().message();
@@ -269,7 +269,7 @@ TEST(KernelCodegenFft, FftOfOneToFourAsWorkedOutByHand) {
       {"rfft", Fft("f32[4]", "c64[3]", "RFFT", "4")},
       {"irfft", Fft("c64[3]", "f32[4]", "IRFFT", "4")},
   };
-  std::vector<Planned> planned;
+  std::vector<PlannedFft> planned;
   for (const auto& [what, text] : modules) {
     Plan(what, text, planned);
     if (HasFatalFailure()) return;
@@ -314,7 +314,7 @@ TEST(KernelCodegenFft, RepositoryAndCorpusModulesRunThroughTheirGpuPlans) {
       files.push_back(std::string(XSHARD_CORPUS_DIR) + "/" + f);
     }
   }
-  StatusOr<std::vector<Planned>> planned = testing::PlanFilesForGpu("", files);
+  StatusOr<std::vector<PlannedFft>> planned = testing::PlanFilesForGpu("", files);
   ASSERT_TRUE(planned.ok()) << planned.status().message();
   CompileAndRun(*planned);
   if (!corpus) GTEST_SKIP() << "the OpenXLA corpus is not at " << XSHARD_CORPUS_DIR << ": only tests/data ran";

@@ -13,9 +13,6 @@
 namespace xs::cuda {
 namespace {
 
-// Storage types, complex ones included.
-std::string CType(DType t) { return codegen::ElemCType(t); }
-
 std::string V(int id) { return StrCat("v", id); }
 
 // Element types of the loop's values, from the instructions of the ops that define and read
@@ -50,10 +47,10 @@ StatusOr<std::vector<DType>> ValueTypes(const FusedLoop& f) {
 StatusOr<std::string> OpCode(const FusedLoop& f, const FusedOp& op, const std::vector<DType>& type) {
   const DType t = type[op.out];
   XS_RETURN_IF_ERROR(codegen::RequireMovable(*op.inst, t));
-  const std::string decl = "    const " + CType(t) + " " + V(op.out) + " = ";
+  const std::string decl = "    const " + codegen::ElemCType(t) + " " + V(op.out) + " = ";
   switch (op.kind) {
     case FusedOpKind::kFill:
-      return decl + "((const " + CType(t) + "*)a.p[" + std::to_string(op.in[0]) + "])[0];\n";
+      return decl + "((const " + codegen::ElemCType(t) + "*)a.p[" + std::to_string(op.in[0]) + "])[0];\n";
     case FusedOpKind::kCopy: return decl + V(op.in[0]) + ";\n";
     case FusedOpKind::kIota: {
       XS_RETURN_IF_ERROR(codegen::RequireDType(*op.inst, t));
@@ -80,7 +77,7 @@ StatusOr<std::string> OpCode(const FusedLoop& f, const FusedOp& op, const std::v
           code += "      { const idx_t n = q / " + dim + "; " + g + " += (q - n * " + dim + ")" + mul + "; q = n; }\n";
         }
       }
-      return code + "    }\n" + decl + "((const " + CType(t) + "*)a.p[" + std::to_string(op.in[0]) + "])[" + g + "];\n";
+      return code + "    }\n" + decl + "((const " + codegen::ElemCType(t) + "*)a.p[" + std::to_string(op.in[0]) + "])[" + g + "];\n";
     }
     default: {
       std::vector<std::string> args;
@@ -126,7 +123,7 @@ StatusOr<GeneratedKernel> GenerateFusedLoopKernel(const FusedLoop& f) {
       return Unimplemented("cuda: a fused loop input has element type ", DTypeName(type[v]),
                            ", which generated kernels do not compute on");
     }
-    params += ", const " + CType(type[v]) + " " + V(static_cast<int>(v));
+    params += ", const " + codegen::ElemCType(type[v]) + " " + V(static_cast<int>(v));
     spec.loads.push_back({f.values[v].input, type[v]});
   }
   std::string body;
@@ -136,7 +133,7 @@ StatusOr<GeneratedKernel> GenerateFusedLoopKernel(const FusedLoop& f) {
   }
   for (size_t o = 0; o < f.outputs.size(); ++o) {
     const DType t = type[f.outputs[o].value];
-    params += ", " + CType(t) + "& y" + std::to_string(o);
+    params += ", " + codegen::ElemCType(t) + "& y" + std::to_string(o);
     body += "    y" + std::to_string(o) + " = " + V(f.outputs[o].value) + ";\n";
     spec.stores.push_back({operands + static_cast<int>(o), t});
   }
@@ -144,7 +141,7 @@ StatusOr<GeneratedKernel> GenerateFusedLoopKernel(const FusedLoop& f) {
   if (f.has_reduce) {
     const DType t = type[f.reduce.value];
     XS_RETURN_IF_ERROR(codegen::RequireDType(*f.reduce.inst, t));
-    params += ", " + CType(t) + "& r";
+    params += ", " + codegen::ElemCType(t) + "& r";
     body += "    r = " + V(f.reduce.value) + ";\n";
     spec.reduced = t;
   }

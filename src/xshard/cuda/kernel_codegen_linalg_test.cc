@@ -35,7 +35,7 @@ enum class Fill {
   kTies,        // small integers in [-2, 2]: ties between pivot candidates, zero pivots
 };
 
-struct Case {
+struct CaseLinalg {
   std::string what, text, strategy;
   Fill fill;
 };
@@ -82,8 +82,8 @@ std::string Trsm(const std::string& t, const std::string& adims, const std::stri
                          ", side = " + code(side) + ", trans_x = " + code(trans) + ", uplo = " + code(uplo) + "}");
 }
 
-std::vector<Case> Cases() {
-  std::vector<Case> c = {
+std::vector<CaseLinalg> CasesLinalg() {
+  std::vector<CaseLinalg> c = {
       {"cholesky f32 lower, batch 3, n 37", Cholesky("f32", "[3,37,37]", true), "linalg_cholesky_shared", Fill::kSpd},
       {"cholesky f64 upper, batch 2x2, n 20", Cholesky("f64", "[2,2,20,20]", false), "linalg_cholesky_shared",
        Fill::kSpd},
@@ -176,8 +176,8 @@ std::vector<Array> Arguments(const std::vector<Shape>& shapes, Fill fill, std::m
 TEST(KernelCodegenLinalg, KernelsCompileForSm90AndMatchTheCpuOnTheHost) {
   std::vector<testing::PlannedModule> planned;
   std::vector<GeneratedKernel> all;
-  const std::vector<Case> cases = Cases();
-  for (const Case& c : cases) {
+  const std::vector<CaseLinalg> cases = CasesLinalg();
+  for (const CaseLinalg& c : cases) {
     StatusOr<testing::PlannedModule> p = testing::PlanForHost(c.what, c.text);
     ASSERT_TRUE(p.ok()) << p.status().message();
     StatusOr<GeneratedKernel> k = testing::OneRootKernel(*p, c.strategy);

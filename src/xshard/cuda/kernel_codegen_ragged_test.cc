@@ -24,7 +24,7 @@ namespace xs::cuda {
 namespace {
 
 // A module whose entry is `params` and one root op; `gs` the group sizes parameter's values.
-struct Case {
+struct CaseRagged {
   std::string what, text;
   std::vector<int64_t> group_sizes;  // values of parameter 2 (ragged-dot), empty otherwise
   bool exact;                        // bit-identical to the CPU (f64 sums in the CPU's order)
@@ -47,7 +47,7 @@ std::string Scaled(const std::vector<std::string>& operands, const std::string& 
 
 const char* kMoe = "lhs_contracting_dims={1}, rhs_contracting_dims={1}, lhs_ragged_dims={0}, rhs_group_dims={0}";
 
-std::vector<Case> Cases() {
+std::vector<CaseRagged> CasesRagged() {
   return {
       {"MoE f32, a zero-size group, sizes summing below m",
        Ragged("f32[40,24]", "f32[4,24,20]", "s32[4]", "f32[40,20]", kMoe),
@@ -129,10 +129,10 @@ std::vector<Array> Arguments(const Executable& e, const std::vector<int64_t>& gr
 }
 
 TEST(KernelCodegenRagged, KernelsCompileForSm90AndMatchTheCpuOnTheHost) {
-  const std::vector<Case> cases = Cases();
+  const std::vector<CaseRagged> cases = CasesRagged();
   std::vector<testing::PlannedModule> planned;
   std::vector<GeneratedKernel> all;
-  for (const Case& c : cases) {
+  for (const CaseRagged& c : cases) {
     StatusOr<testing::PlannedModule> p = testing::PlanForHost(c.what, c.text);
     ASSERT_TRUE(p.ok()) << p.status().message();
     const Instruction& root = *p->module->entry()->root();

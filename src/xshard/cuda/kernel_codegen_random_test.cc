@@ -21,17 +21,17 @@
 namespace xs::cuda {
 namespace {
 
-struct Case {
+struct CaseRandom {
   std::string what, text;
   std::vector<Array> args;
   bool exact = true;  // bit for bit; else within Compare's tolerance (rng_normal)
 };
 
-using Planned = testing::PlannedModule;
+using PlannedRandom = testing::PlannedModule;
 
 // Parses, plans for the CPU and the GPU (asserting the GPU plan is complete: PlanForGpu).
-void Plan(const std::string& what, const std::string& text, Planned& p) {
-  StatusOr<Planned> planned = testing::PlanForGpu(what, text);
+void Plan(const std::string& what, const std::string& text, PlannedRandom& p) {
+  StatusOr<PlannedRandom> planned = testing::PlanForGpu(what, text);
   ASSERT_TRUE(planned.ok()) << planned.status().message();
   p = std::move(*planned);
 }
@@ -46,7 +46,7 @@ std::string BitsModule(const std::string& state, const std::string& result, cons
          " rng-bit-generator(s), algorithm=" + algorithm + "\n}\n";
 }
 
-std::vector<Case> BitCases() {
+std::vector<CaseRandom> BitCases() {
   const uint64_t wrap = ~uint64_t{0} - 2;  // the counter wraps inside the output
   return {
       {"JAX threefry key: (u64[2], u32[2,4])", BitsModule("u64[2]", "(u64[2], u32[2,4])", "rng_three_fry"),
@@ -72,8 +72,8 @@ std::string RngModule(const std::string& t, const std::string& dims, const std::
          " = " + t + dims + " rng(a, b), distribution=" + dist + "\n}\n";
 }
 
-std::vector<Case> RngCases() {
-  std::vector<Case> c = {
+std::vector<CaseRandom> RngCases() {
+  std::vector<CaseRandom> c = {
       {"uniform f32[1001] [0, 1)", RngModule("f32", "[1001]", "0", "1", "rng_uniform"), {}},
       {"uniform f32, a one-ulp range (rounding lands on b)", RngModule("f32", "[64]", "1", "1.00000012", "rng_uniform"), {}},
       {"uniform bf16[3,171] [-2, 3)", RngModule("bf16", "[3,171]", "-2", "3", "rng_uniform"), {}},
@@ -98,8 +98,8 @@ std::vector<Case> RngCases() {
 }
 
 // Runs every case on the CPU and, with one host library, through RunOnHost and RunPlanOnHost.
-void RunCases(const std::vector<Case>& cases) {
-  std::vector<Planned> planned(cases.size());
+void RunCases(const std::vector<CaseRandom>& cases) {
+  std::vector<PlannedRandom> planned(cases.size());
   std::vector<GeneratedKernel> ops;
   for (size_t i = 0; i < cases.size(); ++i) {
     Plan(cases[i].what, cases[i].text, planned[i]);
@@ -116,7 +116,7 @@ void RunCases(const std::vector<Case>& cases) {
     return cases[i].exact ? testing::CompareAndBits(got, want) : testing::Compare(got, want);
   };
   EXPECT_THAT(testing::CheckPlansAgainstTheCpu(
-                  planned, **host, [&](const Planned&, size_t i) { return cases[i].args; }, options),
+                  planned, **host, [&](const PlannedRandom&, size_t i) { return cases[i].args; }, options),
               ::testing::IsEmpty());
 }
 
@@ -144,7 +144,7 @@ TEST(KernelCodegenRandom, KnownAnswerVectors) {
       {BitsModule("u64[3]", "(u64[3], u32[4])", "rng_philox"), U64({~0ULL, ~0ULL, ~0ULL}),
        {0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}, {~0ULL, 0, 0}},
   };
-  std::vector<Planned> planned(std::size(cases));
+  std::vector<PlannedRandom> planned(std::size(cases));
   for (size_t i = 0; i < std::size(cases); ++i) {
     Plan("known answer", cases[i].text, planned[i]);
     if (HasFatalFailure()) return;
@@ -154,7 +154,7 @@ TEST(KernelCodegenRandom, KnownAnswerVectors) {
   ASSERT_TRUE(host.ok()) << host.status().message();
   for (size_t i = 0; i < std::size(cases); ++i) {
     const auto& c = cases[i];
-    const Planned& p = planned[i];
+    const PlannedRandom& p = planned[i];
     const std::vector<Array> args = {c.state};
     StatusOr<std::vector<Array>> got = testing::RunPlanOnHost(*p.plan, args, **host);
     ASSERT_TRUE(got.ok()) << got.status().message();
@@ -167,7 +167,7 @@ TEST(KernelCodegenRandom, KnownAnswerVectors) {
 // An output buffer that is not 16-byte aligned takes the byte path and writes the same bytes.
 TEST(KernelCodegenRandom, UnalignedOutputWritesTheSameBytes) {
   for (const std::string alg : {"rng_philox", "rng_three_fry"}) {
-    Planned p;
+    PlannedRandom p;
     Plan(alg, BitsModule("u64[2]", "u8[45]", alg), p);
     if (HasFatalFailure()) return;
     StatusOr<std::vector<GeneratedKernel>> ks = GenerateOpKernels(*p.module->entry()->root(), false);
@@ -192,7 +192,7 @@ TEST(KernelCodegenRandom, StateAdvancesByDeltaAcrossRunsAsWorkedOutByHand) {
   const std::string text =
       "HloModule states\nENTRY e {\n  g = u64[2] rng-get-and-update-state(), delta=4096\n"
       "  h = u64[2] rng-get-and-update-state(), delta=-1\n  ROOT t = (u64[2], u64[2]) tuple(g, h)\n}\n";
-  Planned p;
+  PlannedRandom p;
   Plan("states", text, p);
   if (HasFatalFailure()) return;
   const std::vector<GeneratedKernel> ks = testing::PlanKernels(*p.plan);
@@ -223,7 +223,7 @@ TEST(KernelCodegenRandom, StateAdvancesByDeltaAcrossRunsAsWorkedOutByHand) {
   }
   // Each executable keeps its own state (the CPU's does too): a second plan of the same module,
   // with the same kernels in the same host library, starts again at 0.
-  Planned again;
+  PlannedRandom again;
   Plan("states", text, again);
   if (HasFatalFailure()) return;
   std::vector<std::byte> again_constants;
@@ -242,12 +242,12 @@ TEST(KernelCodegenRandom, StateAdvancesByDeltaAcrossRunsAsWorkedOutByHand) {
 // device), equal to the CPU; the state module three times in a row.
 TEST(KernelCodegenRandom, MatchesTheCpuOnAGpu) {
   if (!NoGpuReason().empty()) GTEST_SKIP() << NoGpuReason();
-  std::vector<Case> cases = BitCases();
-  for (Case& c : RngCases()) cases.push_back(std::move(c));
+  std::vector<CaseRandom> cases = BitCases();
+  for (CaseRandom& c : RngCases()) cases.push_back(std::move(c));
   cases.push_back({"state, three runs",
                    "HloModule gpu_states\nENTRY e {\n  ROOT g = u64[2] rng-get-and-update-state(), delta=1000\n}\n", {}});
-  for (const Case& c : cases) {
-    Planned p;
+  for (const CaseRandom& c : cases) {
+    PlannedRandom p;
     Plan(c.what, c.text, p);
     if (HasFatalFailure()) return;
     StatusOr<std::unique_ptr<GpuExecutable>> gpu = GpuExecutable::Load(std::move(p.plan), {});
@@ -307,12 +307,12 @@ TEST(KernelCodegenRandom, CorpusModulesRunOnTheHostAndMatchTheCpu) {
       "stateful_rng_spmd_partitioner_test/RngPartitionedConsumer.hlo",
       "stateful_rng_spmd_partitioner_test/RngReplicatedConsumer.hlo",
   };
-  StatusOr<std::vector<Planned>> planned = testing::PlanFilesForGpu(XSHARD_CORPUS_DIR, files);
+  StatusOr<std::vector<PlannedRandom>> planned = testing::PlanFilesForGpu(XSHARD_CORPUS_DIR, files);
   ASSERT_TRUE(planned.ok()) << planned.status().message();
   StatusOr<std::unique_ptr<testing::HostKernels>> host =
       testing::CompileAndBuildForHost(*planned, {}, testing::Nvrtc::kSkip);
   ASSERT_TRUE(host.ok()) << host.status().message();
-  const auto args = [](const Planned& p, size_t i) {
+  const auto args = [](const PlannedRandom& p, size_t i) {
     std::vector<Array> a;
     int64_t next = 1 + static_cast<int64_t>(i);
     for (const Shape& s : p.exe->argument_shapes()) {

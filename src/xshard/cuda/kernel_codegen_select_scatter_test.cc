@@ -30,11 +30,11 @@ std::string PoolGradient(const std::string& t, const std::string& op, const std:
          "}, select=sel, scatter=sc\n}\n";
 }
 
-struct Case {
+struct CaseScatter {
   std::string what, text, strategy;
 };
 
-std::vector<Case> Cases() {
+std::vector<CaseScatter> Cases() {
   return {
       {"max-pool gradient, 2x2 stride 2 (JAX's NHWC)", PoolGradient("f32", "[2,8,8,3]", "[2,4,4,3]", "size=1x2x2x1 stride=1x2x2x1"),
        "select_scatter_atomic_cas"},
@@ -49,7 +49,7 @@ std::vector<Case> Cases() {
 TEST(KernelCodegenSelectScatter, KernelsCompileForSm90AndMatchTheCpuOnTheHost) {
   std::vector<testing::PlannedModule> planned;
   std::vector<GeneratedKernel> all;
-  for (const Case& c : Cases()) {
+  for (const CaseScatter& c : Cases()) {
     StatusOr<testing::PlannedModule> p = testing::PlanForHost(c.what, c.text);
     ASSERT_TRUE(p.ok()) << p.status().message();
     ASSERT_FALSE(p->module->entry()->root()->shape().IsTuple()) << c.what;  // one result

@@ -12,8 +12,6 @@
 namespace xs::cuda {
 namespace {
 
-// Storage types, complex ones included (shape ops only move elements).
-std::string CType(DType t) { return codegen::ElemCType(t); }
 using codegen::Int;
 
 std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
@@ -40,18 +38,18 @@ GeneratedKernel IndexMap(const Instruction& inst, const std::string& prologue, c
   for (int d = s.rank() - 1; d >= 0; --d) {
     b += "    const idx_t " + O(d) + " = q % " + Int(s.dim(d)) + "; q /= " + Int(s.dim(d)) + ";\n";
   }
-  b += code + "    ((" + CType(s.dtype()) + "*)a.p[" + std::to_string(num_pointers - 1) + "])[i] = value;\n  }\n}\n";
+  b += code + "    ((" + codegen::ElemCType(s.dtype()) + "*)a.p[" + std::to_string(num_pointers - 1) + "])[i] = value;\n  }\n}\n";
   LaunchDims launch;
   launch.grid = codegen::GridFor(n);
   return codegen::Finish(OpcodeName(inst.opcode()), std::move(b), launch, num_pointers, "index_map");
 }
 
 std::string Load(const Instruction& inst, int operand, const std::string& index) {
-  return "((const " + CType(inst.operand(operand)->shape().dtype()) + "*)a.p[" + std::to_string(operand) + "])[" + index + "]";
+  return "((const " + codegen::ElemCType(inst.operand(operand)->shape().dtype()) + "*)a.p[" + std::to_string(operand) + "])[" + index + "]";
 }
 
 std::string Value(const Instruction& inst, const std::string& e) {
-  return "    const " + CType(inst.shape().dtype()) + " value = " + e + ";\n";
+  return "    const " + codegen::ElemCType(inst.shape().dtype()) + " value = " + e + ";\n";
 }
 
 // Start index d of a dynamic-slice / -update-slice, clamped to [0, limit] as XLA does: one
@@ -118,7 +116,7 @@ std::optional<GeneratedKernel> TiledTranspose(const Instruction& inst) {
     return std::nullopt;
   }
   if (rows < 8 || cols < 8) return std::nullopt;
-  const std::string t = CType(in.dtype());
+  const std::string t = codegen::ElemCType(in.dtype());
   const int64_t tr = (rows + 31) / 32, tc = (cols + 31) / 32, tiles = batch * tr * tc;
   std::string b = "extern \"C\" __global__ void __launch_bounds__(256) " + std::string(codegen::kName) +
                   "(xs_args<2> a) {\n  typedef " + codegen::IndexType(in.num_elements() + 32 * 32) + " idx_t;\n";
@@ -152,7 +150,7 @@ StatusOr<GeneratedKernel> GenerateShapeKernel(const Instruction& inst) {
       codegen::ElemSpec spec;
       spec.loads = {{0, s.dtype()}};
       spec.stores = {{1, s.dtype()}};
-      spec.lambda = "auto elem = [&](idx_t, const " + CType(s.dtype()) + " x, " + CType(s.dtype()) + "& y) { y = x; };";
+      spec.lambda = "auto elem = [&](idx_t, const " + codegen::ElemCType(s.dtype()) + " x, " + codegen::ElemCType(s.dtype()) + "& y) { y = x; };";
       return codegen::EmitElementwise("copy", spec, s.num_elements(), 2);
     }
     case Opcode::kBroadcast: case Opcode::kTranspose: case Opcode::kSlice: case Opcode::kReverse: {
@@ -201,7 +199,7 @@ StatusOr<GeneratedKernel> GenerateShapeKernel(const Instruction& inst) {
     }
     case Opcode::kConcatenate: {
       const int c = static_cast<int>(inst.dimensions()[0]);
-      std::string code = "    " + CType(s.dtype()) + " v;\n";
+      std::string code = "    " + codegen::ElemCType(s.dtype()) + " v;\n";
       int64_t offset = 0;
       for (int k = 0; k < inst.operand_count(); ++k) {
         const Shape& in = inst.operand(k)->shape();
@@ -268,7 +266,7 @@ StatusOr<GeneratedKernel> GenerateDynamicUpdateSliceInPlace(const Instruction& i
     b += "    { const idx_t u = q % " + Int(upd.dim(d)) + "; q /= " + Int(upd.dim(d)) + "; dst += (idx_t)(s" +
          std::to_string(d) + " + u) * " + Int(os[d]) + "; }\n";
   }
-  b += "    ((" + CType(s.dtype()) + "*)a.p[" + std::to_string(ptrs - 1) + "])[dst] = " + Load(inst, 1, "i") + ";\n  }\n}\n";
+  b += "    ((" + codegen::ElemCType(s.dtype()) + "*)a.p[" + std::to_string(ptrs - 1) + "])[dst] = " + Load(inst, 1, "i") + ";\n  }\n}\n";
   LaunchDims launch;
   launch.grid = codegen::GridFor(upd.num_elements());
   return codegen::Finish("dus_in_place", std::move(b), launch, ptrs, "dynamic_update_slice_in_place");

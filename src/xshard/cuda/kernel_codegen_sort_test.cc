@@ -138,14 +138,14 @@ std::string ExactDiff(const Array& got, const Array& want) {
   return "";
 }
 
-struct Case {
+struct CaseSort {
   std::string what, text, strategy;
   int distinct = 8;
 };
 
-std::vector<Case> Cases() {
+std::vector<CaseSort> CasesSort() {
   const std::string lt_s32_s32 = KeyCmp("lt", {"s32", "s32"}, "LT", false);
-  std::vector<Case> c;
+  std::vector<CaseSort> c;
   c.push_back({"f32 NaN / -0 under JAX's comparator, argsort", SortModule(kJaxF32Lt, {"f32[4,1000]", "s32[4,1000]"}, 1, 1, 1),
                "sort_bitonic_shared", 40});
   c.push_back({"f32 alone, total order (-0 < +0, -NaN first)", SortModule(KeyCmp("lt", {"f32"}, "LT", true), {"f32[3,1000]"}, 1),
@@ -200,7 +200,7 @@ std::vector<Case> Cases() {
 }
 
 struct Planned {
-  Case c;
+  CaseSort c;
   std::unique_ptr<Module> module;
   std::unique_ptr<Executable> exe;
 };
@@ -208,7 +208,7 @@ struct Planned {
 // Every case parsed, planned by the CPU executor, its root's kernel of the expected strategy and
 // pointer count; `all` receives every kernel of the plans.
 void PlanCases(std::vector<Planned>& planned, std::vector<GeneratedKernel>& all) {
-  for (const Case& c : Cases()) {
+  for (const CaseSort& c : CasesSort()) {
     StatusOr<std::unique_ptr<Module>> m = ParseHloModule(c.text);
     ASSERT_TRUE(m.ok()) << c.what << ": " << m.status().message() << "\n" << c.text;
     StatusOr<std::unique_ptr<Executable>> e = Executable::Create(**m);

@@ -35,11 +35,11 @@ std::string Call(const std::string& x, const std::string& result, const std::str
   return text;
 }
 
-struct Case {
+struct CaseInternal {
   std::string what, text;
 };
 
-std::vector<Case> Cases() {
+std::vector<CaseInternal> CasesInternal() {
   return {
       {"RotateRight f32[12] by 2", Call("f32[12]", "f32[12]", "RotateRight", "dimension=0,amount=2")},
       {"RotateRight s32[3,7] dim 1 by 5", Call("s32[3,7]", "s32[3,7]", "RotateRight", "dimension=1,amount=5")},
@@ -108,7 +108,7 @@ Array Distinct(const Shape& s, std::mt19937_64& rng) {
 
 // Every module on the host emulator (the op alone when `op_alone`, and as a GPU plan) against
 // the CPU executor, bit for bit (complex results by their bytes alone).
-void RunAll(const std::vector<Loaded>& loaded, testing::HostKernels& host, bool op_alone) {
+void RunAllInternal(const std::vector<Loaded>& loaded, testing::HostKernels& host, bool op_alone) {
   std::mt19937_64 rng(5);
   testing::CheckOptions options;
   options.op_alone = op_alone;
@@ -130,13 +130,13 @@ void RunAll(const std::vector<Loaded>& loaded, testing::HostKernels& host, bool 
 TEST(KernelCodegenSpmdInternal, KernelsCompileForSm90AndMatchTheCpuOnTheHost) {
   std::vector<Loaded> loaded;
   std::vector<GeneratedKernel> all;
-  for (const Case& c : Cases()) {
+  for (const CaseInternal& c : CasesInternal()) {
     Load(c.what, c.text, /*op_kernel=*/true, loaded, all);
     if (HasFatalFailure()) return;
   }
   StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::CompileAndBuildForHost(loaded, all);
   ASSERT_TRUE(host.ok()) << host.status().message();
-  RunAll(loaded, **host, /*op_alone=*/true);
+  RunAllInternal(loaded, **host, /*op_alone=*/true);
 }
 
 // Results worked out by hand on x = [0, 1, 2, 3, 4, 5] (s32):
@@ -146,7 +146,7 @@ TEST(KernelCodegenSpmdInternal, KernelsCompileForSm90AndMatchTheCpuOnTheHost) {
 //   MultiSlice amount=1 of [1:4]:    [1, 2, 3], [2, 3, 4]
 //   MultiPad amt=2 with 9:           [9, 9, 0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5, 9, 9]
 TEST(KernelCodegenSpmdInternal, ResultsWorkedOutByHand) {
-  const std::vector<Case> cases = {
+  const std::vector<CaseInternal> cases = {
       {"RotateRight", Call("s32[6]", "s32[6]", "RotateRight", "dimension=0,amount=2")},
       {"MultiRotate",
        Call("s32[6]", "(s32[6], s32[6], s32[6])", "MultiRotate", "dimension=0,left_amount=1,right_amount=1")},
@@ -164,7 +164,7 @@ TEST(KernelCodegenSpmdInternal, ResultsWorkedOutByHand) {
   };
   std::vector<Loaded> loaded;
   std::vector<GeneratedKernel> all;
-  for (const Case& c : cases) {
+  for (const CaseInternal& c : cases) {
     Load(c.what, c.text, /*op_kernel=*/false, loaded, all);
     if (HasFatalFailure()) return;
   }
@@ -228,7 +228,7 @@ TEST(KernelCodegenSpmdInternal, CorpusModulesRunAsGpuPlansOnTheHost) {
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   StatusOr<std::unique_ptr<testing::HostKernels>> host = testing::CompileAndBuildForHost(*loaded);
   ASSERT_TRUE(host.ok()) << host.status().message();
-  RunAll(*loaded, **host, /*op_alone=*/false);
+  RunAllInternal(*loaded, **host, /*op_alone=*/false);
 }
 
 }  // namespace

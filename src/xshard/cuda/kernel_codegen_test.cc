@@ -190,14 +190,14 @@ Array RandomArray(const Shape& shape, std::mt19937_64& rng, bool edges, double m
   return a;
 }
 
-struct Planned {
+struct PlannedCodegen {
   std::string text;
   std::unique_ptr<Module> module;
   std::unique_ptr<Executable> exe;
 };
 
-std::vector<Planned> PlanAll(const std::vector<std::string>& texts, int* cpu_refused) {
-  std::vector<Planned> out;
+std::vector<PlannedCodegen> PlanAll(const std::vector<std::string>& texts, int* cpu_refused) {
+  std::vector<PlannedCodegen> out;
   for (const std::string& text : texts) {
     StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text);
     if (!m.ok()) {  // an op / dtype pair HLO does not define (e.g. exponential of s32)
@@ -217,9 +217,9 @@ std::vector<Planned> PlanAll(const std::vector<std::string>& texts, int* cpu_ref
 TEST(KernelCodegen, EveryHandBuiltModuleTheCpuPlansGeneratesAndCompiles) {
   int cpu_refused = 0;
   const std::vector<std::string> texts = HandBuiltModules();
-  std::vector<Planned> planned = PlanAll(texts, &cpu_refused);
+  std::vector<PlannedCodegen> planned = PlanAll(texts, &cpu_refused);
   testing::ModuleKernels all;
-  for (const Planned& p : planned) {
+  for (const PlannedCodegen& p : planned) {
     testing::ModuleKernels mk;
     testing::CollectKernels(*p.exe, mk);
     for (const auto& [why, n] : mk.refused) ADD_FAILURE() << why << "\n" << p.text;
@@ -384,9 +384,9 @@ TEST(KernelCodegen, CombinedProgramKeepsEveryKernelOnce) {
 // emulator) on every hand-built module, against the CPU executor.
 TEST(KernelCodegen, HandBuiltModulesMatchTheCpuWhenTheKernelsRunOnTheHost) {
   int cpu_refused = 0;
-  std::vector<Planned> planned = PlanAll(HandBuiltModules(), &cpu_refused);
+  std::vector<PlannedCodegen> planned = PlanAll(HandBuiltModules(), &cpu_refused);
   std::vector<GeneratedKernel> kernels;
-  for (const Planned& p : planned) {
+  for (const PlannedCodegen& p : planned) {
     testing::ModuleKernels mk;
     testing::CollectKernels(*p.exe, mk);
     for (GeneratedKernel& k : mk.kernels) kernels.push_back(std::move(k));
@@ -397,7 +397,7 @@ TEST(KernelCodegen, HandBuiltModulesMatchTheCpuWhenTheKernelsRunOnTheHost) {
   const double build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::mt19937_64 rng(7);
   int ran = 0, not_host = 0;
-  for (const Planned& p : planned) {
+  for (const PlannedCodegen& p : planned) {
     std::vector<Array> args;
     // No edge values into sums: huge values cancel differently in another summation order.
     const bool edges = testing::ReduceScale(*p.module) == 1 && p.text.find("reduce(") == std::string::npos;
@@ -430,10 +430,10 @@ TEST(KernelCodegen, HandBuiltModulesMatchTheCpuWhenTheKernelsRunOnTheHost) {
 TEST(KernelCodegen, HandBuiltModulesMatchTheCpuOnAGpu) {
   if (!NoGpuReason().empty()) GTEST_SKIP() << NoGpuReason();
   int cpu_refused = 0;
-  std::vector<Planned> planned = PlanAll(HandBuiltModules(), &cpu_refused);
+  std::vector<PlannedCodegen> planned = PlanAll(HandBuiltModules(), &cpu_refused);
   std::mt19937_64 rng(7);
   int ran = 0;
-  for (const Planned& p : planned) {
+  for (const PlannedCodegen& p : planned) {
     std::vector<Array> args;
     // No edge values into sums: huge values cancel differently in another summation order.
     const bool edges = testing::ReduceScale(*p.module) == 1 && p.text.find("reduce(") == std::string::npos;

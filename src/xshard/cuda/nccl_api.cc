@@ -8,7 +8,7 @@
 namespace xs::cuda {
 namespace {
 
-StatusOr<NcclApi> Load() {
+StatusOr<NcclApi> LoadNccl() {
   XS_ASSIGN_OR_RETURN(DynamicLibrary lib, DynamicLibrary::Open("NCCL", {"libnccl.so.2"}));
   NcclApi api{};
   XS_RETURN_IF_ERROR(Bind(lib, "ncclGetVersion", &api.GetVersion));
@@ -34,7 +34,7 @@ StatusOr<NcclApi> Load() {
 }  // namespace
 
 StatusOr<const NcclApi*> Nccl() {
-  static const StatusOr<NcclApi>* const loaded = new StatusOr<NcclApi>(Load());
+  static const StatusOr<NcclApi>* const loaded = new StatusOr<NcclApi>(LoadNccl());
   if (!loaded->ok()) return loaded->status();
   return &**loaded;
 }

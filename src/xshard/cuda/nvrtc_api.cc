@@ -9,7 +9,7 @@
 namespace xs::cuda {
 namespace {
 
-StatusOr<std::unique_ptr<NvrtcApi>> Load() {
+StatusOr<std::unique_ptr<NvrtcApi>> LoadNvrtc() {
   XS_ASSIGN_OR_RETURN(DynamicLibrary lib,
                       DynamicLibrary::Open("NVRTC", {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}));
   auto api = std::make_unique<NvrtcApi>();
@@ -36,7 +36,7 @@ StatusOr<std::unique_ptr<NvrtcApi>> Load() {
 StatusOr<const NvrtcApi*> Nvrtc() {
   // Loaded once; a failure is remembered too (the library will not appear during the run).
   static const StatusOr<std::unique_ptr<NvrtcApi>>* const loaded =
-      new StatusOr<std::unique_ptr<NvrtcApi>>(Load());
+      new StatusOr<std::unique_ptr<NvrtcApi>>(LoadNvrtc());
   if (!loaded->ok()) return loaded->status();
   return loaded->value().get();
 }

@@ -223,13 +223,14 @@ Status RunGather(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& indices = OperandArray(step, frame, 1);
   const GatherDimensionNumbers& dn = *step.inst->attrs().gather;
   const std::vector<int64_t>& sizes = *step.inst->attrs().slice_sizes;
+  const int threads = ctx.options.intra_op_threads > 0 ? ctx.options.intra_op_threads : kernels::CoreCount();
   if (step.writes_result_buffer) {
     std::shared_ptr<Array> out = NewArray(step.inst->shape(), ctx);
-    XS_RETURN_IF_ERROR(kernels::GatherInto(operand, indices, dn, sizes, *out));
+    XS_RETURN_IF_ERROR(kernels::GatherInto(operand, indices, dn, sizes, *out, threads));
     frame.slots[step.out] = OwnedSlot(std::move(out));
     return OkStatus();
   }
-  XS_ASSIGN_OR_RETURN(Array out, kernels::Gather(operand, indices, dn, sizes));
+  XS_ASSIGN_OR_RETURN(Array out, kernels::Gather(operand, indices, dn, sizes, threads));
   frame.slots[step.out] = OwnedSlot(AdoptArray(std::move(out), ctx));
   return OkStatus();
 }

@@ -12,24 +12,24 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Atom F32(double v) { return Atom::OfLiteral(Array::Scalar<float>(static_cast<float>(v)), true); }
+Atom F32Jaxpr(double v) { return Atom::OfLiteral(Array::Scalar<float>(static_cast<float>(v)), true); }
 
 // sigmoid(x) = 1 / (1 + exp(-x)) as the notebook's JAX traced it.
-Jaxpr Sigmoid(std::vector<int64_t> dims) {
+Jaxpr SigmoidJaxpr(std::vector<int64_t> dims) {
   Jaxpr j;
   JaxprBuilder b(&j);
   Var a = b.NewVar(AVal{DType::kF32, dims});
   j.invars = {a};
   Atom x = *b.Bind1("neg", {Atom::OfVar(a)});
   x = *b.Bind1("exp", {x});
-  x = *b.Bind1("add", {x, F32(1)});
-  x = *b.Bind1("div", {F32(1), x});
+  x = *b.Bind1("add", {x, F32Jaxpr(1)});
+  x = *b.Bind1("div", {F32Jaxpr(1), x});
   j.outvars = {x};
   return j;
 }
 
 TEST(PrintJaxprTest, SigmoidScalarAsSeed002) {
-  EXPECT_EQ(PrintJaxpr(Sigmoid({})),
+  EXPECT_EQ(PrintJaxpr(SigmoidJaxpr({})),
             "{ lambda ; a:f32[]. let\n"
             "    b:f32[] = neg a\n"
             "    c:f32[] = exp b\n"
@@ -39,7 +39,7 @@ TEST(PrintJaxprTest, SigmoidScalarAsSeed002) {
 }
 
 TEST(PrintJaxprTest, SigmoidVectorAsSeed002) {
-  EXPECT_EQ(PrintJaxpr(Sigmoid({10})),
+  EXPECT_EQ(PrintJaxpr(SigmoidJaxpr({10})),
             "{ lambda ; a:f32[10]. let\n"
             "    b:f32[10] = neg a\n"
             "    c:f32[10] = exp b\n"
@@ -55,11 +55,11 @@ TEST(PrintJaxprTest, GradSigmoidWithUnusedOutputAsSeed002) {
   j.invars = {a};
   Atom nb = *b.Bind1("neg", {Atom::OfVar(a)});
   Atom c = *b.Bind1("exp", {nb});
-  Atom d = *b.Bind1("add", {c, F32(1)});
-  (void)*b.Bind1("div", {F32(1), d});
+  Atom d = *b.Bind1("add", {c, F32Jaxpr(1)});
+  (void)*b.Bind1("div", {F32Jaxpr(1), d});
   Atom e = *b.Bind1("integer_pow", {d}, {{"y", int64_t{-2}}});
-  Atom f = *b.Bind1("mul", {F32(1), e});
-  Atom g = *b.Bind1("mul", {f, F32(1)});
+  Atom f = *b.Bind1("mul", {F32Jaxpr(1), e});
+  Atom g = *b.Bind1("mul", {f, F32Jaxpr(1)});
   Atom h = *b.Bind1("neg", {g});
   Atom i = *b.Bind1("mul", {h, c});
   j.outvars = {*b.Bind1("neg", {i})};
@@ -70,7 +70,7 @@ TEST(PrintJaxprTest, GradSigmoidWithUnusedOutputAsSeed002) {
 // Seed 002's make_jaxpr(jit(sigmoid)) with today's primitive name (pjit[jaxpr name]): the nested
 // jaxpr continues the outer naming and is indented under its parameter.
 TEST(PrintJaxprTest, NestedPjitContinuesNames) {
-  auto inner = std::make_shared<const Jaxpr>(Sigmoid({}));
+  auto inner = std::make_shared<const Jaxpr>(SigmoidJaxpr({}));
   Jaxpr j;
   JaxprBuilder b(&j);
   Var a = b.NewVar(AVal{DType::kF32, {}});

@@ -9,7 +9,7 @@
 namespace xs {
 namespace {
 
-Shape F32(std::vector<int64_t> dims) { return Shape(DType::kF32, std::move(dims)); }
+Shape F32Builder(std::vector<int64_t> dims) { return Shape(DType::kF32, std::move(dims)); }
 
 // The usage example of builder.h, verbatim.
 TEST(BuilderTest, HeaderExampleBuildsAVerifiedModule) {
@@ -45,7 +45,7 @@ TEST(BuilderTest, SeedSigmoidHasXlaShapesAndNames) {
   ComputationBuilder& b = mb.AddEntry("main.8");
   Op one = b.WithName("constant.2").Scalar(1.0f);
   Op ones = b.WithName("broadcast.3").BroadcastInDim(one, {10}, {});
-  Op x = b.Parameter(0, F32({10}), "Arg_0.1");
+  Op x = b.Parameter(0, F32Builder({10}), "Arg_0.1");
   Op e = b.WithName("exponential.5").Exp(b.WithName("negate.4").Neg(x));
   Op sum = b.WithName("add.6").Add(e, ones);
   Op out = b.WithName("divide.7").Div(ones, sum);
@@ -64,13 +64,13 @@ TEST(BuilderTest, SelectAndScatterTakesBothComputationsAndTheWindow) {
   // max_pool's gradient over 2x2 windows of f32[4,4]: one source element per window.
   ModuleBuilder mb("sas");
   ComputationBuilder& ge = mb.AddComputation("ge");
-  ge.Compare(ge.Parameter(0, F32({}), "a"), ge.Parameter(1, F32({}), "b"),
+  ge.Compare(ge.Parameter(0, F32Builder({}), "a"), ge.Parameter(1, F32Builder({}), "b"),
              ComparisonDirection::kGe);
   ComputationBuilder& add = mb.AddComputation("add");
-  add.Add(add.Parameter(0, F32({}), "x"), add.Parameter(1, F32({}), "y"));
+  add.Add(add.Parameter(0, F32Builder({}), "x"), add.Parameter(1, F32Builder({}), "y"));
   ComputationBuilder& main = mb.AddEntry("main");
-  Op operand = main.Parameter(0, F32({4, 4}), "operand");
-  Op source = main.Parameter(1, F32({2, 2}), "source");
+  Op operand = main.Parameter(0, F32Builder({4, 4}), "operand");
+  Op source = main.Parameter(1, F32Builder({2, 2}), "source");
   Window w;
   w.dims = {WindowDim{2, 2, 0, 0, 1, 1, false}, WindowDim{2, 2, 0, 0, 1, 1, false}};
   Op s = main.SelectAndScatter(operand, ge, w, source, main.Scalar(0.0f), add);
@@ -82,13 +82,13 @@ TEST(BuilderTest, SelectAndScatterTakesBothComputationsAndTheWindow) {
   // A source that does not match the window count is an error naming the op.
   ModuleBuilder bad("bad");
   ComputationBuilder& ge2 = bad.AddComputation("ge");
-  ge2.Compare(ge2.Parameter(0, F32({}), "a"), ge2.Parameter(1, F32({}), "b"),
+  ge2.Compare(ge2.Parameter(0, F32Builder({}), "a"), ge2.Parameter(1, F32Builder({}), "b"),
               ComparisonDirection::kGe);
   ComputationBuilder& add2 = bad.AddComputation("add");
-  add2.Add(add2.Parameter(0, F32({}), "x"), add2.Parameter(1, F32({}), "y"));
+  add2.Add(add2.Parameter(0, F32Builder({}), "x"), add2.Parameter(1, F32Builder({}), "y"));
   ComputationBuilder& main2 = bad.AddEntry("main");
-  main2.SelectAndScatter(main2.Parameter(0, F32({4, 4}), "o"), ge2, w,
-                         main2.Parameter(1, F32({3, 2}), "s"), main2.Scalar(0.0f), add2);
+  main2.SelectAndScatter(main2.Parameter(0, F32Builder({4, 4}), "o"), ge2, w,
+                         main2.Parameter(1, F32Builder({3, 2}), "s"), main2.Scalar(0.0f), add2);
   auto err = bad.Build();
   ASSERT_FALSE(err.ok());
   EXPECT_NE(err.status().message().find("SelectAndScatter"), std::string::npos)
@@ -98,8 +98,8 @@ TEST(BuilderTest, SelectAndScatterTakesBothComputationsAndTheWindow) {
 TEST(BuilderTest, FirstErrorNamesTheOpAndLaterOpsAreNoOps) {
   ModuleBuilder mb("m");
   ComputationBuilder& b = mb.AddEntry("main");
-  Op a = b.Parameter(0, F32({4, 16}), "a");
-  Op c = b.Parameter(1, F32({8, 8}), "c");
+  Op a = b.Parameter(0, F32Builder({4, 16}), "a");
+  Op c = b.Parameter(1, F32Builder({8, 8}), "c");
   Op bad = b.Dot(a, c);
   EXPECT_FALSE(bad.valid());
   Op later = b.Neg(a);  // ignored: the first error stays
@@ -142,7 +142,7 @@ TEST(BuilderTest, ShapeErrorsOfEachKindAreReported) {
   for (const Case& c : cases) {
     ModuleBuilder mb("m");
     ComputationBuilder& b = mb.AddEntry("main");
-    c.build(b, b.Parameter(0, F32({2, 3}), "x"));
+    c.build(b, b.Parameter(0, F32Builder({2, 3}), "x"));
     EXPECT_EQ(mb.status().message(), c.message);
   }
 }
@@ -151,9 +151,9 @@ TEST(BuilderTest, CollectivesTakeTheGroupSize) {
   ModuleBuilder mb("m");
   mb.mutable_config().num_partitions = 4;
   ComputationBuilder& sum = mb.AddComputation("sum");
-  sum.Add(sum.Parameter(0, F32({}), "p"), sum.Parameter(1, F32({}), "q"));
+  sum.Add(sum.Parameter(0, F32Builder({}), "p"), sum.Parameter(1, F32Builder({}), "q"));
   ComputationBuilder& b = mb.AddEntry("main");
-  Op x = b.Parameter(0, F32({8, 6}), "x");
+  Op x = b.Parameter(0, F32Builder({8, 6}), "x");
   Op gathered = b.AllGather(x, 1, {.replica_groups = {{0, 1}, {2, 3}}});
   Op everywhere = b.AllGather(x, 0, {.channel_id = 1});  // num_partitions = 4
   Op scattered = b.ReduceScatter(x, sum, 0, {.channel_id = 2});
@@ -174,7 +174,7 @@ TEST(BuilderTest, CollectivesTakeTheGroupSize) {
 TEST(BuilderTest, ControlFlowAndShardings) {
   ModuleBuilder mb("loop");
   mb.mutable_config().num_partitions = 2;
-  Shape state = Shape::Tuple({Shape(DType::kS32, {}), F32({4})});
+  Shape state = Shape::Tuple({Shape(DType::kS32, {}), F32Builder({4})});
   ComputationBuilder& cond = mb.AddComputation("cond");
   Op s = cond.Parameter(0, state, "s");
   cond.Compare(cond.GetTupleElement(s, 0), cond.Scalar<int32_t>(10), ComparisonDirection::kLt);
@@ -185,7 +185,7 @@ TEST(BuilderTest, ControlFlowAndShardings) {
   body.Tuple({body.Add(i, body.Scalar<int32_t>(1)), body.Mul(v, v)});
   ComputationBuilder& main = mb.AddEntry("main");
   HloSharding split = HloSharding::Parse("{devices=[2]0,1}").value();
-  Op x = main.WithSharding(split).Parameter(0, F32({4}), "x");
+  Op x = main.WithSharding(split).Parameter(0, F32Builder({4}), "x");
   Op w = main.While(cond, body, main.Tuple({main.Scalar<int32_t>(0), x}));
   main.SetSharding(main.GetTupleElement(w, 1), split);
   auto m = mb.Build();
@@ -202,9 +202,9 @@ TEST(BuilderTest, RejectsInvalidShardingAndForeignOperands) {
   ModuleBuilder mb("m");
   mb.mutable_config().num_partitions = 2;
   ComputationBuilder& other = mb.AddComputation("other");
-  Op y = other.Parameter(0, F32({}), "y");
+  Op y = other.Parameter(0, F32Builder({}), "y");
   ComputationBuilder& main = mb.AddEntry("main");
-  Op x = main.Parameter(0, F32({4}), "x");
+  Op x = main.Parameter(0, F32Builder({4}), "x");
   main.SetSharding(x, HloSharding::Parse("{devices=[1,2]0,1}").value());
   EXPECT_EQ(mb.status().message(),
             "SetSharding: instruction 'x' (parameter) in computation 'main': sharding "
@@ -212,7 +212,7 @@ TEST(BuilderTest, RejectsInvalidShardingAndForeignOperands) {
             "the shape has rank 1; give one tile count per array dim (subgroup dims come after)");
   ModuleBuilder mb2("m2");
   ComputationBuilder& a = mb2.AddComputation("a");
-  Op p = a.Parameter(0, F32({}), "p");
+  Op p = a.Parameter(0, F32Builder({}), "p");
   ComputationBuilder& e = mb2.AddEntry("e");
   e.Neg(p);
   EXPECT_EQ(mb2.status().message(),
@@ -222,11 +222,11 @@ TEST(BuilderTest, RejectsInvalidShardingAndForeignOperands) {
 
 TEST(BuilderTest, BuildTwiceAndMissingEntryAreErrors) {
   ModuleBuilder none("none");
-  none.AddComputation("c").Parameter(0, F32({}), "p");
+  none.AddComputation("c").Parameter(0, F32Builder({}), "p");
   EXPECT_EQ(none.Build().status().message(),
             "Build: module 'none' has no entry; call AddEntry(name)");
   ModuleBuilder twice("twice");
-  twice.AddEntry("main").Parameter(0, F32({}), "p");
+  twice.AddEntry("main").Parameter(0, F32Builder({}), "p");
   EXPECT_TRUE(twice.Build().ok());
   EXPECT_EQ(twice.Build().status().message(), "Build: module 'twice' was already built");
 }
@@ -234,7 +234,7 @@ TEST(BuilderTest, BuildTwiceAndMissingEntryAreErrors) {
 TEST(BuilderTest, DataMovementOps) {
   ModuleBuilder mb("m");
   ComputationBuilder& b = mb.AddEntry("main");
-  Op x = b.Parameter(0, F32({2, 3}), "x");
+  Op x = b.Parameter(0, F32Builder({2, 3}), "x");
   Op i = b.Parameter(1, Shape(DType::kS32, {}), "i");
   EXPECT_EQ(b.Broadcast(x, {5}).shape().ToString(false), "f32[5,2,3]");
   EXPECT_EQ(b.Transpose(x, {1, 0}).shape().ToString(false), "f32[3,2]");
@@ -246,7 +246,7 @@ TEST(BuilderTest, DataMovementOps) {
   EXPECT_EQ(b.Iota(Shape(DType::kS32, {4, 2}), 0).shape().ToString(false), "s32[4,2]");
   EXPECT_EQ(b.Compare(x, x, ComparisonDirection::kGt).shape().ToString(false), "pred[2,3]");
   EXPECT_EQ(b.Reverse(x, {0}).shape().ToString(false), "f32[2,3]");
-  EXPECT_EQ(b.CustomCall("Sharding", {x}, F32({2, 3})).shape().ToString(false), "f32[2,3]");
+  EXPECT_EQ(b.CustomCall("Sharding", {x}, F32Builder({2, 3})).shape().ToString(false), "f32[2,3]");
   EXPECT_TRUE(mb.Build().ok()) << mb.status().ToString();
 }
 

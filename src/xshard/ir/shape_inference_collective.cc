@@ -309,11 +309,11 @@ StatusOr<Shape> BatchNormHandler(const Instruction& inst) {
   return Shape::Tuple({x.WithoutLayout(), feature, feature});
 }
 
-struct Rule {
+struct CollectiveRule {
   Opcode op;
   Handler fn;
 };
-constexpr Rule kRules[] = {
+constexpr CollectiveRule kCollectiveRules[] = {
     {Opcode::kAllGather, AllGatherHandler}, {Opcode::kAllGatherStart, AllGatherStartHandler},
     {Opcode::kAllGatherDone, SecondElementHandler}, {Opcode::kAllReduce, AllReduceHandler},
     {Opcode::kAllReduceStart, AllReduceHandler}, {Opcode::kAllReduceDone, SameAsOperandHandler},
@@ -342,7 +342,7 @@ constexpr Rule kRules[] = {
 }  // namespace
 
 Handler CollectiveHandlerFor(Opcode op) {
-  for (const Rule& r : kRules) {
+  for (const CollectiveRule& r : kCollectiveRules) {
     if (r.op == op) return r.fn;
   }
   return nullptr;

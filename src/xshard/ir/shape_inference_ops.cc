@@ -258,12 +258,12 @@ StatusOr<Shape> FusionHandler(const Instruction& inst) {
 
 
 
-struct Rule {
+struct OpRule {
   Opcode op;
   Handler fn;
 };
 
-const Rule kRules[] = {
+const OpRule kOpRules[] = {
     {Opcode::kConvert, ConvertHandler}, {Opcode::kBitcastConvert, BitcastConvertHandler},
     {Opcode::kStochasticConvert, StochasticConvertHandler},
     {Opcode::kBroadcast, BroadcastHandler}, {Opcode::kReshape, ReshapeHandler},
@@ -292,7 +292,7 @@ const Rule kRules[] = {
 StatusOr<Shape> DeclaredHandler(const Instruction& inst) { return Declared(inst); }
 
 Handler OpHandlerFor(Opcode op) {
-  for (const Rule& r : kRules) {
+  for (const OpRule& r : kOpRules) {
     if (r.op == op) return r.fn;
   }
   return nullptr;

@@ -7,7 +7,7 @@
 namespace xs {
 namespace {
 
-Shape F32(std::vector<int64_t> dims) { return Shape(DType::kF32, std::move(dims)); }
+Shape F32Verifier(std::vector<int64_t> dims) { return Shape(DType::kF32, std::move(dims)); }
 
 // Builds modules instruction by instruction with whatever shapes the test declares.
 class Maker {
@@ -31,9 +31,9 @@ class Maker {
   // A scalar f32 add computation (x, y) -> x + y.
   Computation* Adder(std::string name = "sum") {
     Computation* c = Comp(std::move(name));
-    Instruction* x = Param(c, 0, F32({}), "x");
-    Instruction* y = Param(c, 1, F32({}), "y");
-    c->set_root(Add(c, Opcode::kAdd, F32({}), {x, y}, "r"));
+    Instruction* x = Param(c, 0, F32Verifier({}), "x");
+    Instruction* y = Param(c, 1, F32Verifier({}), "y");
+    c->set_root(Add(c, Opcode::kAdd, F32Verifier({}), {x, y}, "r"));
     return c;
   }
   Module& module() { return *module_; }
@@ -47,13 +47,13 @@ TEST(VerifierTest, AcceptsAWellFormedModule) {
   Maker m;
   Computation* sum = m.Adder();
   Computation* e = m.Comp("main", true);
-  Instruction* a = m.Param(e, 0, F32({4, 16}), "a");
-  Instruction* z = m.Add(e, Opcode::kConstant, F32({}), {}, "zero",
+  Instruction* a = m.Param(e, 0, F32Verifier({4, 16}), "a");
+  Instruction* z = m.Add(e, Opcode::kConstant, F32Verifier({}), {}, "zero",
                          [] { Attributes at; at.literal = Literal{Array::Scalar(0.0f), {}};
                               return at; }());
   Attributes dims;
   dims.dimensions = std::vector<int64_t>{1};
-  Instruction* r = m.Add(e, Opcode::kReduce, F32({4}), {a, z}, "r", dims);
+  Instruction* r = m.Add(e, Opcode::kReduce, F32Verifier({4}), {a, z}, "r", dims);
   r->AddCall(CallRole::kToApply, sum);
   e->set_root(r);
   EXPECT_TRUE(Verify(m.module()).ok()) << m.Message();
@@ -62,9 +62,9 @@ TEST(VerifierTest, AcceptsAWellFormedModule) {
 TEST(VerifierTest, RejectsDeclaredShapeThatDiffersFromInferred) {
   Maker m;
   Computation* e = m.Comp("main", true);
-  Instruction* x = m.Param(e, 0, F32({4}), "x");
-  Instruction* y = m.Param(e, 1, F32({4}), "y");
-  e->set_root(m.Add(e, Opcode::kAdd, F32({8}), {x, y}, "add.1"));
+  Instruction* x = m.Param(e, 0, F32Verifier({4}), "x");
+  Instruction* y = m.Param(e, 1, F32Verifier({4}), "y");
+  e->set_root(m.Add(e, Opcode::kAdd, F32Verifier({8}), {x, y}, "add.1"));
   EXPECT_EQ(m.Message(),
             "instruction 'add.1' (add): declared shape f32[8] differs from the inferred shape "
             "f32[4] (operands: f32[4] x, f32[4] y)");
@@ -73,7 +73,7 @@ TEST(VerifierTest, RejectsDeclaredShapeThatDiffersFromInferred) {
 TEST(VerifierTest, RejectsWrongElementType) {
   Maker m;
   Computation* e = m.Comp("main", true);
-  Instruction* x = m.Param(e, 0, F32({4}), "x");
+  Instruction* x = m.Param(e, 0, F32Verifier({4}), "x");
   e->set_root(m.Add(e, Opcode::kNegate, Shape(DType::kS32, {4}), {x}, "neg"));
   EXPECT_EQ(m.Message(), "instruction 'neg' (negate): declared shape s32[4] differs from the "
                          "inferred shape f32[4] (operands: f32[4] x)");
@@ -82,19 +82,19 @@ TEST(VerifierTest, RejectsWrongElementType) {
 TEST(VerifierTest, RejectsWrongOperandCount) {
   Maker m;
   Computation* e = m.Comp("main", true);
-  Instruction* x = m.Param(e, 0, F32({4}), "x");
-  e->set_root(m.Add(e, Opcode::kNegate, F32({4}), {x, x}, "neg"));
+  Instruction* x = m.Param(e, 0, F32Verifier({4}), "x");
+  e->set_root(m.Add(e, Opcode::kNegate, F32Verifier({4}), {x, x}, "neg"));
   EXPECT_EQ(m.Message(), "instruction 'neg' (negate): negate takes 1 operand(s), got 2");
 }
 
 TEST(VerifierTest, RejectsOutOfRangeDotDimension) {
   Maker m;
   Computation* e = m.Comp("main", true);
-  Instruction* a = m.Param(e, 0, F32({4, 16}), "a");
-  Instruction* b = m.Param(e, 1, F32({16, 8}), "b");
+  Instruction* a = m.Param(e, 0, F32Verifier({4, 16}), "a");
+  Instruction* b = m.Param(e, 1, F32Verifier({16, 8}), "b");
   Attributes at;
   at.dot = DotDimensionNumbers{{}, {}, {2}, {0}};
-  e->set_root(m.Add(e, Opcode::kDot, F32({4, 8}), {a, b}, "dot.3", at));
+  e->set_root(m.Add(e, Opcode::kDot, F32Verifier({4, 8}), {a, b}, "dot.3", at));
   EXPECT_EQ(m.Message(),
             "instruction 'dot.3' (dot): lhs contracting dim 2 is out of range for f32[4,16]");
 }
@@ -102,10 +102,10 @@ TEST(VerifierTest, RejectsOutOfRangeDotDimension) {
 TEST(VerifierTest, RejectsRepeatedDimension) {
   Maker m;
   Computation* e = m.Comp("main", true);
-  Instruction* a = m.Param(e, 0, F32({4, 4}), "a");
+  Instruction* a = m.Param(e, 0, F32Verifier({4, 4}), "a");
   Attributes at;
   at.dimensions = std::vector<int64_t>{0, 0};
-  e->set_root(m.Add(e, Opcode::kTranspose, F32({4, 4}), {a}, "t", at));
+  e->set_root(m.Add(e, Opcode::kTranspose, F32Verifier({4, 4}), {a}, "t", at));
   EXPECT_EQ(m.Message(), "instruction 't' (transpose): transpose dimensions={0,0} is not a "
                          "permutation of the dims of f32[4,4]");
 }
@@ -113,14 +113,14 @@ TEST(VerifierTest, RejectsRepeatedDimension) {
 TEST(VerifierTest, RejectsReducerWithWrongArity) {
   Maker m;
   Computation* bad = m.Comp("bad");
-  Instruction* x = m.Param(bad, 0, F32({}), "x");
-  bad->set_root(m.Add(bad, Opcode::kNegate, F32({}), {x}, "n"));
+  Instruction* x = m.Param(bad, 0, F32Verifier({}), "x");
+  bad->set_root(m.Add(bad, Opcode::kNegate, F32Verifier({}), {x}, "n"));
   Computation* e = m.Comp("main", true);
-  Instruction* a = m.Param(e, 0, F32({4}), "a");
-  Instruction* init = m.Param(e, 1, F32({}), "init");
+  Instruction* a = m.Param(e, 0, F32Verifier({4}), "a");
+  Instruction* init = m.Param(e, 1, F32Verifier({}), "init");
   Attributes at;
   at.dimensions = std::vector<int64_t>{0};
-  Instruction* r = m.Add(e, Opcode::kReduce, F32({}), {a, init}, "r", at);
+  Instruction* r = m.Add(e, Opcode::kReduce, F32Verifier({}), {a, init}, "r", at);
   r->AddCall(CallRole::kToApply, bad);
   e->set_root(r);
   EXPECT_EQ(m.Message(), "instruction 'r' (reduce): the reducer (f32[]) -> f32[] must take 2 "
@@ -130,12 +130,12 @@ TEST(VerifierTest, RejectsReducerWithWrongArity) {
 TEST(VerifierTest, RejectsWhileConditionThatIsNotPred) {
   Maker m;
   Computation* cond = m.Comp("cond");
-  cond->set_root(m.Param(cond, 0, F32({}), "s"));
+  cond->set_root(m.Param(cond, 0, F32Verifier({}), "s"));
   Computation* body = m.Comp("body");
-  body->set_root(m.Param(body, 0, F32({}), "s"));
+  body->set_root(m.Param(body, 0, F32Verifier({}), "s"));
   Computation* e = m.Comp("main", true);
-  Instruction* init = m.Param(e, 0, F32({}), "init");
-  Instruction* w = m.Add(e, Opcode::kWhile, F32({}), {init}, "w");
+  Instruction* init = m.Param(e, 0, F32Verifier({}), "init");
+  Instruction* w = m.Add(e, Opcode::kWhile, F32Verifier({}), {init}, "w");
   w->AddCall(CallRole::kCondition, cond);
   w->AddCall(CallRole::kBody, body);
   e->set_root(w);
@@ -146,13 +146,13 @@ TEST(VerifierTest, RejectsWhileConditionThatIsNotPred) {
 TEST(VerifierTest, RejectsParameterGapsAndDuplicates) {
   Maker gap;
   Computation* e = gap.Comp("main", true);
-  e->set_root(gap.Param(e, 1, F32({}), "p1"));
+  e->set_root(gap.Param(e, 1, F32Verifier({}), "p1"));
   EXPECT_EQ(gap.Message(), "computation 'main' has parameter(1) but no parameter(0); number "
                            "parameters 0, 1, 2, ... without gaps");
   Maker dup;
   Computation* d = dup.Comp("main", true);
-  d->set_root(dup.Param(d, 0, F32({}), "a"));
-  dup.Param(d, 0, F32({}), "b");
+  d->set_root(dup.Param(d, 0, F32Verifier({}), "a"));
+  dup.Param(d, 0, F32Verifier({}), "b");
   EXPECT_EQ(dup.Message(), "computation 'main' has parameter(0) twice: 'a' and 'b'; number "
                            "parameters 0, 1, 2, ... once each");
 }
@@ -166,9 +166,9 @@ TEST(VerifierTest, RejectsModuleWithoutEntry) {
 TEST(VerifierTest, RejectsCycles) {
   Maker m;
   Computation* e = m.Comp("main", true);
-  Instruction* x = m.Param(e, 0, F32({}), "x");
-  Instruction* a = m.Add(e, Opcode::kAdd, F32({}), {x, x}, "a");
-  Instruction* b = m.Add(e, Opcode::kNegate, F32({}), {a}, "b");
+  Instruction* x = m.Param(e, 0, F32Verifier({}), "x");
+  Instruction* a = m.Add(e, Opcode::kAdd, F32Verifier({}), {x, x}, "a");
+  Instruction* b = m.Add(e, Opcode::kNegate, F32Verifier({}), {a}, "b");
   a->ReplaceOperandWith(1, b);
   e->set_root(b);
   EXPECT_EQ(m.Message(), "computation 'main' has a cycle through 'a' (an instruction depends on "
@@ -178,8 +178,8 @@ TEST(VerifierTest, RejectsCycles) {
 TEST(VerifierTest, RejectsCallsOfTheEntryAndRecursion) {
   Maker m;
   Computation* e = m.Comp("main", true);
-  Instruction* x = m.Param(e, 0, F32({}), "x");
-  Instruction* c = m.Add(e, Opcode::kCall, F32({}), {x}, "c");
+  Instruction* x = m.Param(e, 0, F32Verifier({}), "x");
+  Instruction* c = m.Add(e, Opcode::kCall, F32Verifier({}), {x}, "c");
   c->AddCall(CallRole::kToApply, e);
   e->set_root(c);
   EXPECT_EQ(m.Message(), "computation 'main' calls itself (through 'main'); HLO has no recursion");
@@ -189,7 +189,7 @@ TEST(VerifierTest, RejectsShardingThatDoesNotFitTheShape) {
   Maker m;
   m.module().mutable_config().num_partitions = 4;
   Computation* e = m.Comp("main", true);
-  Instruction* x = m.Param(e, 0, F32({8}), "x");
+  Instruction* x = m.Param(e, 0, F32Verifier({8}), "x");
   x->set_sharding(HloSharding::Parse("{devices=[2,2]0,1,2,3}").value());
   e->set_root(x);
   EXPECT_EQ(m.Message(),
@@ -202,7 +202,7 @@ TEST(VerifierTest, RejectsShardingForTheWrongPartitionCount) {
   Maker m;
   m.module().mutable_config().num_partitions = 8;
   Computation* e = m.Comp("main", true);
-  Instruction* x = m.Param(e, 0, F32({8}), "x");
+  Instruction* x = m.Param(e, 0, F32Verifier({8}), "x");
   x->set_sharding(HloSharding::Parse("{devices=[4]0,1,2,3}").value());
   e->set_root(x);
   EXPECT_EQ(m.Message(),
@@ -214,12 +214,12 @@ TEST(VerifierTest, RejectsShardingForTheWrongPartitionCount) {
 TEST(VerifierTest, RejectsAllGatherThatDisagreesWithItsGroups) {
   Maker m;
   Computation* e = m.Comp("main", true);
-  Instruction* x = m.Param(e, 0, F32({2, 4}), "x");
+  Instruction* x = m.Param(e, 0, F32Verifier({2, 4}), "x");
   Attributes at;
   at.dimensions = std::vector<int64_t>{0};
   at.replica_groups.emplace();
   at.replica_groups->groups = {{0, 1, 2, 3}};
-  e->set_root(m.Add(e, Opcode::kAllGather, F32({4, 4}), {x}, "ag", at));
+  e->set_root(m.Add(e, Opcode::kAllGather, F32Verifier({4, 4}), {x}, "ag", at));
   EXPECT_EQ(m.Message(), "instruction 'ag' (all-gather): declared shape f32[4,4] differs from "
                          "the inferred shape f32[8,4] (operands: f32[2,4] x)");
 }
@@ -227,14 +227,14 @@ TEST(VerifierTest, RejectsAllGatherThatDisagreesWithItsGroups) {
 TEST(VerifierTest, RejectsConditionalBranchesWithDifferentResults) {
   Maker m;
   Computation* t = m.Comp("t");
-  t->set_root(m.Param(t, 0, F32({}), "a"));
+  t->set_root(m.Param(t, 0, F32Verifier({}), "a"));
   Computation* f = m.Comp("f");
-  Instruction* b = m.Param(f, 0, F32({}), "b");
+  Instruction* b = m.Param(f, 0, F32Verifier({}), "b");
   f->set_root(m.Add(f, Opcode::kConvert, Shape(DType::kS32, {}), {b}, "cv"));
   Computation* e = m.Comp("main", true);
   Instruction* p = m.Param(e, 0, Shape(DType::kPred, {}), "p");
-  Instruction* x = m.Param(e, 1, F32({}), "x");
-  Instruction* c = m.Add(e, Opcode::kConditional, F32({}), {p, x, x}, "c");
+  Instruction* x = m.Param(e, 1, F32Verifier({}), "x");
+  Instruction* c = m.Add(e, Opcode::kConditional, F32Verifier({}), {p, x, x}, "c");
   c->AddCall(CallRole::kTrueComputation, t);
   c->AddCall(CallRole::kFalseComputation, f);
   e->set_root(c);
@@ -245,7 +245,7 @@ TEST(VerifierTest, RejectsConditionalBranchesWithDifferentResults) {
 TEST(VerifierTest, RejectsLayoutWithWrongDims) {
   Maker m;
   Computation* e = m.Comp("main", true);
-  Shape s = F32({2, 3});
+  Shape s = F32Verifier({2, 3});
   s.set_layout(Layout{{0, 0}, ""});
   e->set_root(m.Param(e, 0, s, "x"));
   EXPECT_EQ(m.Message(), "instruction 'x' (parameter): layout {0,0} of f32[2,3]{0,0} must list "
@@ -255,10 +255,10 @@ TEST(VerifierTest, RejectsLayoutWithWrongDims) {
 TEST(VerifierTest, NamesTheComputationOfNonEntryInstructions) {
   Maker m;
   Computation* c = m.Comp("helper");
-  Instruction* x = m.Param(c, 0, F32({2}), "x");
+  Instruction* x = m.Param(c, 0, F32Verifier({2}), "x");
   c->set_root(m.Add(c, Opcode::kExp, Shape(DType::kS32, {2}), {x}, "e"));
   Computation* e = m.Comp("main", true);
-  Instruction* p = m.Param(e, 0, F32({2}), "p");
+  Instruction* p = m.Param(e, 0, F32Verifier({2}), "p");
   Instruction* call = m.Add(e, Opcode::kCall, Shape(DType::kS32, {2}), {p}, "call");
   call->AddCall(CallRole::kToApply, c);
   e->set_root(call);

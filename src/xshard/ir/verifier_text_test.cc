@@ -157,7 +157,7 @@ ENTRY e { x = f32[4] parameter(0)
      "its wrapped computation, declares (f32[4], f32[4], s32[])"},
 };
 
-class VerifierTextTest : public testing::TestWithParam<Case> {};
+class VerifierTextTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(VerifierTextTest, GivesThePinnedMessage) {
   const Case& c = GetParam();
@@ -167,8 +167,8 @@ TEST_P(VerifierTextTest, GivesThePinnedMessage) {
   EXPECT_EQ(st.message(), c.message);
 }
 
-INSTANTIATE_TEST_SUITE_P(Rules, VerifierTextTest, testing::ValuesIn(kCases),
-                         [](const testing::TestParamInfo<Case>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Rules, VerifierTextTest, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace xs

@@ -63,7 +63,7 @@ TEST(CompilePipelineTest, DumpAfterEachShowsEveryPassInOrder) {
 // A disabled pass is not dumped but keeps its number: dce is file 06 with or without cleanup's
 // neighbours, and async-collectives (off) writes nothing.
 TEST(CompilePipelineTest, DumpFilesAreNumberedByPassPosition) {
-  const std::string dir = testing::TempDir() + "/compile_pipeline_dump";
+  const std::string dir = ::testing::TempDir() + "/compile_pipeline_dump";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   CompileOptions options;

@@ -26,7 +26,7 @@ std::vector<int64_t> FreeDims(int rank, const std::vector<int64_t>& batch,
   return out;
 }
 
-StatusOr<Array> ToDType(const Array& a, DType t) {
+StatusOr<Array> DotOperandAs(const Array& a, DType t) {
   if (a.dtype() == t) return a;
   return Convert(a, t);
 }
@@ -94,8 +94,8 @@ StatusOr<Array> DotGeneralReference(const Array& lhs, const Array& rhs,
                                     const DotDimensionNumbers& dn, DType result) {
   XS_ASSIGN_OR_RETURN(std::vector<int64_t> out_dims, DotResultDims(lhs.dims(), rhs.dims(), dn));
   if (!IsComputableDType(result)) return UnsupportedDType("dot", result);
-  XS_ASSIGN_OR_RETURN(Array a, ToDType(lhs, result));
-  XS_ASSIGN_OR_RETURN(Array b, ToDType(rhs, result));
+  XS_ASSIGN_OR_RETURN(Array a, DotOperandAs(lhs, result));
+  XS_ASSIGN_OR_RETURN(Array b, DotOperandAs(rhs, result));
   const std::vector<int64_t> lhs_free = FreeDims(lhs.rank(), dn.lhs_batch, dn.lhs_contracting);
   const std::vector<int64_t> rhs_free = FreeDims(rhs.rank(), dn.rhs_batch, dn.rhs_contracting);
   std::vector<int64_t> contract_sizes;

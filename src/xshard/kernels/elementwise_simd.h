@@ -1,6 +1,7 @@
 // Vectorized elementwise kernels (Google Highway, runtime dispatch to the CPU's widest target:
-// AVX-512, AVX2, SSE4, SSSE3). The tables here are consulted by FindUnaryKernel & co. before the
-// scalar loops; a null entry means "no vector kernel, use the scalar one". Internal to kernels/.
+// AVX-512, AVX2, SSE4, else the portable baseline). The tables here are consulted by
+// FindUnaryKernel & co. before the scalar loops; a null entry means "no vector kernel, use the
+// scalar one". Internal to kernels/.
 #ifndef XSHARD_KERNELS_ELEMENTWISE_SIMD_H_
 #define XSHARD_KERNELS_ELEMENTWISE_SIMD_H_
 

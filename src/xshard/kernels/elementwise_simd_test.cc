@@ -121,7 +121,7 @@ const Opcode kVectorUnary[] = {
     Opcode::kSin, Opcode::kCos, Opcode::kAtan, Opcode::kAsin, Opcode::kAcos, Opcode::kAsinh,
     Opcode::kAcosh, Opcode::kAtanh, Opcode::kSinh};
 
-class SimdKernels : public testing::TestWithParam<int64_t> {
+class SimdKernels : public ::testing::TestWithParam<int64_t> {
  protected:
   void SetUp() override { simd::UseTargetForTest(GetParam()); }
   void TearDown() override { simd::UseTargetForTest(0); }
@@ -350,8 +350,8 @@ TEST_P(SimdKernels, TanhF32IsJaxsOwn) {
 
 std::vector<int64_t> Targets() { return simd::SupportedTargets(); }
 
-INSTANTIATE_TEST_SUITE_P(AllTargets, SimdKernels, testing::ValuesIn(Targets()),
-                         [](const testing::TestParamInfo<int64_t>& info) {
+INSTANTIATE_TEST_SUITE_P(AllTargets, SimdKernels, ::testing::ValuesIn(Targets()),
+                         [](const ::testing::TestParamInfo<int64_t>& info) {
                            return simd::TargetName(info.param);
                          });
 

@@ -13,11 +13,11 @@
 namespace xs::kernels {
 namespace {
 
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaNElementwise = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInfElementwise = std::numeric_limits<float>::infinity();
 
 template <typename T>
-std::vector<T> Values(const Array& a) {
+std::vector<T> ValuesElementwise(const Array& a) {
   auto v = a.values<T>();
   return std::vector<T>(v.begin(), v.end());
 }
@@ -36,28 +36,28 @@ TEST(Elementwise, SignedIntegerDivisionByZeroIsMinusOneAndRemainderIsDividend) {
   // lax.rem -> [7,-7,0,1,0].
   const int32_t kMin = std::numeric_limits<int32_t>::min();
   Array a = S32({7, -7, kMin, 5, 0}), b = S32({0, 0, -1, -2, 0});
-  EXPECT_EQ(Values<int32_t>(*Binary(Opcode::kDivide, a, b)), (std::vector<int32_t>{-1, -1, kMin, -2, -1}));
-  EXPECT_EQ(Values<int32_t>(*Binary(Opcode::kRemainder, a, b)), (std::vector<int32_t>{7, -7, 0, 1, 0}));
+  EXPECT_EQ(ValuesElementwise<int32_t>(*Binary(Opcode::kDivide, a, b)), (std::vector<int32_t>{-1, -1, kMin, -2, -1}));
+  EXPECT_EQ(ValuesElementwise<int32_t>(*Binary(Opcode::kRemainder, a, b)), (std::vector<int32_t>{7, -7, 0, 1, 0}));
 }
 
 TEST(Elementwise, UnsignedDivisionByZeroIsAllOnes) {
   Array a = Array::FromVector<uint32_t>({2}, {7, 0}), z = Array::FromVector<uint32_t>({2}, {0, 0});
-  EXPECT_EQ(Values<uint32_t>(*Binary(Opcode::kDivide, a, z)), (std::vector<uint32_t>{0xffffffffu, 0xffffffffu}));
-  EXPECT_EQ(Values<uint32_t>(*Binary(Opcode::kRemainder, a, z)), (std::vector<uint32_t>{7, 0}));
+  EXPECT_EQ(ValuesElementwise<uint32_t>(*Binary(Opcode::kDivide, a, z)), (std::vector<uint32_t>{0xffffffffu, 0xffffffffu}));
+  EXPECT_EQ(ValuesElementwise<uint32_t>(*Binary(Opcode::kRemainder, a, z)), (std::vector<uint32_t>{7, 0}));
 }
 
 TEST(Elementwise, MaximumAndMinimumPropagateNaNAndOrderSignedZeros) {
   // JAX: lax.max([nan,1,-0,0],[1,nan,0,-0]) -> [nan,nan,0,0]; lax.min -> [nan,nan,-0,-0].
-  Array a = F32({kNaN, 1.0f, -0.0f, 0.0f}), b = F32({1.0f, kNaN, 0.0f, -0.0f});
-  std::vector<float> mx = Values<float>(*Binary(Opcode::kMaximum, a, b));
-  std::vector<float> mn = Values<float>(*Binary(Opcode::kMinimum, a, b));
+  Array a = F32({kNaNElementwise, 1.0f, -0.0f, 0.0f}), b = F32({1.0f, kNaNElementwise, 0.0f, -0.0f});
+  std::vector<float> mx = ValuesElementwise<float>(*Binary(Opcode::kMaximum, a, b));
+  std::vector<float> mn = ValuesElementwise<float>(*Binary(Opcode::kMinimum, a, b));
   EXPECT_TRUE(std::isnan(mx[0]) && std::isnan(mx[1]) && std::isnan(mn[0]) && std::isnan(mn[1]));
   EXPECT_FALSE(std::signbit(mx[2]) || std::signbit(mx[3]));
   EXPECT_TRUE(std::signbit(mn[2]) && std::signbit(mn[3]));
 }
 
 TEST(Elementwise, FloatCompareTreatsNaNAsUnordered) {
-  Array a = F32({kNaN, kNaN, 1.0f}), b = F32({1.0f, kNaN, 1.0f});
+  Array a = F32({kNaNElementwise, kNaNElementwise, 1.0f}), b = F32({1.0f, kNaNElementwise, 1.0f});
   EXPECT_EQ(Bools(*Compare(ComparisonDirection::kLt, ComparisonType::kNone, a, b)),
             (std::vector<bool>{false, false, false}));
   EXPECT_EQ(Bools(*Compare(ComparisonDirection::kNe, ComparisonType::kFloat, a, b)),
@@ -68,7 +68,7 @@ TEST(Elementwise, FloatCompareTreatsNaNAsUnordered) {
 
 TEST(Elementwise, TotalOrderCompareOrdersNaNsInfinitiesAndZeros) {
   // XLA's total order: -NaN < -inf < -1 < -0 < +0 < 1 < inf < +NaN.
-  const std::vector<float> order = {-kNaN, -kInf, -1.0f, -0.0f, 0.0f, 1.0f, kInf, kNaN};
+  const std::vector<float> order = {-kNaNElementwise, -kInfElementwise, -1.0f, -0.0f, 0.0f, 1.0f, kInfElementwise, kNaNElementwise};
   for (size_t i = 0; i + 1 < order.size(); ++i) {
     Array lo = F32({order[i]}), hi = F32({order[i + 1]});
     EXPECT_EQ(Bools(*Compare(ComparisonDirection::kLt, ComparisonType::kTotalOrder, lo, hi))[0], true) << i;
@@ -88,13 +88,13 @@ TEST(Elementwise, UnsignedCompareTypeReinterpretsSignedBits) {
 TEST(Elementwise, FloatToIntConversionSaturatesAndMapsNaNToZero) {
   // JAX: convert_element_type(f32 [nan,1e10,-1e10,3.7,-3.7,inf,-inf,2147483520], int32/uint8/int8).
   const int32_t kMax = std::numeric_limits<int32_t>::max(), kMin = std::numeric_limits<int32_t>::min();
-  Array f = F32({kNaN, 1e10f, -1e10f, 3.7f, -3.7f, kInf, -kInf, 2147483520.0f});
-  EXPECT_EQ(Values<int32_t>(*Convert(f, DType::kS32)),
+  Array f = F32({kNaNElementwise, 1e10f, -1e10f, 3.7f, -3.7f, kInfElementwise, -kInfElementwise, 2147483520.0f});
+  EXPECT_EQ(ValuesElementwise<int32_t>(*Convert(f, DType::kS32)),
             (std::vector<int32_t>{0, kMax, kMin, 3, -3, kMax, kMin, 2147483520}));
-  EXPECT_EQ(Values<uint8_t>(*Convert(f, DType::kU8)), (std::vector<uint8_t>{0, 255, 0, 3, 0, 255, 0, 255}));
-  EXPECT_EQ(Values<int8_t>(*Convert(f, DType::kS8)), (std::vector<int8_t>{0, 127, -128, 3, -3, 127, -128, 127}));
+  EXPECT_EQ(ValuesElementwise<uint8_t>(*Convert(f, DType::kU8)), (std::vector<uint8_t>{0, 255, 0, 3, 0, 255, 0, 255}));
+  EXPECT_EQ(ValuesElementwise<int8_t>(*Convert(f, DType::kS8)), (std::vector<int8_t>{0, 127, -128, 3, -3, 127, -128, 127}));
   Array d = Array::FromVector<double>({3}, {1e30, -1e30, std::nan("")});
-  EXPECT_EQ(Values<int64_t>(*Convert(d, DType::kS64)),
+  EXPECT_EQ(ValuesElementwise<int64_t>(*Convert(d, DType::kS64)),
             (std::vector<int64_t>{std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), 0}));
 }
 
@@ -134,58 +134,58 @@ TEST(Elementwise, F16ExpComputesInF32AndOverflowsToInf) {
 TEST(Elementwise, ShiftsByOutOfRangeAmountsGiveZeroOrSignFill) {
   // JAX: shift_left([1,1,-1],[32,-1,3]) -> [0,0,-8]; shift_right_arithmetic([-8,8,-8],[40,40,1])
   // -> [-1,0,-4]; shift_right_logical([-8,8],[32,1]) -> [0,4].
-  EXPECT_EQ(Values<int32_t>(*Binary(Opcode::kShiftLeft, S32({1, 1, -1}), S32({32, -1, 3}))),
+  EXPECT_EQ(ValuesElementwise<int32_t>(*Binary(Opcode::kShiftLeft, S32({1, 1, -1}), S32({32, -1, 3}))),
             (std::vector<int32_t>{0, 0, -8}));
-  EXPECT_EQ(Values<int32_t>(*Binary(Opcode::kShiftRightArithmetic, S32({-8, 8, -8}), S32({40, 40, 1}))),
+  EXPECT_EQ(ValuesElementwise<int32_t>(*Binary(Opcode::kShiftRightArithmetic, S32({-8, 8, -8}), S32({40, 40, 1}))),
             (std::vector<int32_t>{-1, 0, -4}));
-  EXPECT_EQ(Values<int32_t>(*Binary(Opcode::kShiftRightLogical, S32({-8, 8}), S32({32, 1}))),
+  EXPECT_EQ(ValuesElementwise<int32_t>(*Binary(Opcode::kShiftRightLogical, S32({-8, 8}), S32({32, 1}))),
             (std::vector<int32_t>{0, 4}));
 }
 
 TEST(Elementwise, RoundingAwayFromZeroAndToEven) {
   // JAX: lax.round([0.5,1.5,2.5,-0.5,-2.5]) -> [1,2,3,-1,-3]; TO_NEAREST_EVEN -> [0,2,2,-0,-2].
   Array x = F32({0.5f, 1.5f, 2.5f, -0.5f, -2.5f});
-  EXPECT_EQ(Values<float>(*Unary(Opcode::kRoundNearestAfz, x)), (std::vector<float>{1, 2, 3, -1, -3}));
-  std::vector<float> even = Values<float>(*Unary(Opcode::kRoundNearestEven, x));
+  EXPECT_EQ(ValuesElementwise<float>(*Unary(Opcode::kRoundNearestAfz, x)), (std::vector<float>{1, 2, 3, -1, -3}));
+  std::vector<float> even = ValuesElementwise<float>(*Unary(Opcode::kRoundNearestEven, x));
   EXPECT_EQ(even, (std::vector<float>{0, 2, 2, -0.0f, -2}));
   EXPECT_TRUE(std::signbit(even[3]));
 }
 
 TEST(Elementwise, SignKeepsNaNAndSignedZero) {
-  std::vector<float> s = Values<float>(*Unary(Opcode::kSign, F32({kNaN, -0.0f, 0.0f, -3.0f, 2.0f})));
+  std::vector<float> s = ValuesElementwise<float>(*Unary(Opcode::kSign, F32({kNaNElementwise, -0.0f, 0.0f, -3.0f, 2.0f})));
   EXPECT_TRUE(std::isnan(s[0]));
   EXPECT_TRUE(s[1] == 0.0f && std::signbit(s[1]));
   EXPECT_TRUE(s[2] == 0.0f && !std::signbit(s[2]));
   EXPECT_EQ(s[3], -1.0f);
   EXPECT_EQ(s[4], 1.0f);
-  EXPECT_EQ(Values<int32_t>(*Unary(Opcode::kSign, S32({-5, 0, 9}))), (std::vector<int32_t>{-1, 0, 1}));
+  EXPECT_EQ(ValuesElementwise<int32_t>(*Unary(Opcode::kSign, S32({-5, 0, 9}))), (std::vector<int32_t>{-1, 0, 1}));
 }
 
 TEST(Elementwise, CountLeadingZerosAndPopulationCount) {
   // JAX: lax.clz([0,1,-1,256]) -> [32,31,0,23]; population_count([0,1,-1,255]) -> [0,1,32,8].
-  EXPECT_EQ(Values<int32_t>(*Unary(Opcode::kClz, S32({0, 1, -1, 256}))), (std::vector<int32_t>{32, 31, 0, 23}));
-  EXPECT_EQ(Values<int32_t>(*Unary(Opcode::kPopulationCount, S32({0, 1, -1, 255}))),
+  EXPECT_EQ(ValuesElementwise<int32_t>(*Unary(Opcode::kClz, S32({0, 1, -1, 256}))), (std::vector<int32_t>{32, 31, 0, 23}));
+  EXPECT_EQ(ValuesElementwise<int32_t>(*Unary(Opcode::kPopulationCount, S32({0, 1, -1, 255}))),
             (std::vector<int32_t>{0, 1, 32, 8}));
 }
 
 TEST(Elementwise, IntegerPowerWrapsAndNegativeExponentsGiveZeroUnlessBaseIsOne) {
   // 2^-1 = 0, (-1)^-1 = 0 (XLA evaluator), 1^-3 = 1, 2^31 wraps to INT_MIN, 0^0 = 1,
   // 3^40 mod 2^32 = 689956897.
-  EXPECT_EQ(Values<int32_t>(*Binary(Opcode::kPower, S32({2, -1, 1, 2, 0, 3}), S32({-1, -1, -3, 31, 0, 40}))),
+  EXPECT_EQ(ValuesElementwise<int32_t>(*Binary(Opcode::kPower, S32({2, -1, 1, 2, 0, 3}), S32({-1, -1, -3, 31, 0, 40}))),
             (std::vector<int32_t>{0, 0, 1, std::numeric_limits<int32_t>::min(), 1, 689956897}));
 }
 
 TEST(Elementwise, FloatPowerOfOneOrToZeroIsOneEvenWithNaN) {
-  std::vector<float> p = Values<float>(*Binary(Opcode::kPower, F32({1.0f, kNaN, 2.0f}), F32({kNaN, 0.0f, 10.0f})));
+  std::vector<float> p = ValuesElementwise<float>(*Binary(Opcode::kPower, F32({1.0f, kNaNElementwise, 2.0f}), F32({kNaNElementwise, 0.0f, 10.0f})));
   EXPECT_EQ(p, (std::vector<float>{1.0f, 1.0f, 1024.0f}));
 }
 
 TEST(Elementwise, ClampReturnsNaNOperandAndBoundsOthers) {
   // JAX: lax.clamp(0., [nan,-1,5], 2.) -> [nan, 0, 2].
-  Array lo = F32({0, 0, 0}), x = F32({kNaN, -1.0f, 5.0f}), hi = F32({2, 2, 2}), out = F32({0, 0, 0});
+  Array lo = F32({0, 0, 0}), x = F32({kNaNElementwise, -1.0f, 5.0f}), hi = F32({2, 2, 2}), out = F32({0, 0, 0});
   TernaryKernel k = *FindClampKernel(DType::kF32);
   k(lo.data(), x.data(), hi.data(), out.data(), 3);
-  std::vector<float> v = Values<float>(out);
+  std::vector<float> v = ValuesElementwise<float>(out);
   EXPECT_TRUE(std::isnan(v[0]));
   EXPECT_EQ(v[1], 0.0f);
   EXPECT_EQ(v[2], 2.0f);
@@ -195,20 +195,20 @@ TEST(Elementwise, SelectPicksPerElement) {
   Array p = Array::FromVector<bool>({3}, {true, false, true});
   Array t = S32({1, 2, 3}), f = S32({10, 20, 30}), out = S32({0, 0, 0});
   (*FindSelectKernel(DType::kS32))(p.data(), t.data(), f.data(), out.data(), 3);
-  EXPECT_EQ(Values<int32_t>(out), (std::vector<int32_t>{1, 20, 3}));
+  EXPECT_EQ(ValuesElementwise<int32_t>(out), (std::vector<int32_t>{1, 20, 3}));
 }
 
 TEST(Elementwise, TranscendentalOpsMatchLibm) {
   Array x = F32({27.0f, 4.0f, 0.0f, 1.0f});
-  EXPECT_EQ(Values<float>(*Unary(Opcode::kCbrt, x))[0], 3.0f);
-  EXPECT_EQ(Values<float>(*Unary(Opcode::kRsqrt, x))[1], 0.5f);
-  EXPECT_EQ(Values<float>(*Unary(Opcode::kExpm1, x))[2], 0.0f);
-  EXPECT_EQ(Values<float>(*Unary(Opcode::kLog1p, x))[2], 0.0f);
-  EXPECT_EQ(Values<float>(*Unary(Opcode::kErf, x))[2], 0.0f);
-  EXPECT_FLOAT_EQ(Values<float>(*Unary(Opcode::kLogistic, x))[2], 0.5f);
-  EXPECT_FLOAT_EQ(Values<float>(*Unary(Opcode::kTan, x))[3], std::tan(1.0f));
-  EXPECT_FLOAT_EQ(Values<float>(*Binary(Opcode::kAtan2, F32({1.0f}), F32({1.0f})))[0], 0.78539816f);
-  EXPECT_EQ(Bools(*Unary(Opcode::kIsFinite, F32({1.0f, kInf, kNaN}))), (std::vector<bool>{true, false, false}));
+  EXPECT_EQ(ValuesElementwise<float>(*Unary(Opcode::kCbrt, x))[0], 3.0f);
+  EXPECT_EQ(ValuesElementwise<float>(*Unary(Opcode::kRsqrt, x))[1], 0.5f);
+  EXPECT_EQ(ValuesElementwise<float>(*Unary(Opcode::kExpm1, x))[2], 0.0f);
+  EXPECT_EQ(ValuesElementwise<float>(*Unary(Opcode::kLog1p, x))[2], 0.0f);
+  EXPECT_EQ(ValuesElementwise<float>(*Unary(Opcode::kErf, x))[2], 0.0f);
+  EXPECT_FLOAT_EQ(ValuesElementwise<float>(*Unary(Opcode::kLogistic, x))[2], 0.5f);
+  EXPECT_FLOAT_EQ(ValuesElementwise<float>(*Unary(Opcode::kTan, x))[3], std::tan(1.0f));
+  EXPECT_FLOAT_EQ(ValuesElementwise<float>(*Binary(Opcode::kAtan2, F32({1.0f}), F32({1.0f})))[0], 0.78539816f);
+  EXPECT_EQ(Bools(*Unary(Opcode::kIsFinite, F32({1.0f, kInfElementwise, kNaNElementwise}))), (std::vector<bool>{true, false, false}));
 }
 
 TEST(Elementwise, LogicOpsOnPredAndIntegers) {
@@ -218,34 +218,34 @@ TEST(Elementwise, LogicOpsOnPredAndIntegers) {
   EXPECT_EQ(Bools(*Binary(Opcode::kOr, p, q)), (std::vector<bool>{false, true, true, true}));
   EXPECT_EQ(Bools(*Binary(Opcode::kXor, p, q)), (std::vector<bool>{false, true, true, false}));
   EXPECT_EQ(Bools(*Unary(Opcode::kNot, p)), (std::vector<bool>{true, true, false, false}));
-  EXPECT_EQ(Values<int32_t>(*Unary(Opcode::kNot, S32({0, -1, 5}))), (std::vector<int32_t>{-1, 0, -6}));
-  EXPECT_EQ(Values<int32_t>(*Binary(Opcode::kXor, S32({12}), S32({10}))), (std::vector<int32_t>{6}));
+  EXPECT_EQ(ValuesElementwise<int32_t>(*Unary(Opcode::kNot, S32({0, -1, 5}))), (std::vector<int32_t>{-1, 0, -6}));
+  EXPECT_EQ(ValuesElementwise<int32_t>(*Binary(Opcode::kXor, S32({12}), S32({10}))), (std::vector<int32_t>{6}));
 }
 
 TEST(Elementwise, ComplexPartsAndConstruction) {
   Array c = *Binary(Opcode::kComplex, F32({1.0f, -2.0f}), F32({3.0f, 4.0f}));
   ASSERT_EQ(c.dtype(), DType::kC64);
-  EXPECT_EQ(Values<float>(*Unary(Opcode::kReal, c)), (std::vector<float>{1.0f, -2.0f}));
-  EXPECT_EQ(Values<float>(*Unary(Opcode::kImag, c)), (std::vector<float>{3.0f, 4.0f}));
-  EXPECT_EQ(Values<float>(*Unary(Opcode::kAbs, *Binary(Opcode::kComplex, F32({3.0f}), F32({4.0f})))),
+  EXPECT_EQ(ValuesElementwise<float>(*Unary(Opcode::kReal, c)), (std::vector<float>{1.0f, -2.0f}));
+  EXPECT_EQ(ValuesElementwise<float>(*Unary(Opcode::kImag, c)), (std::vector<float>{3.0f, 4.0f}));
+  EXPECT_EQ(ValuesElementwise<float>(*Unary(Opcode::kAbs, *Binary(Opcode::kComplex, F32({3.0f}), F32({4.0f})))),
             (std::vector<float>{5.0f}));
 }
 
 TEST(Elementwise, IntegerAddAndNegateWrap) {
   const int32_t kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
-  EXPECT_EQ(Values<int32_t>(*Binary(Opcode::kAdd, S32({kMax}), S32({1})))[0], kMin);
-  EXPECT_EQ(Values<int32_t>(*Unary(Opcode::kNegate, S32({kMin})))[0], kMin);
-  EXPECT_EQ(Values<int32_t>(*Unary(Opcode::kAbs, S32({kMin, -3})))[1], 3);
+  EXPECT_EQ(ValuesElementwise<int32_t>(*Binary(Opcode::kAdd, S32({kMax}), S32({1})))[0], kMin);
+  EXPECT_EQ(ValuesElementwise<int32_t>(*Unary(Opcode::kNegate, S32({kMin})))[0], kMin);
+  EXPECT_EQ(ValuesElementwise<int32_t>(*Unary(Opcode::kAbs, S32({kMin, -3})))[1], 3);
 }
 
 TEST(Elementwise, BitcastConvertReinterpretsBytesAndAdjustsDims) {
   Array one = F32({1.0f, -2.0f});
-  EXPECT_EQ(Values<int32_t>(*BitcastConvert(one, DType::kS32)),
+  EXPECT_EQ(ValuesElementwise<int32_t>(*BitcastConvert(one, DType::kS32)),
             (std::vector<int32_t>{0x3f800000, static_cast<int32_t>(0xc0000000u)}));
   Array bytes = *BitcastConvert(one, DType::kU8);
   EXPECT_EQ(bytes.dims(), (std::vector<int64_t>{2, 4}));
   EXPECT_EQ(bytes.values<uint8_t>()[3], 0x3f);
-  EXPECT_EQ(Values<float>(*BitcastConvert(bytes, DType::kF32)), (std::vector<float>{1.0f, -2.0f}));
+  EXPECT_EQ(ValuesElementwise<float>(*BitcastConvert(bytes, DType::kF32)), (std::vector<float>{1.0f, -2.0f}));
   EXPECT_FALSE(BitcastConvert(Array::FromVector<uint8_t>({3}, {1, 2, 3}), DType::kF32).ok());
 }
 

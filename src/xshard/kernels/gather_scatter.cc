@@ -11,6 +11,7 @@
 
 #include "xshard/kernels/elementwise_loops.h"
 #include "xshard/kernels/numeric.h"
+#include "xshard/kernels/parallel.h"
 #include "xshard/kernels/reduce.h"
 #include "xshard/kernels/scalar_ops.h"
 
@@ -684,7 +685,7 @@ StatusOr<std::vector<int64_t>> GatherResultDims(const std::vector<int64_t>& oper
 }
 
 Status GatherInto(const Array& operand, const Array& indices, const GatherDimensionNumbers& dn,
-                  const std::vector<int64_t>& slice_sizes, Array& out) {
+                  const std::vector<int64_t>& slice_sizes, Array& out, int threads) {
   XS_ASSIGN_OR_RETURN(std::vector<int64_t> out_dims,
                       GatherResultDims(operand.dims(), indices.dims(), dn, slice_sizes));
   if (out.dims() != out_dims || out.dtype() != operand.dtype()) {
@@ -716,33 +717,46 @@ Status GatherInto(const Array& operand, const Array& indices, const GatherDimens
   const RunPlan plan = MakeRunPlan(box, src_strides, dst_strides);
   const std::byte* src = operand.data();
   std::byte* dst = out.data();
+  // Each result element is written once, so pieces of the result go to threads in any order:
+  // chunks of at least kMinChunkBytes of the result (a gather is a memory-bound copy; smaller
+  // pieces cost more to hand out than to copy), a few per thread.
+  constexpr int64_t kMinChunkBytes = int64_t{256} << 10;
+  const int64_t out_bytes = out.num_elements() * es;
+  const int64_t max_chunks =
+      threads > 1 ? std::min<int64_t>(int64_t{4} * threads, out_bytes / kMinChunkBytes) : 1;
   if (ColumnWalk(plan)) {
-    // Each result element is written once, so the order does not matter.
     std::vector<int64_t> op, other;
     XS_RETURN_IF_ERROR(AllStarts(starts, plan, op, other));
-    for (int64_t w = 0; w < plan.run; ++w) {
-      copy.windows(src + w * plan.a_step * es, dst + w * plan.b_step * es, op.data(), other.data(),
-                   static_cast<int64_t>(op.size()), 1, 1, 1);
-    }
+    const int64_t chunks = std::clamp<int64_t>(max_chunks, 1, plan.run);
+    ParallelFor(chunks, threads, [&](int64_t c) {
+      for (int64_t w = plan.run * c / chunks; w < plan.run * (c + 1) / chunks; ++w) {
+        copy.windows(src + w * plan.a_step * es, dst + w * plan.b_step * es, op.data(), other.data(),
+                     static_cast<int64_t>(op.size()), 1, 1, 1);
+      }
+    });
     return OkStatus();
   }
-  return WalkWindows(
-      starts, plan, plan.dims.empty(), 0, starts.count(),
-      [&](const int64_t* op, const int64_t* other, int64_t m) {
-        copy.windows(src, dst, op, other, m, plan.run, plan.a_step, plan.b_step);
-      },
-      [&](const Run* runs, int64_t n) {
-        copy.runs(src, dst, runs, n, plan.a_step, plan.b_step);
-        return OkStatus();
-      });
+  const int64_t count = starts.count();
+  const int64_t chunks = std::clamp<int64_t>(max_chunks, 1, (count + kBlock - 1) / kBlock);
+  return ParallelForStatus(chunks, threads, [&](int64_t c) {
+    return WalkWindows(
+        starts, plan, plan.dims.empty(), count * c / chunks, count * (c + 1) / chunks,
+        [&](const int64_t* op, const int64_t* other, int64_t m) {
+          copy.windows(src, dst, op, other, m, plan.run, plan.a_step, plan.b_step);
+        },
+        [&](const Run* runs, int64_t n) {
+          copy.runs(src, dst, runs, n, plan.a_step, plan.b_step);
+          return OkStatus();
+        });
+  });
 }
 
 StatusOr<Array> Gather(const Array& operand, const Array& indices, const GatherDimensionNumbers& dn,
-                       const std::vector<int64_t>& slice_sizes) {
+                       const std::vector<int64_t>& slice_sizes, int threads) {
   XS_ASSIGN_OR_RETURN(std::vector<int64_t> out_dims,
                       GatherResultDims(operand.dims(), indices.dims(), dn, slice_sizes));
   Array out = Array::Uninitialized(Shape(operand.dtype(), out_dims));
-  XS_RETURN_IF_ERROR(GatherInto(operand, indices, dn, slice_sizes, out));
+  XS_RETURN_IF_ERROR(GatherInto(operand, indices, dn, slice_sizes, out, threads));
   return out;
 }
 

@@ -32,12 +32,13 @@ StatusOr<std::vector<int64_t>> GatherResultDims(const std::vector<int64_t>& oper
                                                 const std::vector<int64_t>& slice_sizes);
 
 // Writes every element of `out` (GatherResultDims' dims, the operand's dtype; error otherwise),
-// each slice copied as runs of evenly spaced elements.
+// each slice copied as runs of evenly spaced elements. A result of 512 KiB or more is copied in
+// pieces on up to `threads` threads (ParallelFor's pool).
 Status GatherInto(const Array& operand, const Array& indices, const GatherDimensionNumbers& dn,
-                  const std::vector<int64_t>& slice_sizes, Array& out);
+                  const std::vector<int64_t>& slice_sizes, Array& out, int threads = 1);
 // The same into a new array.
 StatusOr<Array> Gather(const Array& operand, const Array& indices, const GatherDimensionNumbers& dn,
-                       const std::vector<int64_t>& slice_sizes);
+                       const std::vector<int64_t>& slice_sizes, int threads = 1);
 // One output element at a time (XLA evaluator structure).
 StatusOr<Array> GatherReference(const Array& operand, const Array& indices,
                                 const GatherDimensionNumbers& dn,

@@ -452,6 +452,8 @@ std::vector<GatherCase> GatherCases() {
       {"non_trailing_window", {10, 20, 30}, {3000, 2}, {10, 1, 7}, Gdn({1, 2}, {1}, {1, 2}, 1), -2, 31},
       // The slice's dim comes first in the result: strided destination runs.
       {"offset_dim_first", {20, 30}, {700}, {20, 1}, Gdn({0}, {1}, {1}, 1), -1, 31},
+      // x[:, idx] with a result of 1.2-4.8 MB: the column walk split over threads.
+      {"columns_large", {300, 2000}, {1000}, {300, 1}, Gdn({0}, {1}, {1}, 1), -1, 2001},
       // Slice dims contiguous in the operand (one run there) but apart in the result.
       {"split_offset_dims", {10, 4, 6}, {50}, {1, 4, 6}, Gdn({0, 2}, {0}, {0}, 1), -1, 11},
       // Partial rows, an index vector dim that is not last.
@@ -476,9 +478,12 @@ TEST_P(GatherAgainstReference, EveryElementSizeMatchesTheReference) {
       const Array idx = RandomIndices(it, c.indices, c.lo, c.hi, seed++);
       const StatusOr<Array> want = GatherReference(op, idx, c.dn, c.slice_sizes);
       ASSERT_TRUE(want.ok()) << want.status().ToString();
-      StatusOr<Array> got = Gather(op, idx, c.dn, c.slice_sizes);
-      ASSERT_TRUE(got.ok()) << got.status().ToString();
-      EXPECT_TRUE(SameBits(*got, *want));
+      // Results of 512 KiB or more are copied in pieces on the threads given.
+      for (int threads : {1, 3}) {
+        StatusOr<Array> got = Gather(op, idx, c.dn, c.slice_sizes, threads);
+        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        EXPECT_TRUE(SameBits(*got, *want)) << threads << " threads";
+      }
     }
   }
 }

@@ -31,7 +31,7 @@ constexpr int64_t kOneDnnWorkPerThread = int64_t{1} << 26;
 
 int64_t AlignUp(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-bool Contains(const std::vector<int64_t>& v, int64_t x) {
+bool HasDim(const std::vector<int64_t>& v, int64_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
@@ -163,7 +163,7 @@ Status PlanOperand(const Shape& a, DType compute, const std::vector<int64_t>& ba
         break;
       }
     }
-    const bool swap = inner >= 0 && Contains(rows, inner);
+    const bool swap = inner >= 0 && HasDim(rows, inner);
     p->perm = batch;
     const std::vector<int64_t>& first = swap ? cols : rows;
     const std::vector<int64_t>& second = swap ? rows : cols;
@@ -187,11 +187,11 @@ Status PlanOperand(const Shape& a, DType compute, const std::vector<int64_t>& ba
   return OkStatus();
 }
 
-std::vector<int64_t> FreeDims(int rank, const std::vector<int64_t>& batch,
+std::vector<int64_t> GemmFreeDims(int rank, const std::vector<int64_t>& batch,
                               const std::vector<int64_t>& contracting) {
   std::vector<int64_t> out;
   for (int i = 0; i < rank; ++i) {
-    if (!Contains(batch, i) && !Contains(contracting, i)) out.push_back(i);
+    if (!HasDim(batch, i) && !HasDim(contracting, i)) out.push_back(i);
   }
   return out;
 }
@@ -387,8 +387,8 @@ StatusOr<std::shared_ptr<const DotPlan>> DotPlan::Create(const Shape& lhs, const
   plan->result_ = Shape(result, out_dims);
   plan->impl_ = std::make_unique<Impl>();
   Impl& p = *plan->impl_;
-  const std::vector<int64_t> lhs_free = FreeDims(lhs.rank(), dn.lhs_batch, dn.lhs_contracting);
-  const std::vector<int64_t> rhs_free = FreeDims(rhs.rank(), dn.rhs_batch, dn.rhs_contracting);
+  const std::vector<int64_t> lhs_free = GemmFreeDims(lhs.rank(), dn.lhs_batch, dn.lhs_contracting);
+  const std::vector<int64_t> rhs_free = GemmFreeDims(rhs.rank(), dn.rhs_batch, dn.rhs_contracting);
   p.batch = SizeOf(lhs.dims(), dn.lhs_batch);
   p.m = SizeOf(lhs.dims(), lhs_free);
   p.n = SizeOf(rhs.dims(), rhs_free);

@@ -20,7 +20,7 @@ std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
   return s;
 }
 
-std::vector<double> Values(const Array& a) {
+std::vector<double> ValuesAsDouble(const Array& a) {
   const int64_t count = a.num_elements();
   std::vector<double> v(static_cast<size_t>(count));
   if (DTypeSize(a.dtype()) == 1 && count > 256) {
@@ -77,7 +77,7 @@ StatusOr<Array> RaggedDot(const Array& lhs, const Array& rhs, const Array& group
   if (out_dims != out_shape.dims()) {
     return InvalidArgument("ragged-dot: result shape ", out_shape.ToString(false), " does not match the operands");
   }
-  const std::vector<double> lv = Values(lhs), rv = Values(rhs);
+  const std::vector<double> lv = ValuesAsDouble(lhs), rv = ValuesAsDouble(rhs);
   const std::vector<int64_t> ls = Strides(lhs.dims()), rs = Strides(rhs.dims());
   std::vector<int64_t> kdims;
   for (int64_t c : dn.lhs_contracting) kdims.push_back(lhs.dims()[c]);
@@ -145,7 +145,7 @@ namespace {
 // (i_0 / r_0, i_1 / r_1, ...) where r_d = x.dim(d) / scale.dim(d) (the block size along dim d,
 // usually 1 but along the contracting dim). Error on a scale dim that does not divide x's.
 StatusOr<std::vector<double>> Scaled(const Array& x, const Array* scale, std::string_view what) {
-  std::vector<double> v = Values(x);
+  std::vector<double> v = ValuesAsDouble(x);
   if (scale == nullptr) return v;
   const int r = x.rank();
   bool ok = scale->rank() == r;
@@ -157,7 +157,7 @@ StatusOr<std::vector<double>> Scaled(const Array& x, const Array* scale, std::st
   std::vector<int64_t> ratio(r);
   for (int d = 0; d < r; ++d) ratio[d] = x.dims()[d] / scale->dims()[d];
   const std::vector<int64_t> ss = Strides(scale->dims());
-  const std::vector<double> sv = Values(*scale);
+  const std::vector<double> sv = ValuesAsDouble(*scale);
   // Rows of x's last dim: the scale offset of the row's start, then one scale per block of the
   // last dim's ratio.
   const int64_t last = x.dims()[r - 1];  // BlockScaledDot's operands have rank 2 or 3

@@ -3,9 +3,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 
 #include "gtest/gtest.h"
 #include "xshard/kernels/gather_scatter.h"
+#include "xshard/kernels/parallel.h"
 #include "xshard/kernels/reduce.h"
 #include "xshard/kernels/sort.h"
 
@@ -66,6 +68,44 @@ TEST(Reduce, SumOverEachDimMatchesHandValuesAndGenericPath) {
     Array typed = (*Reduce(in, init, dims, {CombineKind::kAdd, nullptr}))[0];
     EXPECT_EQ(typed, (*Reduce(in, init, dims, {CombineKind::kGeneric, AddFn()}))[0]);
     EXPECT_EQ(typed, (*ReduceReference(in, init, dims, {CombineKind::kAdd, nullptr}))[0]);
+  }
+}
+
+// Large typed reductions of the minor dim split the kept major rows over threads; each output
+// combines its inputs in the serial order, so the results are the serial ones bit for bit (row
+// blocks of uneven sizes). The other shapes run in one call on any thread count.
+TEST(Reduce, SplitOverThreadsMatchesOneThreadBitForBit) {
+  struct Case {
+    DType t;
+    std::vector<int64_t> in_dims, dims;
+    CombineKind kind;
+  };
+  const Case cases[] = {
+      {DType::kF32, {601, 1000}, {1}, CombineKind::kAdd},  // row sums: 12 blocks of 50-51 rows
+      {DType::kF32, {5, 300, 300}, {1, 2}, CombineKind::kMinimum},
+      {DType::kBF16, {1030, 512}, {1}, CombineKind::kAdd},
+      {DType::kF64, {900, 300}, {1}, CombineKind::kMaximum},
+      {DType::kS32, {300, 1000}, {1}, CombineKind::kMultiply},
+      {DType::kF32, {1024, 600}, {0}, CombineKind::kAdd},      // x.sum(0): one call
+      {DType::kF32, {64, 64, 70}, {0, 1}, CombineKind::kAdd},  // batch statistics: one call
+  };
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-3, 3);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << DTypeName(c.t) << " " << Product(c.in_dims));
+    Array a(Shape(c.t, c.in_dims));
+    for (int64_t i = 0; i < a.num_elements(); ++i) a.SetDouble(i, c.t == DType::kS32 ? (i % 3) - 1 : u(rng));
+    Array init = Array::Scalar<float>(0.0f);
+    if (c.t != DType::kF32) init = init.Convert(c.t);
+    if (c.kind == CombineKind::kMultiply) init.SetDouble(0, 1);
+    const Array* in[] = {&a};
+    const Array* inits[] = {&init};
+    const Array serial = (*Reduce(in, inits, c.dims, {c.kind, nullptr}))[0];
+    ScopedDeviceThreadShare share({.threads = 3, .concurrent = false});
+    const Array split = (*Reduce(in, inits, c.dims, {c.kind, nullptr}))[0];
+    ASSERT_EQ(split.byte_size(), serial.byte_size());
+    EXPECT_EQ(std::memcmp(split.data(), serial.data(), static_cast<size_t>(serial.byte_size())), 0);
+    EXPECT_EQ(serial, (*ReduceReference(in, inits, c.dims, {c.kind, nullptr}))[0]);
   }
 }
 

@@ -102,7 +102,7 @@ InnerCopyFn InnerCopyFor(int64_t elem_size) {
   }
 }
 
-std::vector<int64_t> Strides(const std::vector<int64_t>& dims) { return RowMajorStrides(dims); }
+std::vector<int64_t> ShapeStrides(const std::vector<int64_t>& dims) { return RowMajorStrides(dims); }
 
 // Fills `n` elements of `elem_size` bytes at dst with the element at `value`.
 void FillElements(std::byte* dst, const std::byte* value, int64_t elem_size, int64_t n) {
@@ -191,30 +191,30 @@ static Array ResultArray(Shape shape, Array* into) {
 
 void TransposeInto(const std::byte* src, std::byte* dst, int64_t elem_size,
                    const std::vector<int64_t>& dims, const std::vector<int64_t>& permutation) {
-  const std::vector<int64_t> in_strides = Strides(dims);
+  const std::vector<int64_t> in_strides = ShapeStrides(dims);
   std::vector<int64_t> out_dims, src_strides;
   for (int64_t p : permutation) {
     out_dims.push_back(dims[p]);
     src_strides.push_back(in_strides[p]);
   }
-  StridedCopy(src, dst, elem_size, out_dims, src_strides, Strides(out_dims));
+  StridedCopy(src, dst, elem_size, out_dims, src_strides, ShapeStrides(out_dims));
 }
 
 Array Transpose(const Array& in, const std::vector<int64_t>& permutation, Array* into) {
-  const std::vector<int64_t> in_strides = Strides(in.dims());
+  const std::vector<int64_t> in_strides = ShapeStrides(in.dims());
   std::vector<int64_t> out_dims, src_strides;
   for (int64_t p : permutation) {
     out_dims.push_back(in.dims()[p]);
     src_strides.push_back(in_strides[p]);
   }
   Array out = ResultArray(Shape(in.dtype(), out_dims), into);
-  StridedCopy(in.data(), out.data(), DTypeSize(in.dtype()), out_dims, src_strides, Strides(out_dims));
+  StridedCopy(in.data(), out.data(), DTypeSize(in.dtype()), out_dims, src_strides, ShapeStrides(out_dims));
   return out;
 }
 
 Array Broadcast(const Array& in, const std::vector<int64_t>& result_dims,
                 const std::vector<int64_t>& dimensions, Array* into) {
-  const std::vector<int64_t> in_strides = Strides(in.dims());
+  const std::vector<int64_t> in_strides = ShapeStrides(in.dims());
   std::vector<int64_t> src_strides(result_dims.size(), 0);
   for (size_t i = 0; i < dimensions.size(); ++i) src_strides[dimensions[i]] = in_strides[i];
   Array out = ResultArray(Shape(in.dtype(), result_dims), into);
@@ -223,12 +223,12 @@ Array Broadcast(const Array& in, const std::vector<int64_t>& result_dims,
     return out;
   }
   StridedCopy(in.data(), out.data(), DTypeSize(in.dtype()), result_dims, src_strides,
-              Strides(result_dims));
+              ShapeStrides(result_dims));
   return out;
 }
 
 Array Slice(const Array& in, const std::vector<SliceDim>& slice, Array* into) {
-  const std::vector<int64_t> in_strides = Strides(in.dims());
+  const std::vector<int64_t> in_strides = ShapeStrides(in.dims());
   std::vector<int64_t> out_dims, src_strides;
   int64_t offset = 0;
   for (size_t i = 0; i < slice.size(); ++i) {
@@ -240,13 +240,13 @@ Array Slice(const Array& in, const std::vector<SliceDim>& slice, Array* into) {
   Array out = ResultArray(Shape(in.dtype(), out_dims), into);
   const int64_t es = DTypeSize(in.dtype());
   if (out.num_elements() > 0) {
-    StridedCopy(in.data() + offset * es, out.data(), es, out_dims, src_strides, Strides(out_dims));
+    StridedCopy(in.data() + offset * es, out.data(), es, out_dims, src_strides, ShapeStrides(out_dims));
   }
   return out;
 }
 
 Array Reverse(const Array& in, const std::vector<int64_t>& dimensions, Array* into) {
-  std::vector<int64_t> src_strides = Strides(in.dims());
+  std::vector<int64_t> src_strides = ShapeStrides(in.dims());
   int64_t offset = 0;
   for (int64_t d : dimensions) {
     if (in.dims()[d] == 0) continue;
@@ -256,7 +256,7 @@ Array Reverse(const Array& in, const std::vector<int64_t>& dimensions, Array* in
   Array out = ResultArray(Shape(in.dtype(), in.dims()), into);
   const int64_t es = DTypeSize(in.dtype());
   if (out.num_elements() > 0) {
-    StridedCopy(in.data() + offset * es, out.data(), es, in.dims(), src_strides, Strides(in.dims()));
+    StridedCopy(in.data() + offset * es, out.data(), es, in.dims(), src_strides, ShapeStrides(in.dims()));
   }
   return out;
 }
@@ -266,13 +266,13 @@ Array Concatenate(std::span<const Array* const> inputs, int64_t dimension, Array
   out_dims[dimension] = 0;
   for (const Array* a : inputs) out_dims[dimension] += a->dims()[dimension];
   Array out = ResultArray(Shape(inputs[0]->dtype(), out_dims), into);
-  const std::vector<int64_t> out_strides = Strides(out_dims);
+  const std::vector<int64_t> out_strides = ShapeStrides(out_dims);
   const int64_t es = DTypeSize(out.dtype());
   int64_t at = 0;
   for (const Array* a : inputs) {
     if (a->num_elements() > 0) {
       StridedCopy(a->data(), out.data() + at * out_strides[dimension] * es, es, a->dims(),
-                  Strides(a->dims()), out_strides);
+                  ShapeStrides(a->dims()), out_strides);
     }
     at += a->dims()[dimension];
   }
@@ -290,7 +290,7 @@ Array Pad(const Array& in, const Array& value, const std::vector<PaddingDim>& pa
   Array out = ResultArray(Shape(in.dtype(), out_dims), into);
   const int64_t es = DTypeSize(in.dtype());
   FillElements(out.data(), value.data(), es, out.num_elements());
-  const std::vector<int64_t> in_strides = Strides(in.dims()), out_strides = Strides(out_dims);
+  const std::vector<int64_t> in_strides = ShapeStrides(in.dims()), out_strides = ShapeStrides(out_dims);
   std::vector<int64_t> count(rank), dst_strides(rank);
   int64_t src_off = 0, dst_off = 0;
   for (int i = 0; i < rank; ++i) {
@@ -375,12 +375,12 @@ std::vector<int64_t> ClampedStarts(std::span<const Array* const> starts,
 Array DynamicSlice(const Array& in, std::span<const Array* const> starts,
                    const std::vector<int64_t>& sizes, Array* into) {
   const std::vector<int64_t> begin = ClampedStarts(starts, in.dims(), sizes);
-  const std::vector<int64_t> in_strides = Strides(in.dims());
+  const std::vector<int64_t> in_strides = ShapeStrides(in.dims());
   Array out = ResultArray(Shape(in.dtype(), sizes), into);
   const int64_t es = DTypeSize(in.dtype());
   if (out.num_elements() > 0) {
     StridedCopy(in.data() + LinearIndex(begin.data(), in_strides) * es, out.data(), es, sizes,
-                in_strides, Strides(sizes));
+                in_strides, ShapeStrides(sizes));
   }
   return out;
 }
@@ -388,11 +388,11 @@ Array DynamicSlice(const Array& in, std::span<const Array* const> starts,
 void DynamicUpdateSliceInPlace(Array& operand, const Array& update,
                                std::span<const Array* const> starts) {
   const std::vector<int64_t> begin = ClampedStarts(starts, operand.dims(), update.dims());
-  const std::vector<int64_t> strides = Strides(operand.dims());
+  const std::vector<int64_t> strides = ShapeStrides(operand.dims());
   const int64_t es = DTypeSize(operand.dtype());
   if (update.num_elements() > 0) {
     StridedCopy(update.data(), operand.data() + LinearIndex(begin.data(), strides) * es, es,
-                update.dims(), Strides(update.dims()), strides);
+                update.dims(), ShapeStrides(update.dims()), strides);
   }
 }
 
@@ -401,7 +401,7 @@ Array TransposeReference(const Array& in, const std::vector<int64_t>& permutatio
   for (int64_t p : permutation) out_dims.push_back(in.dims()[p]);
   Array out(Shape(in.dtype(), out_dims));
   const int64_t es = DTypeSize(in.dtype());
-  const std::vector<int64_t> in_strides = Strides(in.dims());
+  const std::vector<int64_t> in_strides = ShapeStrides(in.dims());
   std::vector<int64_t> idx(out_dims.size(), 0), src(in.rank(), 0);
   for (int64_t linear = 0; linear < out.num_elements(); ++linear) {
     for (size_t k = 0; k < permutation.size(); ++k) src[permutation[k]] = idx[k];
@@ -425,7 +425,7 @@ Array PadReference(const Array& in, const Array& value, const std::vector<Paddin
   for (int64_t i = 0; i < out.num_elements(); ++i) {
     std::memcpy(out.data() + i * es, value.data(), static_cast<size_t>(es));
   }
-  const std::vector<int64_t> out_strides = Strides(out_dims);
+  const std::vector<int64_t> out_strides = ShapeStrides(out_dims);
   std::vector<int64_t> idx(rank, 0), target(rank);
   for (int64_t linear = 0; linear < in.num_elements(); ++linear) {
     bool inside = true;

@@ -19,22 +19,22 @@ namespace xs::kernels {
 namespace {
 
 // Fewer elements than this in all rows: one thread.
-constexpr int64_t kParallelElements = int64_t{1} << 15;
+constexpr int64_t kTopKParallelElements = int64_t{1} << 15;
 // Elements whose maximum is checked against the threshold at once.
-constexpr int64_t kBlock = 32;
+constexpr int64_t kTopKBlock = 32;
 
-enum class KeyKind { kUnsigned, kSigned, kPred, kTotalOrder };
+enum class TopKKeyKind { kUnsigned, kSigned, kPred, kTotalOrder };
 
 // The order key of bits `b` (XLA's total order for floats), flipped for smallest-k.
-template <typename B, KeyKind kKind>
+template <typename B, TopKKeyKind kKind>
 inline B OrderKey(B b, B flip) {
   constexpr B kSign = static_cast<B>(B{1} << (8 * sizeof(B) - 1));
   B u;
-  if constexpr (kKind == KeyKind::kUnsigned) {
+  if constexpr (kKind == TopKKeyKind::kUnsigned) {
     u = b;
-  } else if constexpr (kKind == KeyKind::kSigned) {
+  } else if constexpr (kKind == TopKKeyKind::kSigned) {
     u = static_cast<B>(b ^ kSign);
-  } else if constexpr (kKind == KeyKind::kPred) {
+  } else if constexpr (kKind == TopKKeyKind::kPred) {
     u = static_cast<B>(b != 0);
   } else {
     u = static_cast<B>((b & kSign) != 0 ? ~b : b | kSign);
@@ -44,25 +44,25 @@ inline B OrderKey(B b, B flip) {
 
 // Items: keys of up to 32 bits packed with the inverted position into one uint64_t; 64-bit keys
 // as pairs. Larger item: better.
-struct Wide {
+struct TopKWide {
   uint64_t key;
   uint32_t inv;  // ~position
-  friend bool operator>(const Wide& a, const Wide& b) { return a.key != b.key ? a.key > b.key : a.inv > b.inv; }
+  friend bool operator>(const TopKWide& a, const TopKWide& b) { return a.key != b.key ? a.key > b.key : a.inv > b.inv; }
 };
 template <typename B>
-using Item = std::conditional_t<(sizeof(B) <= 4), uint64_t, Wide>;
+using TopKItem = std::conditional_t<(sizeof(B) <= 4), uint64_t, TopKWide>;
 
 template <typename B>
-inline Item<B> MakeItem(B key, int64_t pos) {
+inline TopKItem<B> MakeItem(B key, int64_t pos) {
   const uint32_t inv = ~static_cast<uint32_t>(pos);
   if constexpr (sizeof(B) <= 4) {
     return (static_cast<uint64_t>(key) << 32) | inv;
   } else {
-    return Wide{key, inv};
+    return TopKWide{key, inv};
   }
 }
 template <typename B>
-inline B ItemKey(const Item<B>& it) {
+inline B ItemKey(const TopKItem<B>& it) {
   if constexpr (sizeof(B) <= 4) {
     return static_cast<B>(it >> 32);
   } else {
@@ -70,7 +70,7 @@ inline B ItemKey(const Item<B>& it) {
   }
 }
 template <typename B>
-inline int32_t ItemPos(const Item<B>& it) {
+inline int32_t ItemPos(const TopKItem<B>& it) {
   if constexpr (sizeof(B) <= 4) {
     return static_cast<int32_t>(~static_cast<uint32_t>(it));
   } else {
@@ -79,10 +79,10 @@ inline int32_t ItemPos(const Item<B>& it) {
 }
 
 // One row: values / indices of its k best elements, best first.
-template <typename B, KeyKind kKind>
-void SelectRow(const B* row, int64_t n, int64_t k, B flip, std::vector<Item<B>>& buf, B* values, int32_t* indices) {
+template <typename B, TopKKeyKind kKind>
+void SelectRow(const B* row, int64_t n, int64_t k, B flip, std::vector<TopKItem<B>>& buf, B* values, int32_t* indices) {
   const int64_t cap = std::min(n, std::max(2 * k, k + 64));
-  const auto better = [](const Item<B>& a, const Item<B>& b) { return a > b; };
+  const auto better = [](const TopKItem<B>& a, const TopKItem<B>& b) { return a > b; };
   buf.clear();
   bool full = false;  // the buffer was cut back once: `threshold` is the k-th best so far
   B threshold = 0;
@@ -97,15 +97,15 @@ void SelectRow(const B* row, int64_t n, int64_t k, B flip, std::vector<Item<B>>&
   };
   int64_t j = 0;
   while (j < n) {
-    if (full && j + kBlock <= n) {
+    if (full && j + kTopKBlock <= n) {
       // Equal keys lose to the earlier element already kept, so only larger keys matter.
       B m = 0;
-      for (int64_t t = 0; t < kBlock; ++t) m = std::max(m, OrderKey<B, kKind>(row[j + t], flip));
+      for (int64_t t = 0; t < kTopKBlock; ++t) m = std::max(m, OrderKey<B, kKind>(row[j + t], flip));
       if (m <= threshold) {
-        j += kBlock;
+        j += kTopKBlock;
         continue;
       }
-      const int64_t end = j + kBlock;
+      const int64_t end = j + kTopKBlock;
       for (; j < end; ++j) {
         const B key = OrderKey<B, kKind>(row[j], flip);
         if (!full || key > threshold) offer(j, key);
@@ -128,7 +128,7 @@ void SelectRow(const B* row, int64_t n, int64_t k, B flip, std::vector<Item<B>>&
   }
 }
 
-template <typename B, KeyKind kKind>
+template <typename B, TopKKeyKind kKind>
 void SelectRows(const Array& in, int64_t k, bool largest, Array& values, Array& indices, int threads) {
   const int64_t n = in.dims().back();
   const int64_t rows = n == 0 || k == 0 ? 0 : in.num_elements() / n;
@@ -137,9 +137,9 @@ void SelectRows(const Array& in, int64_t k, bool largest, Array& values, Array& 
   int32_t* idx = reinterpret_cast<int32_t*>(indices.data());
   const B flip = largest ? B{0} : static_cast<B>(~B{0});
   const int64_t chunks =
-      threads <= 1 || rows * n < kParallelElements ? 1 : std::min<int64_t>(rows, int64_t{threads} * 4);
+      threads <= 1 || rows * n < kTopKParallelElements ? 1 : std::min<int64_t>(rows, int64_t{threads} * 4);
   ParallelFor(chunks, threads, [&](int64_t c) {
-    std::vector<Item<B>> buf;
+    std::vector<TopKItem<B>> buf;
     for (int64_t r = rows * c / chunks; r < rows * (c + 1) / chunks; ++r) {
       if (Interrupted()) return;
       SelectRow<B, kKind>(src + r * n, n, k, flip, buf, vals + r * k, idx + r * k);
@@ -148,12 +148,12 @@ void SelectRows(const Array& in, int64_t k, bool largest, Array& values, Array& 
 }
 
 template <typename B>
-void SelectRowsOf(KeyKind kind, const Array& in, int64_t k, bool largest, Array& values, Array& indices, int threads) {
+void SelectRowsOf(TopKKeyKind kind, const Array& in, int64_t k, bool largest, Array& values, Array& indices, int threads) {
   switch (kind) {
-    case KeyKind::kUnsigned: SelectRows<B, KeyKind::kUnsigned>(in, k, largest, values, indices, threads); break;
-    case KeyKind::kSigned: SelectRows<B, KeyKind::kSigned>(in, k, largest, values, indices, threads); break;
-    case KeyKind::kPred: SelectRows<B, KeyKind::kPred>(in, k, largest, values, indices, threads); break;
-    case KeyKind::kTotalOrder: SelectRows<B, KeyKind::kTotalOrder>(in, k, largest, values, indices, threads); break;
+    case TopKKeyKind::kUnsigned: SelectRows<B, TopKKeyKind::kUnsigned>(in, k, largest, values, indices, threads); break;
+    case TopKKeyKind::kSigned: SelectRows<B, TopKKeyKind::kSigned>(in, k, largest, values, indices, threads); break;
+    case TopKKeyKind::kPred: SelectRows<B, TopKKeyKind::kPred>(in, k, largest, values, indices, threads); break;
+    case TopKKeyKind::kTotalOrder: SelectRows<B, TopKKeyKind::kTotalOrder>(in, k, largest, values, indices, threads); break;
   }
 }
 
@@ -170,21 +170,21 @@ StatusOr<std::pair<Array, Array>> TopK(const Array& in, int64_t k, bool largest,
   out_dims.back() = k;
   Array values = Array::Uninitialized(Shape(t, out_dims));
   Array indices = Array::Uninitialized(Shape(DType::kS32, out_dims));
-  KeyKind kind;
+  TopKKeyKind kind;
   if (t == DType::kF16 || t == DType::kBF16 || t == DType::kF32 || t == DType::kF64) {
-    kind = KeyKind::kTotalOrder;
+    kind = TopKKeyKind::kTotalOrder;
   } else if (t == DType::kPred) {
-    kind = KeyKind::kPred;
+    kind = TopKKeyKind::kPred;
   } else if (IsSignedInteger(t)) {
-    kind = KeyKind::kSigned;  // s4 is stored sign-extended in a byte: its int8 order
+    kind = TopKKeyKind::kSigned;  // s4 is stored sign-extended in a byte: its int8 order
   } else if (IsUnsignedInteger(t)) {
-    kind = KeyKind::kUnsigned;
+    kind = TopKKeyKind::kUnsigned;
   } else {
     // fp8 formats (their NaN and zero encodings differ): selected by their f64 values' total
     // order, the values then copied from the input.
     Array wide = in.Convert(DType::kF64);
     Array wide_values = Array::Uninitialized(Shape(DType::kF64, out_dims));
-    SelectRowsOf<uint64_t>(KeyKind::kTotalOrder, wide, k, largest, wide_values, indices, threads);
+    SelectRowsOf<uint64_t>(TopKKeyKind::kTotalOrder, wide, k, largest, wide_values, indices, threads);
     const int64_t es = DTypeSize(t);
     auto idx = indices.values<int32_t>();
     for (int64_t i = 0; i < values.num_elements(); ++i) {

@@ -20,7 +20,7 @@ std::string ReadAll(const std::filesystem::path& p) {
   return ss.str();
 }
 
-class OracleTest : public testing::TestWithParam<std::string> {};
+class OracleTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OracleTest, MatchesXlaShardingPropagation) {
   const std::filesystem::path dir = std::filesystem::path(XSHARD_SOURCE_DIR) / "tests/data/propagate";
@@ -69,8 +69,8 @@ std::vector<std::string> Cases() {
   return names;
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, OracleTest, testing::ValuesIn(Cases()),
-                         [](const testing::TestParamInfo<std::string>& i) { return i.param; });
+INSTANTIATE_TEST_SUITE_P(Cases, OracleTest, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace
 }  // namespace xs

@@ -20,11 +20,6 @@ void IgnoreOperands(RuleBuilder& b, const Instruction& inst, int from, int to) {
   }
 }
 
-// A factor on `on`, skipped for size-1 dims (they carry no sharding).
-void Factor(RuleBuilder& b, int64_t size, FactorKind kind, const DimList& on) {
-  if (size != 1 && !on.empty()) b.AddFactorOn(size, kind, on);
-}
-
 // dot: batch dims (lhs, rhs, out), lhs free dims (lhs, out), rhs free dims (rhs, out), and the
 // contracting dims (lhs, rhs) as reduction factors. Result dims: batch, lhs free, rhs free.
 StatusOr<OpShardingRule> Dot(const Instruction& inst) {

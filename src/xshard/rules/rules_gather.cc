@@ -31,10 +31,6 @@ bool AllBelow(const std::vector<int64_t>& dims, int rank) {
   return std::all_of(dims.begin(), dims.end(), [&](int64_t d) { return d >= 0 && d < rank; });
 }
 
-void Factor(RuleBuilder& b, int64_t size, FactorKind kind, const DimList& on) {
-  if (size != 1 && !on.empty()) b.AddFactorOn(size, kind, on);
-}
-
 }  // namespace
 
 StatusOr<OpShardingRule> GatherRule(const Instruction& inst) {

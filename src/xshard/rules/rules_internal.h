@@ -5,6 +5,8 @@
 
 #include <array>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "xshard/base/status.h"
 #include "xshard/base/strings.h"
@@ -44,6 +46,10 @@ OpShardingRule PairLeavesRule(const Instruction& inst, int first_operand = 0,
                               int operand_count = -1);
 // True when the two shapes are arrays with identical dims.
 bool SameDims(const Shape& a, const Shape& b);
+// A factor on `on`, skipped for size-1 dims (they carry no sharding).
+inline void Factor(RuleBuilder& b, int64_t size, FactorKind kind, const std::vector<std::pair<RuleBuilder::Ref, int>>& on) {
+  if (size != 1 && !on.empty()) b.AddFactorOn(size, kind, on);
+}
 
 }  // namespace xs::rules_internal
 

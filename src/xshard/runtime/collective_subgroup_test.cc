@@ -103,7 +103,7 @@ struct ChainCase {
   const char* name;
 };
 
-class SubgroupChainTest : public testing::TestWithParam<ChainCase> {};
+class SubgroupChainTest : public ::testing::TestWithParam<ChainCase> {};
 
 TEST_P(SubgroupChainTest, ChainedCollectivesOverPairsRowsAndColumnsNeverStall) {
   const ChainCase& c = GetParam();
@@ -156,11 +156,11 @@ TEST_P(SubgroupChainTest, ChainedCollectivesOverPairsRowsAndColumnsNeverStall) {
 
 INSTANTIATE_TEST_SUITE_P(
     Algorithms, SubgroupChainTest,
-    testing::Values(ChainCase{CollectiveAlgorithm::kDirect, 8, "direct_eager"},
+    ::testing::Values(ChainCase{CollectiveAlgorithm::kDirect, 8, "direct_eager"},
                     ChainCase{CollectiveAlgorithm::kDirect, 32768, "direct_large"},
                     ChainCase{CollectiveAlgorithm::kRing, 32768, "ring_large"},
                     ChainCase{CollectiveAlgorithm::kRecursiveDoubling, 8, "doubling"}),
-    [](const testing::TestParamInfo<ChainCase>& info) { return std::string(info.param.name); });
+    [](const ::testing::TestParamInfo<ChainCase>& info) { return std::string(info.param.name); });
 
 // The reproduction: 200 chained all-reduces over {{0,1},{2,3},{4,5},{6,7}}.
 TEST(SubgroupStallTest, TwoHundredChainedPairAllReducesNeverParkUntilTheCap) {

@@ -16,7 +16,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-ClientOptions Opts(int64_t n, CollectiveAlgorithm a = CollectiveAlgorithm::kDirect) {
+ClientOptions OptsCollectives(int64_t n, CollectiveAlgorithm a = CollectiveAlgorithm::kDirect) {
   ClientOptions o;
   o.num_devices = n;
   o.algorithm = a;
@@ -83,13 +83,13 @@ struct Param {
   bool large;  // past the staging threshold: the zero-copy path
 };
 
-std::string ParamName(const testing::TestParamInfo<Param>& info) {
+std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
   std::string a(CollectiveAlgorithmName(info.param.algorithm));
   std::replace(a.begin(), a.end(), '-', '_');
   return StrCat(info.param.devices, "dev_", a, info.param.large ? "_large" : "_small");
 }
 
-class CollectivesTest : public testing::TestWithParam<Param> {
+class CollectivesTest : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
     ClientOptions o;
@@ -355,7 +355,7 @@ std::vector<Param> AllParams() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, CollectivesTest, testing::ValuesIn(AllParams()), ParamName);
+INSTANTIATE_TEST_SUITE_P(Devices, CollectivesTest, ::testing::ValuesIn(AllParams()), ParamName);
 
 // XLA's four group modes resolved over a replicas x partitions device assignment, run end to end
 // on 2, 4 and 8 devices. The expected group of logical id r * P + p is derived here from each
@@ -364,7 +364,7 @@ TEST(GroupModeCollectivesTest, EveryModeGathersAndSumsOverItsGroups) {
   for (int64_t n : {2, 4, 8}) {
     for (int64_t replicas : {int64_t{1}, int64_t{2}}) {
       const int64_t parts = n / replicas;
-      auto client = Client::Create(Opts(n));
+      auto client = Client::Create(OptsCollectives(n));
       ASSERT_TRUE(client.ok());
       auto assignment = DeviceAssignment::Default(replicas, parts, n);
       ASSERT_TRUE(assignment.ok());
@@ -453,7 +453,7 @@ TEST(GroupModeCollectivesTest, EveryModeGathersAndSumsOverItsGroups) {
 
 // Two devices, literal values: the smallest cases written out by hand.
 TEST(CollectivesLiteralTest, TwoDevicesByHand) {
-  auto client = Client::Create(Opts(2));
+  auto client = Client::Create(OptsCollectives(2));
   ASSERT_TRUE(client.ok());
   const DeviceGroups all = DeviceGroups::All(2);
   std::vector<Array> gathered(2), summed(2), scattered(2);
@@ -482,7 +482,7 @@ TEST(CollectivesAgreementTest, RingAndRecursiveDoublingAgreeWithDirectOnRandomDa
   std::vector<std::vector<Array>> results;
   for (auto a : {CollectiveAlgorithm::kDirect, CollectiveAlgorithm::kRing,
                  CollectiveAlgorithm::kRecursiveDoubling}) {
-    auto client = Client::Create(Opts(n, a));
+    auto client = Client::Create(OptsCollectives(n, a));
     ASSERT_TRUE(client.ok());
     std::vector<Array> out(n * 3);
     Status st = (*client)->RunOnAllDevices([&](int64_t r, Communicator& comm) -> Status {
@@ -523,7 +523,7 @@ TEST(CollectivesAgreementTest, RingAndRecursiveDoublingAgreeWithDirectOnRandomDa
 TEST(CollectivesDTypeTest, Bf16AllReduceRoundsAfterEveryStepLikeXla) {
   // 256 + 1 + 1 in bf16 (8 significant bits): 256 + 1 rounds to 256 (tie to even), again for
   // the third value, so the sum in bf16 is 256 while an f32 accumulator would give 258.
-  auto client = Client::Create(Opts(3));
+  auto client = Client::Create(OptsCollectives(3));
   ASSERT_TRUE(client.ok());
   std::vector<Array> out(3);
   Status st = (*client)->RunOnAllDevices([&](int64_t r, Communicator& comm) -> Status {
@@ -537,7 +537,7 @@ TEST(CollectivesDTypeTest, Bf16AllReduceRoundsAfterEveryStepLikeXla) {
 }
 
 TEST(CollectivesDTypeTest, PredAndComplexReductions) {
-  auto client = Client::Create(Opts(2));
+  auto client = Client::Create(OptsCollectives(2));
   ASSERT_TRUE(client.ok());
   std::vector<Array> ors(2), ands(2), prods(2);
   Status st = (*client)->RunOnAllDevices([&](int64_t r, Communicator& comm) -> Status {

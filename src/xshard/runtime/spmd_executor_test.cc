@@ -32,7 +32,7 @@ std::unique_ptr<Client> MakeClient(int64_t n) {
 }
 
 // Parses, plans and runs `text` on a client with `devices` devices.
-StatusOr<SpmdResult> RunSpmd(std::string_view text, const std::vector<std::vector<Array>>& args,
+StatusOr<SpmdResult> RunSpmdExecutor(std::string_view text, const std::vector<std::vector<Array>>& args,
                              int64_t devices = 0) {
   XS_ASSIGN_OR_RETURN(std::unique_ptr<Module> m, ParseHloModule(text));
   XS_ASSIGN_OR_RETURN(std::unique_ptr<SpmdExecutable> exe, SpmdExecutable::Create(*m));
@@ -45,7 +45,7 @@ Status PlanError(std::string_view text) {
   return SpmdExecutable::Create(*m).status();
 }
 
-std::vector<int32_t> I32(const Array& a) {
+std::vector<int32_t> I32Executor(const Array& a) {
   std::span<const int32_t> v = a.values<int32_t>();
   return {v.begin(), v.end()};
 }
@@ -80,12 +80,12 @@ TEST(SpmdExecutor, AllGatherFlattenedIdsOnEightDevicesGathersEachGroupInOrder) {
   const std::string text = Hlo("num_partitions=8", R"(
   p = s32[1] parameter(0)
   ROOT ag = s32[4] all-gather(p), channel_id=1, replica_groups={{0,2,4,6},{1,3,5,7}}, dimensions={0}, use_global_device_ids=true)");
-  StatusOr<SpmdResult> r = RunSpmd(text, PerDevice(8, 1, 1));
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, PerDevice(8, 1, 1));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[0][0]), ElementsAre(0, 2, 4, 6));
-  EXPECT_THAT(I32(r->outputs[4][0]), ElementsAre(0, 2, 4, 6));
-  EXPECT_THAT(I32(r->outputs[1][0]), ElementsAre(1, 3, 5, 7));
-  EXPECT_THAT(I32(r->outputs[7][0]), ElementsAre(1, 3, 5, 7));
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(0, 2, 4, 6));
+  EXPECT_THAT(I32Executor(r->outputs[4][0]), ElementsAre(0, 2, 4, 6));
+  EXPECT_THAT(I32Executor(r->outputs[1][0]), ElementsAre(1, 3, 5, 7));
+  EXPECT_THAT(I32Executor(r->outputs[7][0]), ElementsAre(1, 3, 5, 7));
 }
 
 TEST(SpmdExecutor, IotaReplicaGroupsMeanTheSameGroupsAsTheirExplicitList) {
@@ -95,10 +95,10 @@ TEST(SpmdExecutor, IotaReplicaGroupsMeanTheSameGroupsAsTheirExplicitList) {
   ROOT ag = s32[1,4] all-gather(p), channel_id=1, replica_groups=[2,4]<=[4,2]T(1,0), dimensions={1}, use_global_device_ids=true)");
   std::vector<std::vector<Array>> args(8);
   for (int32_t d = 0; d < 8; ++d) args[d].push_back(Array::FromVector<int32_t>({1, 1}, {d * 10}));
-  StatusOr<SpmdResult> r = RunSpmd(text, args);
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, args);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[2][0]), ElementsAre(0, 20, 40, 60));
-  EXPECT_THAT(I32(r->outputs[5][0]), ElementsAre(10, 30, 50, 70));
+  EXPECT_THAT(I32Executor(r->outputs[2][0]), ElementsAre(0, 20, 40, 60));
+  EXPECT_THAT(I32Executor(r->outputs[5][0]), ElementsAre(10, 30, 50, 70));
 }
 
 TEST(SpmdExecutor, AllGatherStartAndDoneRunAsOneAllGather) {
@@ -107,10 +107,10 @@ TEST(SpmdExecutor, AllGatherStartAndDoneRunAsOneAllGather) {
   ags = (s32[2], s32[4]) all-gather-start(p), channel_id=3, replica_groups={{1,0}}, dimensions={0}, use_global_device_ids=true
   ROOT agd = s32[4] all-gather-done(ags))");
   // Group {1,0}: device 1's piece comes first.
-  StatusOr<SpmdResult> r = RunSpmd(text, PerDevice(2, 2, 10));
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, PerDevice(2, 2, 10));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[0][0]), ElementsAre(10, 11, 0, 1));
-  EXPECT_THAT(I32(r->outputs[1][0]), ElementsAre(10, 11, 0, 1));
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(10, 11, 0, 1));
+  EXPECT_THAT(I32Executor(r->outputs[1][0]), ElementsAre(10, 11, 0, 1));
 }
 
 // ---- all-reduce: reducers and group modes ----
@@ -120,9 +120,9 @@ TEST(SpmdExecutor, AllReduceCrossReplicaWithEmptyGroupsSumsEveryReplica) {
   const std::string text = Hlo("replica_count=4", R"(
   p = s32[2] parameter(0)
   ROOT ar = s32[2] all-reduce(p), replica_groups={}, to_apply=sum)");
-  StatusOr<SpmdResult> r = RunSpmd(text, PerDevice(4, 2, 1));
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, PerDevice(4, 2, 1));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  for (int d = 0; d < 4; ++d) EXPECT_THAT(I32(r->outputs[d][0]), ElementsAre(6, 10)) << d;
+  for (int d = 0; d < 4; ++d) EXPECT_THAT(I32Executor(r->outputs[d][0]), ElementsAre(6, 10)) << d;
 }
 
 // All-reduce and all-gather results land in the device's arena without a zero-fill first: every
@@ -155,7 +155,7 @@ TEST(SpmdExecutor, AllReduceAndAllGatherOverwriteTheirWholeArenaBufferOnEveryCal
         ASSERT_TRUE(r.ok()) << r.status().ToString();
         if (call == 0) continue;
         for (int32_t d = 0; d < 8; ++d) {
-          const std::vector<int32_t> ar = I32(r->outputs[d][0]), ag = I32(r->outputs[d][1]);
+          const std::vector<int32_t> ar = I32Executor(r->outputs[d][0]), ag = I32Executor(r->outputs[d][1]);
           const int32_t pair = d / 2 * 2;
           for (int64_t j = 0; j < k; ++j) {
             ASSERT_EQ(ar[j], -(pair + 1) - (pair + 2)) << "device " << d << " element " << j << " k " << k;
@@ -200,7 +200,7 @@ TEST(SpmdExecutor, AllReduceDetectsEachSupportedReducer) {
       a.SetDouble(0, c.inputs[d]);
       args[d].push_back(std::move(a));
     }
-    StatusOr<SpmdResult> r = RunSpmd(text, args);
+    StatusOr<SpmdResult> r = RunSpmdExecutor(text, args);
     ASSERT_TRUE(r.ok()) << c.op << " " << c.dtype << ": " << r.status().ToString();
     for (int d = 0; d < 4; ++d) {
       EXPECT_EQ(r->outputs[d][0].GetDouble(0), c.want) << c.op << " " << c.dtype << " on " << d;
@@ -216,12 +216,12 @@ TEST(SpmdExecutor, AllReduceWithChannelAndNoGlobalIdsSpansAllPartitionsOfEachRep
   ROOT ar = s32[1] all-reduce(p), channel_id=1, replica_groups={{0},{1}}, to_apply=sum)");
   std::vector<std::vector<Array>> args(4);
   for (int32_t i = 0; i < 4; ++i) args[i].push_back(Array::FromVector<int32_t>({1}, {i + 1}));
-  StatusOr<SpmdResult> r = RunSpmd(text, args);
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, args);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[0][0]), ElementsAre(3));
-  EXPECT_THAT(I32(r->outputs[1][0]), ElementsAre(3));
-  EXPECT_THAT(I32(r->outputs[2][0]), ElementsAre(7));
-  EXPECT_THAT(I32(r->outputs[3][0]), ElementsAre(7));
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(3));
+  EXPECT_THAT(I32Executor(r->outputs[1][0]), ElementsAre(3));
+  EXPECT_THAT(I32Executor(r->outputs[2][0]), ElementsAre(7));
+  EXPECT_THAT(I32Executor(r->outputs[3][0]), ElementsAre(7));
   // XLA's default placement: partition p of replica r on device p * 2 + r.
   EXPECT_THAT(r->devices, ElementsAre(0, 2, 1, 3));
 }
@@ -233,12 +233,12 @@ TEST(SpmdExecutor, AllReduceWithoutChannelGroupsReplicasWithinEachPartition) {
   ROOT ar = s32[1] all-reduce(p), replica_groups={{0,1}}, to_apply=sum)");
   std::vector<std::vector<Array>> args(4);
   for (int32_t i = 0; i < 4; ++i) args[i].push_back(Array::FromVector<int32_t>({1}, {i + 1}));
-  StatusOr<SpmdResult> r = RunSpmd(text, args);
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, args);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[0][0]), ElementsAre(4));  // 1 + 3
-  EXPECT_THAT(I32(r->outputs[2][0]), ElementsAre(4));
-  EXPECT_THAT(I32(r->outputs[1][0]), ElementsAre(6));  // 2 + 4
-  EXPECT_THAT(I32(r->outputs[3][0]), ElementsAre(6));
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(4));  // 1 + 3
+  EXPECT_THAT(I32Executor(r->outputs[2][0]), ElementsAre(4));
+  EXPECT_THAT(I32Executor(r->outputs[1][0]), ElementsAre(6));  // 2 + 4
+  EXPECT_THAT(I32Executor(r->outputs[3][0]), ElementsAre(6));
 }
 
 TEST(SpmdExecutor, VariadicAllReduceReducesEachOperand) {
@@ -249,10 +249,10 @@ TEST(SpmdExecutor, VariadicAllReduceReducesEachOperand) {
   std::vector<std::vector<Array>> args = {
       {Array::FromVector<int32_t>({1}, {1}), Array::FromVector<int32_t>({2}, {10, 20})},
       {Array::FromVector<int32_t>({1}, {2}), Array::FromVector<int32_t>({2}, {30, 40})}};
-  StatusOr<SpmdResult> r = RunSpmd(text, args);
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, args);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[1][0]), ElementsAre(3));
-  EXPECT_THAT(I32(r->outputs[1][1]), ElementsAre(40, 60));
+  EXPECT_THAT(I32Executor(r->outputs[1][0]), ElementsAre(3));
+  EXPECT_THAT(I32Executor(r->outputs[1][1]), ElementsAre(40, 60));
 }
 
 // ---- reduce-scatter, all-to-all ----
@@ -262,12 +262,12 @@ TEST(SpmdExecutor, ReduceScatterGivesEachMemberItsPieceOfTheSum) {
   const std::string text = Hlo("num_partitions=4", R"(
   p = s32[4] parameter(0)
   ROOT rs = s32[1] reduce-scatter(p), channel_id=2, replica_groups={{0,1,2,3}}, dimensions={0}, use_global_device_ids=true, to_apply=sum)");
-  StatusOr<SpmdResult> r = RunSpmd(text, PerDevice(4, 4, 1));
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, PerDevice(4, 4, 1));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[0][0]), ElementsAre(6));
-  EXPECT_THAT(I32(r->outputs[1][0]), ElementsAre(10));
-  EXPECT_THAT(I32(r->outputs[2][0]), ElementsAre(14));
-  EXPECT_THAT(I32(r->outputs[3][0]), ElementsAre(18));
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(6));
+  EXPECT_THAT(I32Executor(r->outputs[1][0]), ElementsAre(10));
+  EXPECT_THAT(I32Executor(r->outputs[2][0]), ElementsAre(14));
+  EXPECT_THAT(I32Executor(r->outputs[3][0]), ElementsAre(18));
 }
 
 TEST(SpmdExecutor, ArrayAllToAllExchangesPiecesAlongItsDimension) {
@@ -276,10 +276,10 @@ TEST(SpmdExecutor, ArrayAllToAllExchangesPiecesAlongItsDimension) {
   const std::string text = Hlo("num_partitions=4", R"(
   p = s32[4] parameter(0)
   ROOT a2a = s32[4] all-to-all(p), channel_id=1, replica_groups={{0,1,2,3}}, dimensions={0})");
-  StatusOr<SpmdResult> r = RunSpmd(text, PerDevice(4, 4, 4));
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, PerDevice(4, 4, 4));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[0][0]), ElementsAre(0, 4, 8, 12));
-  EXPECT_THAT(I32(r->outputs[3][0]), ElementsAre(3, 7, 11, 15));
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(0, 4, 8, 12));
+  EXPECT_THAT(I32Executor(r->outputs[3][0]), ElementsAre(3, 7, 11, 15));
 }
 
 TEST(SpmdExecutor, TupleAllToAllSendsOperandJToMemberJ) {
@@ -294,14 +294,14 @@ TEST(SpmdExecutor, TupleAllToAllSendsOperandJToMemberJ) {
   for (int32_t i = 0; i < 4; ++i) {
     args[i] = {Array::FromVector<int32_t>({1}, {10 * i}), Array::FromVector<int32_t>({1}, {10 * i + 1})};
   }
-  StatusOr<SpmdResult> r = RunSpmd(text, args);
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, args);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[0][0]), ElementsAre(0));
-  EXPECT_THAT(I32(r->outputs[0][1]), ElementsAre(10));
-  EXPECT_THAT(I32(r->outputs[1][0]), ElementsAre(1));
-  EXPECT_THAT(I32(r->outputs[1][1]), ElementsAre(11));
-  EXPECT_THAT(I32(r->outputs[2][0]), ElementsAre(20));
-  EXPECT_THAT(I32(r->outputs[3][1]), ElementsAre(31));
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(0));
+  EXPECT_THAT(I32Executor(r->outputs[0][1]), ElementsAre(10));
+  EXPECT_THAT(I32Executor(r->outputs[1][0]), ElementsAre(1));
+  EXPECT_THAT(I32Executor(r->outputs[1][1]), ElementsAre(11));
+  EXPECT_THAT(I32Executor(r->outputs[2][0]), ElementsAre(20));
+  EXPECT_THAT(I32Executor(r->outputs[3][1]), ElementsAre(31));
 }
 
 // ---- collective-permute, collective-broadcast ----
@@ -313,10 +313,10 @@ TEST(SpmdExecutor, CollectivePermuteShiftsAndDevicesWithNoSourceGetZeros) {
   ROOT cp = s32[1] collective-permute(p), channel_id=1, source_target_pairs={{0,1},{1,2},{2,3},{3,4},{4,5},{5,6},{6,7}})");
   std::vector<std::vector<Array>> args(8);
   for (int32_t d = 0; d < 8; ++d) args[d].push_back(Array::FromVector<int32_t>({1}, {d + 100}));
-  StatusOr<SpmdResult> r = RunSpmd(text, args);
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, args);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[0][0]), ElementsAre(0));
-  for (int d = 1; d < 8; ++d) EXPECT_THAT(I32(r->outputs[d][0]), ElementsAre(d + 99)) << d;
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(0));
+  for (int d = 1; d < 8; ++d) EXPECT_THAT(I32Executor(r->outputs[d][0]), ElementsAre(d + 99)) << d;
 }
 
 TEST(SpmdExecutor, CollectivePermuteWithoutChannelPermutesReplicasOfEachPartition) {
@@ -327,24 +327,24 @@ TEST(SpmdExecutor, CollectivePermuteWithoutChannelPermutesReplicasOfEachPartitio
   ROOT done = s32[1] collective-permute-done(start))");
   std::vector<std::vector<Array>> args(4);
   for (int32_t i = 0; i < 4; ++i) args[i].push_back(Array::FromVector<int32_t>({1}, {i}));
-  StatusOr<SpmdResult> r = RunSpmd(text, args);
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, args);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[0][0]), ElementsAre(2));
-  EXPECT_THAT(I32(r->outputs[1][0]), ElementsAre(3));
-  EXPECT_THAT(I32(r->outputs[2][0]), ElementsAre(0));
-  EXPECT_THAT(I32(r->outputs[3][0]), ElementsAre(1));
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(2));
+  EXPECT_THAT(I32Executor(r->outputs[1][0]), ElementsAre(3));
+  EXPECT_THAT(I32Executor(r->outputs[2][0]), ElementsAre(0));
+  EXPECT_THAT(I32Executor(r->outputs[3][0]), ElementsAre(1));
 }
 
 TEST(SpmdExecutor, CollectiveBroadcastCopiesEachGroupsFirstMember) {
   const std::string text = Hlo("num_partitions=4", R"(
   p = s32[2] parameter(0)
   ROOT cb = s32[2] collective-broadcast(p), channel_id=1, replica_groups={{1,0},{3,2}})");
-  StatusOr<SpmdResult> r = RunSpmd(text, PerDevice(4, 2, 10));
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, PerDevice(4, 2, 10));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[0][0]), ElementsAre(10, 11));
-  EXPECT_THAT(I32(r->outputs[1][0]), ElementsAre(10, 11));
-  EXPECT_THAT(I32(r->outputs[2][0]), ElementsAre(30, 31));
-  EXPECT_THAT(I32(r->outputs[3][0]), ElementsAre(30, 31));
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(10, 11));
+  EXPECT_THAT(I32Executor(r->outputs[1][0]), ElementsAre(10, 11));
+  EXPECT_THAT(I32Executor(r->outputs[2][0]), ElementsAre(30, 31));
+  EXPECT_THAT(I32Executor(r->outputs[3][0]), ElementsAre(30, 31));
 }
 
 // ---- more group modes and device counts ----
@@ -354,10 +354,10 @@ TEST(SpmdExecutor, AllGatherWithoutChannelGathersTheReplicas) {
   const std::string text = Hlo("replica_count=2", R"(
   p = s32[1] parameter(0)
   ROOT ag = s32[2] all-gather(p), replica_groups={}, dimensions={0})");
-  StatusOr<SpmdResult> r = RunSpmd(text, PerDevice(2, 1, 7));
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, PerDevice(2, 1, 7));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[0][0]), ElementsAre(0, 7));
-  EXPECT_THAT(I32(r->outputs[1][0]), ElementsAre(0, 7));
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(0, 7));
+  EXPECT_THAT(I32Executor(r->outputs[1][0]), ElementsAre(0, 7));
 }
 
 TEST(SpmdExecutor, ReduceScatterOverIotaPairsOnEightDevices) {
@@ -368,12 +368,12 @@ TEST(SpmdExecutor, ReduceScatterOverIotaPairsOnEightDevices) {
   ROOT rs = s32[1] reduce-scatter(p), channel_id=1, replica_groups=[4,2]<=[8], dimensions={0}, use_global_device_ids=true, to_apply=sum)");
   std::vector<std::vector<Array>> args(8);
   for (int32_t d = 0; d < 8; ++d) args[d].push_back(Array::FromVector<int32_t>({2}, {d, 10 * d + 1}));
-  StatusOr<SpmdResult> r = RunSpmd(text, args);
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, args);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[2][0]), ElementsAre(5));    // 2 + 3
-  EXPECT_THAT(I32(r->outputs[3][0]), ElementsAre(52));   // 21 + 31
-  EXPECT_THAT(I32(r->outputs[6][0]), ElementsAre(13));   // 6 + 7
-  EXPECT_THAT(I32(r->outputs[7][0]), ElementsAre(132));  // 61 + 71
+  EXPECT_THAT(I32Executor(r->outputs[2][0]), ElementsAre(5));    // 2 + 3
+  EXPECT_THAT(I32Executor(r->outputs[3][0]), ElementsAre(52));   // 21 + 31
+  EXPECT_THAT(I32Executor(r->outputs[6][0]), ElementsAre(13));   // 6 + 7
+  EXPECT_THAT(I32Executor(r->outputs[7][0]), ElementsAre(132));  // 61 + 71
 }
 
 // ragged-all-to-all on 3 devices. Device i sends (i + j) % 3 rows to device j, taken from its
@@ -402,14 +402,14 @@ TEST(SpmdExecutor, RaggedAllToAllPlacesEachSendersRowsAtItsOffsets) {
                Array::FromVector<int32_t>({3}, in_off[i]), Array::FromVector<int32_t>({3}, sizes[i]),
                Array::FromVector<int32_t>({3}, out_off[i]), Array::FromVector<int32_t>({3}, sizes[i])};
   }
-  StatusOr<SpmdResult> r = RunSpmd(text, args);
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, args);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[0][0]), ElementsAre(10, 20, 21, -1, -1, -1));
-  EXPECT_THAT(I32(r->outputs[1][0]), ElementsAre(0, 11, 12, -1, -1, -1));
-  EXPECT_THAT(I32(r->outputs[2][0]), ElementsAre(1, 2, 22, -1, -1, -1));
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(10, 20, 21, -1, -1, -1));
+  EXPECT_THAT(I32Executor(r->outputs[1][0]), ElementsAre(0, 11, 12, -1, -1, -1));
+  EXPECT_THAT(I32Executor(r->outputs[2][0]), ElementsAre(1, 2, 22, -1, -1, -1));
   // A write past the receiver's rows is an error naming the sender and the rows.
   args[2][4] = Array::FromVector<int32_t>({3}, {1, 3, 6});
-  r = RunSpmd(text, args);
+  r = RunSpmdExecutor(text, args);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("member 2 writes rows [6, 7) of device 2's output, which has 6 rows"));
   // Offsets arrays must have one entry per member.
@@ -427,29 +427,29 @@ TEST(SpmdExecutor, AllToAllInTwoGroupsOfFourOnEightDevices) {
   const std::string text = Hlo("num_partitions=8", R"(
   p = s32[4] parameter(0)
   ROOT a2a = s32[4] all-to-all(p), channel_id=1, replica_groups=[2,4]<=[8], dimensions={0})");
-  StatusOr<SpmdResult> r = RunSpmd(text, PerDevice(8, 4, 10));
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, PerDevice(8, 4, 10));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[5][0]), ElementsAre(41, 51, 61, 71));
-  EXPECT_THAT(I32(r->outputs[0][0]), ElementsAre(0, 10, 20, 30));
+  EXPECT_THAT(I32Executor(r->outputs[5][0]), ElementsAre(41, 51, 61, 71));
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(0, 10, 20, 30));
 }
 
 TEST(SpmdExecutor, CollectivePermuteSwapsTwoDevices) {
   const std::string text = Hlo("num_partitions=2", R"(
   p = s32[2] parameter(0)
   ROOT cp = s32[2] collective-permute(p), channel_id=1, source_target_pairs={{0,1},{1,0}})");
-  StatusOr<SpmdResult> r = RunSpmd(text, PerDevice(2, 2, 10));
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, PerDevice(2, 2, 10));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[0][0]), ElementsAre(10, 11));
-  EXPECT_THAT(I32(r->outputs[1][0]), ElementsAre(0, 1));
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(10, 11));
+  EXPECT_THAT(I32Executor(r->outputs[1][0]), ElementsAre(0, 1));
 }
 
 TEST(SpmdExecutor, CollectiveBroadcastFromDeviceThreeToEight) {
   const std::string text = Hlo("num_partitions=8", R"(
   p = s32[1] parameter(0)
   ROOT cb = s32[1] collective-broadcast(p), channel_id=1, replica_groups={{3,0,1,2,4,5,6,7}})");
-  StatusOr<SpmdResult> r = RunSpmd(text, PerDevice(8, 1, 100));
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, PerDevice(8, 1, 100));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  for (int d = 0; d < 8; ++d) EXPECT_THAT(I32(r->outputs[d][0]), ElementsAre(300)) << d;
+  for (int d = 0; d < 8; ++d) EXPECT_THAT(I32Executor(r->outputs[d][0]), ElementsAre(300)) << d;
 }
 
 // ---- partition-id, memory ----
@@ -461,7 +461,7 @@ TEST(SpmdExecutor, EachDeviceSeesItsPartitionAndReplicaId) {
   ten = u32[] constant(10)
   r10 = u32[] multiply(rid, ten)
   ROOT id = u32[] add(r10, pid))");
-  StatusOr<SpmdResult> r = RunSpmd(text, std::vector<std::vector<Array>>(8));
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, std::vector<std::vector<Array>>(8));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   for (int i = 0; i < 8; ++i) {
     EXPECT_EQ(r->outputs[i][0].GetDouble(0), (i / 4) * 10 + i % 4) << i;
@@ -474,7 +474,7 @@ TEST(SpmdExecutor, ReportsPerDeviceArgumentPeakAndLiveBytes) {
   p = f32[1,2] parameter(0)
   ROOT ag = f32[2,2] all-gather(p), channel_id=1, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true)");
   std::vector<std::vector<Array>> args = {{Array(DType::kF32, {1, 2})}, {Array(DType::kF32, {1, 2})}};
-  StatusOr<SpmdResult> r = RunSpmd(text, args);
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, args);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->memory.size(), 2u);
   EXPECT_EQ(r->memory[1].device, 1);
@@ -498,7 +498,7 @@ TEST(SpmdExecutor, ReportsTheArenaPlannedBeforeTheRun) {
   ROOT ar = s32[4,4] all-reduce(f), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=sum)");
   std::vector<std::vector<Array>> args = {{Array::Full(DType::kS32, {4, 4}, 3)},
                                           {Array::Full(DType::kS32, {4, 4}, 3)}};
-  StatusOr<SpmdResult> r = RunSpmd(text, args);
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, args);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->outputs[1][0].GetDouble(2), -18.0);  // 3 * -3 on each of 2 devices
   EXPECT_EQ(r->memory[0].arena_bytes, 128);
@@ -575,10 +575,10 @@ sum_annotated {
 }
 )");
   // Device d holds {10 d, 10 d + 1}: the sums are {10, 12} on both.
-  StatusOr<SpmdResult> r = RunSpmd(text, PerDevice(2, 2, 10));
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, PerDevice(2, 2, 10));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(I32(r->outputs[0][0]), ElementsAre(10, 12));
-  EXPECT_THAT(I32(r->outputs[1][0]), ElementsAre(10, 12));
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(10, 12));
+  EXPECT_THAT(I32Executor(r->outputs[1][0]), ElementsAre(10, 12));
 }
 
 TEST(SpmdExecutor, ResultShapeThatDoesNotMatchTheGroupSizeIsAnError) {
@@ -592,13 +592,13 @@ TEST(SpmdExecutor, ResultShapeThatDoesNotMatchTheGroupSizeIsAnError) {
 TEST(SpmdExecutor, WrongNumberOfDevicesInputsIsAnErrorBeforeRunning) {
   const std::string text = Hlo("num_partitions=4", R"(
   ROOT p = s32[2] parameter(0))");
-  StatusOr<SpmdResult> r = RunSpmd(text, PerDevice(2, 2, 1), 4);
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, PerDevice(2, 2, 1), 4);
   EXPECT_EQ(r.status().message(), "module 'm' runs on 4 devices (num_partitions=4 x "
                                   "replica_count=1) but inputs for 2 device(s) were given; pass "
                                   "one list of arguments per device");
   std::vector<std::vector<Array>> args = PerDevice(4, 2, 1);
   args[3][0] = Array(DType::kS32, {8});
-  r = RunSpmd(text, args);
+  r = RunSpmdExecutor(text, args);
   EXPECT_THAT(r.status().message(), HasSubstr("device 3: argument 0 has shape s32[8] but the "
                                               "module's parameter leaf 0 is s32[2]"));
 }
@@ -606,7 +606,7 @@ TEST(SpmdExecutor, WrongNumberOfDevicesInputsIsAnErrorBeforeRunning) {
 TEST(SpmdExecutor, TooFewClientDevicesIsAnErrorNamingTheFix) {
   const std::string text = Hlo("num_partitions=4", R"(
   ROOT p = s32[2] parameter(0))");
-  StatusOr<SpmdResult> r = RunSpmd(text, PerDevice(4, 2, 1), 2);
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, PerDevice(4, 2, 1), 2);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("--devices"));
 }

@@ -21,7 +21,7 @@ PartitionSpec P(std::vector<PartitionSpec::Entry> entries) {
   return PartitionSpec(std::move(entries));
 }
 
-class ShardMapTest : public testing::Test {
+class ShardMapTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ClientOptions o;

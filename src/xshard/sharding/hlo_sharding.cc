@@ -8,18 +8,16 @@
 #include <numeric>
 #include <tuple>
 
+#include "xshard/sharding/iota_form.h"
+
 namespace xs {
+using iota_internal::IdentityPerm;
+
 namespace {
 
 // XLA orders merged subgroup types manual, unreduced, replicated (kOrderedTypes).
 constexpr SubgroupType kOrderedTypes[] = {SubgroupType::kManual, SubgroupType::kUnreduced,
                                           SubgroupType::kReplicated};
-
-std::vector<int> IdentityPerm(size_t n) {
-  std::vector<int> p(n);
-  std::iota(p.begin(), p.end(), 0);
-  return p;
-}
 
 // XLA's GroupMinorIotaDimsSorted: regroups the minor reshape dims of an iota so that the last
 // `group_size` devices of each tile form whole (possibly split) reshape dims, sorted ascending.

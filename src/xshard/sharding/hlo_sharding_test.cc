@@ -13,13 +13,13 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-HloSharding ParseOk(std::string_view text) {
+HloSharding ParseOkSharding(std::string_view text) {
   StatusOr<HloSharding> s = HloSharding::Parse(text);
   EXPECT_TRUE(s.ok()) << text << ": " << s.status().ToString();
   return s.ok() ? *s : HloSharding::Unknown();
 }
 
-std::string Reprint(std::string_view text) { return ParseOk(text).ToString(); }
+std::string Reprint(std::string_view text) { return ParseOkSharding(text).ToString(); }
 
 std::string ParseError(std::string_view text) {
   StatusOr<HloSharding> s = HloSharding::Parse(text);
@@ -97,17 +97,17 @@ TEST(HloShardingTest, SubgroupNormalizesLikeXla) {
 }
 
 TEST(HloShardingTest, QueriesOnTiledShardings) {
-  HloSharding s = ParseOk("{devices=[2,4,2]<=[16] last_tile_dim_replicate}");
+  HloSharding s = ParseOkSharding("{devices=[2,4,2]<=[16] last_tile_dim_replicate}");
   EXPECT_TRUE(s.IsTiled());
   EXPECT_FALSE(s.IsTileMaximal());
   EXPECT_EQ(s.TiledDataRank(), 2);
   EXPECT_THAT(s.TileCounts(), ElementsAre(2, 4));
   EXPECT_EQ(s.ReplicationFactor(), 2);
-  HloSharding sub = ParseOk("{devices=[2,3,2,5]<=[60] last_tile_dims={manual, replicated}}");
+  HloSharding sub = ParseOkSharding("{devices=[2,3,2,5]<=[60] last_tile_dims={manual, replicated}}");
   EXPECT_EQ(sub.TiledDataRank(), 2);
   EXPECT_THAT(sub.TileCounts(), ElementsAre(2, 3));
   EXPECT_EQ(sub.ReplicationFactor(), 5);
-  EXPECT_EQ(ParseOk("{devices=[4,2]<=[8] last_tile_dims={manual}}").ReplicationFactor(), 1);
+  EXPECT_EQ(ParseOkSharding("{devices=[4,2]<=[8] last_tile_dims={manual}}").ReplicationFactor(), 1);
   EXPECT_EQ(HloSharding::Replicate().TiledDataRank(), 0);
   EXPECT_TRUE(HloSharding::Replicate().TileCounts().empty());
 }
@@ -116,14 +116,14 @@ TEST(HloShardingTest, MaximalAndTupleQueries) {
   EXPECT_TRUE(HloSharding::AssignDevice(2).IsTileMaximal());
   EXPECT_EQ(HloSharding::AssignDevice(2).device(), 2);
   EXPECT_FALSE(HloSharding::Manual().IsTileMaximal());
-  HloSharding t = ParseOk("{{replicated}, {maximal device=1}}");
+  HloSharding t = ParseOkSharding("{{replicated}, {maximal device=1}}");
   EXPECT_TRUE(t.IsTuple());
   EXPECT_TRUE(t.IsTileMaximal());
   EXPECT_FALSE(t.IsReplicated());
-  EXPECT_TRUE(ParseOk("{{replicated}, {replicated}}").IsReplicated());
+  EXPECT_TRUE(ParseOkSharding("{{replicated}, {replicated}}").IsReplicated());
   EXPECT_EQ(t.tuple_elements().size(), 2u);
-  EXPECT_EQ(ParseOk("{}").ToString(), "{}");
-  EXPECT_EQ(ParseOk("{}").tuple_elements().size(), 0u);
+  EXPECT_EQ(ParseOkSharding("{}").ToString(), "{}");
+  EXPECT_EQ(ParseOkSharding("{}").tuple_elements().size(), 0u);
 }
 
 TEST(HloShardingTest, TuplesMarkEveryFifthElement) {
@@ -135,11 +135,11 @@ TEST(HloShardingTest, TuplesMarkEveryFifthElement) {
 }
 
 TEST(HloShardingTest, MetadataIsKeptVerbatim) {
-  HloSharding one = ParseOk("{replicated metadata={op_name=\"a\"  source_line=3}}");
+  HloSharding one = ParseOkSharding("{replicated metadata={op_name=\"a\"  source_line=3}}");
   EXPECT_THAT(one.metadata(), ElementsAre("op_name=\"a\" source_line=3"));
   EXPECT_EQ(one.ToString(), "{replicated metadata={op_name=\"a\" source_line=3}}");
   EXPECT_EQ(one.ToString(false), "{replicated}");
-  HloSharding two = ParseOk("{devices=[2]0,1 metadata={{op_name=\"b\"}, {op_name=\"c\"}}}");
+  HloSharding two = ParseOkSharding("{devices=[2]0,1 metadata={{op_name=\"b\"}, {op_name=\"c\"}}}");
   EXPECT_THAT(two.metadata(), ElementsAre("op_name=\"b\"", "op_name=\"c\""));
   EXPECT_EQ(two.ToString(), "{devices=[2]0,1 metadata={{op_name=\"b\"}, {op_name=\"c\"}}}");
   // A list of one prints in the short form; quotes may hold braces and escaped quotes.
@@ -148,7 +148,7 @@ TEST(HloShardingTest, MetadataIsKeptVerbatim) {
   EXPECT_EQ(Reprint("{maximal device=1 metadata={}}"), "{maximal device=1 metadata={}}");
   // Equality ignores metadata; WithoutMetadata drops it, in tuples too.
   EXPECT_EQ(one, HloSharding::Replicate());
-  HloSharding tuple = ParseOk("{{replicated metadata={op_name=\"d\"}}, {manual}}");
+  HloSharding tuple = ParseOkSharding("{{replicated metadata={op_name=\"d\"}}, {manual}}");
   EXPECT_EQ(tuple.WithoutMetadata().ToString(), "{{replicated}, {manual}}");
   EXPECT_EQ(HloSharding::Tuple({HloSharding::Manual()}).WithMetadata({"op_name=\"e\""})
                 .ToString(),
@@ -158,7 +158,7 @@ TEST(HloShardingTest, MetadataIsKeptVerbatim) {
 TEST(HloShardingTest, ShardGroupsPrintBeforeMetadataAndCountInEquality) {
   EXPECT_EQ(Reprint("{devices=[2]0,1 metadata={op_name=\"a\"} shard_like 2}"),
             "{devices=[2]0,1 shard_like 2 metadata={op_name=\"a\"}}");
-  HloSharding as = ParseOk("{manual shard_as 1}");
+  HloSharding as = ParseOkSharding("{manual shard_as 1}");
   EXPECT_EQ(as.shard_as(), 1);
   EXPECT_FALSE(as.shard_like().has_value());
   EXPECT_FALSE(as == HloSharding::Manual());
@@ -167,25 +167,25 @@ TEST(HloShardingTest, ShardGroupsPrintBeforeMetadataAndCountInEquality) {
 }
 
 TEST(HloShardingTest, EqualityIgnoresTheTileTextForm) {
-  EXPECT_EQ(ParseOk("{devices=[2,4]0,2,4,6,1,3,5,7}"), ParseOk("{devices=[2,4]<=[4,2]T(1,0)}"));
-  EXPECT_FALSE(ParseOk("{devices=[2,4]<=[8]}") == ParseOk("{devices=[2,4]<=[4,2]T(1,0)}"));
-  EXPECT_FALSE(ParseOk("{devices=[2,2]<=[4] last_tile_dim_replicate}") ==
-               ParseOk("{devices=[2,2]<=[4]}"));
+  EXPECT_EQ(ParseOkSharding("{devices=[2,4]0,2,4,6,1,3,5,7}"), ParseOkSharding("{devices=[2,4]<=[4,2]T(1,0)}"));
+  EXPECT_FALSE(ParseOkSharding("{devices=[2,4]<=[8]}") == ParseOkSharding("{devices=[2,4]<=[4,2]T(1,0)}"));
+  EXPECT_FALSE(ParseOkSharding("{devices=[2,2]<=[4] last_tile_dim_replicate}") ==
+               ParseOkSharding("{devices=[2,2]<=[4]}"));
   EXPECT_FALSE(HloSharding::AssignDevice(1) == HloSharding::AssignDevice(2));
 }
 
 TEST(HloShardingTest, ParsesTheSeedShardings) {
-  HloSharding v1 = ParseOk("{devices=[2,4]0,2,4,6,1,3,5,7}");
-  HloSharding v2 = ParseOk("{devices=[2,4]<=[4,2]T(1,0)}");
+  HloSharding v1 = ParseOkSharding("{devices=[2,4]0,2,4,6,1,3,5,7}");
+  HloSharding v2 = ParseOkSharding("{devices=[2,4]<=[4,2]T(1,0)}");
   EXPECT_EQ(v1, v2);
   EXPECT_EQ(v1.tile_assignment().ToIota().ToString(), "[2,4]<=[4,2]T(1,0)");
-  HloSharding partial = ParseOk("{devices=[1,4,2]0,1,2,3,4,5,6,7 last_tile_dim_replicate}");
+  HloSharding partial = ParseOkSharding("{devices=[1,4,2]0,1,2,3,4,5,6,7 last_tile_dim_replicate}");
   EXPECT_TRUE(partial.ReplicateOnLastTileDim());
   EXPECT_THAT(partial.TileCounts(), ElementsAre(1, 4));
 }
 
 TEST(HloShardingTest, MeshAxesFormParsesIntoFields) {
-  HloSharding s = ParseOk(
+  HloSharding s = ParseOkSharding(
       "{mesh['a'=2,'b'=4,'c'=3,'d'=8], [{'b':(2)2}, {'d':(4)2, 'c', ?}], replicated={'a'}}");
   ASSERT_TRUE(s.IsMeshAxes());
   const MeshAxesSharding& m = s.mesh_axes();
@@ -203,8 +203,8 @@ TEST(HloShardingTest, MeshAxesFormParsesIntoFields) {
 }
 
 TEST(HloShardingTest, MeshAxesShortFormsAndDeviceIds) {
-  EXPECT_TRUE(ParseOk("{mesh['a'=2], replicated}").mesh_axes().fully_replicated);
-  EXPECT_TRUE(ParseOk("{mesh['a'=2], replicated}").IsReplicated());
+  EXPECT_TRUE(ParseOkSharding("{mesh['a'=2], replicated}").mesh_axes().fully_replicated);
+  EXPECT_TRUE(ParseOkSharding("{mesh['a'=2], replicated}").IsReplicated());
   EXPECT_EQ(Reprint("{mesh['a'=2,'b'=2], [], manual={'a', 'b'}}"), "{mesh['a'=2,'b'=2], manual}");
   EXPECT_EQ(Reprint("{mesh['a'=2,'b'=2] unreduced}"), "{mesh['a'=2,'b'=2], unreduced}");
   EXPECT_EQ(Reprint("{mesh['a'=2,'b'=2], [{'0'}, {'1'}]}"), "{mesh['a'=2,'b'=2], [{'a'}, {'b'}]}");
@@ -212,10 +212,10 @@ TEST(HloShardingTest, MeshAxesShortFormsAndDeviceIds) {
             "{maximal_mesh[device_id=5], metadata={{op_name=\"m\"}}}");
   EXPECT_EQ(Reprint("{mesh['it\\'s'=2], [{'it\\'s'}]}"), "{mesh['it\\'s'=2], [{'it\\'s'}]}");
   // Device ids: a list, an iota text, and the default order that XLA never prints.
-  HloSharding listed = ParseOk("{mesh['x'=2,'y'=2], device_ids=(0,2,1,3), [{'x'}]}");
+  HloSharding listed = ParseOkSharding("{mesh['x'=2,'y'=2], device_ids=(0,2,1,3), [{'x'}]}");
   EXPECT_THAT(listed.mesh_axes().device_ids->devices(), ElementsAre(0, 2, 1, 3));
   EXPECT_FALSE(listed.mesh_axes().device_ids_iota_text);
-  HloSharding iota = ParseOk("{mesh['x'=2,'y'=2], device_ids=([2,2]T(1,0)), [{'x'}]}");
+  HloSharding iota = ParseOkSharding("{mesh['x'=2,'y'=2], device_ids=([2,2]T(1,0)), [{'x'}]}");
   EXPECT_TRUE(iota.mesh_axes().device_ids_iota_text);
   EXPECT_EQ(iota.ToString(), "{mesh['x'=2,'y'=2], device_ids=([2,2]T(1,0)), [{'x'}]}");
   EXPECT_EQ(Reprint("{mesh['x'=2,'y'=2], device_ids=([2,2]T(0,1)), [{'x'}]}"),
@@ -234,65 +234,65 @@ TEST(HloShardingTest, MeshAxesShortFormsAndDeviceIds) {
 // Regression (fuzzer): XLA prints these in the short form, whose parse names every axis; the
 // stored lists follow, so printing and parsing agree.
 TEST(HloShardingTest, SizeOneAxesFoldIntoTheShortForms) {
-  HloSharding s = ParseOk("{mesh['x'=1,'y'=1] [], unreduced={'y'}}");
+  HloSharding s = ParseOkSharding("{mesh['x'=1,'y'=1] [], unreduced={'y'}}");
   EXPECT_EQ(s.ToString(), "{mesh['x'=1,'y'=1], unreduced}");
-  EXPECT_EQ(s, ParseOk(s.ToString()));
+  EXPECT_EQ(s, ParseOkSharding(s.ToString()));
   EXPECT_EQ(s.mesh_axes().unreduced, (std::vector<AxisRef>{{"x", 1, 0}, {"y", 1, 0}}));
-  HloSharding m = ParseOk("{mesh['a'=4,'b'=1], [], unreduced={'b'}, manual={'a'}}");
+  HloSharding m = ParseOkSharding("{mesh['a'=4,'b'=1], [], unreduced={'b'}, manual={'a'}}");
   EXPECT_EQ(m.ToString(), "{mesh['a'=4,'b'=1], manual}");
   EXPECT_TRUE(m.mesh_axes().unreduced.empty());
-  EXPECT_EQ(m, ParseOk(m.ToString()));
+  EXPECT_EQ(m, ParseOkSharding(m.ToString()));
 }
 
 TEST(HloShardingTest, ToTiledSplitsSubAxes) {
   // a whole, b cut into b:(1)2 (unused: replicated) and b:(2)2 (dim 1); devices 4a + 2b1 + b2,
   // so tile (i, j) holds {4i + j, 4i + 2 + j}.
-  HloSharding s = ParseOk("{mesh['a'=2,'b'=4], [{'a'}, {'b':(2)2}]}");
+  HloSharding s = ParseOkSharding("{mesh['a'=2,'b'=4], [{'a'}, {'b':(2)2}]}");
   HloSharding tiled = s.ToTiled().value();
   EXPECT_EQ(tiled.ToString(), "{devices=[2,2,2]<=[2,2,2]T(0,2,1) last_tile_dim_replicate}");
   EXPECT_THAT(tiled.tile_assignment().devices(), ElementsAre(0, 2, 1, 3, 4, 6, 5, 7));
   EXPECT_EQ(s.ReplicationFactor(), 2);
   // Manual and unreduced axes become subgroups; a custom device order is applied.
-  EXPECT_EQ(ParseOk("{mesh['a'=2,'b'=2], [{'a'}], manual={'b'}}").ToTiled()->ToString(),
+  EXPECT_EQ(ParseOkSharding("{mesh['a'=2,'b'=2], [{'a'}], manual={'b'}}").ToTiled()->ToString(),
             "{devices=[2,2]<=[4] last_tile_dims={manual}}");
-  EXPECT_EQ(ParseOk("{mesh['x'=2,'y'=2], device_ids=(3,2,1,0), [{'y'}, {'x'}]}")
+  EXPECT_EQ(ParseOkSharding("{mesh['x'=2,'y'=2], device_ids=(3,2,1,0), [{'y'}, {'x'}]}")
                 .ToTiled()->ToString(),
             "{devices=[2,2]3,1,2,0}");
-  EXPECT_EQ(ParseOk("{maximal_mesh[device_id=4]}").ToTiled()->ToString(), "{maximal device=4}");
-  EXPECT_EQ(ParseOk("{mesh['a'=2], [{}]}").ToTiled()->ToString(), "{replicated}");
-  EXPECT_EQ(ParseOk("{{mesh['a'=2], [{'a'}]}, {manual}}").ToTiled()->ToString(),
+  EXPECT_EQ(ParseOkSharding("{maximal_mesh[device_id=4]}").ToTiled()->ToString(), "{maximal device=4}");
+  EXPECT_EQ(ParseOkSharding("{mesh['a'=2], [{}]}").ToTiled()->ToString(), "{replicated}");
+  EXPECT_EQ(ParseOkSharding("{{mesh['a'=2], [{'a'}]}, {manual}}").ToTiled()->ToString(),
             "{{devices=[2]<=[2]}, {manual}}");
   EXPECT_EQ(HloSharding::Manual().ToTiled()->ToString(), "{manual}");
 }
 
 TEST(HloShardingTest, ValidateChecksRankDevicesAndTuples) {
   Shape f32_4x8(DType::kF32, {4, 8});
-  EXPECT_TRUE(ParseOk("{devices=[2,4]<=[8]}").Validate(f32_4x8, 8).ok());
+  EXPECT_TRUE(ParseOkSharding("{devices=[2,4]<=[8]}").Validate(f32_4x8, 8).ok());
   EXPECT_TRUE(HloSharding::Replicate().Validate(f32_4x8, 8).ok());
-  EXPECT_TRUE(ParseOk("{devices=[2,1,4]<=[8] last_tile_dim_replicate}").Validate(f32_4x8, 8).ok());
-  EXPECT_THAT(ParseOk("{devices=[2,2,2]<=[8]}").Validate(f32_4x8, 8).message(),
+  EXPECT_TRUE(ParseOkSharding("{devices=[2,1,4]<=[8] last_tile_dim_replicate}").Validate(f32_4x8, 8).ok());
+  EXPECT_THAT(ParseOkSharding("{devices=[2,2,2]<=[8]}").Validate(f32_4x8, 8).message(),
               HasSubstr("the tile assignment splits 3 data dims but the shape has rank 2"));
-  EXPECT_THAT(ParseOk("{devices=[2,4]<=[8]}").Validate(f32_4x8, 16).message(),
+  EXPECT_THAT(ParseOkSharding("{devices=[2,4]<=[8]}").Validate(f32_4x8, 16).message(),
               HasSubstr("tile_assignment should have 16 devices but has 8"));
-  EXPECT_THAT(ParseOk("{devices=[2,2]0,1,2,9}").Validate(f32_4x8, 4).message(),
+  EXPECT_THAT(ParseOkSharding("{devices=[2,2]0,1,2,9}").Validate(f32_4x8, 4).message(),
               HasSubstr("device 9 is out of range for 4 devices (ids 0..3)"));
   EXPECT_THAT(HloSharding::AssignDevice(8).Validate(f32_4x8, 8).message(),
               HasSubstr("sharding {maximal device=8} on shape f32[4,8]: device 8 is out of range"));
   Shape tuple = Shape::Tuple({f32_4x8, Shape(DType::kS32, {2})});
-  EXPECT_TRUE(ParseOk("{{replicated}, {devices=[2]0,1}}").Validate(tuple, 2).ok());
-  EXPECT_THAT(ParseOk("{{replicated}}").Validate(tuple, 2).message(),
+  EXPECT_TRUE(ParseOkSharding("{{replicated}, {devices=[2]0,1}}").Validate(tuple, 2).ok());
+  EXPECT_THAT(ParseOkSharding("{{replicated}}").Validate(tuple, 2).message(),
               HasSubstr("the tuple sharding has 1 elements but the shape has 2 leaves"));
-  EXPECT_THAT(ParseOk("{{replicated}, {devices=[2,1]0,1}}").Validate(tuple, 2).message(),
+  EXPECT_THAT(ParseOkSharding("{{replicated}, {devices=[2,1]0,1}}").Validate(tuple, 2).message(),
               HasSubstr("tuple element 1: "));
   EXPECT_THAT(HloSharding::Replicate().Validate(tuple, 2).message(),
               HasSubstr("the shape is a tuple but the sharding is not"));
-  EXPECT_THAT(ParseOk("{{replicated}}").Validate(f32_4x8, 2).message(),
+  EXPECT_THAT(ParseOkSharding("{{replicated}}").Validate(f32_4x8, 2).message(),
               HasSubstr("a tuple sharding needs a tuple shape"));
-  EXPECT_TRUE(ParseOk("{devices=[2]0,1}").Validate(Shape::Token(), 2).ok());
-  EXPECT_TRUE(ParseOk("{mesh['a'=2,'b'=4], [{'a'}, {'b'}]}").Validate(f32_4x8, 8).ok());
-  EXPECT_THAT(ParseOk("{mesh['a'=2,'b'=4], [{'a'}]}").Validate(f32_4x8, 8).message(),
+  EXPECT_TRUE(ParseOkSharding("{devices=[2]0,1}").Validate(Shape::Token(), 2).ok());
+  EXPECT_TRUE(ParseOkSharding("{mesh['a'=2,'b'=4], [{'a'}, {'b'}]}").Validate(f32_4x8, 8).ok());
+  EXPECT_THAT(ParseOkSharding("{mesh['a'=2,'b'=4], [{'a'}]}").Validate(f32_4x8, 8).message(),
               HasSubstr("the sharding has 1 dim shardings but the shape has rank 2"));
-  EXPECT_THAT(ParseOk("{devices=[1]<=[1]}").Validate(Shape(DType::kF32, {4}), 1).message(),
+  EXPECT_THAT(ParseOkSharding("{devices=[1]<=[1]}").Validate(Shape(DType::kF32, {4}), 1).message(),
               HasSubstr("holds a single device"));
 }
 
@@ -326,7 +326,7 @@ TEST(HloShardingTest, ParseErrorsNameTheColumnAndTheRule) {
   EXPECT_THAT(ParseError("{replicated} x"), HasSubstr("unexpected text after the sharding"));
   EXPECT_THAT(ParseError("{devices=[99999999999999999999]0}"), HasSubstr("expected an integer"));
   // The device limit (base/limits.h) is 8192, the largest count in XLA's own test modules.
-  EXPECT_EQ(ParseOk("{devices=[8,1,1,1024]<=[8192] last_tile_dim_replicate}").tile_assignment().num_devices(), 8192);
+  EXPECT_EQ(ParseOkSharding("{devices=[8,1,1,1024]<=[8192] last_tile_dim_replicate}").tile_assignment().num_devices(), 8192);
   EXPECT_THAT(ParseError("{devices=[8193]<=[8193]}"), HasSubstr("at most 8192"));
   EXPECT_THAT(ParseError("{mesh['a'=2], [{'b'}]}"),
               HasSubstr("axis 'b' is not a valid axis name or index in mesh ['a']"));
@@ -625,7 +625,7 @@ const PrintCase kXlaToTiledCases[] = {
 
 TEST(HloShardingTest, ToTiledMatchesXla) {
   for (const PrintCase& c : kXlaToTiledCases) {
-    StatusOr<HloSharding> tiled = ParseOk(c.text).ToTiled();
+    StatusOr<HloSharding> tiled = ParseOkSharding(c.text).ToTiled();
     ASSERT_TRUE(tiled.ok()) << c.text << ": " << tiled.status().ToString();
     EXPECT_EQ(tiled->ToString(), c.xla) << "input: " << c.text;
   }

@@ -172,12 +172,12 @@ std::string NamedSharding::ToString() const {
 
 namespace {
 // An axis piece: mesh axis index, pre-size and size (a whole axis is pre 1, size = axis size).
-using Piece = std::tuple<int, int64_t, int64_t>;
+using AxisPiece = std::tuple<int, int64_t, int64_t>;
 
-StatusOr<Piece> ToPiece(const MeshAxesSharding& m, const AxisRef& a) {
+StatusOr<AxisPiece> ToAxisPiece(const MeshAxesSharding& m, const AxisRef& a) {
   for (size_t i = 0; i < m.mesh_axes.size(); ++i) {
     if (m.mesh_axes[i].first == a.name) {
-      return Piece{static_cast<int>(i), a.size == 0 ? 1 : a.pre_size,
+      return AxisPiece{static_cast<int>(i), a.size == 0 ? 1 : a.pre_size,
                    a.size == 0 ? m.mesh_axes[i].second : a.size};
     }
   }
@@ -203,12 +203,12 @@ StatusOr<HloSharding> HloSharding::ToTiled() const {
     result = Replicate();
   } else {
     std::vector<int64_t> tile_dims;
-    std::map<Piece, int> position;  // piece -> position in the transposed mesh
+    std::map<AxisPiece, int> position;  // piece -> position in the transposed mesh
     std::vector<std::vector<int64_t>> cuts(m.mesh_axes.size());  // pre-size boundaries per axis
     for (size_t i = 0; i < m.mesh_axes.size(); ++i) cuts[i] = {1, m.mesh_axes[i].second};
     int next = 0;
     auto use = [&](const AxisRef& a) -> Status {
-      XS_ASSIGN_OR_RETURN(Piece p, ToPiece(m, a));
+      XS_ASSIGN_OR_RETURN(AxisPiece p, ToAxisPiece(m, a));
       if (std::get<2>(p) == 1) return OkStatus();  // a size-1 axis tiles nothing
       if (!position.emplace(p, next++).second) {
         return InvalidArgument("axis '", a.name, "' is used twice in ", ToString(false));
@@ -221,7 +221,7 @@ StatusOr<HloSharding> HloSharding::ToTiled() const {
       int64_t count = 1;
       for (const AxisRef& a : d.axes) {
         XS_RETURN_IF_ERROR(use(a));
-        count *= std::get<2>(ToPiece(m, a).value());
+        count *= std::get<2>(ToAxisPiece(m, a).value());
       }
       tile_dims.push_back(count);
     }
@@ -232,7 +232,7 @@ StatusOr<HloSharding> HloSharding::ToTiled() const {
       int64_t count = 1;
       for (const AxisRef& a : *axes) {
         XS_RETURN_IF_ERROR(use(a));
-        count *= std::get<2>(ToPiece(m, a).value());
+        count *= std::get<2>(ToAxisPiece(m, a).value());
       }
       tile_dims.push_back(count);
       types.push_back(type);
@@ -249,7 +249,7 @@ StatusOr<HloSharding> HloSharding::ToTiled() const {
         const int64_t size = cuts[i][j + 1] / cuts[i][j];
         const int index = static_cast<int>(reshape_dims.size());
         reshape_dims.push_back(size);
-        auto it = position.find(Piece{static_cast<int>(i), cuts[i][j], size});
+        auto it = position.find(AxisPiece{static_cast<int>(i), cuts[i][j], size});
         if (it != position.end()) {
           perm[it->second] = index;
           ++found;

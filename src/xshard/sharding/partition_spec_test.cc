@@ -10,22 +10,22 @@ namespace {
 using ::testing::HasSubstr;
 using Entries = std::vector<PartitionSpec::Entry>;
 
-Entries ParseOk(std::string_view text) {
+Entries ParseOkSpec(std::string_view text) {
   StatusOr<PartitionSpec> spec = PartitionSpec::Parse(text);
   EXPECT_TRUE(spec.ok()) << text << ": " << spec.status().ToString();
   return spec.ok() ? spec->entries() : Entries{};
 }
 
 TEST(PartitionSpecTest, ParsesJaxForms) {
-  EXPECT_EQ(ParseOk("P('x', None)"), (Entries{{"x"}, {}}));
-  EXPECT_EQ(ParseOk("P(('x','y'), None)"), (Entries{{"x", "y"}, {}}));
-  EXPECT_EQ(ParseOk("P()"), Entries{});
-  EXPECT_EQ(ParseOk("PartitionSpec('b', 'a')"), (Entries{{"b"}, {"a"}}));
-  EXPECT_EQ(ParseOk("jax.sharding.PartitionSpec(\"x\")"), (Entries{{"x"}}));
-  EXPECT_EQ(ParseOk("  P ( None ,\t'a' , ) "), (Entries{{}, {"a"}}));
-  EXPECT_EQ(ParseOk("P(('x',), ())"), (Entries{{"x"}, {}}));
-  EXPECT_EQ(ParseOk("P(('x', 'y',),)"), (Entries{{"x", "y"}}));
-  EXPECT_EQ(ParseOk("P('it\\'s')"), (Entries{{"it's"}}));
+  EXPECT_EQ(ParseOkSpec("P('x', None)"), (Entries{{"x"}, {}}));
+  EXPECT_EQ(ParseOkSpec("P(('x','y'), None)"), (Entries{{"x", "y"}, {}}));
+  EXPECT_EQ(ParseOkSpec("P()"), Entries{});
+  EXPECT_EQ(ParseOkSpec("PartitionSpec('b', 'a')"), (Entries{{"b"}, {"a"}}));
+  EXPECT_EQ(ParseOkSpec("jax.sharding.PartitionSpec(\"x\")"), (Entries{{"x"}}));
+  EXPECT_EQ(ParseOkSpec("  P ( None ,\t'a' , ) "), (Entries{{}, {"a"}}));
+  EXPECT_EQ(ParseOkSpec("P(('x',), ())"), (Entries{{"x"}, {}}));
+  EXPECT_EQ(ParseOkSpec("P(('x', 'y',),)"), (Entries{{"x", "y"}}));
+  EXPECT_EQ(ParseOkSpec("P('it\\'s')"), (Entries{{"it's"}}));
 }
 
 TEST(PartitionSpecTest, PrintsAsJaxRepr) {

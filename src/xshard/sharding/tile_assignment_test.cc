@@ -15,7 +15,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-TileAssignment Devices(std::vector<int64_t> dims, std::vector<int64_t> devices) {
+TileAssignment DevicesAssignment(std::vector<int64_t> dims, std::vector<int64_t> devices) {
   StatusOr<TileAssignment> t = TileAssignment::FromDevices(std::move(dims), std::move(devices));
   EXPECT_TRUE(t.ok()) << t.status().ToString();
   return *t;
@@ -29,7 +29,7 @@ TileAssignment Iota(std::vector<int64_t> dims, std::vector<int64_t> reshape,
 }
 
 TEST(TileAssignmentTest, ExplicitListPrintsAsGiven) {
-  TileAssignment t = Devices({2, 4}, {0, 2, 4, 6, 1, 3, 5, 7});
+  TileAssignment t = DevicesAssignment({2, 4}, {0, 2, 4, 6, 1, 3, 5, 7});
   EXPECT_EQ(t.ToString(), "[2,4]0,2,4,6,1,3,5,7");
   EXPECT_FALSE(t.stored_as_iota());
   EXPECT_EQ(t.num_devices(), 8);
@@ -63,32 +63,32 @@ TEST(TileAssignmentTest, FromIotaStoresXlasCanonicalForm) {
 }
 
 TEST(TileAssignmentTest, FindIotaDetectsTheCanonicalForm) {
-  EXPECT_EQ(Devices({2, 2}, {0, 1, 2, 3}).FindIota()->ToString(), "<=[4]");
-  EXPECT_EQ(Devices({2, 4}, {0, 2, 4, 6, 1, 3, 5, 7}).FindIota()->ToString(), "<=[4,2]T(1,0)");
-  EXPECT_EQ(Devices({2, 2, 2}, {0, 4, 2, 6, 1, 5, 3, 7}).FindIota()->ToString(),
+  EXPECT_EQ(DevicesAssignment({2, 2}, {0, 1, 2, 3}).FindIota()->ToString(), "<=[4]");
+  EXPECT_EQ(DevicesAssignment({2, 4}, {0, 2, 4, 6, 1, 3, 5, 7}).FindIota()->ToString(), "<=[4,2]T(1,0)");
+  EXPECT_EQ(DevicesAssignment({2, 2, 2}, {0, 4, 2, 6, 1, 5, 3, 7}).FindIota()->ToString(),
             "<=[2,2,2]T(2,1,0)");
-  std::optional<IotaForm> one = Devices({1, 1}, {0}).FindIota();
+  std::optional<IotaForm> one = DevicesAssignment({1, 1}, {0}).FindIota();
   ASSERT_TRUE(one.has_value());
   EXPECT_EQ(*one, (IotaForm{{1}, {}}));
 }
 
 TEST(TileAssignmentTest, FindIotaRejectsNonIotaLists) {
-  EXPECT_FALSE(Devices({2}, {1, 0}).FindIota().has_value());
-  EXPECT_FALSE(Devices({4}, {0, 3, 1, 2}).FindIota().has_value());
-  EXPECT_FALSE(Devices({4}, {0, 1, 3, 2}).FindIota().has_value());
-  EXPECT_FALSE(Devices({2, 2}, {0, 2, 3, 1}).FindIota().has_value());
-  EXPECT_FALSE(Devices({2, 2}, {2, 3, 5, 7}).FindIota().has_value());
+  EXPECT_FALSE(DevicesAssignment({2}, {1, 0}).FindIota().has_value());
+  EXPECT_FALSE(DevicesAssignment({4}, {0, 3, 1, 2}).FindIota().has_value());
+  EXPECT_FALSE(DevicesAssignment({4}, {0, 1, 3, 2}).FindIota().has_value());
+  EXPECT_FALSE(DevicesAssignment({2, 2}, {0, 2, 3, 1}).FindIota().has_value());
+  EXPECT_FALSE(DevicesAssignment({2, 2}, {2, 3, 5, 7}).FindIota().has_value());
   // Looks like stride 2 then stride 1, but the strides are not those of one reshape.
-  EXPECT_FALSE(Devices({6}, {0, 2, 4, 1, 3, 6}).FindIota().has_value());
+  EXPECT_FALSE(DevicesAssignment({6}, {0, 2, 4, 1, 3, 6}).FindIota().has_value());
 }
 
 TEST(TileAssignmentTest, ToIotaAndToV1SwitchTheTextOnly) {
-  TileAssignment v1 = Devices({2, 4}, {0, 2, 4, 6, 1, 3, 5, 7});
+  TileAssignment v1 = DevicesAssignment({2, 4}, {0, 2, 4, 6, 1, 3, 5, 7});
   TileAssignment v2 = v1.ToIota();
   EXPECT_EQ(v2.ToString(), "[2,4]<=[4,2]T(1,0)");
   EXPECT_EQ(v2.ToV1().ToString(), "[2,4]0,2,4,6,1,3,5,7");
   EXPECT_EQ(v1, v2);
-  EXPECT_EQ(Devices({2}, {1, 0}).ToIota().ToString(), "[2]1,0");
+  EXPECT_EQ(DevicesAssignment({2}, {1, 0}).ToIota().ToString(), "[2]1,0");
 }
 
 TEST(TileAssignmentTest, IndexingAndIndexOf) {
@@ -105,7 +105,7 @@ TEST(TileAssignmentTest, ReshapeKeepsDevicesAndForm) {
   TileAssignment t = Iota({2, 4}, {4, 2}, {1, 0}).Reshape({4, 2});
   EXPECT_EQ(t.ToString(), "[4,2]<=[4,2]T(1,0)");
   EXPECT_THAT(t.devices(), ElementsAre(0, 2, 4, 6, 1, 3, 5, 7));
-  EXPECT_EQ(Devices({2, 2}, {3, 1, 2, 0}).Reshape({4}).ToString(), "[4]3,1,2,0");
+  EXPECT_EQ(DevicesAssignment({2, 2}, {3, 1, 2, 0}).Reshape({4}).ToString(), "[4]3,1,2,0");
 }
 
 TEST(TileAssignmentTest, TransposeMovesDims) {
@@ -115,7 +115,7 @@ TEST(TileAssignmentTest, TransposeMovesDims) {
   EXPECT_THAT(t.devices(), ElementsAre(0, 3, 1, 4, 2, 5));
   EXPECT_EQ(t.ToString(), "[3,2]<=[2,3]T(1,0)");
   // An explicit list stays explicit.
-  TileAssignment v1 = Devices({2, 2}, {3, 1, 2, 0}).Transpose({1, 0});
+  TileAssignment v1 = DevicesAssignment({2, 2}, {3, 1, 2, 0}).Transpose({1, 0});
   EXPECT_EQ(v1.ToString(), "[2,2]3,2,1,0");
   // Three dims: result dim i is source dim perm[i].
   TileAssignment t3 = TileAssignment::Iota({2, 3, 4}).Transpose({2, 0, 1});
@@ -124,9 +124,9 @@ TEST(TileAssignmentTest, TransposeMovesDims) {
 }
 
 TEST(TileAssignmentTest, EqualityIgnoresTheTextForm) {
-  EXPECT_EQ(Devices({4}, {0, 1, 2, 3}), TileAssignment::Iota({4}));
-  EXPECT_FALSE(Devices({4}, {0, 1, 2, 3}) == TileAssignment::Iota({2, 2}));
-  EXPECT_FALSE(Devices({4}, {0, 1, 3, 2}) == TileAssignment::Iota({4}));
+  EXPECT_EQ(DevicesAssignment({4}, {0, 1, 2, 3}), TileAssignment::Iota({4}));
+  EXPECT_FALSE(DevicesAssignment({4}, {0, 1, 2, 3}) == TileAssignment::Iota({2, 2}));
+  EXPECT_FALSE(DevicesAssignment({4}, {0, 1, 3, 2}) == TileAssignment::Iota({4}));
 }
 
 TEST(TileAssignmentTest, FromDevicesErrorsNameTheProblem) {
@@ -230,7 +230,7 @@ TEST(TileAssignmentTest, IotaCanonicalizationMatchesXla) {
     EXPECT_EQ(t.ToString(), c.canonical);
     EXPECT_EQ(t.devices(), c.devices) << c.canonical;
     // The same devices given as a list find the same canonical form.
-    TileAssignment v1 = Devices(c.dims, c.devices);
+    TileAssignment v1 = DevicesAssignment(c.dims, c.devices);
     ASSERT_TRUE(v1.FindIota().has_value()) << c.canonical;
     EXPECT_EQ(v1.ToIota().ToString(), c.canonical);
   }
@@ -262,7 +262,7 @@ TEST(TileAssignmentTest, CopiesShareTheDeviceArray) {
   TileAssignment c = a.Reshape({4096});
   EXPECT_EQ(&a.devices(), &b.devices());
   EXPECT_EQ(&a.devices(), &c.devices());
-  TileAssignment v1 = Devices({2}, {1, 0});
+  TileAssignment v1 = DevicesAssignment({2}, {1, 0});
   TileAssignment v1_copy = v1.ToV1();
   EXPECT_EQ(&v1.devices(), &v1_copy.devices());
 }
@@ -276,7 +276,7 @@ TEST(TileAssignmentTest, IotaLookupsAreArithmeticAndMatchTheList) {
   EXPECT_EQ(t.PositionOf(6), 3);
   EXPECT_EQ(t.PositionOf(8), -1);
   EXPECT_EQ(t.PositionOf(-1), -1);
-  TileAssignment v1 = Devices({2, 2}, {3, 1, 2, 0});
+  TileAssignment v1 = DevicesAssignment({2, 2}, {3, 1, 2, 0});
   EXPECT_EQ(v1.PositionOf(2), 2);
   EXPECT_EQ(v1.PositionOf(4), -1);
   EXPECT_THAT(*v1.IndexOf(0), ElementsAre(1, 1));
@@ -298,7 +298,7 @@ TEST(TileAssignmentTest, TransposeOfIotaMatchesTheTransposedList) {
       TileAssignment t = Iota(c.dims, c.reshape, c.perm).Transpose(perm);
       const std::vector<int64_t> want = TransposeList(c.devices, c.dims, perm);
       EXPECT_EQ(t.devices(), want) << c.canonical;
-      TileAssignment from_list = Devices(t.dims(), want);
+      TileAssignment from_list = DevicesAssignment(t.dims(), want);
       EXPECT_EQ(t.FindIota(), from_list.FindIota()) << c.canonical;
       EXPECT_EQ(t, from_list) << c.canonical;
       EXPECT_EQ(t.Hash(), from_list.Hash()) << c.canonical;
@@ -315,15 +315,15 @@ TEST(TileAssignmentTest, TransposeWithoutACommonSplitFallsBackToTheList) {
 }
 
 TEST(TileAssignmentTest, EqualArraysHashEqualWhateverTheForm) {
-  TileAssignment v1 = Devices({2, 4}, {0, 2, 4, 6, 1, 3, 5, 7});
+  TileAssignment v1 = DevicesAssignment({2, 4}, {0, 2, 4, 6, 1, 3, 5, 7});
   TileAssignment v2 = Iota({2, 4}, {4, 2}, {1, 0});
   EXPECT_EQ(v1, v2);
   EXPECT_EQ(v1.Hash(), v2.Hash());
   EXPECT_EQ(std::hash<TileAssignment>()(v1), std::hash<TileAssignment>()(v2.ToV1()));
   // Same devices, other dims: different values.
   EXPECT_FALSE(v1 == v2.Reshape({8}));
-  std::unordered_set<TileAssignment> set = {v1, v2, v2.Reshape({8}), Devices({2}, {1, 0}),
-                                            Devices({2}, {1, 0}), TileAssignment::Iota({2})};
+  std::unordered_set<TileAssignment> set = {v1, v2, v2.Reshape({8}), DevicesAssignment({2}, {1, 0}),
+                                            DevicesAssignment({2}, {1, 0}), TileAssignment::Iota({2})};
   EXPECT_EQ(set.size(), 4u);
 }
 

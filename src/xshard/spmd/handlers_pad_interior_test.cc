@@ -11,7 +11,7 @@
 namespace xs::spmd {
 namespace {
 
-std::vector<std::string> Kinds(const PartitionResult& r) { return testing::CollectiveKinds(r); }
+std::vector<std::string> KindsInterior(const PartitionResult& r) { return testing::CollectiveKinds(r); }
 
 PartitionResult Pad(const std::string& in, const std::string& out, const std::string& padding,
                     const std::string& in_sharding, const std::string& out_sharding, int64_t n) {
@@ -24,10 +24,10 @@ PartitionResult Pad(const std::string& in, const std::string& out, const std::st
 // f32[64,16] rows over 8 -> f32[128,16] (interior 1, high 1): output tile k (16 rows) is input
 // tile k (8 rows) with holes, so nothing moves (the rule handler gathered the dim: 3.5 KiB).
 TEST(InteriorPadTest, OutputTilesOfTheirOwnInputTileMoveNothing) {
-  EXPECT_TRUE(Kinds(Pad("f32[64,16]", "f32[128,16]", "0_1_1x0_0_0", "{devices=[8,1]<=[8]}",
+  EXPECT_TRUE(KindsInterior(Pad("f32[64,16]", "f32[128,16]", "0_1_1x0_0_0", "{devices=[8,1]<=[8]}",
                         "{devices=[8,1]<=[8]}", 8))
                   .empty());
-  EXPECT_TRUE(Kinds(Pad("f32[64,16]", "f32[128,16]", "1_0_1x0_0_0", "{devices=[8,1]<=[8]}",
+  EXPECT_TRUE(KindsInterior(Pad("f32[64,16]", "f32[128,16]", "1_0_1x0_0_0", "{devices=[8,1]<=[8]}",
                         "{devices=[8,1]<=[8]}", 8))
                   .empty());
 }
@@ -39,7 +39,7 @@ TEST(InteriorPadTest, OutputTilesOfTheirOwnInputTileMoveNothing) {
 TEST(InteriorPadTest, ShiftedTilesExchangeOnlyTheirHalos) {
   const PartitionResult r = Pad("f32[64,16]", "f32[130,16]", "3_0_1x0_0_0", "{devices=[8,1]<=[8]}",
                                 "{devices=[8,1]<=[8]}", 8);
-  ASSERT_EQ(Kinds(r), std::vector<std::string>{"collective-permute"});
+  ASSERT_EQ(KindsInterior(r), std::vector<std::string>{"collective-permute"});
   EXPECT_EQ(r.report.collectives[0].bytes, 128);
 }
 
@@ -54,7 +54,7 @@ TEST(InteriorPadTest, UnevenNegativeAndMultiDimPadsStayCorrect) {
         Pad("f32[8,4]", "f32[17,4]", "1_1_1x0_0_0", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}",
             "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", 4),
         Pad("f32[8,4]", "f32[17,4]", "1_1_1x0_0_0", "{devices=[4,1]3,1,0,2}", "{devices=[4,1]3,1,0,2}", 4)}) {
-    for (const std::string& kind : Kinds(r)) EXPECT_EQ(kind, "collective-permute");
+    for (const std::string& kind : KindsInterior(r)) EXPECT_EQ(kind, "collective-permute");
   }
 }
 

@@ -12,9 +12,9 @@
 namespace xs::spmd {
 namespace {
 
-std::vector<std::string> Kinds(const PartitionResult& r) { return testing::CollectiveKinds(r); }
+std::vector<std::string> KindsSort(const PartitionResult& r) { return testing::CollectiveKinds(r); }
 
-PartitionResult Check(const std::string& body, int64_t n) {
+PartitionResult CheckSort(const std::string& body, int64_t n) {
   return testing::PartitionAndCompare(body, n, {1, 2});
 }
 
@@ -25,31 +25,31 @@ const char* kLtPair = "lt2 { a = f32[] parameter(0)\n b = f32[] parameter(1)\n c
 // jnp.sort(a, axis=0) with a P('x', None): XLA and xshard move the split to dim 1 and back, two
 // all-to-alls of 3.5 KiB (gathering dim 0 received 28 KiB).
 TEST(SortHandlerTest, SortedDimShardedMovesItsSplitToAnotherDim) {
-  const PartitionResult r = Check(StrCat(kLt, R"(ENTRY e {
+  const PartitionResult r = CheckSort(StrCat(kLt, R"(ENTRY e {
   a = f32[64,128] parameter(0), sharding={devices=[8,1]<=[8]}
   ROOT s = f32[64,128] sort(a), dimensions={0}, to_apply=lt, sharding={devices=[8,1]<=[8]}
 })"), 8);
-  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-to-all", "all-to-all"}));
+  EXPECT_EQ(KindsSort(r), (std::vector<std::string>{"all-to-all", "all-to-all"}));
 }
 
 // Both dims sharded (a P('x', 'y') on 4 x 2): the sorted dim's 'x' joins 'y' on dim 1 (16 columns,
 // 2 per device), two all-to-alls of 384 B each per device, where gathering dim 0 over 'x' would
 // receive 1.5 KiB.
 TEST(SortHandlerTest, SortedDimsAxesJoinAnAlreadyShardedDim) {
-  const PartitionResult r = Check(StrCat(kLt, R"(ENTRY e {
+  const PartitionResult r = CheckSort(StrCat(kLt, R"(ENTRY e {
   a = f32[64,16] parameter(0), sharding={devices=[4,2]<=[8]}
   ROOT s = f32[64,16] sort(a), dimensions={0}, to_apply=lt, sharding={devices=[4,2]<=[8]}
 })"), 8);
-  EXPECT_EQ(Kinds(r), (std::vector<std::string>{"all-to-all", "all-to-all"}));
+  EXPECT_EQ(KindsSort(r), (std::vector<std::string>{"all-to-all", "all-to-all"}));
 }
 
 TEST(SortHandlerTest, KeysWithPositionsAndUnevenRows) {
-  Check(StrCat(kLtPair, R"(ENTRY e {
+  CheckSort(StrCat(kLtPair, R"(ENTRY e {
   a = f32[16,6] parameter(0), sharding={devices=[4,1]<=[4]}
   i = s32[16,6] iota(), iota_dimension=0, sharding={devices=[4,1]<=[4]}
   ROOT s = (f32[16,6], s32[16,6]) sort(a, i), dimensions={0}, is_stable=true, to_apply=lt2, sharding={{devices=[4,1]<=[4]}, {devices=[4,1]<=[4]}}
 })"), 4);
-  Check(StrCat(kLt, R"(ENTRY e {
+  CheckSort(StrCat(kLt, R"(ENTRY e {
   a = f32[7,5] parameter(0), sharding={devices=[4,1]<=[4]}
   ROOT s = f32[7,5] sort(a), dimensions={0}, to_apply=lt, sharding={devices=[4,1]<=[4]}
 })"), 4);

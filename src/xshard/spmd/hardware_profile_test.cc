@@ -221,7 +221,7 @@ class CacheDir {
 };
 
 TEST(HardwareProfileTest, ThisMachineReadsTheCalibratedFileElseBuiltin) {
-  const std::string dir = testing::TempDir() + "/xs_hw_profile_test";
+  const std::string dir = ::testing::TempDir() + "/xs_hw_profile_test";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   CacheDir cache(dir);

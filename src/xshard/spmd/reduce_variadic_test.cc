@@ -34,7 +34,7 @@ using testing::CollectiveKinds;
 // Partitions `body` for n partitions, compares every device with the single-device run on seeds
 // 5, 6 and 7 (inputs of small integers, so ties are common; NaN / 77 in every padding), returns
 // the result.
-PartitionResult Check(const std::string& body, int64_t n) {
+PartitionResult CheckVariadic(const std::string& body, int64_t n) {
   return testing::PartitionAndCompare(body, n, {5, 6, 7});
 }
 
@@ -57,7 +57,7 @@ std::string ArgmaxModule(const std::string& shape, const std::string& sharding, 
 TEST(VariadicReduceTest, ArgmaxOverTheShardedDimGathersOnlyThePartialPairs) {
   // f32[4,64] P(None, 'x') on 8 devices, as jnp.argmax(x, axis=1) lowers: XLA all-gathers the
   // local (value, index) pairs, 4 x 7 received of each, 112 + 112 bytes, and reduces them.
-  PartitionResult r = Check(ArgmaxModule("[4,64]", "{devices=[1,8]<=[8]}", 1, "[4]", "{replicated}"), 8);
+  PartitionResult r = CheckVariadic(ArgmaxModule("[4,64]", "{devices=[1,8]<=[8]}", 1, "[4]", "{replicated}"), 8);
   ASSERT_NE(r.module, nullptr);
   EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-gather", "all-gather"}));
   EXPECT_EQ(Bytes(r), 224);  // not the 1792 of gathering both inputs
@@ -81,7 +81,7 @@ TEST(VariadicReduceTest, ArgmaxOverTheShardedDimGathersOnlyThePartialPairs) {
 TEST(VariadicReduceTest, UnevenShardsFillPaddingWithTheInitPair) {
   // 10 columns over 4 devices: shards of 3, the last has one real column (padding is NaN, which
   // the reducer would pick if it were not replaced by the init value -inf).
-  PartitionResult r = Check(ArgmaxModule("[3,10]", "{devices=[1,4]<=[4]}", 1, "[3]", "{replicated}"), 4);
+  PartitionResult r = CheckVariadic(ArgmaxModule("[3,10]", "{devices=[1,4]<=[4]}", 1, "[3]", "{replicated}"), 4);
   ASSERT_NE(r.module, nullptr);
   EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-gather", "all-gather"}));
 }
@@ -90,7 +90,7 @@ TEST(VariadicReduceTest, KeptDimStaysShardedAndOnlyTheReducedAxesGather) {
   // [8,16] on a 2 x 4 tiling, argmax over dim 1: rows stay on their 2 tiles, the pairs are
   // gathered within groups of 4: 4 rows x 3 other tiles x (4 + 4) bytes = 96 bytes.
   PartitionResult r =
-      Check(ArgmaxModule("[8,16]", "{devices=[2,4]<=[8]}", 1, "[8]", "{devices=[2,4]<=[8] last_tile_dim_replicate}"), 8);
+      CheckVariadic(ArgmaxModule("[8,16]", "{devices=[2,4]<=[8]}", 1, "[8]", "{devices=[2,4]<=[8] last_tile_dim_replicate}"), 8);
   ASSERT_NE(r.module, nullptr);
   EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-gather", "all-gather"}));
   EXPECT_EQ(Bytes(r), 96);
@@ -99,7 +99,7 @@ TEST(VariadicReduceTest, KeptDimStaysShardedAndOnlyTheReducedAxesGather) {
 
 TEST(VariadicReduceTest, CustomSingleInputReducerGathersPartialsNotTheOperand) {
   // max written as select(a > b, a, b): no collective runs it, so the local maxima are gathered.
-  PartitionResult r = Check(R"(smax {
+  PartitionResult r = CheckVariadic(R"(smax {
   a = f32[] parameter(0)
   b = f32[] parameter(1)
   gt = pred[] compare(a, b), direction=GT

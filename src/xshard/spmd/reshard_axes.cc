@@ -11,10 +11,6 @@ namespace {
 
 using Axes = std::vector<int>;
 
-bool IsPrefix(const Axes& a, const Axes& b) {
-  return a.size() <= b.size() && std::equal(a.begin(), a.end(), b.begin());
-}
-
 // One all-to-all of AxesRoute's first step: the minor-most axes of some dim i (a suffix that
 // must leave it) appended to a dim j whose axes stay a prefix of the target's. Updates `value`
 // and `c`; false when no such move lines up with the local shapes.

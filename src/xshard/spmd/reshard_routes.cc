@@ -13,10 +13,6 @@ namespace {
 
 using Axes = std::vector<int>;
 
-bool IsPrefix(const Axes& a, const Axes& b) {
-  return a.size() <= b.size() && std::equal(a.begin(), a.end(), b.begin());
-}
-
 bool Contains(const Axes& v, int a) { return std::find(v.begin(), v.end(), a) != v.end(); }
 
 // Every axis of the mesh (all-reduces over all devices).

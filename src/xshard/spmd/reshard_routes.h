@@ -6,6 +6,7 @@
 #ifndef XSHARD_SPMD_RESHARD_ROUTES_H_
 #define XSHARD_SPMD_RESHARD_ROUTES_H_
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -131,6 +132,11 @@ StatusOr<PartitionedValue> ResolvePartial(const PartitionedValue& v, const HloSh
 // A maximal value (held by one device) made replicated: every other device's copy is zeroed and
 // an all-reduce sums them.
 StatusOr<PartitionedValue> BroadcastFromMaximal(const PartitionedValue& v, std::string_view why);
+
+// True when the axis list `a` starts `b`.
+inline bool IsPrefix(const std::vector<int>& a, const std::vector<int>& b) {
+  return a.size() <= b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
 
 }  // namespace xs::spmd::internal
 

@@ -18,7 +18,7 @@ PartitionResult Reverse(const std::string& shape, const std::string& sharding, c
                                       n);
 }
 
-int64_t TotalBytes(const PartitionResult& r) {
+int64_t TotalBytesUneven(const PartitionResult& r) {
   int64_t bytes = 0;
   for (const CollectiveRecord& c : r.report.collectives) bytes += c.bytes;
   return bytes;
@@ -30,7 +30,7 @@ int64_t TotalBytes(const PartitionResult& r) {
 TEST(ReverseUnevenTest, TwoRowsOnEightDevicesSwapByPermutes) {
   const PartitionResult r = Reverse("f32[2,3]", "{devices=[8,1]<=[8]}", "0", 8);
   for (const std::string& kind : testing::CollectiveKinds(r)) EXPECT_EQ(kind, "collective-permute");
-  EXPECT_EQ(TotalBytes(r), 2 * 12);
+  EXPECT_EQ(TotalBytesUneven(r), 2 * 12);
 }
 
 // f32[10,4] rows over 4 (tiles of 3, the last holding one row): reversed in place, the pieces

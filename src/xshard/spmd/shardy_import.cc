@@ -18,7 +18,7 @@
 namespace xs {
 namespace {
 
-constexpr std::string_view kFix = " (lower with jax_use_shardy_partitioner=False)";
+constexpr std::string_view kImportFix = " (lower with jax_use_shardy_partitioner=False)";
 constexpr std::string_view kPrefix = "xla.sdy.";
 
 bool IsTarget(const Instruction& inst, std::string_view target) {
@@ -133,11 +133,11 @@ StatusOr<Boundary> ReadBoundary(const ShardyContext& ctx, const Instruction& ins
   for (int i = 0; i < inst.operand_count(); ++i) {
     const Shape& global_shape = operands_are_global ? inst.operand(i)->shape() : ElementShape(inst, i);
     if (global_shape.IsTuple()) {
-      return Unsupported("tuple-shaped value at '", inst.name(), "'", kFix);
+      return Unsupported("tuple-shaped value at '", inst.name(), "'", kImportFix);
     }
     XS_ASSIGN_OR_RETURN(const SdyMesh* mesh, ctx.MeshOf(shardings[i], inst));
     if (b.mesh != nullptr && !(*b.mesh == *mesh)) {
-      return Unsupported("'", inst.name(), "' mixes sdy meshes", kFix);
+      return Unsupported("'", inst.name(), "' mixes sdy meshes", kImportFix);
     }
     b.mesh = mesh;
     const int rank = static_cast<int>(global_shape.dims().size());
@@ -411,7 +411,7 @@ Status ImportShardyManualComputations(Module& module) {
       } else if (target == "xla.sdy.LocalToGlobalShape") {
         to_global.push_back(inst);
       } else {
-        return Unsupported("custom-call target ", target, " at '", inst->name(), "'", kFix);
+        return Unsupported("custom-call target ", target, " at '", inst->name(), "'", kImportFix);
       }
     }
   }
@@ -441,7 +441,7 @@ Status ImportShardyManualComputations(Module& module) {
       Instruction* source = op->opcode() == Opcode::kGetTupleElement ? op->operand(0) : op;
       if (source->opcode() != Opcode::kCall || (call != nullptr && call != source)) {
         return Unsupported("the operands of '", l2g->name(), "' are not the results of one "
-                           "call of a shard_map body", kFix);
+                           "call of a shard_map body", kImportFix);
       }
       call = source;
     }

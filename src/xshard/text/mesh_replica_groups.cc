@@ -18,7 +18,7 @@ constexpr std::string_view kForm =
     "mesh[...], device_ids=(...) {...})";
 
 // One (sub-)axis named in the braces.
-struct AxisRef {
+struct MeshAxisRef {
   int64_t axis = 0;
   std::optional<int64_t> pre_size;  // set for a sub-axis 'x':(pre_size)size
   int64_t size = 0;
@@ -137,7 +137,7 @@ struct AxisSplit {
 };
 
 StatusOr<AxisSplit> SplitAxis(const Lexer& lex, const std::string& name, int64_t size,
-                              const std::vector<AxisRef>& refs) {
+                              const std::vector<MeshAxisRef>& refs) {
   AxisSplit split;
   if (refs.empty()) {
     split.dims = {size};
@@ -148,7 +148,7 @@ StatusOr<AxisSplit> SplitAxis(const Lexer& lex, const std::string& name, int64_t
     split.named = {0};
     return split;
   }
-  for (const AxisRef& r : refs) {
+  for (const MeshAxisRef& r : refs) {
     if (!r.pre_size) {  // reported at the second mention of the axis
       return Bad(lex, refs[1].pos, StrCat("axis '", name, "' is named twice (whole, or whole and "
                                           "in parts); name each (sub-)axis once"));
@@ -161,7 +161,7 @@ StatusOr<AxisSplit> SplitAxis(const Lexer& lex, const std::string& name, int64_t
   split.named.resize(refs.size());
   int64_t prefix = 1;  // product of the pieces so far
   for (size_t k : order) {
-    const AxisRef& r = refs[k];
+    const MeshAxisRef& r = refs[k];
     if (*r.pre_size % prefix != 0) {
       return Bad(lex, r.pos, StrCat("sub-axes of '", name, "' overlap or leave a gap that does "
                                     "not divide: the pieces before ':(", *r.pre_size,
@@ -245,10 +245,10 @@ StatusOr<ReplicaGroups> ParseMeshAxesReplicaGroups(Lexer& lex) {
     XS_ASSIGN_OR_RETURN(ids, DeviceIds(lex, n));
   }
   XS_RETURN_IF_ERROR(lex.Expect('{', "to open the grouped axes of replica_groups=mesh[...] {...}"));
-  std::vector<AxisRef> refs;
+  std::vector<MeshAxisRef> refs;
   if (!lex.TryConsume('}')) {
     do {
-      AxisRef r;
+      MeshAxisRef r;
       r.pos = (lex.SkipSpace(), lex.pos());
       XS_ASSIGN_OR_RETURN(std::string name, AxisName(lex, "a mesh axis name"));
       auto it = std::find(names.begin(), names.end(), name);
@@ -280,7 +280,7 @@ StatusOr<ReplicaGroups> ParseMeshAxesReplicaGroups(Lexer& lex) {
   // Split every mesh axis, then find each ref's dim in the split array.
   std::vector<int64_t> dims, grouped(refs.size());
   for (size_t a = 0; a < names.size(); ++a) {
-    std::vector<AxisRef> on_axis;
+    std::vector<MeshAxisRef> on_axis;
     std::vector<size_t> which;
     for (size_t k = 0; k < refs.size(); ++k) {
       if (refs[k].axis == static_cast<int64_t>(a)) {

@@ -124,7 +124,7 @@ const ErrorCase kCases[] = {
      "unterminated string"},
 };
 
-class ParserErrorTest : public testing::TestWithParam<ErrorCase> {};
+class ParserErrorTest : public ::testing::TestWithParam<ErrorCase> {};
 
 TEST_P(ParserErrorTest, ReportsPositionAndMessage) {
   const ErrorCase& c = GetParam();
@@ -136,7 +136,7 @@ TEST_P(ParserErrorTest, ReportsPositionAndMessage) {
   EXPECT_NE(msg.find(c.message), std::string::npos) << msg;
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, ParserErrorTest, testing::ValuesIn(kCases),
+INSTANTIATE_TEST_SUITE_P(Cases, ParserErrorTest, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(ParserErrorFormat, PrintsSourceLineAndCaretUnderTheColumn) {

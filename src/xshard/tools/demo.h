@@ -47,6 +47,9 @@ std::vector<DemoSection> CmmDemoSections();       // demo_cmm.cc: seed 003's col
 std::vector<DemoSection> Seed004DemoSections();   // demo_seed004.cc: seed 004's bf16 GEMM
 std::vector<DemoSection> FrontendDemoSections();  // demo_frontend.cc: seeds 002 / 001, C++ front end
 
+// NamedSharding of `mesh` and a PartitionSpec in the text form PartitionSpec::Parse reads.
+StatusOr<NamedSharding> Named(const Mesh& mesh, std::string_view spec);
+
 // Prints "name: dtype[dims] NamedSharding(...)", its HloSharding (V1 and iota forms) and the
 // drawing, as the seed notebooks' visualize_array_sharding cells show it.
 Status ShowSharding(DemoContext& ctx, const std::string& name, const Shape& shape,

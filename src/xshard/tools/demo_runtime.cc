@@ -123,11 +123,6 @@ Status Seed001Spmd(DemoContext& ctx) {
   return OkStatus();
 }
 
-StatusOr<NamedSharding> Named(const Mesh& mesh, std::string_view spec) {
-  XS_ASSIGN_OR_RETURN(PartitionSpec p, PartitionSpec::Parse(spec));
-  return NamedSharding::Create(mesh, std::move(p));
-}
-
 Status Seed003MatmulBasic(DemoContext& ctx) {
   ClientOptions options;
   options.num_devices = 8;

@@ -39,11 +39,6 @@ constexpr Seed000Case kCases[] = {
      64, "469 µs ± 72.8 µs"},
 };
 
-StatusOr<NamedSharding> Named(const Mesh& mesh, std::string_view spec) {
-  XS_ASSIGN_OR_RETURN(PartitionSpec p, PartitionSpec::Parse(spec));
-  return NamedSharding::Create(mesh, std::move(p));
-}
-
 // The median over `repeats` of the mean time of `loops` runs, in microseconds (%timeit -n -r).
 StatusOr<double> TimeRuns(const ShardedProgram& program, Client& client,
                           const std::vector<Array>& args, int loops, int repeats) {

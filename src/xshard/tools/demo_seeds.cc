@@ -7,12 +7,13 @@
 #include "xshard/tools/demo.h"
 
 namespace xs::tools {
-namespace {
 
 StatusOr<NamedSharding> Named(const Mesh& mesh, std::string_view spec) {
   XS_ASSIGN_OR_RETURN(PartitionSpec p, PartitionSpec::Parse(spec));
   return NamedSharding::Create(mesh, std::move(p));
 }
+
+namespace {
 
 Status Seed002Pjit(DemoContext& ctx) {
   XS_ASSIGN_OR_RETURN(Mesh mesh, Mesh::Create({"x", "y"}, {4, 2}));
