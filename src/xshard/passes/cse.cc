@@ -1,9 +1,11 @@
 // EliminateCommonSubexpressions: buckets instructions by (opcode, shape, operands) and merges
-// those whose attributes, calls and sharding are equal too.
+// those whose attributes, called computations (equal in structure) and sharding are equal too.
 #include "xshard/passes/cse.h"
 
 #include <map>
 #include <tuple>
+#include <unordered_map>
+#include <vector>
 
 namespace xs {
 namespace {
@@ -16,9 +18,54 @@ bool Mergeable(const Instruction& inst) {
          inst.control_predecessors().empty() && inst.control_successors().empty();
 }
 
+bool SameComputation(const Computation& a, const Computation& b, int depth);
+
+// The same computations, in order, by SameComputation.
+bool SameCalls(const Instruction& a, const Instruction& b, int depth) {
+  if (a.calls().size() != b.calls().size()) return false;
+  for (size_t k = 0; k < a.calls().size(); ++k) {
+    const CalledComputation& x = a.calls()[k];
+    const CalledComputation& y = b.calls()[k];
+    if (x.role != y.role || !SameComputation(*x.computation, *y.computation, depth + 1)) return false;
+  }
+  return true;
+}
+
+// True when `a` and `b` compute the same function: their instructions in post order pair up with
+// the same opcode, shape, attributes, sharding, parameter number, operands (by position) and
+// called computations (in turn), and so do their roots. The reducers JAX writes once per reduce
+// (region_0, region_1, ... with the same add) are equal, as XLA's CSE finds them. Instructions
+// written in another order, control edges or nesting deeper than 8 count as different (merging
+// less is always correct).
+bool SameComputation(const Computation& a, const Computation& b, int depth) {
+  if (&a == &b) return true;
+  if (depth > 8 || a.num_parameters() != b.num_parameters()) return false;
+  const std::vector<Instruction*> pa = a.MakeInstructionPostOrder(), pb = b.MakeInstructionPostOrder();
+  if (pa.size() != pb.size()) return false;
+  std::unordered_map<const Instruction*, size_t> pos_a, pos_b;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    pos_a[pa[i]] = i;
+    pos_b[pb[i]] = i;
+  }
+  for (size_t i = 0; i < pa.size(); ++i) {
+    const Instruction& x = *pa[i];
+    const Instruction& y = *pb[i];
+    if (x.opcode() != y.opcode() || !(x.shape() == y.shape()) || !(x.attrs() == y.attrs()) ||
+        !(x.sharding() == y.sharding()) || x.operand_count() != y.operand_count() ||
+        !x.control_predecessors().empty() || !y.control_predecessors().empty()) {
+      return false;
+    }
+    if (x.opcode() == Opcode::kParameter && x.parameter_number() != y.parameter_number()) return false;
+    for (int k = 0; k < x.operand_count(); ++k) {
+      if (pos_a.at(x.operand(k)) != pos_b.at(y.operand(k))) return false;
+    }
+    if (!SameCalls(x, y, depth)) return false;
+  }
+  return a.root() != nullptr && b.root() != nullptr && pos_a.at(a.root()) == pos_b.at(b.root());
+}
+
 bool Same(const Instruction& a, const Instruction& b) {
-  return a.attrs() == b.attrs() && a.calls() == b.calls() && a.sharding() == b.sharding() &&
-         a.shape() == b.shape();
+  return a.attrs() == b.attrs() && a.sharding() == b.sharding() && a.shape() == b.shape() && SameCalls(a, b, 0);
 }
 
 }  // namespace

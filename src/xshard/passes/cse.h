@@ -7,7 +7,9 @@
 namespace xs {
 
 // Within each computation, replaces an instruction by an earlier one with the same opcode,
-// shape, operands, attributes (constants: the same literal), called computations and sharding.
+// shape, operands, attributes (constants: the same literal), called computations (the same one,
+// or two that compute the same function instruction by instruction: JAX writes a reducer per
+// reduce) and sharding.
 // Parameters, side-effecting ops, random number ops and collectives (each has its own channel)
 // are never merged. The duplicates are left without users (run RemoveDeadCode afterwards).
 // Returns true when anything was merged. Example: two `partition-id()` become one.

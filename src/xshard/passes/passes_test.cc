@@ -79,6 +79,43 @@ ENTRY e {
   EXPECT_EQ(t->operand(6)->name(), "r2");
 }
 
+// JAX writes a reducer per reduce (region_0, region_1 with the same add): reduces that differ only
+// in which of two equal reducers they call are one computation, as XLA's CSE finds. A reducer with
+// another opcode, or with its operands the other way round, is another computation.
+TEST(CseTest, MergesReducesWhoseReducersComputeTheSameFunction) {
+  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
+region_0 { a0 = f32[] parameter(0)
+ b0 = f32[] parameter(1)
+ ROOT s0 = f32[] add(a0, b0) }
+region_1 { a1 = f32[] parameter(0)
+ b1 = f32[] parameter(1)
+ ROOT s1 = f32[] add(a1, b1) }
+diff { a2 = f32[] parameter(0)
+ b2 = f32[] parameter(1)
+ ROOT s2 = f32[] subtract(a2, b2) }
+swapped { a3 = f32[] parameter(0)
+ b3 = f32[] parameter(1)
+ ROOT s3 = f32[] add(b3, a3) }
+ENTRY e {
+  p = f32[8,4] parameter(0)
+  z = f32[] constant(0)
+  r0 = f32[4] reduce(p, z), dimensions={0}, to_apply=region_0
+  r1 = f32[4] reduce(p, z), dimensions={0}, to_apply=region_1
+  r2 = f32[4] reduce(p, z), dimensions={0}, to_apply=diff
+  r3 = f32[4] reduce(p, z), dimensions={0}, to_apply=swapped
+  r4 = f32[8] reduce(p, z), dimensions={1}, to_apply=region_1
+  ROOT t = (f32[4], f32[4], f32[4], f32[4], f32[8]) tuple(r0, r1, r2, r3, r4)
+})");
+  StatusOr<bool> changed = EliminateCommonSubexpressions(*m);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_TRUE(*changed);
+  const Instruction* t = m->entry()->root();
+  EXPECT_EQ(t->operand(1)->name(), "r0");
+  EXPECT_EQ(t->operand(2)->name(), "r2");
+  EXPECT_EQ(t->operand(3)->name(), "r3");
+  EXPECT_EQ(t->operand(4)->name(), "r4");
+}
+
 TEST(PipelineTest, DumpsTheModuleAfterEachPass) {
   std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
 ENTRY e {
