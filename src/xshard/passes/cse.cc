@@ -34,9 +34,10 @@ bool SameCalls(const Instruction& a, const Instruction& b, int depth) {
 // True when `a` and `b` compute the same function: their instructions in post order pair up with
 // the same opcode, shape, attributes, sharding, parameter number, operands (by position) and
 // called computations (in turn), and so do their roots. The reducers JAX writes once per reduce
-// (region_0, region_1, ... with the same add) are equal, as XLA's CSE finds them. Instructions
-// written in another order, control edges or nesting deeper than 8 count as different (merging
-// less is always correct).
+// (region_0, region_1, ... with the same add) are equal, as XLA's CSE finds them. Computations
+// holding an instruction CSE would not merge itself (side effects, random numbers, collectives),
+// instructions written in another order, control edges or nesting deeper than 8 count as
+// different (merging less is always correct).
 bool SameComputation(const Computation& a, const Computation& b, int depth) {
   if (&a == &b) return true;
   if (depth > 8 || a.num_parameters() != b.num_parameters()) return false;
@@ -55,7 +56,9 @@ bool SameComputation(const Computation& a, const Computation& b, int depth) {
         !x.control_predecessors().empty() || !y.control_predecessors().empty()) {
       return false;
     }
-    if (x.opcode() == Opcode::kParameter && x.parameter_number() != y.parameter_number()) return false;
+    if (x.opcode() == Opcode::kParameter ? x.parameter_number() != y.parameter_number() : !Mergeable(x)) {
+      return false;  // (two random draws or two communications stay two)
+    }
     for (int k = 0; k < x.operand_count(); ++k) {
       if (pos_a.at(x.operand(k)) != pos_b.at(y.operand(k))) return false;
     }

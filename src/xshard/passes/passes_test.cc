@@ -81,7 +81,8 @@ ENTRY e {
 
 // JAX writes a reducer per reduce (region_0, region_1 with the same add): reduces that differ only
 // in which of two equal reducers they call are one computation, as XLA's CSE finds. A reducer with
-// another opcode, or with its operands the other way round, is another computation.
+// another opcode, or with its operands the other way round, is another computation, and calls of
+// computations that draw random numbers are never merged.
 TEST(CseTest, MergesReducesWhoseReducersComputeTheSameFunction) {
   std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
 region_0 { a0 = f32[] parameter(0)
@@ -96,15 +97,24 @@ diff { a2 = f32[] parameter(0)
 swapped { a3 = f32[] parameter(0)
  b3 = f32[] parameter(1)
  ROOT s3 = f32[] add(b3, a3) }
+noise0 { lo0 = f32[] parameter(0)
+ hi0 = f32[] parameter(1)
+ ROOT n0 = f32[4] rng(lo0, hi0), distribution=rng_uniform }
+noise1 { lo1 = f32[] parameter(0)
+ hi1 = f32[] parameter(1)
+ ROOT n1 = f32[4] rng(lo1, hi1), distribution=rng_uniform }
 ENTRY e {
   p = f32[8,4] parameter(0)
   z = f32[] constant(0)
+  one = f32[] constant(1)
+  u0 = f32[4] call(z, one), to_apply=noise0
+  u1 = f32[4] call(z, one), to_apply=noise1
   r0 = f32[4] reduce(p, z), dimensions={0}, to_apply=region_0
   r1 = f32[4] reduce(p, z), dimensions={0}, to_apply=region_1
   r2 = f32[4] reduce(p, z), dimensions={0}, to_apply=diff
   r3 = f32[4] reduce(p, z), dimensions={0}, to_apply=swapped
   r4 = f32[8] reduce(p, z), dimensions={1}, to_apply=region_1
-  ROOT t = (f32[4], f32[4], f32[4], f32[4], f32[8]) tuple(r0, r1, r2, r3, r4)
+  ROOT t = (f32[4], f32[4], f32[4], f32[4], f32[8], f32[4], f32[4]) tuple(r0, r1, r2, r3, r4, u0, u1)
 })");
   StatusOr<bool> changed = EliminateCommonSubexpressions(*m);
   ASSERT_TRUE(changed.ok());
@@ -114,6 +124,8 @@ ENTRY e {
   EXPECT_EQ(t->operand(2)->name(), "r2");
   EXPECT_EQ(t->operand(3)->name(), "r3");
   EXPECT_EQ(t->operand(4)->name(), "r4");
+  // Two random draws stay two, even from computations written alike.
+  EXPECT_EQ(t->operand(6)->name(), "u1");
 }
 
 TEST(PipelineTest, DumpsTheModuleAfterEachPass) {

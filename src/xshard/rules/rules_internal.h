@@ -47,7 +47,8 @@ OpShardingRule PairLeavesRule(const Instruction& inst, int first_operand = 0,
 // True when the two shapes are arrays with identical dims.
 bool SameDims(const Shape& a, const Shape& b);
 // A factor on `on`, skipped for size-1 dims (they carry no sharding).
-inline void Factor(RuleBuilder& b, int64_t size, FactorKind kind, const std::vector<std::pair<RuleBuilder::Ref, int>>& on) {
+inline void Factor(RuleBuilder& b, int64_t size, FactorKind kind,
+                   const std::vector<std::pair<RuleBuilder::Ref, int>>& on) {
   if (size != 1 && !on.empty()) b.AddFactorOn(size, kind, on);
 }
 
