@@ -18,23 +18,19 @@ constexpr int64_t kParallelElements = int64_t{1} << 16;
 
 using kernels::FillRun;  // vector stores (kernels/fill_simd.h)
 
-// Elements [off, off + n) of broadcast(operand) along the loop dims: runs along the last dim are
-// copied (stride 1), filled (stride 0) or gathered.
-void Gather(const FusedOp& op, const std::vector<int64_t>& dims, const std::byte* base, int esize,
-            int64_t off, int64_t n, std::byte* out) {
+// Elements [off, off + n) of broadcast(operand) along the loop dims, in `out`, or where the
+// operand already holds them as one run: runs along the last dim are copied (stride 1), filled
+// (stride 0) or gathered. Returns where the elements are.
+const std::byte* Gather(const FusedOp& op, const std::vector<int64_t>& dims, const std::byte* base, int esize,
+                        int64_t off, int64_t n, std::byte* out) {
   const int r = static_cast<int>(dims.size());
-  // The operand spans the trailing dims contiguously and repeats over the leading ones (a
-  // per-channel vector broadcast over N, H, W): the elements are the operand's from (off mod its
-  // size) on, wrapping around. One copy of the operand, then the tile doubles itself: a few large
-  // copies instead of one per row (f32[32,28,28,128] x - m[c] with three such operands: the
-  // per-row copies cost as much as reading three more full arrays).
-  int64_t period = 1;
-  int k = r;
-  while (k > 0 && op.strides[k - 1] == period) period *= dims[--k];
-  bool periodic = period > 1 && period < n;
-  for (int d = 0; d < k && periodic; ++d) periodic = op.strides[d] == 0;
-  if (periodic) {
-    const int64_t phase = off % period, head = period - phase;
+  // A periodic operand (op.period): the elements are the operand's from (off mod period) on,
+  // wrapping around. One copy of the operand, then the tile doubles itself: a few large copies
+  // instead of one per row.
+  if (op.period > 1) {
+    const int64_t period = op.period, phase = off % period;
+    if (phase + n <= period) return base + phase * esize;
+    const int64_t head = period - phase;
     std::memcpy(out, base + phase * esize, static_cast<size_t>(head * esize));
     const int64_t whole = std::min(period, n - head);
     std::memcpy(out + head * esize, base, static_cast<size_t>(whole * esize));
@@ -45,7 +41,7 @@ void Gather(const FusedOp& op, const std::vector<int64_t>& dims, const std::byte
       done += c;
       have += c;
     }
-    return;
+    return out;
   }
   int64_t idx[16];
   std::vector<int64_t> big;
@@ -61,6 +57,9 @@ void Gather(const FusedOp& op, const std::vector<int64_t>& dims, const std::byte
     src += index[d] * op.strides[d];
   }
   const int64_t last = dims[r - 1], s = op.strides[r - 1];
+  // The whole tile is one contiguous run of the operand (a [B, D] bias over [B, S, D] with D at
+  // least a tile): read it in place.
+  if (s == 1 && last - index[r - 1] >= n) return base + src * esize;
   int64_t i = 0;
   while (i < n) {
     const int64_t run = std::min(n - i, last - index[r - 1]);
@@ -84,7 +83,17 @@ void Gather(const FusedOp& op, const std::vector<int64_t>& dims, const std::byte
       src += op.strides[d - 1];
     }
   }
+  return out;
 }
+
+// A periodic broadcast's tile, kept between tiles: most loops start every tile at the same phase
+// (a multiple of kFusedTile), so a period that divides the tile is expanded once per chunk, not
+// once per tile ((x - m[c]) * r[c] * g[c] + b[c] over [N, H, W, 128]: four expansions of three
+// copies each per 2 KiB tile cost as much as the arithmetic).
+struct GatherTile {
+  std::byte* data = nullptr;
+  int64_t phase = -1, n = 0;
+};
 
 void Iota(const FusedOp& op, int64_t off, int64_t n, int64_t* out) {
   int64_t r = off % op.inner, v = (off / op.inner) % op.size;
@@ -97,7 +106,9 @@ void Iota(const FusedOp& op, int64_t off, int64_t n, int64_t* out) {
   }
 }
 
-void RunOp(const FusedLoop& f, const FusedOp& op, std::byte* const* p,
+// Runs `op` on elements [off, off + n). A broadcast (kGather) may point p[op.out] into its operand
+// or at its kept tile (`kept`, for periodic ones) instead of filling the value's buffer, `home`.
+void RunOp(const FusedLoop& f, const FusedOp& op, std::byte** p, std::byte* const* home, GatherTile* kept,
            const std::vector<const std::byte*>& inputs, int64_t off, int64_t n, int64_t* iota) {
   std::byte* out = p[op.out];
   switch (op.kind) {
@@ -118,9 +129,33 @@ void RunOp(const FusedLoop& f, const FusedOp& op, std::byte* const* p,
         op.unary(reinterpret_cast<const std::byte*>(iota), out, n);
       }
       return;
-    case FusedOpKind::kGather:
-      Gather(op, f.dims, inputs[op.in[0]], f.values[op.out].esize, off, n, out);
+    case FusedOpKind::kGather: {
+      const int esize = f.values[op.out].esize;
+      if (kept != nullptr && op.period > 1) {
+        const int64_t phase = off % op.period;
+        if (phase + n <= op.period) {
+          p[op.out] = const_cast<std::byte*>(inputs[op.in[0]]) + phase * esize;
+        } else {
+          if (kept->phase != phase || kept->n < n) {
+            Gather(op, f.dims, inputs[op.in[0]], esize, off, n, kept->data);
+            kept->phase = phase;
+            kept->n = n;
+          }
+          p[op.out] = kept->data;
+        }
+        return;
+      }
+      // Values read by the loop's ops only (not outputs) may point into the operand; the
+      // elements are never written through them.
+      std::byte* buffer = home != nullptr ? home[op.out] : out;
+      const std::byte* at = Gather(op, f.dims, inputs[op.in[0]], esize, off, n, buffer);
+      if (home != nullptr) {
+        p[op.out] = const_cast<std::byte*>(at);
+      } else if (at != buffer) {
+        std::memcpy(buffer, at, static_cast<size_t>(n * esize));
+      }
       return;
+    }
   }
 }
 
@@ -136,10 +171,25 @@ struct Runs {
 void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
               const std::vector<std::byte*>& outputs, std::byte* reduced, const Runs& runs,
               bool stream) {
+  // A reduce of a group input and nothing else (x.sum(0)): each run in one call, not tile by tile.
+  if (f.has_reduce && f.body.empty() && f.outputs.empty() && f.values[f.reduce.value].kind == FusedValueKind::kInput) {
+    const FusedValue& in = f.values[f.reduce.value];
+    for (int64_t row = 0; row < runs.rows; ++row) {
+      const int64_t begin = runs.first + row * runs.stride;
+      f.reduce.fn(inputs[in.input] + begin * in.esize, reduced, f.dims, f.reduce.ostride, begin, runs.width);
+    }
+    return;
+  }
   const int64_t buffer_bytes = kFusedTile * f.max_esize;
   const int64_t stream_buffers = stream ? static_cast<int64_t>(f.outputs.size()) : 0;
+  // Broadcasts (values the ops only read) may be pointed elsewhere; periodic ones keep a tile.
+  auto redirectable = [&](const FusedOp& op) {
+    return op.kind == FusedOpKind::kGather && f.values[op.out].kind == FusedValueKind::kScratch;
+  };
+  int64_t kept_buffers = 0;
+  for (const FusedOp& op : f.body) kept_buffers += redirectable(op) && op.period > 1 ? 1 : 0;
   const size_t total =
-      static_cast<size_t>(buffer_bytes * (f.num_buffers + stream_buffers) + kFusedTile * 8);
+      static_cast<size_t>(buffer_bytes * (f.num_buffers + stream_buffers + kept_buffers) + kFusedTile * 8);
   struct AlignedDelete {
     void operator()(std::byte* b) const { ::operator delete[](b, std::align_val_t{64}); }
   };
@@ -151,8 +201,17 @@ void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
   for (size_t v = 0; v < f.values.size(); ++v) {
     if (f.values[v].buffer >= 0) p[v] = scratch.get() + f.values[v].buffer * buffer_bytes;
   }
+  const std::vector<std::byte*> home = p;
+  std::vector<GatherTile> kept(f.body.size());
+  std::byte* next_kept = scratch.get() + kFusedTile * 8 + buffer_bytes * (f.num_buffers + stream_buffers);
+  for (size_t i = 0; i < f.body.size(); ++i) {
+    if (redirectable(f.body[i]) && f.body[i].period > 1) {
+      kept[i].data = next_kept;
+      next_kept += buffer_bytes;
+    }
+  }
   const int64_t prologue_n = std::min(kFusedTile, f.count);
-  for (const FusedOp& op : f.prologue) RunOp(f, op, p.data(), inputs, 0, prologue_n, iota);
+  for (const FusedOp& op : f.prologue) RunOp(f, op, p.data(), nullptr, nullptr, inputs, 0, prologue_n, iota);
   for (int64_t row = 0; row < runs.rows; ++row) {
     const int64_t begin = runs.first + row * runs.stride, end = begin + runs.width;
     for (int64_t off = begin; off < end; off += kFusedTile) {
@@ -165,7 +224,12 @@ void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
           p[v] = stream ? stream_base + fv.output * buffer_bytes : outputs[fv.output] + off * fv.esize;
         }
       }
-      for (const FusedOp& op : f.body) RunOp(f, op, p.data(), inputs, off, n, iota);
+      for (size_t i = 0; i < f.body.size(); ++i) {
+        const FusedOp& op = f.body[i];
+        const bool redirect = redirectable(op);
+        RunOp(f, op, p.data(), redirect ? home.data() : nullptr, redirect && op.period > 1 ? &kept[i] : nullptr, inputs,
+              off, n, iota);
+      }
       if (f.has_reduce) f.reduce.fn(p[f.reduce.value], reduced, f.dims, f.reduce.ostride, off, n);
       if (stream) {
         for (size_t v = 0; v < f.values.size(); ++v) {
@@ -251,19 +315,40 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
     stream = stream && f.count * DTypeSize(o.inst->shape().dtype()) >= kernels::kStreamMinBytes;
   }
   std::byte* reduced_data = reduced ? reduced->data() : nullptr;
-  kernels::ParallelFor(chunks, threads, [&](int64_t c) {
-    Runs runs;
-    if (columns) {
-      runs.first = units * c / chunks * unit;
-      runs.width = std::min(last, units * (c + 1) / chunks * unit) - runs.first;
-      runs.stride = last;
-      runs.rows = f.count / last;
-    } else {
-      runs.first = units * c / chunks * unit;
-      runs.width = std::min(f.count, units * (c + 1) / chunks * unit) - runs.first;
-    }
-    RunChunk(f, inputs, outputs, reduced_data, runs, stream);
-  });
+  const kernels::ColumnBlocks& cb = f.reduce.blocks;
+  if (f.has_reduce && cb.blocks > 1) {
+    // A column sum in blocks of rows (kernels::PlanColumnBlocks): block 0 into the result, the
+    // others into partials of their own, then the partials added in order.
+    const DType dtype = reduced->dtype();
+    const int64_t n = reduced->num_elements(), es = DTypeSize(dtype);
+    std::vector<std::byte> partials(static_cast<size_t>((cb.blocks - 1) * n * es));
+    kernels::ParallelFor(cb.blocks, threads, [&](int64_t b) {
+      std::byte* target = reduced_data;
+      if (b > 0) {
+        target = partials.data() + (b - 1) * n * es;
+        kernels::InitColumnPartials(dtype, target, n, 1);
+      }
+      Runs runs;
+      runs.first = b * cb.block_rows * cb.slab;
+      runs.width = std::min(cb.block_rows, cb.rows - b * cb.block_rows) * cb.slab;
+      RunChunk(f, inputs, outputs, target, runs, /*stream=*/false);
+    });
+    kernels::AddColumnPartials(dtype, reduced_data, partials.data(), n, cb.blocks - 1);
+  } else {
+    kernels::ParallelFor(chunks, threads, [&](int64_t c) {
+      Runs runs;
+      if (columns) {
+        runs.first = units * c / chunks * unit;
+        runs.width = std::min(last, units * (c + 1) / chunks * unit) - runs.first;
+        runs.stride = last;
+        runs.rows = f.count / last;
+      } else {
+        runs.first = units * c / chunks * unit;
+        runs.width = std::min(f.count, units * (c + 1) / chunks * unit) - runs.first;
+      }
+      RunChunk(f, inputs, outputs, reduced_data, runs, stream);
+    });
+  }
   for (size_t o = 0; o < f.outputs.size(); ++o) {
     frame.slots[f.outputs[o].slot] = OwnedSlot(std::move(out_arrays[o]));
   }

@@ -281,6 +281,56 @@ TEST(Fusion, ManyThreadsStayExact) {
   ExpectFusedEqualsUnfused(text, g.args, 7);
 }
 
+// Broadcast tiles are read in place from the operand when a tile is one run of it, kept between
+// tiles when the operand's period divides the tile, and expanded otherwise: per-channel vectors
+// (period 128), a [H, C] operand over N (period 3584: in place, or wrapping around), a [N, C]
+// operand (runs of 128) and, in the second module, a [B, D] operand with D = 2048 (in place).
+TEST(Fusion, BroadcastTilesReadInPlaceOrKeptMatchOpByOp) {
+  const std::string text = R"(
+HloModule bn
+ENTRY main {
+  x = f32[24,28,128] parameter(0)
+  m = f32[128] parameter(1)
+  w = f32[28,128] parameter(2)
+  b = f32[24,128] parameter(3)
+  mb = f32[24,28,128] broadcast(m), dimensions={2}
+  wb = f32[24,28,128] broadcast(w), dimensions={1,2}
+  bb = f32[24,28,128] broadcast(b), dimensions={0,2}
+  s = f32[24,28,128] subtract(x, mb)
+  t = f32[24,28,128] multiply(s, wb)
+  ROOT o = f32[24,28,128] add(t, bb)
+})";
+  std::mt19937 rng(23);
+  const std::vector<Array> args = {RandomArray(DType::kF32, {24, 28, 128}, rng), RandomArray(DType::kF32, {128}, rng),
+                                   RandomArray(DType::kF32, {28, 128}, rng), RandomArray(DType::kF32, {24, 128}, rng)};
+  for (int threads : {1, 3}) ExpectFusedEqualsUnfused(text, args, threads);
+  std::unique_ptr<Module> mod = ParseOrFail(text);
+  std::unique_ptr<Executable> e = *Executable::Create(*mod);
+  const Array out = (*e->Run(args, ExecuteOptions{}))[0];
+  for (int64_t n = 0; n < 24; ++n) {
+    for (int64_t h = 0; h < 28; ++h) {
+      for (int64_t c = 0; c < 128; ++c) {
+        const double want =
+            (args[0].GetDouble((n * 28 + h) * 128 + c) - args[1].GetDouble(c)) * args[2].GetDouble(h * 128 + c) +
+            args[3].GetDouble(n * 128 + c);
+        ASSERT_NEAR(out.GetDouble((n * 28 + h) * 128 + c), want, 1e-5 * (1 + std::abs(want)))
+            << n << " " << h << " " << c;
+      }
+    }
+  }
+  const std::string rows = R"(
+HloModule rows
+ENTRY main {
+  x = f32[4,3,2048] parameter(0)
+  b = f32[4,2048] parameter(1)
+  bb = f32[4,3,2048] broadcast(b), dimensions={0,2}
+  ROOT o = f32[4,3,2048] multiply(x, bb)
+})";
+  const std::vector<Array> row_args = {RandomArray(DType::kF32, {4, 3, 2048}, rng),
+                                       RandomArray(DType::kF32, {4, 2048}, rng)};
+  for (int threads : {1, 3}) ExpectFusedEqualsUnfused(rows, row_args, threads);
+}
+
 TEST(Fusion, LoopFusionCalleeRunsFused) {
   const std::string text = R"(
 HloModule f
@@ -376,13 +426,18 @@ TEST(Fusion, ReduceOfAChainMatchesOpByOpBitwise) {
     std::vector<int64_t> shape;
   };
   const std::vector<Case> cases = {
-      {"f32", "300,257", "300", "1", "add", "0", {300, 257}},        // rows: threads split rows
-      {"f32", "300,257", "257", "0", "add", "0", {300, 257}},        // columns
+      {"f32", "300,257", "300", "1", "add", "0", {300, 257}},  // rows: threads split rows
+      {"f32", "300,257", "257", "0", "add", "0", {300, 257}},  // columns
       {"f32", "3,500,50", "500", "0,2", "maximum", "-inf", {3, 500, 50}},
       {"f32", "3,200,150", "200,150", "0", "add", "0", {3, 200, 150}},  // threads split columns
-      {"bf16", "70,1000", "", "0,1", "add", "0", {70, 1000}},        // bf16 rounds every step
+      {"bf16", "70,1000", "", "0,1", "add", "0", {70, 1000}},           // bf16 rounds every step
       {"f32", "2,70000", "2", "1", "multiply", "1", {2, 70000}},
       {"s32", "400,300", "400", "1", "minimum", "1000", {400, 300}},
+      // Column sums in blocks of rows (kernels::PlanColumnBlocks), fused and op by op alike.
+      {"f32", "2048,300", "300", "0", "add", "0", {2048, 300}},       // 3 blocks of 874 rows
+      {"f32", "64,80,128", "128", "0,1", "add", "0", {64, 80, 128}},  // batch statistics
+      {"f32", "600,8,64", "8", "0,2", "add", "0", {600, 8, 64}},      // minor dim reduced too
+      {"f64", "3000,100", "100", "0", "add", "0", {3000, 100}},
   };
   for (const Case& c : cases) {
     const std::string body = StrCat("  e = ", c.t, "[", c.dims, "] ", c.t == "s32" ? "negate" : "tanh",
@@ -391,7 +446,10 @@ TEST(Fusion, ReduceOfAChainMatchesOpByOpBitwise) {
                                     "] multiply(e, hb)\n");
     const std::string text = ReduceModule(c.t, c.dims, c.out_dims, c.reduce_dims, c.combiner, c.init, body);
     SCOPED_TRACE(text);
-    const DType t = c.t == "f32" ? DType::kF32 : c.t == "bf16" ? DType::kBF16 : DType::kS32;
+    const DType t = c.t == "f32"    ? DType::kF32
+                    : c.t == "f64"  ? DType::kF64
+                    : c.t == "bf16" ? DType::kBF16
+                                    : DType::kS32;
     for (int threads : {1, 2}) ExpectFusedEqualsUnfused(text, {RandomArray(t, c.shape, rng)}, threads);
   }
 }
@@ -442,6 +500,42 @@ ENTRY main {
   ROOT out = (f32[64,2000], f32[64]) tuple(d, r)
 })";
   ExpectFusedEqualsUnfused(text, {RandomArray(DType::kF32, {64, 2000}, rng)}, 2);
+  // A column sum of a parameter (one call per block of rows) and of a value that is also a result
+  // (the blocks write it too), on 1 and 3 threads.
+  for (int threads : {1, 3}) {
+    ExpectFusedEqualsUnfused(ReduceModule("f32", "4096,100", "100", "0", "add", "0", "  v = f32[4096,100] copy(x)\n"),
+                             {RandomArray(DType::kF32, {4096, 100}, rng)}, threads);
+    const std::string direct = R"(
+HloModule r
+comb {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[4096,100] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[100] reduce(x, z), dimensions={0}, to_apply=comb
+})";
+    ExpectFusedEqualsUnfused(direct, {RandomArray(DType::kF32, {4096, 100}, rng)}, threads);
+    const std::string both = R"(
+HloModule r
+comb {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[4096,100] parameter(0)
+  v = f32[4096,100] exponential(x)
+  z = f32[] constant(0)
+  r = f32[100] reduce(v, z), dimensions={0}, to_apply=comb
+  rb = f32[4096,100] broadcast(r), dimensions={1}
+  d = f32[4096,100] divide(v, rb)
+  ROOT out = (f32[4096,100], f32[100]) tuple(d, r)
+})";
+    ExpectFusedEqualsUnfused(both, {RandomArray(DType::kF32, {4096, 100}, rng)}, threads);
+  }
 }
 
 // Softmax: max(x) and sum(exp) each reduce a value that another loop also reads (x - max reads

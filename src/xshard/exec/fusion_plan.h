@@ -48,6 +48,10 @@ struct FusedOp {
   int out = -1;              // value id
   int64_t inner = 1, size = 1;          // kIota: (linear / inner) % size
   std::vector<int64_t> strides;         // kGather: operand element stride per loop dim (0: repeated)
+  // kGather: > 1 when the operand spans the loop's trailing dims contiguously and repeats over the
+  // leading ones (a per-channel vector broadcast over N, H, W): element i of the loop is operand
+  // element i % period. 0 otherwise.
+  int64_t period = 0;
   // The instruction the op computes (kFill: the scalar operand it fills from; kGather: the
   // broadcast; kIota: the iota; kCopy of a uniform output: that member). Backends that generate
   // code from the plan (cuda/) read the opcode, attributes and dtypes from it.
@@ -66,6 +70,8 @@ struct FusedReduce {
   int value = -1;               // the reduced value (the reduce's operand)
   int init = -1;                // operand index of the init scalar
   std::vector<int64_t> ostride;  // per loop dim: output stride, 0 for reduced dims
+  // A column sum in blocks of rows (blocks > 1): the order kernels::Reduce sums in.
+  kernels::ColumnBlocks blocks;
   const Instruction* inst = nullptr;
 };
 

@@ -143,6 +143,12 @@ class LoopBuilder {
       for (size_t k = 0; k < gen.dimensions().size(); ++k) {
         op.strides[gen.dimensions()[k]] = in_strides[k];
       }
+      int64_t period = 1;
+      int k = static_cast<int>(dims.size());
+      while (k > 0 && op.strides[k - 1] == period) period *= dims[--k];
+      bool periodic = period > 1;
+      for (int d = 0; d < k && periodic; ++d) periodic = op.strides[d] == 0;
+      if (periodic) op.period = period;
     }
     op.out = v;
     op.inst = &gen;
@@ -176,6 +182,7 @@ class LoopBuilder {
       fr.ostride[d] = stride;
       stride *= dims[d];
     }
+    fr.blocks = kernels::PlanColumnBlocks(s.combine().combine, r.operand(0)->shape().dtype(), dims, fr.ostride);
     step_.inst = &r;
     step_.out = slot_.at(&r);
     step_.count = r.shape().num_elements();

@@ -81,9 +81,11 @@ inline bool WindowElementOffset(const Window& window, const std::vector<int64_t>
 // every step: the generic walk's combines in its order. When the minor dim's window is one
 // element with no padding (NHWC pooling), the walk covers the other dims and each step combines
 // a row of `inner` = the minor dim's contiguous elements (vectorizable); else inner is 1.
+// Outputs are independent: blocks of them run on `threads` threads (results as on one).
 template <class Op, class S>
 void WindowLoop(const std::byte* in_bytes, std::byte* out_bytes, const std::byte* init_bytes,
-                const std::vector<int64_t>& in_dims, const std::vector<int64_t>& out_dims, const Window& window) {
+                const std::vector<int64_t>& in_dims, const std::vector<int64_t>& out_dims, const Window& window,
+                int threads) {
   const S* in = reinterpret_cast<const S*>(in_bytes);
   S* out = reinterpret_cast<S*>(out_bytes);
   S init;
@@ -101,31 +103,45 @@ void WindowLoop(const std::byte* in_bytes, std::byte* out_bytes, const std::byte
     outputs *= out_dims[d];
     window_count *= window.dims[d].size;
   }
-  std::vector<int64_t> oi(r, 0), wi(r, 0);
-  for (int64_t o = 0; o < outputs; ++o) {
-    S* y = out + o * inner;
-    for (int64_t c = 0; c < inner; ++c) y[c] = init;
-    std::fill(wi.begin(), wi.end(), 0);
-    for (int64_t k = 0; k < window_count; ++k) {
-      int64_t off = 0;
-      if (WindowElementOffset(window, in_dims, in_strides, oi, wi, r, &off)) {
-        const S* x = in + off;
-        for (int64_t c = 0; c < inner; ++c) y[c] = internal::StoreAs<S>(Op::Apply(ToCompute(y[c]), ToCompute(x[c])));
+  auto run = [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> oi(r, 0), wi(r, 0);
+    for (int64_t rest = begin, d = static_cast<int64_t>(r) - 1; d >= 0; --d) {
+      oi[d] = rest % out_dims[d];
+      rest /= out_dims[d];
+    }
+    for (int64_t o = begin; o < end; ++o) {
+      S* y = out + o * inner;
+      for (int64_t c = 0; c < inner; ++c) y[c] = init;
+      std::fill(wi.begin(), wi.end(), 0);
+      for (int64_t k = 0; k < window_count; ++k) {
+        int64_t off = 0;
+        if (WindowElementOffset(window, in_dims, in_strides, oi, wi, r, &off)) {
+          const S* x = in + off;
+          for (int64_t c = 0; c < inner; ++c) y[c] = internal::StoreAs<S>(Op::Apply(ToCompute(y[c]), ToCompute(x[c])));
+        }
+        for (size_t d = r; d-- > 0;) {
+          if (++wi[d] < window.dims[d].size) break;
+          wi[d] = 0;
+        }
       }
       for (size_t d = r; d-- > 0;) {
-        if (++wi[d] < window.dims[d].size) break;
-        wi[d] = 0;
+        if (++oi[d] < out_dims[d]) break;
+        oi[d] = 0;
       }
     }
-    for (size_t d = r; d-- > 0;) {
-      if (++oi[d] < out_dims[d]) break;
-      oi[d] = 0;
-    }
+  };
+  // Blocks of outputs over the threads once the window walk has 2^18 combines or more.
+  const int64_t combines = outputs * inner * window_count;
+  if (threads <= 1 || combines < (int64_t{1} << 18) || outputs < 2) {
+    run(0, outputs);
+    return;
   }
+  const int64_t chunks = std::min<int64_t>(outputs, int64_t{4} * threads);
+  ParallelFor(chunks, threads, [&](int64_t c) { run(outputs * c / chunks, outputs * (c + 1) / chunks); });
 }
 
 using WindowLoopFn = void (*)(const std::byte*, std::byte*, const std::byte*, const std::vector<int64_t>&,
-                              const std::vector<int64_t>&, const Window&);
+                              const std::vector<int64_t>&, const Window&, int);
 
 using ScanLoopFn = void (*)(const std::byte*, std::byte*, const std::byte*, int64_t, int64_t, int64_t);
 
@@ -346,14 +362,38 @@ using ReduceLoopFn = void (*)(const std::byte*, std::byte*, const std::vector<in
 
 // Runs `loop` with the outputs split between threads when the minor dim is reduced and the major
 // one kept (row sums, row maxima): blocks of major rows, each output's inputs combined in the
-// serial order, so the results are the serial ones bit for bit. Other reductions run in one
-// call: a kept minor dim (x.sum(0)) split into column ranges was no faster than one thread on
-// f32[8192,1024] (2.8-2.9 ms against 2.5-2.7: each thread reads half of every row, and one
-// thread already streams the array at the memory's pace), and a whole-array or major-and-minor
-// reduce has no split that keeps the order. Inputs under 2^18 elements stay serial.
-void ParallelReduceLoop(ReduceLoopFn loop, const Array& in, Array& out, const std::vector<int64_t>& dims,
-                        const std::vector<int64_t>& ostride, int threads) {
+// serial order, so the results are the serial ones bit for bit. Column sums (PlanColumnBlocks)
+// run their blocks of rows on the threads. Other reductions run in one call: a kept minor dim
+// (x.sum(0)) split into column ranges was no faster than one thread on f32[8192,1024] (2.8-2.9
+// ms against 2.5-2.7: each thread reads half of every row, and the hardware prefetchers stop at
+// every gap), and a whole-array or major-and-minor reduce has no split that keeps the order.
+// Inputs under 2^18 elements stay serial.
+void ParallelReduceLoop(ReduceLoopFn loop, CombineKind kind, const Array& in, Array& out,
+                        const std::vector<int64_t>& dims, const std::vector<int64_t>& ostride, int threads) {
   const int r = static_cast<int>(dims.size());
+  const ColumnBlocks cb = PlanColumnBlocks(kind, in.dtype(), dims, ostride);
+  if (cb.blocks > 1) {
+    // The slab dims: the dims after the leading reduced ones, under one leading dim of slabs.
+    int j = 0;
+    while (ostride[j] == 0) ++j;
+    std::vector<int64_t> bdims = {0}, bostride = {0};
+    bdims.insert(bdims.end(), dims.begin() + j, dims.end());
+    bostride.insert(bostride.end(), ostride.begin() + j, ostride.end());
+    const int64_t n = out.num_elements(), es = DTypeSize(in.dtype());
+    std::vector<std::byte> partials(static_cast<size_t>((cb.blocks - 1) * n * es));
+    ParallelFor(cb.blocks, threads, [&](int64_t b) {
+      std::vector<int64_t> part = bdims;
+      part[0] = std::min(cb.block_rows, cb.rows - b * cb.block_rows);
+      std::byte* target = out.data();
+      if (b > 0) {
+        target = partials.data() + (b - 1) * n * es;
+        InitColumnPartials(in.dtype(), target, n, 1);
+      }
+      loop(in.data() + b * cb.block_rows * cb.slab * es, target, part, bostride);
+    });
+    AddColumnPartials(in.dtype(), out.data(), partials.data(), n, cb.blocks - 1);
+    return;
+  }
   if (threads > 1 && in.num_elements() >= (int64_t{1} << 18) && r >= 2 && ostride[r - 1] == 0 && ostride[0] != 0 &&
       dims[0] >= 2) {
     const int64_t rows = dims[0], row_elems = in.num_elements() / rows;
@@ -478,6 +518,58 @@ StatusOr<ReduceRangeFn> FindReduceRange(CombineKind kind, DType dtype) {
   return f;
 }
 
+ColumnBlocks PlanColumnBlocks(CombineKind kind, DType dtype, const std::vector<int64_t>& dims,
+                              const std::vector<int64_t>& ostride) {
+  // Blocks of about 2^18 elements (1 MiB of f32): big enough that the partials and their final
+  // sum cost little next to the input (at most 1/16 of it: slabs of up to 2^14 elements), small
+  // enough to spread a few MiB over the cores. Wider slabs are long contiguous runs that a split
+  // into column ranges already streams well.
+  constexpr int64_t kBlockElements = int64_t{1} << 18, kMaxSlab = int64_t{1} << 14;
+  ColumnBlocks cb;
+  const int r = static_cast<int>(dims.size());
+  if (kind != CombineKind::kAdd || (dtype != DType::kF32 && dtype != DType::kF64) || r < 2 ||
+      ostride.size() != dims.size() || ostride[0] != 0) {
+    return cb;
+  }
+  int j = 0;
+  while (j < r && ostride[j] == 0) ++j;
+  if (j == r) return cb;  // every dim reduced
+  cb.rows = Product(std::vector<int64_t>(dims.begin(), dims.begin() + j));
+  cb.slab = Product(std::vector<int64_t>(dims.begin() + j, dims.end()));
+  if (cb.slab <= 0 || cb.slab > kMaxSlab || cb.rows <= 0) return cb;
+  cb.block_rows = (kBlockElements + cb.slab - 1) / cb.slab;
+  if (cb.rows > cb.block_rows) cb.blocks = (cb.rows + cb.block_rows - 1) / cb.block_rows;
+  return cb;
+}
+
+namespace {
+
+template <class S>
+void AddPartialsTyped(S* out, const S* partials, int64_t n, int64_t count) {
+  for (int64_t b = 0; b < count; ++b) {
+    const S* p = partials + b * n;
+    for (int64_t k = 0; k < n; ++k) out[k] = out[k] + p[k];
+  }
+}
+
+}  // namespace
+
+void InitColumnPartials(DType dtype, std::byte* partials, int64_t n, int64_t count) {
+  if (dtype == DType::kF64) {
+    std::fill_n(reinterpret_cast<double*>(partials), n * count, -0.0);
+  } else {
+    std::fill_n(reinterpret_cast<float*>(partials), n * count, -0.0f);
+  }
+}
+
+void AddColumnPartials(DType dtype, std::byte* out, const std::byte* partials, int64_t n, int64_t count) {
+  if (dtype == DType::kF64) {
+    AddPartialsTyped(reinterpret_cast<double*>(out), reinterpret_cast<const double*>(partials), n, count);
+  } else {
+    AddPartialsTyped(reinterpret_cast<float*>(out), reinterpret_cast<const float*>(partials), n, count);
+  }
+}
+
 StatusOr<TypedCombineFn> FindTypedCombine(CombineKind kind, DType dtype) {
   TypedCombineFn f = Resolve(kind, dtype).first;
   if (f == nullptr) return UnsupportedDType("this reducer", dtype);
@@ -510,7 +602,8 @@ StatusOr<std::vector<Array>> Reduce(std::span<const Array* const> inputs,
   if (reducer.kind != CombineKind::kGeneric) {
     ReduceLoopFn loop = Resolve(reducer.kind, inputs[0]->dtype()).second;
     if (loop == nullptr) return UnsupportedDType("reduce", inputs[0]->dtype());
-    ParallelReduceLoop(loop, *inputs[0], outs[0], in_dims, ostride, std::max(1, CurrentDeviceThreadShare().threads));
+    ParallelReduceLoop(loop, reducer.kind, *inputs[0], outs[0], in_dims, ostride,
+                       std::max(1, CurrentDeviceThreadShare().threads));
     return outs;
   }
   if (reducer.arg_select && inputs.size() == 2) {
@@ -658,7 +751,8 @@ StatusOr<std::vector<Array>> ReduceWindow(std::span<const Array* const> inputs,
     if (WindowLoopFn window_loop = FindTypedKernel<WindowLoopFn, WindowKernel>(reducer.kind, inputs[0]->dtype())) {
       std::vector<Array> outs;
       outs.emplace_back(Shape(inputs[0]->dtype(), out_dims));
-      window_loop(inputs[0]->data(), outs[0].data(), inits[0]->data(), in_dims, out_dims, window);
+      window_loop(inputs[0]->data(), outs[0].data(), inits[0]->data(), in_dims, out_dims, window,
+                  std::max(1, CurrentDeviceThreadShare().threads));
       return outs;
     }
   }

@@ -74,6 +74,29 @@ using ReduceRangeFn = void (*)(const std::byte* in, std::byte* out, const std::v
 // For add ... or on `dtype` (error otherwise, e.g. and on f32; never kGeneric / kOverwrite).
 StatusOr<ReduceRangeFn> FindReduceRange(CombineKind kind, DType dtype);
 
+// Column reductions in blocks of rows. A reduce whose leading dims are all reduced and a later
+// dim kept (x.sum(0), a bias gradient, batch statistics over N, H, W) sees its input as `rows`
+// slabs of `slab` elements, each slab touching every output. An f32 / f64 sum of more slabs than
+// one block (a fixed number of slabs set by the shape alone, blocks of about 2^18 elements, for
+// slabs of up to 2^14 elements) is computed block by block: block 0 combines its slabs into the
+// outputs (which hold the init), every later block into its own partial outputs starting at -0.0
+// (the sum's identity), each in the serial order; then out = out + partial_1 + partial_2 + ...
+// in order. The order depends on the shape only, never on the thread count, so the blocks can
+// run on any number of threads with the same results; the op-by-op reduce and the fused loops
+// (exec/) both sum this way. Other reductions and dtypes keep the serial order (blocks = 1).
+struct ColumnBlocks {
+  int64_t rows = 0, slab = 0;  // slabs and elements per slab
+  int64_t block_rows = 0;      // slabs per block (the last block may have fewer)
+  int64_t blocks = 1;
+};
+ColumnBlocks PlanColumnBlocks(CombineKind kind, DType dtype, const std::vector<int64_t>& dims,
+                              const std::vector<int64_t>& ostride);
+// Fills `count` partial outputs of `n` elements each with -0.0 (f32 / f64).
+void InitColumnPartials(DType dtype, std::byte* partials, int64_t n, int64_t count);
+// out[k] = (((out[k] + partials[0][k]) + partials[1][k]) + ...) for the `count` partial outputs of
+// `n` elements each, stored one after another (f32 / f64).
+void AddColumnPartials(DType dtype, std::byte* out, const std::byte* partials, int64_t n, int64_t count);
+
 }  // namespace xs::kernels
 
 #endif  // XSHARD_KERNELS_REDUCE_H_

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include "gtest/gtest.h"
@@ -71,14 +72,57 @@ TEST(Reduce, SumOverEachDimMatchesHandValuesAndGenericPath) {
   }
 }
 
+// The order reduce.h documents for an f32 / f64 column sum, built from the serial reference: the
+// leading `lead` dims (all reduced) are rows, cut into blocks of `block_rows`; block 0 is reduced
+// from the init, the others from -0.0, and the block results are added in order.
+Array BlockedColumnSumReference(const Array& a, const Array& init, int lead, const std::vector<int64_t>& dims,
+                                int64_t block_rows) {
+  std::vector<int64_t> rest(a.dims().begin() + lead, a.dims().end());
+  int64_t rows = 1, slab = 1;
+  for (int d = 0; d < lead; ++d) rows *= a.dims()[d];
+  for (int64_t d : rest) slab *= d;
+  std::vector<int64_t> bdims;
+  for (int64_t d : dims) {
+    const int64_t m = d < lead ? 0 : d - lead + 1;
+    if (bdims.empty() || bdims.back() != m) bdims.push_back(m);
+  }
+  Array neg_zero = init;
+  neg_zero.SetDouble(0, -0.0);
+  std::optional<Array> total;
+  const int64_t es = DTypeSize(a.dtype());
+  for (int64_t b = 0; b * block_rows < rows; ++b) {
+    std::vector<int64_t> shape = {std::min(block_rows, rows - b * block_rows)};
+    shape.insert(shape.end(), rest.begin(), rest.end());
+    Array block(Shape(a.dtype(), shape));
+    std::memcpy(block.data(), a.data() + b * block_rows * slab * es, static_cast<size_t>(block.byte_size()));
+    const Array* in[] = {&block};
+    const Array* ini[] = {b == 0 ? &init : &neg_zero};
+    Array part = (*ReduceReference(in, ini, bdims, {CombineKind::kAdd, nullptr}))[0];
+    if (!total) {
+      total = part;
+      continue;
+    }
+    for (int64_t k = 0; k < part.num_elements(); ++k) {
+      if (a.dtype() == DType::kF64) {
+        total->values<double>()[k] = total->values<double>()[k] + part.values<double>()[k];
+      } else {
+        total->values<float>()[k] = total->values<float>()[k] + part.values<float>()[k];
+      }
+    }
+  }
+  return *total;
+}
+
 // Large typed reductions of the minor dim split the kept major rows over threads; each output
 // combines its inputs in the serial order, so the results are the serial ones bit for bit (row
-// blocks of uneven sizes). The other shapes run in one call on any thread count.
+// blocks of uneven sizes). f32 / f64 column sums run their blocks of rows on the threads, in the
+// order of BlockedColumnSumReference on any thread count. The other shapes run in one call.
 TEST(Reduce, SplitOverThreadsMatchesOneThreadBitForBit) {
   struct Case {
     DType t;
     std::vector<int64_t> in_dims, dims;
     CombineKind kind;
+    int64_t block_rows = 0;  // a column sum in blocks of this many rows (0: serial order)
   };
   const Case cases[] = {
       {DType::kF32, {601, 1000}, {1}, CombineKind::kAdd},  // row sums: 12 blocks of 50-51 rows
@@ -86,8 +130,15 @@ TEST(Reduce, SplitOverThreadsMatchesOneThreadBitForBit) {
       {DType::kBF16, {1030, 512}, {1}, CombineKind::kAdd},
       {DType::kF64, {900, 300}, {1}, CombineKind::kMaximum},
       {DType::kS32, {300, 1000}, {1}, CombineKind::kMultiply},
-      {DType::kF32, {1024, 600}, {0}, CombineKind::kAdd},      // x.sum(0): one call
-      {DType::kF32, {64, 64, 70}, {0, 1}, CombineKind::kAdd},  // batch statistics: one call
+      {DType::kS32, {1024, 600}, {0}, CombineKind::kAdd},      // integer column sums: one call
+      {DType::kF32, {300, 600}, {0}, CombineKind::kAdd},       // one block: serial
+      {DType::kF32, {1024, 600}, {0}, CombineKind::kMaximum},  // column maxima: one call
+      // Column sums in blocks of ceil(2^18 / slab) rows.
+      {DType::kF32, {1024, 600}, {0}, CombineKind::kAdd, 437},       // x.sum(0): 3 blocks
+      {DType::kF32, {64, 64, 70}, {0, 1}, CombineKind::kAdd, 3745},  // batch statistics: 2
+      {DType::kF64, {3000, 100}, {0}, CombineKind::kAdd, 2622},      // 2 blocks
+      {DType::kF32, {1000, 8, 50}, {0, 2}, CombineKind::kAdd, 656},  // minor dim reduced too
+      {DType::kF32, {9, 2, 3000}, {0, 1}, CombineKind::kAdd, 88},    // 18 rows of 3000, 1 block
   };
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> u(-3, 3);
@@ -105,7 +156,20 @@ TEST(Reduce, SplitOverThreadsMatchesOneThreadBitForBit) {
     const Array split = (*Reduce(in, inits, c.dims, {c.kind, nullptr}))[0];
     ASSERT_EQ(split.byte_size(), serial.byte_size());
     EXPECT_EQ(std::memcmp(split.data(), serial.data(), static_cast<size_t>(serial.byte_size())), 0);
-    EXPECT_EQ(serial, (*ReduceReference(in, inits, c.dims, {c.kind, nullptr}))[0]);
+    if (c.block_rows == 0) {
+      EXPECT_EQ(serial, (*ReduceReference(in, inits, c.dims, {c.kind, nullptr}))[0]);
+      continue;
+    }
+    const int lead = c.dims[0] == 0 && c.dims.size() > 1 && c.dims[1] == 1 ? 2 : 1;
+    const Array blocked = BlockedColumnSumReference(a, init, lead, c.dims, c.block_rows);
+    ASSERT_EQ(blocked.byte_size(), serial.byte_size());
+    EXPECT_EQ(std::memcmp(blocked.data(), serial.data(), static_cast<size_t>(serial.byte_size())), 0);
+    // And it is the sum: within rounding of the serial order's (sums of up to 4096 values in
+    // [-3, 3]).
+    const Array in_order = (*ReduceReference(in, inits, c.dims, {c.kind, nullptr}))[0];
+    for (int64_t k = 0; k < serial.num_elements(); ++k) {
+      ASSERT_NEAR(serial.GetDouble(k), in_order.GetDouble(k), 1e-2) << k;
+    }
   }
 }
 
@@ -243,6 +307,19 @@ TEST(ReduceWindow, TypedWindowsMatchTheGenericWalkBitForBit) {
     ASSERT_EQ(typed.size(), walked.size()) << "window " << k;
     ASSERT_FALSE(typed.empty());
     for (size_t i = 0; i < typed.size(); ++i) ASSERT_EQ(typed[i], walked[i]) << "window " << k << " element " << i;
+  }
+  // Big enough for the typed loop to split its outputs over threads (2^18 combines and more):
+  // blocks of outputs on 3 threads give the generic walk's values too.
+  std::vector<float> big(4 * 30 * 30 * 64);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = std::sin(static_cast<float>(i) * 0.011f) * 3.0f;
+  Array xb = F32({4, 30, 30, 64}, big);
+  const Array* inb[] = {&xb};
+  ScopedDeviceThreadShare share({.threads = 3, .concurrent = false});
+  for (size_t k = 0; k < 2; ++k) {
+    const std::vector<float> typed = Values<float>((*ReduceWindow(inb, init, windows[k], {CombineKind::kAdd, nullptr}))[0]);
+    const std::vector<float> walked = Values<float>((*ReduceWindow(inb, init, windows[k], {CombineKind::kGeneric, AddFn()}))[0]);
+    ASSERT_EQ(typed.size(), walked.size()) << "window " << k;
+    for (size_t i = 0; i < typed.size(); ++i) ASSERT_EQ(typed[i], walked[i]) << "big, window " << k << " element " << i;
   }
 }
 
