@@ -79,6 +79,25 @@ StatusOr<std::string> OpCode(const FusedLoop& f, const FusedOp& op, const std::v
       }
       return code + "    }\n" + decl + "((const " + codegen::ElemCType(t) + "*)a.p[" + std::to_string(op.in[0]) + "])[" + g + "];\n";
     }
+    case FusedOpKind::kRowGather: {
+      // Row i / inner of the table, its index clamped to [0, rows - 1] as XLA clamps gather
+      // starts; offsets into the table in 64 bits (it may be larger than the loop).
+      const DType it = op.inst->operand(1)->shape().dtype();
+      const std::string r = StrCat("r", op.out), k = StrCat("k", op.out), inner = codegen::Int(op.inner);
+      const std::string last = codegen::Int(op.size - 1);
+      const std::string id =
+          "((const " + codegen::ElemCType(it) + "*)a.p[" + std::to_string(op.in[1]) + "])[" + r + "]";
+      std::string code = "    const idx_t " + r + " = i / " + inner + ";\n";
+      if (IsUnsignedInteger(it)) {
+        code += "    const unsigned long long " + k + "u = (unsigned long long)" + id + ";\n    const long long " + k +
+                " = " + k + "u > (unsigned long long)" + last + " ? (long long)" + last + " : (long long)" + k + "u;\n";
+      } else {
+        code += "    const long long " + k + "s = (long long)" + id + ";\n    const long long " + k + " = " + k +
+                "s < 0 ? 0LL : " + k + "s > (long long)" + last + " ? (long long)" + last + " : " + k + "s;\n";
+      }
+      return code + decl + "((const " + codegen::ElemCType(t) + "*)a.p[" + std::to_string(op.in[0]) + "])[" + k +
+             " * (long long)" + inner + " + (long long)(i - " + r + " * " + inner + ")];\n";
+    }
     default: {
       std::vector<std::string> args;
       for (int j = 0; j < 3 && op.in[j] >= 0; ++j) args.push_back(V(op.in[j]));
@@ -109,6 +128,10 @@ StatusOr<GeneratedKernel> GenerateFusedLoopKernel(const FusedLoop& f) {
   }
   for (const FusedOp& op : f.body) {
     if (op.kind == FusedOpKind::kGather) note(op.in[0]);
+    if (op.kind == FusedOpKind::kRowGather) {
+      note(op.in[0]);
+      note(op.in[1]);
+    }
   }
   if (f.has_reduce) note(f.reduce.init);
   codegen::ElemSpec spec;

@@ -150,6 +150,26 @@ std::vector<std::string> HandBuiltModules() {
       "ENTRY e {\n  p0 = s32[1500,2,3] parameter(0)\n  p1 = s32[1500,2,3] parameter(1)\n  zero = s32[] constant(0)\n"
       "  low = s32[] constant(-2147483648)\n"
       "  ROOT r = (s32[2,3], s32[2,3]) reduce(p0, p1, zero, low), dimensions={0}, to_apply=sum_max\n}\n");
+  // Row gathers (jnp.take(table, ids, axis=0)) read inside a fused loop: random indices, so some
+  // are out of range and clamped; rows shorter than a CPU tile, long rows, 3-D tables, unsigned
+  // indices with an index vector dim of one, a rank-1 table.
+  out.push_back(
+      "HloModule m\nENTRY e {\n  p0 = f32[50,70] parameter(0)\n  p1 = s32[33] parameter(1)\n"
+      "  g = f32[33,70] gather(p0, p1), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
+      "index_vector_dim=1, slice_sizes={1,70}\n  ROOT r = f32[33,70] abs(g)\n}\n");
+  out.push_back(
+      "HloModule m\nENTRY e {\n  p0 = bf16[9,1100] parameter(0)\n  p1 = s64[7,1] parameter(1)\n"
+      "  p2 = bf16[7,1100] parameter(2)\n"
+      "  g = bf16[7,1100] gather(p0, p1), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
+      "index_vector_dim=1, slice_sizes={1,1100}\n  ROOT r = bf16[7,1100] multiply(g, p2)\n}\n");
+  out.push_back(
+      "HloModule m\nENTRY e {\n  p0 = s32[20,3,8] parameter(0)\n  p1 = u8[4,5,1] parameter(1)\n"
+      "  g = s32[4,5,3,8] gather(p0, p1), offset_dims={2,3}, collapsed_slice_dims={0}, start_index_map={0}, "
+      "index_vector_dim=2, slice_sizes={1,3,8}\n  ROOT r = s32[4,5,3,8] negate(g)\n}\n");
+  out.push_back(
+      "HloModule m\nENTRY e {\n  p0 = f64[40] parameter(0)\n  p1 = s16[6,9] parameter(1)\n"
+      "  g = f64[6,9] gather(p0, p1), offset_dims={}, collapsed_slice_dims={0}, start_index_map={0}, "
+      "index_vector_dim=2, slice_sizes={1}\n  ROOT r = f64[6,9] abs(g)\n}\n");
   return out;
 }
 
@@ -315,6 +335,21 @@ TEST(KernelCodegen, ReduceStrategyFollowsWhichDimsAreReduced) {
       EXPECT_EQ(ks[0].launch.block, c.in == "f32[3000,5]" ? 1024 : 256) << c.in;
     }
   }
+}
+
+// A row gather read by an elementwise op is part of that op's fused kernel (no kernel of its own,
+// no gathered array): the kernel reads the table through the clamped index.
+TEST(KernelCodegen, RowGathersAreReadInsideTheFusedKernel) {
+  int seen = 0;
+  for (const std::string& text : HandBuiltModules()) {
+    if (text.find(" gather(p0, p1)") == std::string::npos) continue;
+    ++seen;
+    std::vector<GeneratedKernel> ks = Kernels(text);
+    ASSERT_EQ(ks.size(), 1u) << text;
+    EXPECT_NE(ks[0].source.code.find("(long long)"), std::string::npos) << ks[0].source.code;
+    EXPECT_EQ(ks[0].num_pointers, text.find("p2 = ") == std::string::npos ? 3 : 4) << text;
+  }
+  EXPECT_EQ(seen, 4);
 }
 
 // Variadic reduces (JAX's argmax): a thread per output for many or short rows, a block per

@@ -1,14 +1,15 @@
 // Runs a fused elementwise loop (fusion_plan.h): the output shape is cut into tiles of
 // kFusedTile elements; chunks of tiles run on the process pool (kernels/parallel.h), each with
 // its own tile buffers, uniform values computed once per chunk.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
+#include "xshard/exec/executable_plan.h"
+#include "xshard/exec/fusion_plan.h"
 #include "xshard/kernels/elementwise.h"
 #include "xshard/kernels/fill_simd.h"
 #include "xshard/kernels/parallel.h"
-#include "xshard/exec/executable_plan.h"
-#include "xshard/exec/fusion_plan.h"
 
 namespace xs {
 namespace {
@@ -86,6 +87,39 @@ const std::byte* Gather(const FusedOp& op, const std::vector<int64_t>& dims, con
   return out;
 }
 
+// Row `row` of a row gather's table: ids[row] clamped to [0, rows - 1] (IsRowGather).
+int64_t TableRow(const std::byte* ids, DType t, int64_t row, int64_t rows) {
+  auto clamp_signed = [&](int64_t v) { return std::clamp<int64_t>(v, 0, rows - 1); };
+  auto clamp_unsigned = [&](uint64_t v) { return static_cast<int64_t>(std::min<uint64_t>(v, rows - 1)); };
+  switch (t) {
+    case DType::kS8: return clamp_signed(reinterpret_cast<const int8_t*>(ids)[row]);
+    case DType::kS16: return clamp_signed(reinterpret_cast<const int16_t*>(ids)[row]);
+    case DType::kS32: return clamp_signed(reinterpret_cast<const int32_t*>(ids)[row]);
+    case DType::kS64: return clamp_signed(reinterpret_cast<const int64_t*>(ids)[row]);
+    case DType::kU8: return clamp_unsigned(reinterpret_cast<const uint8_t*>(ids)[row]);
+    case DType::kU16: return clamp_unsigned(reinterpret_cast<const uint16_t*>(ids)[row]);
+    case DType::kU32: return clamp_unsigned(reinterpret_cast<const uint32_t*>(ids)[row]);
+    default: return clamp_unsigned(reinterpret_cast<const uint64_t*>(ids)[row]);
+  }
+}
+
+// Elements [off, off + n) of a row gather into `out`, or where the table holds them as one run
+// (a tile inside one row: an embedding row of 512 or more elements is read in place, never
+// copied). Returns where the elements are.
+const std::byte* RowGather(const FusedOp& op, const std::byte* table, const std::byte* ids, int esize, int64_t off,
+                           int64_t n, std::byte* out) {
+  const DType t = op.inst->operand(1)->shape().dtype();
+  int64_t row = off / op.inner, col = off % op.inner;
+  if (col + n <= op.inner) return table + (TableRow(ids, t, row, op.size) * op.inner + col) * esize;
+  for (int64_t i = 0; i < n; ++row, col = 0) {
+    const int64_t run = std::min(n - i, op.inner - col);
+    std::memcpy(out + i * esize, table + (TableRow(ids, t, row, op.size) * op.inner + col) * esize,
+                static_cast<size_t>(run * esize));
+    i += run;
+  }
+  return out;
+}
+
 // A periodic broadcast's tile, kept between tiles: most loops start every tile at the same phase
 // (a multiple of kFusedTile), so a period that divides the tile is expanded once per chunk, not
 // once per tile ((x - m[c]) * r[c] * g[c] + b[c] over [N, H, W, 128]: four expansions of three
@@ -129,6 +163,17 @@ void RunOp(const FusedLoop& f, const FusedOp& op, std::byte** p, std::byte* cons
         op.unary(reinterpret_cast<const std::byte*>(iota), out, n);
       }
       return;
+    case FusedOpKind::kRowGather: {
+      const int esize = f.values[op.out].esize;
+      std::byte* buffer = home != nullptr ? home[op.out] : out;
+      const std::byte* at = RowGather(op, inputs[op.in[0]], inputs[op.in[1]], esize, off, n, buffer);
+      if (home != nullptr) {
+        p[op.out] = const_cast<std::byte*>(at);
+      } else if (at != buffer) {
+        std::memcpy(buffer, at, static_cast<size_t>(n * esize));
+      }
+      return;
+    }
     case FusedOpKind::kGather: {
       const int esize = f.values[op.out].esize;
       if (kept != nullptr && op.period > 1) {
@@ -184,10 +229,13 @@ void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
   const int64_t stream_buffers = stream ? static_cast<int64_t>(f.outputs.size()) : 0;
   // Broadcasts (values the ops only read) may be pointed elsewhere; periodic ones keep a tile.
   auto redirectable = [&](const FusedOp& op) {
-    return op.kind == FusedOpKind::kGather && f.values[op.out].kind == FusedValueKind::kScratch;
+    return (op.kind == FusedOpKind::kGather || op.kind == FusedOpKind::kRowGather) &&
+           f.values[op.out].kind == FusedValueKind::kScratch;
   };
   int64_t kept_buffers = 0;
-  for (const FusedOp& op : f.body) kept_buffers += redirectable(op) && op.period > 1 ? 1 : 0;
+  for (const FusedOp& op : f.body) {
+    kept_buffers += redirectable(op) && op.kind == FusedOpKind::kGather && op.period > 1 ? 1 : 0;
+  }
   const size_t total =
       static_cast<size_t>(buffer_bytes * (f.num_buffers + stream_buffers + kept_buffers) + kFusedTile * 8);
   struct AlignedDelete {
@@ -205,7 +253,7 @@ void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
   std::vector<GatherTile> kept(f.body.size());
   std::byte* next_kept = scratch.get() + kFusedTile * 8 + buffer_bytes * (f.num_buffers + stream_buffers);
   for (size_t i = 0; i < f.body.size(); ++i) {
-    if (redirectable(f.body[i]) && f.body[i].period > 1) {
+    if (redirectable(f.body[i]) && f.body[i].kind == FusedOpKind::kGather && f.body[i].period > 1) {
       kept[i].data = next_kept;
       next_kept += buffer_bytes;
     }
@@ -227,7 +275,7 @@ void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
       for (size_t i = 0; i < f.body.size(); ++i) {
         const FusedOp& op = f.body[i];
         const bool redirect = redirectable(op);
-        RunOp(f, op, p.data(), redirect ? home.data() : nullptr, redirect && op.period > 1 ? &kept[i] : nullptr, inputs,
+        RunOp(f, op, p.data(), redirect ? home.data() : nullptr, kept[i].data != nullptr ? &kept[i] : nullptr, inputs,
               off, n, iota);
       }
       if (f.has_reduce) f.reduce.fn(p[f.reduce.value], reduced, f.dims, f.reduce.ostride, off, n);

@@ -331,6 +331,113 @@ ENTRY main {
   for (int threads : {1, 3}) ExpectFusedEqualsUnfused(rows, row_args, threads);
 }
 
+// Row gathers (jnp.take(table, ids, axis=0) and its out-of-bounds select) are read inside the
+// loop that uses them: fused and op-by-op runs agree bit for bit for rows shorter and longer than
+// a tile, 3-D tables, unsigned and 64-bit indices, out-of-range indices (clamped), and a gather
+// that is also a result; jnp.take's program gives the table's rows and NaN for the bad ids.
+TEST(Fusion, RowGathersAreReadInsideTheLoop) {
+  std::mt19937 rng(29);
+  auto ids = [&](DType t, const std::vector<int64_t>& dims, int64_t lo, int64_t hi) {
+    Array a(t, dims);
+    std::uniform_int_distribution<int64_t> u(lo, hi);
+    for (int64_t i = 0; i < a.num_elements(); ++i) a.SetDouble(i, static_cast<double>(u(rng)));
+    return a;
+  };
+  const std::string short_rows = R"(
+HloModule g
+ENTRY main {
+  t = f32[300,100] parameter(0)
+  i = s32[900] parameter(1)
+  g = f32[900,100] gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,100}
+  ROOT o = f32[900,100] tanh(g)
+})";
+  const std::string long_rows = R"(
+HloModule g
+ENTRY main {
+  t = f32[64,1500] parameter(0)
+  i = s64[60,1] parameter(1)
+  y = f32[60,1500] parameter(2)
+  g = f32[60,1500] gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,1500}
+  m = f32[60,1500] multiply(g, y)
+  ROOT o = (f32[60,1500], f32[60,1500]) tuple(m, g)
+})";
+  const std::string cube = R"(
+HloModule g
+ENTRY main {
+  t = bf16[20,6,40] parameter(0)
+  i = u8[10,12,1] parameter(1)
+  g = bf16[10,12,6,40] gather(t, i), offset_dims={2,3}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,6,40}
+  ROOT o = bf16[10,12,6,40] negate(g)
+})";
+  for (int threads : {1, 3}) {
+    ExpectFusedEqualsUnfused(short_rows, {RandomArray(DType::kF32, {300, 100}, rng), ids(DType::kS32, {900}, -20, 320)},
+                             threads);
+    ExpectFusedEqualsUnfused(long_rows,
+                             {RandomArray(DType::kF32, {64, 1500}, rng), ids(DType::kS64, {60, 1}, -3, 70),
+                              RandomArray(DType::kF32, {60, 1500}, rng)},
+                             threads);
+    ExpectFusedEqualsUnfused(cube, {RandomArray(DType::kBF16, {20, 6, 40}, rng), ids(DType::kU8, {10, 12, 1}, 0, 255)},
+                             threads);
+  }
+  // jnp.take(t, i, axis=0) as JAX lowers it (mode="fill"): ids in [-V, V) wrap, others give NaN.
+  const std::string take = R"(
+HloModule take
+ENTRY main {
+  t = f32[1000,512] parameter(0)
+  i = s32[700] parameter(1)
+  zero = s32[] constant(0)
+  zb = s32[700] broadcast(zero), dimensions={}
+  neg = pred[700] compare(i, zb), direction=LT
+  v = s32[] constant(1000)
+  vb = s32[700] broadcast(v), dimensions={}
+  wrapped = s32[700] add(i, vb)
+  w = s32[700] select(neg, wrapped, i)
+  w1 = s32[700,1] reshape(w)
+  zb1 = s32[700,1] broadcast(zero), dimensions={}
+  ge = pred[700,1] compare(w1, zb1), direction=GE
+  last = s32[] constant(999)
+  lb1 = s32[700,1] broadcast(last), dimensions={}
+  le = pred[700,1] compare(w1, lb1), direction=LE
+  ok = pred[700,1] and(ge, le)
+  ok1 = pred[700] reshape(ok)
+  okb = pred[700,512] broadcast(ok1), dimensions={0}
+  g = f32[700,512] gather(t, w1), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,512}
+  nan = f32[] constant(nan)
+  nanb = f32[700,512] broadcast(nan), dimensions={}
+  ROOT o = f32[700,512] select(okb, g, nanb)
+})";
+  const Array table = RandomArray(DType::kF32, {1000, 512}, rng);
+  const Array index = ids(DType::kS32, {700}, -1100, 1100);
+  for (int threads : {1, 3}) ExpectFusedEqualsUnfused(take, {table, index}, threads);
+  std::unique_ptr<Module> m = ParseOrFail(take);
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  const std::vector<Array> take_args = {table, index};
+  ExecuteStats fused_stats, plain_stats;
+  const Array out = (*e->Run(take_args, ExecuteOptions{}, &fused_stats))[0];
+  ExecuteOptions plain;
+  plain.fusion = false;
+  ASSERT_TRUE(e->Run(take_args, plain, &plain_stats).ok());
+  // The gathered rows never exist as an array of their own when fused.
+  const int64_t result_bytes = 700 * 512 * 4;
+  EXPECT_LT(fused_stats.peak_bytes, result_bytes + result_bytes / 4);
+  EXPECT_GE(plain_stats.peak_bytes, 2 * result_bytes);
+  int bad = 0;
+  for (int64_t r = 0; r < 700; ++r) {
+    const int64_t k = static_cast<int64_t>(index.GetDouble(r));
+    const int64_t row = k < 0 ? k + 1000 : k;
+    bad += row < 0 || row >= 1000;
+    for (int64_t c = 0; c < 512; ++c) {
+      const double got = out.GetDouble(r * 512 + c);
+      if (row < 0 || row >= 1000) {
+        ASSERT_TRUE(std::isnan(got)) << r << " " << c;
+      } else {
+        ASSERT_EQ(got, table.GetDouble(row * 512 + c)) << r << " " << c;
+      }
+    }
+  }
+  EXPECT_GT(bad, 10);  // the ids cover both kinds
+}
+
 TEST(Fusion, LoopFusionCalleeRunsFused) {
   const std::string text = R"(
 HloModule f

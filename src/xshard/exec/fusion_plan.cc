@@ -42,8 +42,54 @@ bool IsFusionGenerator(const Instruction& inst) {
     return d.has_value() && *d >= 0 && *d < inst.shape().rank() &&
            (t == DType::kS64 || kernels::FindConvertKernel(DType::kS64, t).ok());
   }
+  if (inst.opcode() == Opcode::kGather) return IsRowGather(inst);
   return inst.opcode() == Opcode::kBroadcast && inst.operand(0)->shape().IsArray() &&
          inst.operand(0)->shape().dtype() == inst.shape().dtype();
+}
+
+bool IsRowGather(const Instruction& inst) {
+  if (inst.opcode() != Opcode::kGather || inst.operand_count() != 2 || !inst.shape().IsArray()) return false;
+  const auto& dn = inst.attrs().gather;
+  const auto& sizes = inst.attrs().slice_sizes;
+  if (!dn || !sizes) return false;
+  const Shape& table = inst.operand(0)->shape();
+  const Shape& ids = inst.operand(1)->shape();
+  if (!table.IsArray() || !ids.IsArray() || table.rank() < 1 || table.dim(0) < 1 ||
+      table.dtype() != inst.shape().dtype()) {
+    return false;
+  }
+  switch (ids.dtype()) {
+    case DType::kS8:
+    case DType::kS16:
+    case DType::kS32:
+    case DType::kS64:
+    case DType::kU8:
+    case DType::kU16:
+    case DType::kU32:
+    case DType::kU64: break;
+    default: return false;
+  }
+  if (dn->start_index_map != std::vector<int64_t>{0} || dn->collapsed_slice_dims != std::vector<int64_t>{0} ||
+      !dn->operand_batching_dims.empty() || !dn->start_indices_batching_dims.empty()) {
+    return false;
+  }
+  std::vector<int64_t> want_sizes = table.dims();
+  want_sizes[0] = 1;
+  if (*sizes != want_sizes) return false;
+  // The batch dims: every index dim but a trailing index vector dim of size one.
+  std::vector<int64_t> dims = ids.dims();
+  if (dn->index_vector_dim == ids.rank() - 1 && ids.rank() >= 1 && ids.dims().back() == 1) {
+    dims.pop_back();
+  } else if (dn->index_vector_dim != ids.rank()) {
+    return false;
+  }
+  const int64_t batch = static_cast<int64_t>(dims.size());
+  std::vector<int64_t> offset_dims;
+  for (int k = 1; k < table.rank(); ++k) {
+    offset_dims.push_back(batch + k - 1);
+    dims.push_back(table.dim(k));
+  }
+  return dn->offset_dims == offset_dims && inst.shape().dims() == dims;
 }
 
 namespace {

@@ -37,16 +37,20 @@ struct FusedValue {
   int buffer = -1;  // kScalarInput / kUniform / kScratch: per-thread buffer index
 };
 
-enum class FusedOpKind { kUnary, kBinary, kTernary, kCopy, kIota, kGather, kFill };
+// kGather: a broadcast (the name predates kRowGather); kRowGather: an HLO gather of whole rows
+// (IsRowGather).
+enum class FusedOpKind { kUnary, kBinary, kTernary, kCopy, kIota, kGather, kFill, kRowGather };
 
 struct FusedOp {
   FusedOpKind kind = FusedOpKind::kCopy;
   kernels::UnaryKernel unary = nullptr;  // kUnary; kIota: s64 -> dtype (null for s64)
   kernels::BinaryKernel binary = nullptr;
   kernels::TernaryKernel ternary = nullptr;
-  int in[3] = {-1, -1, -1};  // value ids (kGather / kFill: in[0] is the operand index)
+  int in[3] = {-1, -1, -1};  // value ids (kGather / kFill: in[0] is the operand index; kRowGather:
+                             // in[0] the table's operand index, in[1] the indices')
   int out = -1;              // value id
-  int64_t inner = 1, size = 1;          // kIota: (linear / inner) % size
+  int64_t inner = 1, size = 1;          // kIota: (linear / inner) % size; kRowGather: row
+                                        // elements and rows of the table
   std::vector<int64_t> strides;         // kGather: operand element stride per loop dim (0: repeated)
   // kGather: > 1 when the operand spans the loop's trailing dims contiguously and repeats over the
   // leading ones (a per-channel vector broadcast over N, H, W): element i of the loop is operand
@@ -119,8 +123,14 @@ struct FusionGroup {
 };
 // A rank >= 1 array of a sized dtype with elements.
 bool FusionLoopShaped(const Shape& s);
-// Broadcasts and iotas are recomputed inside every group that reads them.
+// Broadcasts, iotas and row gathers are recomputed inside every group that reads them.
 bool IsFusionGenerator(const Instruction& inst);
+// A gather of whole rows of its operand's leading dim (jnp.take(table, ids, axis=0), an embedding
+// lookup, table[ids]): the result's dims are the indices' batch dims (an index vector dim of size
+// one last, or none) then the operand's dims after the first, and element (b, rest) is
+// operand[clamp(ids[b], 0, rows - 1), rest] as XLA clamps gather starts. Indices of a sized
+// integer type (s8 ... u64).
+bool IsRowGather(const Instruction& inst);
 // The fused step of `g` (`step_of`: the op-by-op step of each instruction).
 Step BuildFusedStep(const FusionGroup& g, const std::unordered_map<const Instruction*, int>& slot,
                     const std::unordered_map<const Instruction*, const Step*>& step_of);

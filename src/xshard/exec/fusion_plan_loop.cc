@@ -43,6 +43,7 @@ class LoopBuilder {
       for (size_t i = 0; i < step_.operands.size(); ++i) {
         const Shape& s = input_insts_[i]->shape();
         if (s.dtype() != primary->shape().dtype() || s.dims() != primary->shape().dims()) continue;
+        if (random_access_.count(static_cast<int>(i))) continue;  // a row gather reads it anywhere
         const Opcode op = input_insts_[i]->opcode();
         const bool made = op != Opcode::kParameter && op != Opcode::kConstant;
         if (donor < 0 || made) donor = static_cast<int>(i);
@@ -133,6 +134,15 @@ class LoopBuilder {
       if (gen.shape().dtype() != DType::kS64) {
         op.unary = *kernels::FindConvertKernel(DType::kS64, gen.shape().dtype());
       }
+    } else if (gen.opcode() == Opcode::kGather) {
+      const Shape& table = gen.operand(0)->shape();
+      op.kind = FusedOpKind::kRowGather;
+      op.in[0] = InputIndex(gen.operand(0));
+      op.in[1] = InputIndex(gen.operand(1));
+      random_access_.insert(op.in[0]);
+      random_access_.insert(op.in[1]);
+      op.size = table.dim(0);
+      op.inner = table.num_elements() / table.dim(0);
     } else {
       const Shape& in = gen.operand(0)->shape();
       op.kind = FusedOpKind::kGather;
@@ -241,6 +251,7 @@ class LoopBuilder {
   Step step_;
   std::vector<const Instruction*> input_insts_;
   std::unordered_map<const Instruction*, int> input_index_;
+  std::unordered_set<int> random_access_;  // operands a row gather reads out of order: never donors
   std::unordered_map<const Instruction*, int> value_of_;
 };
 
