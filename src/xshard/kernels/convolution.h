@@ -1,7 +1,8 @@
 // convolution (XLA ConvGeneralDilated): dim_labels in any order, window strides, low / high
 // padding (negative crops), lhs (base) and rhs (window) dilation, window reversal,
 // feature_group_count and batch_group_count. Operands convert to the result's compute type first,
-// as XLA's evaluator does. The fast paths lower f32 / f64 convolutions (and f16 / bf16 through
+// as XLA's evaluator does. f32 convolutions go to oneDNN's JIT convolution where it has one
+// (onednn_conv.h). The other fast paths lower f32 / f64 convolutions (and f16 / bf16 through
 // f32) without batch groups to GEMMs: per window tap and output row when features and rows are
 // wide (convolution_taps.h), else per feature group over im2col patches; the rest runs the direct
 // loop, which is also the reference.

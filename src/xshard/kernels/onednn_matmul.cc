@@ -1,7 +1,6 @@
 // oneDNN matmul wrapper: one primitive descriptor per shape, primitives cached per OpenMP thread
 // count, user-managed scratchpad (so concurrent devices can run one primitive at once).
 #include "xshard/kernels/onednn_matmul.h"
-#include "xshard/core/allocation_failure.h"
 
 #include <omp.h>
 
@@ -10,25 +9,17 @@
 #include <vector>
 
 #include "oneapi/dnnl/dnnl.hpp"
+#include "xshard/core/allocation_failure.h"
+#include "xshard/kernels/onednn_internal.h"
 
 namespace xs::kernels {
-namespace {
+namespace onednn {
 
 dnnl::engine& Engine() {
   static dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
   return *engine;
 }
 
-StatusOr<dnnl::memory::data_type> DnnlType(DType t) {
-  switch (t) {
-    case DType::kBF16: return dnnl::memory::data_type::bf16;
-    case DType::kF16: return dnnl::memory::data_type::f16;
-    case DType::kF32: return dnnl::memory::data_type::f32;
-    default: return Unimplemented("oneDNN matmul: no ", DTypeName(t), " support");
-  }
-}
-
-// Grow-only 64-byte aligned buffer per thread for oneDNN's scratchpad.
 void* ThreadScratch(size_t bytes) {
   struct Buffer {
     void* p = nullptr;
@@ -48,16 +39,21 @@ void* ThreadScratch(size_t bytes) {
   return buf.p;
 }
 
-// Sets the calling thread's OpenMP thread count for the scope (oneDNN sizes its parallel
-// regions by it, at primitive creation and at execution).
-class OmpThreads {
- public:
-  explicit OmpThreads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~OmpThreads() { omp_set_num_threads(saved_); }
+}  // namespace onednn
+namespace {
 
- private:
-  int saved_;
-};
+using onednn::Engine;
+using onednn::OmpThreads;
+using onednn::ThreadScratch;
+
+StatusOr<dnnl::memory::data_type> DnnlType(DType t) {
+  switch (t) {
+    case DType::kBF16: return dnnl::memory::data_type::bf16;
+    case DType::kF16: return dnnl::memory::data_type::f16;
+    case DType::kF32: return dnnl::memory::data_type::f32;
+    default: return Unimplemented("oneDNN matmul: no ", DTypeName(t), " support");
+  }
+}
 
 }  // namespace
 
