@@ -223,7 +223,7 @@ Status RunGather(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& indices = OperandArray(step, frame, 1);
   const GatherDimensionNumbers& dn = *step.inst->attrs().gather;
   const std::vector<int64_t>& sizes = *step.inst->attrs().slice_sizes;
-  const int threads = ctx.options.intra_op_threads > 0 ? ctx.options.intra_op_threads : kernels::CoreCount();
+  const int threads = IntraOpThreads(ctx);
   if (step.writes_result_buffer) {
     std::shared_ptr<Array> out = NewArray(step.inst->shape(), ctx);
     XS_RETURN_IF_ERROR(kernels::GatherInto(operand, indices, dn, sizes, *out, threads));
@@ -303,7 +303,7 @@ Status RunSort(const Step& step, Frame& frame, RunContext& ctx) {
     cmp.fn = runner->AsFn();
   }
   // The typed paths spread rows over the device's threads (the scalar function runs serially).
-  const int threads = ctx.options.intra_op_threads > 0 ? ctx.options.intra_op_threads : kernels::CoreCount();
+  const int threads = IntraOpThreads(ctx);
   XS_ASSIGN_OR_RETURN(std::vector<Array> outs,
                       kernels::Sort(Operands(step, frame, 0, n), step.inst->dimensions()[0], cmp, threads));
   frame.slots[step.out] = ResultSlot(std::move(outs), ctx, step.inst->shape().IsTuple());

@@ -58,7 +58,7 @@ const P& Params(const Step& step) {
 
 Status RunTopK(const Step& step, Frame& frame, RunContext& ctx) {
   const auto& p = Params<TopKParams>(step);
-  const int threads = ctx.options.intra_op_threads > 0 ? ctx.options.intra_op_threads : kernels::CoreCount();
+  const int threads = IntraOpThreads(ctx);
   XS_ASSIGN_OR_RETURN(auto r, kernels::TopK(OperandArray(step, frame, 0), p.k, p.largest, threads));
   std::vector<Array> out;
   out.push_back(std::move(r.first));

@@ -322,7 +322,7 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
     FillRun(reduced->data(), inputs[f.reduce.init], reduced->num_elements(),
                  static_cast<int>(DTypeSize(reduced->dtype())));
   }
-  int threads = ctx.options.intra_op_threads > 0 ? ctx.options.intra_op_threads : kernels::CoreCount();
+  int threads = IntraOpThreads(ctx);
   if (f.count < kParallelElements) threads = 1;
   // Chunks of whole tiles. With a reduce, each result element must be combined by one thread in
   // row-major order: chunks of outer rows when the outer dim is kept, else of columns when the

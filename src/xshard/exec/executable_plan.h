@@ -19,6 +19,7 @@
 #include "xshard/kernels/dot.h"
 #include "xshard/kernels/elementwise.h"
 #include "xshard/kernels/numeric.h"
+#include "xshard/kernels/parallel.h"
 #include "xshard/kernels/scalar_fn.h"
 #include "xshard/exec/executable.h"
 
@@ -65,6 +66,12 @@ struct RunContext {
   std::byte* frame_arena = nullptr;
   bool result_given = false;
 };
+
+// Threads a kernel of this device may use: ExecuteOptions::intra_op_threads, or every core of the
+// process when it is 0.
+inline int IntraOpThreads(const RunContext& ctx) {
+  return ctx.options.intra_op_threads > 0 ? ctx.options.intra_op_threads : kernels::CoreCount();
+}
 
 using RunFn = Status (*)(const Step& step, Frame& frame, RunContext& ctx);
 
