@@ -517,13 +517,26 @@ ENTRY main {
   }
 }
 
+// A module reducing `v` (defined by `body` from parameter x) with `combiner`, or x itself when
+// `body` is empty.
 std::string ReduceModule(const std::string& t, const std::string& dims, const std::string& out_dims,
                          const std::string& reduce_dims, const std::string& combiner,
                          const std::string& init, const std::string& body) {
-  return StrCat("HloModule r\ncomb {\n  a = ", t, "[] parameter(0)\n  b = ", t,
-                "[] parameter(1)\n  ROOT c = ", t, "[] ", combiner, "(a, b)\n}\nENTRY main {\n  x = ", t,
-                "[", dims, "] parameter(0)\n", body, "  z = ", t, "[] constant(", init, ")\n  ROOT r = ",
-                t, "[", out_dims, "] reduce(v, z), dimensions={", reduce_dims, "}, to_apply=comb\n}\n");
+  return StrCat("HloModule r\ncomb {\n  a = ", t, "[] parameter(0)\n  b = ", t, "[] parameter(1)\n  ROOT c = ", t,
+                "[] ", combiner, "(a, b)\n}\nENTRY main {\n  x = ", t, "[", dims, "] parameter(0)\n", body, "  z = ", t,
+                "[] constant(", init, ")\n  ROOT r = ", t, "[", out_dims, "] reduce(", body.empty() ? "x" : "v",
+                ", z), dimensions={", reduce_dims, "}, to_apply=comb\n}\n");
+}
+
+// exp(x) reduced (add) over dim `reduced` of the 2-D `dims`, the sum broadcast back and divided
+// into exp(x): the reduce's operand is also read by another op of its loop, and both are results.
+std::string ReduceAlsoReadModule(const std::string& dims, const std::string& out_dims, int reduced) {
+  const std::string t = StrCat("f32[", dims, "]");
+  return StrCat(
+      "HloModule r\ncomb {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n",
+      "ENTRY main {\n  x = ", t, " parameter(0)\n  v = ", t, " exponential(x)\n  z = f32[] constant(0)\n", "  r = f32[",
+      out_dims, "] reduce(v, z), dimensions={", reduced, "}, to_apply=comb\n  rb = ", t, " broadcast(r), dimensions={",
+      1 - reduced, "}\n  d = ", t, " divide(v, rb)\n  ROOT out = (", t, ", f32[", out_dims, "]) tuple(d, r)\n}\n");
 }
 
 TEST(Fusion, ReduceOfAChainMatchesOpByOpBitwise) {
@@ -590,58 +603,16 @@ TEST(Fusion, ReduceOfAnInputOrOfAValueUsedElsewhere) {
                                         "  v = f32[512,256] copy(x)\n"),
                            {RandomArray(DType::kF32, {512, 256}, rng)}, 2);
   // `v` is also a result: it stays an output of the loop, reduced from the same tile.
-  const std::string text = R"(
-HloModule r
-comb {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT c = f32[] add(a, b)
-}
-ENTRY main {
-  x = f32[64,2000] parameter(0)
-  v = f32[64,2000] exponential(x)
-  z = f32[] constant(0)
-  r = f32[64] reduce(v, z), dimensions={1}, to_apply=comb
-  rb = f32[64,2000] broadcast(r), dimensions={0}
-  d = f32[64,2000] divide(v, rb)
-  ROOT out = (f32[64,2000], f32[64]) tuple(d, r)
-})";
-  ExpectFusedEqualsUnfused(text, {RandomArray(DType::kF32, {64, 2000}, rng)}, 2);
+  ExpectFusedEqualsUnfused(ReduceAlsoReadModule("64,2000", "64", 1), {RandomArray(DType::kF32, {64, 2000}, rng)}, 2);
   // A column sum of a parameter (one call per block of rows) and of a value that is also a result
   // (the blocks write it too), on 1 and 3 threads.
   for (int threads : {1, 3}) {
     ExpectFusedEqualsUnfused(ReduceModule("f32", "4096,100", "100", "0", "add", "0", "  v = f32[4096,100] copy(x)\n"),
                              {RandomArray(DType::kF32, {4096, 100}, rng)}, threads);
-    const std::string direct = R"(
-HloModule r
-comb {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT c = f32[] add(a, b)
-}
-ENTRY main {
-  x = f32[4096,100] parameter(0)
-  z = f32[] constant(0)
-  ROOT r = f32[100] reduce(x, z), dimensions={0}, to_apply=comb
-})";
-    ExpectFusedEqualsUnfused(direct, {RandomArray(DType::kF32, {4096, 100}, rng)}, threads);
-    const std::string both = R"(
-HloModule r
-comb {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT c = f32[] add(a, b)
-}
-ENTRY main {
-  x = f32[4096,100] parameter(0)
-  v = f32[4096,100] exponential(x)
-  z = f32[] constant(0)
-  r = f32[100] reduce(v, z), dimensions={0}, to_apply=comb
-  rb = f32[4096,100] broadcast(r), dimensions={1}
-  d = f32[4096,100] divide(v, rb)
-  ROOT out = (f32[4096,100], f32[100]) tuple(d, r)
-})";
-    ExpectFusedEqualsUnfused(both, {RandomArray(DType::kF32, {4096, 100}, rng)}, threads);
+    ExpectFusedEqualsUnfused(ReduceModule("f32", "4096,100", "100", "0", "add", "0", ""),
+                             {RandomArray(DType::kF32, {4096, 100}, rng)}, threads);
+    ExpectFusedEqualsUnfused(ReduceAlsoReadModule("4096,100", "100", 0), {RandomArray(DType::kF32, {4096, 100}, rng)},
+                             threads);
   }
 }
 

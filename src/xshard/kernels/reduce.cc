@@ -1,5 +1,8 @@
 // reduce / reduce-window / select-and-scatter: typed loops for recognized combiners, the
-// combiner's scalar function otherwise.
+// combiner's scalar function otherwise. One file for one concept: every op here folds elements
+// with a Combiner, and they share its dispatch (typed kernels per kind and dtype, the generic
+// scalar step, the init fill, the operand checks), which would otherwise become an internal header
+// of templates for two files to include.
 #include "xshard/kernels/reduce.h"
 
 #include <algorithm>
@@ -374,11 +377,9 @@ void ParallelReduceLoop(ReduceLoopFn loop, CombineKind kind, const Array& in, Ar
   const ColumnBlocks cb = PlanColumnBlocks(kind, in.dtype(), dims, ostride);
   if (cb.blocks > 1) {
     // The slab dims: the dims after the leading reduced ones, under one leading dim of slabs.
-    int j = 0;
-    while (ostride[j] == 0) ++j;
     std::vector<int64_t> bdims = {0}, bostride = {0};
-    bdims.insert(bdims.end(), dims.begin() + j, dims.end());
-    bostride.insert(bostride.end(), ostride.begin() + j, ostride.end());
+    bdims.insert(bdims.end(), dims.begin() + cb.lead, dims.end());
+    bostride.insert(bostride.end(), ostride.begin() + cb.lead, ostride.end());
     const int64_t n = out.num_elements(), es = DTypeSize(in.dtype());
     std::vector<std::byte> partials(static_cast<size_t>((cb.blocks - 1) * n * es));
     ParallelFor(cb.blocks, threads, [&](int64_t b) {
@@ -534,6 +535,7 @@ ColumnBlocks PlanColumnBlocks(CombineKind kind, DType dtype, const std::vector<i
   int j = 0;
   while (j < r && ostride[j] == 0) ++j;
   if (j == r) return cb;  // every dim reduced
+  cb.lead = j;
   cb.rows = Product(std::vector<int64_t>(dims.begin(), dims.begin() + j));
   cb.slab = Product(std::vector<int64_t>(dims.begin() + j, dims.end()));
   if (cb.slab <= 0 || cb.slab > kMaxSlab || cb.rows <= 0) return cb;

@@ -85,6 +85,7 @@ StatusOr<ReduceRangeFn> FindReduceRange(CombineKind kind, DType dtype);
 // run on any number of threads with the same results; the op-by-op reduce and the fused loops
 // (exec/) both sum this way. Other reductions and dtypes keep the serial order (blocks = 1).
 struct ColumnBlocks {
+  int lead = 0;                // leading (reduced) dims that index the slabs
   int64_t rows = 0, slab = 0;  // slabs and elements per slab
   int64_t block_rows = 0;      // slabs per block (the last block may have fewer)
   int64_t blocks = 1;
