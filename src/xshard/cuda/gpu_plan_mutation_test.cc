@@ -32,6 +32,10 @@
 namespace xs::cuda {
 namespace {
 
+// Whether the OpenXLA corpus (XSHARD_CORPUS_DIR, beside the checkout by default) is there: a
+// clone without it mutates tests/data's modules alone, about a quarter as many.
+bool WithCorpus() { return xs::testing::CorpusAvailable(XSHARD_CORPUS_DIR); }
+
 // The module texts: tests/data's *.hlo and the corpus modules that are not meant to fail.
 std::vector<std::pair<std::string, std::string>> Texts() {
   std::vector<std::pair<std::string, std::string>> out;
@@ -109,7 +113,8 @@ TEST(GpuPlanMutations, NoMutantCrashesThePlannerOrTheGenerators) {
   }
   std::cout << "mutants the CPU plans: " << tried << " (" << planned << " GPU-planned, " << unsupported
             << " with an unsupported step, each saying why)\n";
-  EXPECT_GT(tried, 200);
+  // 188 from tests/data alone when this was set.
+  EXPECT_GT(tried, WithCorpus() ? 200 : 150);
 }
 
 // Random arguments as the corpus suites make them: floats in [-1, 1), integers 0..3, both parts
@@ -206,7 +211,8 @@ TEST(GpuPlanMutations, SmallMutantsMatchTheCpuOnTheHost) {
   }
   std::cout << "small mutants run through their GPU plans on the host: " << ran << " of " << mutants.size() << " planned ("
             << kernels.size() << " kernels)\n";
-  EXPECT_GT(ran, 100);
+  // 71 from tests/data alone when this was set.
+  EXPECT_GT(ran, WithCorpus() ? 100 : 50);
 }
 
 }  // namespace
