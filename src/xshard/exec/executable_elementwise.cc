@@ -157,10 +157,15 @@ Status PrepareBitcastConvert(const Instruction& inst, Step& step, const Program&
   step.run = &RunBitcastConvert;
   step.writes_result_buffer = true;
   const DType from = inst.operand(0)->shape().dtype();
-  if (DTypeSize(from) == DTypeSize(inst.shape().dtype()) && inst.shape().rank() == 0) {
-    // Same-size scalars (comparators' float -> int tricks): a byte copy in the scalar fast path.
-    XS_ASSIGN_OR_RETURN(step.SetPayload(ElementwisePayload{}).unary, kernels::FindUnaryKernel(Opcode::kCopy, from));
-    step.scalar_kind = ScalarKind::kUnary;
+  if (DTypeSize(from) == DTypeSize(inst.shape().dtype())) {
+    // Same element size: a byte copy per element, so scalars (comparators' float -> int tricks)
+    // take the scalar fast path and arrays join fused loops (jax.random's bits -> float).
+    StatusOr<kernels::UnaryKernel> copy = kernels::FindUnaryKernel(Opcode::kCopy, from);
+    if (!copy.ok() && inst.shape().rank() == 0) return copy.status();
+    if (copy.ok()) {
+      step.SetPayload(ElementwisePayload{}).unary = *copy;
+      step.scalar_kind = ScalarKind::kUnary;
+    }
   }
   return OkStatus();
 }

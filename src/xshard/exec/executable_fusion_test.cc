@@ -8,6 +8,8 @@
 
 #include "gtest/gtest.h"
 #include "xshard/exec/executable.h"
+#include "xshard/exec/executable_plan.h"
+#include "xshard/exec/fusion_plan.h"
 #include "xshard/text/parse_test_util.h"
 
 namespace xs {
@@ -613,6 +615,103 @@ TEST(Fusion, ReduceOfAnInputOrOfAValueUsedElsewhere) {
                              {RandomArray(DType::kF32, {4096, 100}, rng)}, threads);
     ExpectFusedEqualsUnfused(ReduceAlsoReadModule("4096,100", "100", 0), {RandomArray(DType::kF32, {4096, 100}, rng)},
                              threads);
+  }
+}
+
+// Three rounds of threefry2x32 as jax.random lowers them (rotations by runtime scalars), then
+// the bits -> float step of jax.random.uniform. `a2` has users in both final sums, so grouping
+// alone splits the round into two loops, one reading the other's outputs back; the groups merge
+// into one loop of three outputs, the same-size bitcast-convert joins it, and its 21 members
+// share a few tile buffers.
+TEST(Fusion, ThreefryRoundsAreOneLoopWithFewTiles) {
+  const std::string text = R"(
+HloModule threefry
+ENTRY main {
+  x0 = u32[300,257] parameter(0)
+  x1 = u32[300,257] parameter(1)
+  r = u32[] parameter(2)
+  k = u32[] parameter(3)
+  thirty_two = u32[] constant(32)
+  rc = u32[] subtract(thirty_two, r)
+  rb = u32[300,257] broadcast(r), dimensions={}
+  rcb = u32[300,257] broadcast(rc), dimensions={}
+  a1 = u32[300,257] add(x0, x1)
+  l1 = u32[300,257] shift-left(x1, rb)
+  h1 = u32[300,257] shift-right-logical(x1, rcb)
+  o1 = u32[300,257] or(l1, h1)
+  y1 = u32[300,257] xor(a1, o1)
+  a2 = u32[300,257] add(a1, y1)
+  l2 = u32[300,257] shift-left(y1, rb)
+  h2 = u32[300,257] shift-right-logical(y1, rcb)
+  o2 = u32[300,257] or(l2, h2)
+  y2 = u32[300,257] xor(a2, o2)
+  a3 = u32[300,257] add(a2, y2)
+  l3 = u32[300,257] shift-left(y2, rb)
+  h3 = u32[300,257] shift-right-logical(y2, rcb)
+  o3 = u32[300,257] or(l3, h3)
+  y3 = u32[300,257] xor(a3, o3)
+  kb = u32[300,257] broadcast(k), dimensions={}
+  out0 = u32[300,257] add(a2, kb)
+  out1 = u32[300,257] add(y3, kb)
+  nine = u32[] constant(9)
+  nb = u32[300,257] broadcast(nine), dimensions={}
+  m = u32[300,257] shift-right-logical(out1, nb)
+  one_bits = u32[] constant(1065353216)
+  ob = u32[300,257] broadcast(one_bits), dimensions={}
+  f = u32[300,257] or(m, ob)
+  fl = f32[300,257] bitcast-convert(f)
+  one = f32[] constant(1)
+  oneb = f32[300,257] broadcast(one), dimensions={}
+  u = f32[300,257] subtract(fl, oneb)
+  ROOT out = (u32[300,257], u32[300,257], f32[300,257]) tuple(out0, out1, u)
+})";
+  const int64_t n = 300 * 257;
+  Array x0(DType::kU32, {300, 257}), x1(DType::kU32, {300, 257});
+  uint32_t state = 12345;
+  auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  for (int64_t i = 0; i < n; ++i) {
+    reinterpret_cast<uint32_t*>(x0.data())[i] = next();
+    reinterpret_cast<uint32_t*>(x1.data())[i] = next();
+  }
+  const uint32_t rot = 13, key = 0x9E3779B9u;
+  const std::vector<Array> args = {x0, x1, Array::FromVector<uint32_t>({}, {rot}),
+                                   Array::FromVector<uint32_t>({}, {key})};
+  for (int threads : {1, 3}) ExpectFusedEqualsUnfused(text, args, threads);
+
+  std::unique_ptr<Module> mod = ParseOrFail(text);
+  std::unique_ptr<Executable> e = *Executable::Create(*mod);
+  const FusedLoop* loop = nullptr;
+  int loops = 0;
+  for (const Step& s : e->program().entry->steps) {
+    if (const FusedPayload* fused = s.FindPayload<FusedPayload>()) {
+      loop = fused->loop.get();
+      ++loops;
+    }
+  }
+  ASSERT_EQ(loops, 1);
+  EXPECT_EQ(loop->outputs.size(), 3u);
+  EXPECT_EQ(loop->members, 21);  // every elementwise op and the bitcast-convert
+  // Six scalars (r, 32 - r, k, 9, the float bits, 1) and four tiles: a round's sum, its xor and
+  // the two shifted halves are all that is ever live (one buffer per member would be 28).
+  EXPECT_LE(loop->num_buffers, 10);
+  ExecuteStats stats;
+  std::vector<Array> out = *e->Run(args, {}, &stats);
+  // The three results and the scalar 32 - r: no round's value is ever a whole array.
+  EXPECT_LE(stats.peak_bytes, 3 * ((n * 4 + 63) / 64 * 64) + 64);
+  auto rotl = [](uint32_t v, uint32_t r) { return (v << r) | (v >> (32 - r)); };
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t a = reinterpret_cast<const uint32_t*>(x0.data())[i];
+    const uint32_t b = reinterpret_cast<const uint32_t*>(x1.data())[i];
+    const uint32_t a1 = a + b, y1 = a1 ^ rotl(b, rot);
+    const uint32_t a2 = a1 + y1, y2 = a2 ^ rotl(y1, rot);
+    const uint32_t a3 = a2 + y2, y3 = a3 ^ rotl(y2, rot);
+    const uint32_t o0 = a2 + key, o1 = y3 + key;
+    const uint32_t bits = (o1 >> 9) | 0x3F800000u;
+    float fv;
+    std::memcpy(&fv, &bits, 4);
+    ASSERT_EQ(reinterpret_cast<const uint32_t*>(out[0].data())[i], o0) << i;
+    ASSERT_EQ(reinterpret_cast<const uint32_t*>(out[1].data())[i], o1) << i;
+    ASSERT_EQ(reinterpret_cast<const float*>(out[2].data())[i], fv - 1.0f) << i;
   }
 }
 

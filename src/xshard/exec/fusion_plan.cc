@@ -1,5 +1,6 @@
 // Planning of fused elementwise loops: grouping (consumers first, a producer joins its users'
-// group when that cannot create a cycle), reduces joining their operand's loop, the step reorder.
+// group when that cannot create a cycle; then a group joins a producer group of its shape when no
+// path leaves and re-enters them), reduces joining their operand's loop, the step reorder.
 #include "xshard/exec/fusion_plan.h"
 
 #include <algorithm>
@@ -18,7 +19,12 @@ namespace {
 
 bool IsMember(const Step& step) {
   const Instruction& inst = *step.inst;
-  if (!IsLoopFusible(inst.opcode()) || !FusionLoopShaped(inst.shape())) return false;
+  // A bitcast-convert between real types of one size is elementwise too (a kUnary byte copy).
+  const bool same_size_bitcast = inst.opcode() == Opcode::kBitcastConvert && inst.operand_count() == 1 &&
+                                 inst.operand(0)->shape().IsArray() && inst.shape().IsArray() &&
+                                 DTypeSize(inst.operand(0)->shape().dtype()) == DTypeSize(inst.shape().dtype()) &&
+                                 !IsComplex(inst.operand(0)->shape().dtype()) && !IsComplex(inst.shape().dtype());
+  if ((!IsLoopFusible(inst.opcode()) && !same_size_bitcast) || !FusionLoopShaped(inst.shape())) return false;
   for (const Instruction* o : inst.operands()) {
     if (!o->shape().IsArray() || DTypeSize(o->shape().dtype()) <= 0) return false;
     if (o->shape().rank() != 0 && o->shape().dims() != inst.shape().dims()) return false;
@@ -131,6 +137,92 @@ bool Reaches(const std::vector<const Instruction*>& from,
   return false;
 }
 
+// Whether a path of users (data or control) from a member of group `ga` or `gb` leaves both and
+// comes back to one of them; a member of any other group stands for its whole group, which runs as
+// one step. Conservatively true past a visit budget.
+bool PathLeavesAndReturns(int ga, int gb, const std::vector<Group>& groups,
+                          const std::unordered_map<const Instruction*, int>& group_of) {
+  auto in_pair = [&](const Instruction* i) {
+    auto it = group_of.find(i);
+    return it != group_of.end() && (it->second == ga || it->second == gb);
+  };
+  std::vector<const Instruction*> stack;
+  std::unordered_set<const Instruction*> seen;
+  std::unordered_set<int> expanded;
+  auto push_users = [&](const Instruction* i, bool from_pair) {
+    for (const std::vector<Instruction*>* next : {&i->users(), &i->control_successors()}) {
+      for (const Instruction* u : *next) {
+        if (in_pair(u)) {
+          if (!from_pair) return true;
+          continue;
+        }
+        if (seen.insert(u).second) stack.push_back(u);
+      }
+    }
+    return false;
+  };
+  for (int g : {ga, gb}) {
+    for (const Instruction* m : groups[g].members) push_users(m, true);
+  }
+  int budget = 20000;
+  while (!stack.empty()) {
+    const Instruction* i = stack.back();
+    stack.pop_back();
+    if (--budget < 0 || push_users(i, false)) return true;
+    auto gi = group_of.find(i);
+    if (gi != group_of.end() && expanded.insert(gi->second).second) {
+      for (const Instruction* m : groups[gi->second].members) {
+        if (push_users(m, false)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Joins each group to a group of the same dims it reads a member of, when no path between them
+// leaves both (the joined loop would then wait for itself). The grouping above puts a value whose
+// users sit in two groups into one of them, and the other reads it back from memory: one threefry
+// round of jax.random was a loop writing three arrays and a second loop reading two of them back.
+// `keep[g]` turns off for the groups emptied; members stay in reverse post order (`position`).
+void MergeProducerGroups(std::vector<Group>& groups, std::vector<char>& keep,
+                         std::unordered_map<const Instruction*, int>& group_of,
+                         const std::unordered_map<const Instruction*, int>& position) {
+  int attempts = 0;
+  constexpr int kMaxAttempts = 4000;  // bounds planning time on modules of many groups
+  bool merged = true;
+  while (merged) {
+    merged = false;
+    for (int b = 0; b < static_cast<int>(groups.size()); ++b) {
+      if (!keep[b]) continue;
+      int into = -1;
+      std::unordered_set<int> tried;
+      for (const Instruction* m : groups[b].members) {
+        for (const Instruction* o : m->operands()) {
+          auto it = group_of.find(o);
+          if (it == group_of.end() || it->second == b || !keep[it->second]) continue;
+          const int a = it->second;
+          if (groups[a].dims != groups[b].dims || !tried.insert(a).second) continue;
+          if (++attempts > kMaxAttempts) return;
+          if (!PathLeavesAndReturns(a, b, groups, group_of)) {
+            into = a;
+            break;
+          }
+        }
+        if (into >= 0) break;
+      }
+      if (into < 0) continue;
+      for (const Instruction* m : groups[b].members) {
+        group_of[m] = into;
+        groups[into].members.push_back(m);
+      }
+      groups[b].members.clear();
+      keep[b] = 0;
+      std::sort(groups[into].members.begin(), groups[into].members.end(),
+                [&](const Instruction* x, const Instruction* y) { return position.at(x) > position.at(y); });
+      merged = true;
+    }
+  }
+}
 
 }  // namespace
 
@@ -181,6 +273,11 @@ bool TryFuse(std::vector<Step>& steps, const std::unordered_map<const Instructio
     if (!keep[g]) {
       for (const Instruction* m : groups[g].members) group_of.erase(m);
     }
+  }
+  if (multi_output) {
+    std::unordered_map<const Instruction*, int> position;
+    for (size_t i = 0; i < steps.size(); ++i) position[steps[i].inst] = static_cast<int>(i);
+    MergeProducerGroups(groups, keep, group_of, position);
   }
   // Reduces join the group of their operand, or get a loop of their own.
   for (const Step& s : steps) {

@@ -1,8 +1,8 @@
 // Loop fusion of elementwise chains: at plan time, maximal groups of elementwise ops (unary,
 // binary, compare, convert, copy, select, clamp) with the broadcasts and iotas they read become
 // one step that walks the group's output shape in cache-sized tiles, calling each op's kernel on
-// the tile; intermediates live in per-thread tile buffers and only group inputs and outputs touch
-// memory. Scalars stay scalars (a tile filled once per thread). Results are bitwise those of the
+// the tile; intermediates live in per-thread tile buffers (shared by values whose lives do not
+// overlap) and only group inputs and outputs touch memory. Scalars stay scalars (a tile filled once per thread). Results are bitwise those of the
 // op-by-op steps (same kernels, same per-op rounding). Not part of the public API.
 #ifndef XSHARD_EXEC_FUSION_PLAN_H_
 #define XSHARD_EXEC_FUSION_PLAN_H_
@@ -34,7 +34,8 @@ struct FusedValue {
   int esize = 0;    // bytes per element
   int input = -1;   // kInput / kScalarInput: operand index of the step
   int output = -1;  // kOutput: index into FusedLoop::outputs
-  int buffer = -1;  // kScalarInput / kUniform / kScratch: per-thread buffer index
+  int buffer = -1;  // kScalarInput / kUniform / kScratch: per-thread buffer index (scratch
+                    // values whose lives do not overlap share one)
 };
 
 // kGather: a broadcast (the name predates kRowGather); kRowGather: an HLO gather of whole rows
