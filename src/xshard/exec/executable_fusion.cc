@@ -106,10 +106,20 @@ int64_t TableRow(const std::byte* ids, DType t, int64_t row, int64_t rows) {
 // Elements [off, off + n) of a row gather into `out`, or where the table holds them as one run
 // (a tile inside one row: an embedding row of 512 or more elements is read in place, never
 // copied). Returns where the elements are.
+// The table rows sit anywhere, where the hardware prefetchers cannot follow: a tile that ends a
+// row asks for the first lines of the row that comes `kRowsAhead` tiles of rows later
+// (`count`: the loop's elements).
 const std::byte* RowGather(const FusedOp& op, const std::byte* table, const std::byte* ids, int esize, int64_t off,
-                           int64_t n, std::byte* out) {
+                           int64_t n, int64_t count, std::byte* out) {
+  constexpr int64_t kRowsAhead = 4;
   const DType t = op.inst->operand(1)->shape().dtype();
   int64_t row = off / op.inner, col = off % op.inner;
+  if (col + n == op.inner && (row + kRowsAhead) * op.inner < count) {
+    const char* next =
+        reinterpret_cast<const char*>(table + TableRow(ids, t, row + kRowsAhead, op.size) * op.inner * esize);
+    const int64_t bytes = std::min<int64_t>(op.inner * esize, 4096);
+    for (int64_t at = 0; at < bytes; at += 64) __builtin_prefetch(next + at, 0, 3);
+  }
   if (col + n <= op.inner) return table + (TableRow(ids, t, row, op.size) * op.inner + col) * esize;
   for (int64_t i = 0; i < n; ++row, col = 0) {
     const int64_t run = std::min(n - i, op.inner - col);
@@ -166,7 +176,7 @@ void RunOp(const FusedLoop& f, const FusedOp& op, std::byte** p, std::byte* cons
     case FusedOpKind::kRowGather: {
       const int esize = f.values[op.out].esize;
       std::byte* buffer = home != nullptr ? home[op.out] : out;
-      const std::byte* at = RowGather(op, inputs[op.in[0]], inputs[op.in[1]], esize, off, n, buffer);
+      const std::byte* at = RowGather(op, inputs[op.in[0]], inputs[op.in[1]], esize, off, n, f.count, buffer);
       if (home != nullptr) {
         p[op.out] = const_cast<std::byte*>(at);
       } else if (at != buffer) {
@@ -260,32 +270,43 @@ void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
   }
   const int64_t prologue_n = std::min(kFusedTile, f.count);
   for (const FusedOp& op : f.prologue) RunOp(f, op, p.data(), nullptr, nullptr, inputs, 0, prologue_n, iota);
+  // What changes from tile to tile, found once: the values read or written in place (their base
+  // pointers and element sizes) and, per op, where a broadcast may point.
+  struct InPlace {
+    int value;
+    std::byte* base;
+    int64_t esize;
+  };
+  std::vector<InPlace> in_place, streamed;
+  for (size_t v = 0; v < f.values.size(); ++v) {
+    const FusedValue& fv = f.values[v];
+    if (fv.kind == FusedValueKind::kInput) {
+      in_place.push_back({static_cast<int>(v), const_cast<std::byte*>(inputs[fv.input]), fv.esize});
+    } else if (fv.kind == FusedValueKind::kOutput) {
+      if (stream) {
+        p[v] = stream_base + fv.output * buffer_bytes;
+        streamed.push_back({static_cast<int>(v), outputs[fv.output], fv.esize});
+      } else {
+        in_place.push_back({static_cast<int>(v), outputs[fv.output], fv.esize});
+      }
+    }
+  }
+  std::vector<std::byte* const*> op_home(f.body.size(), nullptr);
+  std::vector<GatherTile*> op_kept(f.body.size(), nullptr);
+  for (size_t i = 0; i < f.body.size(); ++i) {
+    if (redirectable(f.body[i])) op_home[i] = home.data();
+    if (kept[i].data != nullptr) op_kept[i] = &kept[i];
+  }
   for (int64_t row = 0; row < runs.rows; ++row) {
     const int64_t begin = runs.first + row * runs.stride, end = begin + runs.width;
     for (int64_t off = begin; off < end; off += kFusedTile) {
       const int64_t n = std::min(kFusedTile, end - off);
-      for (size_t v = 0; v < f.values.size(); ++v) {
-        const FusedValue& fv = f.values[v];
-        if (fv.kind == FusedValueKind::kInput) {
-          p[v] = const_cast<std::byte*>(inputs[fv.input]) + off * fv.esize;
-        } else if (fv.kind == FusedValueKind::kOutput) {
-          p[v] = stream ? stream_base + fv.output * buffer_bytes : outputs[fv.output] + off * fv.esize;
-        }
-      }
+      for (const InPlace& v : in_place) p[v.value] = v.base + off * v.esize;
       for (size_t i = 0; i < f.body.size(); ++i) {
-        const FusedOp& op = f.body[i];
-        const bool redirect = redirectable(op);
-        RunOp(f, op, p.data(), redirect ? home.data() : nullptr, kept[i].data != nullptr ? &kept[i] : nullptr, inputs,
-              off, n, iota);
+        RunOp(f, f.body[i], p.data(), op_home[i], op_kept[i], inputs, off, n, iota);
       }
       if (f.has_reduce) f.reduce.fn(p[f.reduce.value], reduced, f.dims, f.reduce.ostride, off, n);
-      if (stream) {
-        for (size_t v = 0; v < f.values.size(); ++v) {
-          const FusedValue& fv = f.values[v];
-          if (fv.kind != FusedValueKind::kOutput) continue;
-          kernels::StreamCopy(outputs[fv.output] + off * fv.esize, p[v], n * fv.esize);
-        }
-      }
+      for (const InPlace& v : streamed) kernels::StreamCopy(v.base + off * v.esize, p[v.value], n * v.esize);
     }
   }
   if (stream) kernels::StreamFence();
