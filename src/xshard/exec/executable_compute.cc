@@ -264,7 +264,8 @@ Status RunScatter(const Step& step, Frame& frame, RunContext& ctx) {
     }
     Array* outs[] = {out.get()};
     const Array* updates[] = {&OperandArray(step, frame, 2)};
-    XS_RETURN_IF_ERROR(kernels::ScatterInPlace(outs, OperandArray(step, frame, 1), updates, dn, c));
+    XS_RETURN_IF_ERROR(
+        kernels::ScatterInPlace(outs, OperandArray(step, frame, 1), updates, dn, c, IntraOpThreads(ctx)));
     frame.slots[step.out] = OwnedSlot(std::move(out));
     return OkStatus();
   }

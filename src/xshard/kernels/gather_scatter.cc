@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "xshard/kernels/elementwise_loops.h"
 #include "xshard/kernels/numeric.h"
@@ -796,9 +797,21 @@ StatusOr<Array> GatherReference(const Array& operand, const Array& indices,
   return out;
 }
 
-Status ScatterInPlace(std::span<Array* const> outs, const Array& indices,
-                      std::span<const Array* const> updates, const ScatterDimensionNumbers& dn,
-                      const Combiner& combiner) {
+int64_t ScatterAddBlocks(CombineKind kind, DType dtype, int64_t windows, int64_t update_elements,
+                         int64_t result_elements) {
+  // Blocks of at least 2^20 update elements (4 MiB of f32), so each is long work for a thread,
+  // and at most 64; the partials ((blocks - 1) results, each set to -0.0 and added at the end)
+  // cost at most 1/8 of the updates.
+  constexpr int64_t kBlockElements = int64_t{1} << 20, kMaxBlocks = 64;
+  if (kind != CombineKind::kAdd || (dtype != DType::kF32 && dtype != DType::kF64) || result_elements <= 0) return 1;
+  int64_t blocks = std::min(update_elements / kBlockElements, kMaxBlocks);
+  blocks = std::min(blocks, 1 + update_elements / (8 * result_elements));
+  blocks = std::min(blocks, windows);
+  return std::max<int64_t>(blocks, 1);
+}
+
+Status ScatterInPlace(std::span<Array* const> outs, const Array& indices, std::span<const Array* const> updates,
+                      const ScatterDimensionNumbers& dn, const Combiner& combiner, int threads) {
   if (outs.empty() || outs.size() != updates.size()) {
     return InvalidArgument("scatter: needs as many updates as operands (got ", outs.size(),
                            " and ", updates.size(), ")");
@@ -886,15 +899,39 @@ Status ScatterInPlace(std::span<Array* const> outs, const Array& indices,
       }
       return OkStatus();
     }
-    return WalkWindows(
-        starts, plan, plan.dims.empty(), 0, windows,
-        [&](const int64_t* op, const int64_t* other, int64_t m) {
-          typed.windows(out, up, op, other, m, plan.run, plan.a_step, plan.b_step);
-        },
-        [&](const Run* runs, int64_t n) {
-          typed.runs(out, up, runs, n, plan.a_step, plan.b_step);
-          return OkStatus();
-        });
+    // Windows [first, last) combined into `target` in order.
+    auto walk = [&](std::byte* target, int64_t first, int64_t last) {
+      return WalkWindows(
+          starts, plan, plan.dims.empty(), first, last,
+          [&](const int64_t* op, const int64_t* other, int64_t m) {
+            typed.windows(target, up, op, other, m, plan.run, plan.a_step, plan.b_step);
+          },
+          [&](const Run* runs, int64_t n) {
+            typed.runs(target, up, runs, n, plan.a_step, plan.b_step);
+            return OkStatus();
+          });
+    };
+    const int64_t blocks = ScatterAddBlocks(combiner.kind, op0.dtype(), windows, up0.num_elements(), total);
+    if (blocks == 1) return walk(out, 0, windows);
+    // Block 0 adds into the result, block b > 0 into partial b - 1 (from -0.0, the identity of
+    // addition: an element no window of the block reaches adds nothing); then the partials are
+    // added in block order, each thread a range of elements.
+    const DType t = op0.dtype();
+    const int64_t es = DTypeSize(t);
+    std::unique_ptr<std::byte[]> partials(new std::byte[static_cast<size_t>((blocks - 1) * total * es)]);
+    XS_RETURN_IF_ERROR(ParallelForStatus(blocks, threads, [&](int64_t b) {
+      std::byte* target = out;
+      if (b > 0) {
+        target = partials.get() + (b - 1) * total * es;
+        InitColumnPartials(t, target, total, 1);
+      }
+      return walk(target, windows * b / blocks, windows * (b + 1) / blocks);
+    }));
+    const int64_t ranges = std::max<int64_t>(1, std::min<int64_t>(4 * threads, total / 4096));
+    ParallelFor(ranges, threads, [&](int64_t r) {
+      AddPartialsRange(t, out, partials.get(), total, blocks - 1, total * r / ranges, total * (r + 1) / ranges);
+    });
+    return OkStatus();
   }
   const size_t n_ops = outs.size();
   std::vector<const std::byte*> args(2 * n_ops);

@@ -46,10 +46,16 @@ StatusOr<Array> GatherReference(const Array& operand, const Array& indices,
 
 // scatter's combines applied to `outs`, which hold the operands' values (copies, or the
 // operands' own buffers when those may be overwritten); they must not overlap the indices or the
-// updates.
-Status ScatterInPlace(std::span<Array* const> outs, const Array& indices,
-                      std::span<const Array* const> updates, const ScatterDimensionNumbers& dn,
-                      const Combiner& combiner);
+// updates. Updates are combined in window order, except that an f32 / f64 scatter-add with far
+// more update elements than result elements (segment_sum, embedding-row sums into a small table)
+// sums fixed blocks of windows into partial results, each block in order, and then adds the
+// partials in block order (ScatterAddBlocks): the blocks run on up to `threads` threads, and
+// the order depends on the shapes alone, so every thread count gives the same bits.
+Status ScatterInPlace(std::span<Array* const> outs, const Array& indices, std::span<const Array* const> updates,
+                      const ScatterDimensionNumbers& dn, const Combiner& combiner, int threads = 1);
+// The blocks of windows such a scatter-add is summed in (1: window order throughout).
+int64_t ScatterAddBlocks(CombineKind kind, DType dtype, int64_t windows, int64_t update_elements,
+                         int64_t result_elements);
 // scatter(operands..., indices, updates...) -> one array per operand (copies of the operands
 // updated by ScatterInPlace).
 StatusOr<std::vector<Array>> Scatter(std::span<const Array* const> operands, const Array& indices,

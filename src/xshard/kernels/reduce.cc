@@ -547,10 +547,10 @@ ColumnBlocks PlanColumnBlocks(CombineKind kind, DType dtype, const std::vector<i
 namespace {
 
 template <class S>
-void AddPartialsTyped(S* out, const S* partials, int64_t n, int64_t count) {
+void AddPartialsTyped(S* out, const S* partials, int64_t n, int64_t count, int64_t begin, int64_t end) {
   for (int64_t b = 0; b < count; ++b) {
     const S* p = partials + b * n;
-    for (int64_t k = 0; k < n; ++k) out[k] = out[k] + p[k];
+    for (int64_t k = begin; k < end; ++k) out[k] = out[k] + p[k];
   }
 }
 
@@ -565,10 +565,15 @@ void InitColumnPartials(DType dtype, std::byte* partials, int64_t n, int64_t cou
 }
 
 void AddColumnPartials(DType dtype, std::byte* out, const std::byte* partials, int64_t n, int64_t count) {
+  AddPartialsRange(dtype, out, partials, n, count, 0, n);
+}
+
+void AddPartialsRange(DType dtype, std::byte* out, const std::byte* partials, int64_t n, int64_t count, int64_t begin,
+                      int64_t end) {
   if (dtype == DType::kF64) {
-    AddPartialsTyped(reinterpret_cast<double*>(out), reinterpret_cast<const double*>(partials), n, count);
+    AddPartialsTyped(reinterpret_cast<double*>(out), reinterpret_cast<const double*>(partials), n, count, begin, end);
   } else {
-    AddPartialsTyped(reinterpret_cast<float*>(out), reinterpret_cast<const float*>(partials), n, count);
+    AddPartialsTyped(reinterpret_cast<float*>(out), reinterpret_cast<const float*>(partials), n, count, begin, end);
   }
 }
 

@@ -97,6 +97,9 @@ void InitColumnPartials(DType dtype, std::byte* partials, int64_t n, int64_t cou
 // out[k] = (((out[k] + partials[0][k]) + partials[1][k]) + ...) for the `count` partial outputs of
 // `n` elements each, stored one after another (f32 / f64).
 void AddColumnPartials(DType dtype, std::byte* out, const std::byte* partials, int64_t n, int64_t count);
+// The same for elements [begin, end) only (ranges of one output on several threads).
+void AddPartialsRange(DType dtype, std::byte* out, const std::byte* partials, int64_t n, int64_t count, int64_t begin,
+                      int64_t end);
 
 }  // namespace xs::kernels
 
