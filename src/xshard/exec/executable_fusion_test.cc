@@ -715,6 +715,49 @@ ENTRY main {
   }
 }
 
+// `out1` reads `y1` of the first loop and, through a transpose (not fusible), `a2` of the same
+// loop: joining the two loops would make the joined loop wait for itself, so they stay two loops
+// (a plan that tried would fail its step order and fall back to one loop per output: four).
+TEST(Fusion, GroupsJoinedThroughAnotherOpStayApart) {
+  const std::string text = R"(
+HloModule apart
+ENTRY main {
+  x0 = u32[64,64] parameter(0)
+  x1 = u32[64,64] parameter(1)
+  a1 = u32[64,64] add(x0, x1)
+  y1 = u32[64,64] xor(a1, x1)
+  a2 = u32[64,64] add(a1, y1)
+  t = u32[64,64] transpose(a2), dimensions={1,0}
+  out0 = u32[64,64] multiply(a2, y1)
+  out1 = u32[64,64] add(y1, t)
+  ROOT out = (u32[64,64], u32[64,64]) tuple(out0, out1)
+})";
+  Array x0(DType::kU32, {64, 64}), x1(DType::kU32, {64, 64});
+  for (int64_t i = 0; i < 64 * 64; ++i) {
+    reinterpret_cast<uint32_t*>(x0.data())[i] = static_cast<uint32_t>(i * 2654435761u);
+    reinterpret_cast<uint32_t*>(x1.data())[i] = static_cast<uint32_t>(i * 40503u + 7);
+  }
+  ExpectFusedEqualsUnfused(text, {x0, x1}, 2);
+  std::unique_ptr<Module> mod = ParseOrFail(text);
+  std::unique_ptr<Executable> e = *Executable::Create(*mod);
+  int loops = 0;
+  for (const Step& s : e->program().entry->steps) loops += s.FindPayload<FusedPayload>() != nullptr;
+  EXPECT_EQ(loops, 2);
+  const std::vector<Array> args = {x0, x1};
+  std::vector<Array> out = *e->Run(args);
+  for (int64_t i = 0; i < 64; ++i) {
+    for (int64_t j = 0; j < 64; ++j) {
+      auto at = [](const Array& a, int64_t r, int64_t c) {
+        return reinterpret_cast<const uint32_t*>(a.data())[r * 64 + c];
+      };
+      auto y1 = [&](int64_t r, int64_t c) { return (at(x0, r, c) + at(x1, r, c)) ^ at(x1, r, c); };
+      auto a2 = [&](int64_t r, int64_t c) { return at(x0, r, c) + at(x1, r, c) + y1(r, c); };
+      ASSERT_EQ(at(out[0], i, j), a2(i, j) * y1(i, j)) << i << " " << j;
+      ASSERT_EQ(at(out[1], i, j), y1(i, j) + a2(j, i)) << i << " " << j;
+    }
+  }
+}
+
 // Softmax: max(x) and sum(exp) each reduce a value that another loop also reads (x - max reads
 // x, exp / sum reads exp), so each reduce joins its operand's loop as a second output. Random rows
 // agree with the op-by-op run bit for bit; rows of one repeated value give exactly 1/256 per
