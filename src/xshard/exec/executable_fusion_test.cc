@@ -56,6 +56,15 @@ void ExpectFusedEqualsUnfused(const std::string& text, const std::vector<Array>&
   }
 }
 
+// The fused loops of the entry computation's plan.
+std::vector<const FusedLoop*> FusedLoops(const Executable& e) {
+  std::vector<const FusedLoop*> loops;
+  for (const Step& s : e.program().entry->steps) {
+    if (const FusedPayload* fused = s.FindPayload<FusedPayload>()) loops.push_back(fused->loop.get());
+  }
+  return loops;
+}
+
 // A random DAG of elementwise ops over f32 / bf16 / s32 / pred values of `dims`.
 struct ChainGen {
   std::mt19937 rng;
@@ -680,15 +689,9 @@ ENTRY main {
 
   std::unique_ptr<Module> mod = ParseOrFail(text);
   std::unique_ptr<Executable> e = *Executable::Create(*mod);
-  const FusedLoop* loop = nullptr;
-  int loops = 0;
-  for (const Step& s : e->program().entry->steps) {
-    if (const FusedPayload* fused = s.FindPayload<FusedPayload>()) {
-      loop = fused->loop.get();
-      ++loops;
-    }
-  }
-  ASSERT_EQ(loops, 1);
+  const std::vector<const FusedLoop*> loops = FusedLoops(*e);
+  ASSERT_EQ(loops.size(), 1u);
+  const FusedLoop* loop = loops[0];
   EXPECT_EQ(loop->outputs.size(), 3u);
   EXPECT_EQ(loop->members, 21);  // every elementwise op and the bitcast-convert
   // Six scalars (r, 32 - r, k, 9, the float bits, 1) and four tiles: a round's sum, its xor and
@@ -740,9 +743,7 @@ ENTRY main {
   ExpectFusedEqualsUnfused(text, {x0, x1}, 2);
   std::unique_ptr<Module> mod = ParseOrFail(text);
   std::unique_ptr<Executable> e = *Executable::Create(*mod);
-  int loops = 0;
-  for (const Step& s : e->program().entry->steps) loops += s.FindPayload<FusedPayload>() != nullptr;
-  EXPECT_EQ(loops, 2);
+  EXPECT_EQ(FusedLoops(*e).size(), 2u);
   const std::vector<Array> args = {x0, x1};
   std::vector<Array> out = *e->Run(args);
   for (int64_t i = 0; i < 64; ++i) {
