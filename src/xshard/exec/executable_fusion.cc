@@ -390,7 +390,8 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
     // others into partials of their own, then the partials added in order.
     const DType dtype = reduced->dtype();
     const int64_t n = reduced->num_elements(), es = DTypeSize(dtype);
-    std::vector<std::byte> partials(static_cast<size_t>((cb.blocks - 1) * n * es));
+    // An Array: repeated calls reuse a large buffer instead of faulting in fresh pages.
+    Array partials = Array::Uninitialized(Shape(dtype, {(cb.blocks - 1) * n}));
     kernels::ParallelFor(cb.blocks, threads, [&](int64_t b) {
       std::byte* target = reduced_data;
       if (b > 0) {

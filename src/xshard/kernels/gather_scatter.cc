@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 
 #include "xshard/kernels/elementwise_loops.h"
 #include "xshard/kernels/numeric.h"
@@ -916,20 +915,23 @@ Status ScatterInPlace(std::span<Array* const> outs, const Array& indices, std::s
     // Block 0 adds into the result, block b > 0 into partial b - 1 (from -0.0, the identity of
     // addition: an element no window of the block reaches adds nothing); then the partials are
     // added in block order, each thread a range of elements.
+    // An Array, so that repeated calls reuse the buffer (core/array.cc keeps large ones) instead
+    // of faulting in fresh pages every time: a fresh 3.75 MiB of partials took segment_sum from
+    // 6.4 to 9.6 ms on one thread.
     const DType t = op0.dtype();
     const int64_t es = DTypeSize(t);
-    std::unique_ptr<std::byte[]> partials(new std::byte[static_cast<size_t>((blocks - 1) * total * es)]);
+    Array partials = Array::Uninitialized(Shape(t, {(blocks - 1) * total}));
     XS_RETURN_IF_ERROR(ParallelForStatus(blocks, threads, [&](int64_t b) {
       std::byte* target = out;
       if (b > 0) {
-        target = partials.get() + (b - 1) * total * es;
+        target = partials.data() + (b - 1) * total * es;
         InitColumnPartials(t, target, total, 1);
       }
       return walk(target, windows * b / blocks, windows * (b + 1) / blocks);
     }));
     const int64_t ranges = std::max<int64_t>(1, std::min<int64_t>(4 * threads, total / 4096));
     ParallelFor(ranges, threads, [&](int64_t r) {
-      AddPartialsRange(t, out, partials.get(), total, blocks - 1, total * r / ranges, total * (r + 1) / ranges);
+      AddPartialsRange(t, out, partials.data(), total, blocks - 1, total * r / ranges, total * (r + 1) / ranges);
     });
     return OkStatus();
   }

@@ -381,7 +381,8 @@ void ParallelReduceLoop(ReduceLoopFn loop, CombineKind kind, const Array& in, Ar
     bdims.insert(bdims.end(), dims.begin() + cb.lead, dims.end());
     bostride.insert(bostride.end(), ostride.begin() + cb.lead, ostride.end());
     const int64_t n = out.num_elements(), es = DTypeSize(in.dtype());
-    std::vector<std::byte> partials(static_cast<size_t>((cb.blocks - 1) * n * es));
+    // An Array: repeated calls reuse a large buffer instead of faulting in fresh pages.
+    Array partials = Array::Uninitialized(Shape(in.dtype(), {(cb.blocks - 1) * n}));
     ParallelFor(cb.blocks, threads, [&](int64_t b) {
       std::vector<int64_t> part = bdims;
       part[0] = std::min(cb.block_rows, cb.rows - b * cb.block_rows);
