@@ -39,6 +39,12 @@ HWY_INLINE hn::Vec<D> MaxExpArg(D d) {
   return C(d, sizeof(T_<D>) == 4 ? 88.72 : 709.78);
 }
 
+// Above this exp(x) is +inf for certain (ln of the largest finite value is 88.7228 / 709.7827).
+template <class D>
+HWY_INLINE hn::Vec<D> ExpOverflowArg(D d) {
+  return C(d, sizeof(T_<D>) == 4 ? 88.73 : 709.79);
+}
+
 // Lanes whose sign bit is set (-0 and negative NaNs included).
 template <class D, class V>
 HWY_INLINE auto SignBitSet(D d, V x) {
@@ -90,9 +96,58 @@ struct VSign {
 };
 
 // ---- transcendentals (Highway contrib/math plus the special cases it leaves out) ----
+
+// f32 exp(x) where the result is a normal number, kExpF32Lo <= x <= kExpF32Hi; 0 below (inputs
+// above are clamped: callers send them elsewhere). n = round(x log2(e)) by adding 1.5 * 2^23 + 127,
+// which also leaves n + 127 in the low bits, so 2^n is those bits shifted into the exponent;
+// t = x - n ln(2) in two parts (Cody and Waite); exp(t) = 1 + t + t^2 P(t) with Cephes' expf
+// coefficients, and 2^n exp(t) = s + (t s) (1 + t P1(t)) as one FMA. Checked on every f32 in the
+// range: at most 0.89 ulp from the true value and 1 ulp from glibc's expf (Highway's Exp: 1.03
+// ulp). One AVX2 core, 4096 values in L1: 0.85 ns a value against Highway's 1.37, which covers the
+// whole range with two scalings. The error bound needs FMA: targets without it keep Highway's.
+inline constexpr double kExpF32Lo = -87.0, kExpF32Hi = 88.3;
+template <class D, class V>
+HWY_INLINE V ExpF32Normal(D d, V x) {
+  const hn::RebindToSigned<D> di;
+  const V magic = C(d, 12582912.0 + 127.0);
+  const V xc = hn::Min(hn::Max(x, C(d, kExpF32Lo)), C(d, kExpF32Hi));
+  const V v = hn::MulAdd(xc, C(d, 1.44269504088896341), magic);
+  const V s = hn::BitCast(d, hn::ShiftLeft<23>(hn::BitCast(di, v)));
+  const V n = hn::Sub(v, magic);
+  V t = hn::MulAdd(n, C(d, -0.693145751953125), xc);
+  t = hn::MulAdd(n, C(d, -1.428606765330187045e-06), t);
+  V p = C(d, 1.9875691500e-4);
+  p = hn::MulAdd(p, t, C(d, 1.3981999507e-3));
+  p = hn::MulAdd(p, t, C(d, 8.3334519073e-3));
+  p = hn::MulAdd(p, t, C(d, 4.1665795894e-2));
+  p = hn::MulAdd(p, t, C(d, 1.6666665459e-1));
+  p = hn::MulAdd(p, t, C(d, 5.0000001201e-1));
+  p = hn::MulAdd(p, t, C(d, 1.0));
+  return hn::IfThenZeroElse(hn::Lt(x, C(d, kExpF32Lo)), hn::MulAdd(hn::Mul(t, s), p, s));
+}
+template <class D>
+inline constexpr bool kFastExpF32 = sizeof(T_<D>) == 4 && HWY_NATIVE_FMA;
+
+// f32 with FMA: ExpF32Normal; x above kExpF32Hi (up to where exp overflows), NaN and the band
+// whose results are subnormal, [-104, kExpF32Lo), go to the scalar op. Below -104 exp rounds to 0.
 struct VExp {
-  template <class D, class V> static V Apply(D d, V x) { return hn::Exp(d, x); }
-  template <class D, class V> static auto Bad(D d, V x) { return hn::Not(hn::Le(x, MaxExpArg(d))); }
+  template <class D, class V>
+  static V Apply(D d, V x) {
+    if constexpr (kFastExpF32<D>) {
+      return ExpF32Normal(d, x);
+    } else {
+      return hn::Exp(d, x);
+    }
+  }
+  template <class D, class V>
+  static auto Bad(D d, V x) {
+    if constexpr (kFastExpF32<D>) {
+      const auto normal_or_zero = hn::Or(hn::Ge(x, C(d, kExpF32Lo)), hn::Lt(x, C(d, -104.0)));
+      return hn::Not(hn::And(hn::Le(x, C(d, kExpF32Hi)), normal_or_zero));
+    } else {
+      return hn::Not(hn::Le(x, MaxExpArg(d)));
+    }
+  }
   template <class T> static T Scalar(T x) { return ops::Exp::Apply(x); }
 };
 // expm1(+-0) = +-0 (Highway's polynomial loses the sign of zero).
@@ -150,15 +205,35 @@ struct VTanh {
   template <class D, class V> static auto Bad(D, V x) { return hn::IsNaN(x); }
   template <class T> static T Scalar(T x) { return ops::Tanh::Apply(x); }
 };
-// XLA's logistic: 1 / (1 + exp(-x)); exp(-x) overflows to +inf for x below -MaxExpArg, so the
-// result is exactly 0 there and exactly 1 for large x, as in the scalar formula.
+// XLA's logistic: 1 / (1 + exp(-x)); exp(-x) overflows to +inf for x below -ExpOverflowArg, so
+// the result is exactly 0 there and exactly 1 for large x, as in the scalar formula. f32 with FMA through ExpF32Normal,
+// whose 0 below kExpF32Lo gives the same 1. -x between the vector exp's top (kExpF32Hi, else MaxExpArg) and
+// ExpOverflowArg goes to the scalar op: exp(-x) is still finite there and the result a denormal.
 struct VLogistic {
+  template <class D>
+  static hn::Vec<D> Top(D d) {
+    if constexpr (kFastExpF32<D>) {
+      return C(d, kExpF32Hi);
+    } else {
+      return MaxExpArg(d);
+    }
+  }
   template <class D, class V> static V Apply(D d, V x) {
     const V t = hn::Neg(x);
-    const V e = hn::IfThenElse(hn::Gt(t, MaxExpArg(d)), PosInf(d), hn::Exp(d, t));
+    V e;
+    if constexpr (kFastExpF32<D>) {
+      e = ExpF32Normal(d, t);
+    } else {
+      e = hn::Exp(d, t);
+    }
+    e = hn::IfThenElse(hn::Gt(t, Top(d)), PosInf(d), e);
     return hn::Div(C(d, 1), hn::Add(C(d, 1), e));
   }
-  template <class D, class V> static auto Bad(D, V x) { return hn::IsNaN(x); }
+  template <class D, class V>
+  static auto Bad(D d, V x) {
+    const V t = hn::Neg(x);
+    return hn::Or(hn::IsNaN(x), hn::And(hn::Gt(t, Top(d)), hn::Le(t, ExpOverflowArg(d))));
+  }
   template <class T> static T Scalar(T x) { return ops::Logistic::Apply(x); }
 };
 // f32 erf as XLA's CPU backend computes it: x clamped to [-4, 4], then x * P(x^2) / Q(x^2), a
