@@ -210,33 +210,17 @@ bool LaneReduce(const S* x, int64_t n, S* acc) {
 
 // f32 / f64 sums of rows whose length is a multiple of kSumBlock add each block of kSumBlock
 // elements (aligned to the row's start) as 16 lanes then a fixed pairwise tree, and the block sums
-// in order: the compiler vectorizes the lanes, where the one-by-one sum waits on every add's
+// in order (VectorBlockSums, reduce_simd.h), where the one-by-one sum waits on every add's
 // latency. The order depends only on the block, so ranges cut at multiples of kSumBlock give the
 // whole-row value bit for bit.
 template <class Op, class S>
 constexpr bool kBlockSummable = std::is_same_v<Op, ops::Add> && (std::is_same_v<S, float> || std::is_same_v<S, double>);
-
-template <class S>
-S BlockSum(const S* x) {
-  constexpr int kLanes = 16;
-  static_assert(kSumBlock % kLanes == 0);
-  S lane[kLanes];
-  for (int l = 0; l < kLanes; ++l) lane[l] = x[l];
-  for (int64_t j = kLanes; j < kSumBlock; j += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lane[l] += x[j + l];
-  }
-  for (int w = kLanes / 2; w >= 1; w /= 2) {
-    for (int l = 0; l < w; ++l) lane[l] += lane[l + w];
-  }
-  return lane[0];
-}
+static_assert(kSumBlock == 64, "VectorBlockSums adds blocks of 64");
 
 // Adds the blocks of x[0, n) (n a multiple of kSumBlock) to *acc in order.
 template <class S>
 void BlockSumInto(const S* x, int64_t n, S* acc) {
-  S a = *acc;
-  for (int64_t j = 0; j < n; j += kSumBlock) a += BlockSum(x + j);
-  *acc = a;
+  VectorBlockSums(x, n, acc);
 }
 
 // Typed reduce over the whole input: `ostride[d]` is the output stride of input dim d (0 for a

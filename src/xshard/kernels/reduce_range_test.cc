@@ -148,6 +148,51 @@ TEST(ReduceRange, VectorMaxMinEqualsSequentialOnEveryTarget) {
   simd::UseTargetForTest(0);
 }
 
+// The documented order written out one lane at a time: 16 lanes, the pairwise tree, the blocks'
+// sums added to the accumulator in turn.
+template <class T>
+T ScalarBlockSums(const std::vector<T>& x, T acc) {
+  for (size_t b = 0; b < x.size(); b += 64) {
+    T lane[16];
+    for (int l = 0; l < 16; ++l) lane[l] = x[b + l];
+    for (int j = 16; j < 64; j += 16) {
+      for (int l = 0; l < 16; ++l) lane[l] += x[b + j + l];
+    }
+    for (int w = 8; w >= 1; w /= 2) {
+      for (int l = 0; l < w; ++l) lane[l] += lane[l + w];
+    }
+    acc += lane[0];
+  }
+  return acc;
+}
+
+// Values whose sums round differently in almost every other order (magnitudes from 1e-8 to 1e8,
+// both signs), so a lane or tree step out of place shows.
+template <class T>
+void CheckVectorBlockSums() {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> mant(-1, 1), expo(-8, 8);
+  for (int64_t blocks : {1, 2, 3, 7, 40}) {
+    std::vector<T> x(static_cast<size_t>(blocks * 64));
+    for (T& v : x) v = static_cast<T>(mant(rng) * std::pow(10.0, expo(rng)));
+    const T init = static_cast<T>(0.1);
+    T got = init;
+    VectorBlockSums(x.data(), static_cast<int64_t>(x.size()), &got);
+    const T want = ScalarBlockSums(x, init);
+    EXPECT_EQ(std::memcmp(&got, &want, sizeof(T)), 0) << blocks << " blocks: " << got << " vs " << want;
+  }
+}
+
+TEST(ReduceRange, VectorBlockSumsKeepTheLaneAndTreeOrderOnEveryTarget) {
+  for (int64_t target : simd::SupportedTargets()) {
+    simd::UseTargetForTest(target);
+    SCOPED_TRACE(simd::TargetName(target));
+    CheckVectorBlockSums<float>();
+    CheckVectorBlockSums<double>();
+  }
+  simd::UseTargetForTest(0);
+}
+
 // Rows of a multiple of kSumBlock elements sum in blocks: integer-valued rows (every partial sum
 // exact in f32) give the hand-computed sum whatever the order, and ranges cut at multiples of
 // kSumBlock (as fused tiles are) give Reduce's value bit for bit, for f32 and f64.

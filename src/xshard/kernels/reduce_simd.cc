@@ -1,5 +1,5 @@
 // VectorMaxMin (reduce_simd.h): four vector accumulators of Max / Min and a NaN mask per Highway
-// target, the tail one element at a time.
+// target, the tail one element at a time. VectorBlockSums: reduce.cc's fixed-order block sums.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "xshard/kernels/reduce_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -62,8 +62,52 @@ bool MaxMinImpl(const T* x, int64_t n, bool max, T* result) {
   return true;
 }
 
+// The pairwise tree inside one vector: the upper half of the lanes added into the lower half
+// until one lane is left.
+template <class D>
+HWY_INLINE hn::TFromD<D> HalvingSum(D d, hn::Vec<D> v) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)d;
+  return hn::GetLane(v);
+#else
+  if constexpr (hn::MaxLanes(d) == 1) {
+    return hn::GetLane(v);
+  } else {
+    const hn::Half<D> dh;
+    return HalvingSum(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
+  }
+#endif
+}
+
+// 16 lanes as K = 16 / L vectors of L lanes: vector k holds lanes [k L, k L + L). The tree's
+// steps of 8, 4, ... lanes are vector adds while they span whole vectors, then HalvingSum.
+template <class T>
+void BlockSumsImpl(const T* x, int64_t n, T* acc) {
+  constexpr int64_t kLanes = 16, kBlock = 64;
+  const hn::CappedTag<T, kLanes> d;
+  constexpr int64_t L = static_cast<int64_t>(hn::MaxLanes(d));
+  static_assert(kLanes % L == 0);
+  constexpr int64_t K = kLanes / L;
+  T a = *acc;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const T* p = x + b;
+    hn::Vec<decltype(d)> v[K];
+    for (int64_t k = 0; k < K; ++k) v[k] = hn::LoadU(d, p + k * L);
+    for (int64_t j = kLanes; j < kBlock; j += kLanes) {
+      for (int64_t k = 0; k < K; ++k) v[k] = hn::Add(v[k], hn::LoadU(d, p + j + k * L));
+    }
+    for (int64_t w = K / 2; w >= 1; w /= 2) {
+      for (int64_t k = 0; k < w; ++k) v[k] = hn::Add(v[k], v[k + w]);
+    }
+    a += HalvingSum(d, v[0]);
+  }
+  *acc = a;
+}
+
 bool MaxMinF32(const float* x, int64_t n, bool max, float* result) { return MaxMinImpl(x, n, max, result); }
 bool MaxMinF64(const double* x, int64_t n, bool max, double* result) { return MaxMinImpl(x, n, max, result); }
+void BlockSumsF32(const float* x, int64_t n, float* acc) { BlockSumsImpl(x, n, acc); }
+void BlockSumsF64(const double* x, int64_t n, double* acc) { BlockSumsImpl(x, n, acc); }
 
 }  // namespace xs::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -73,6 +117,10 @@ namespace xs::kernels {
 
 HWY_EXPORT(MaxMinF32);
 HWY_EXPORT(MaxMinF64);
+HWY_EXPORT(BlockSumsF32);
+HWY_EXPORT(BlockSumsF64);
+void VectorBlockSums(const float* x, int64_t n, float* acc) { HWY_DYNAMIC_DISPATCH(BlockSumsF32)(x, n, acc); }
+void VectorBlockSums(const double* x, int64_t n, double* acc) { HWY_DYNAMIC_DISPATCH(BlockSumsF64)(x, n, acc); }
 
 bool VectorMaxMin(const float* x, int64_t n, bool max, float* result) {
   return HWY_DYNAMIC_DISPATCH(MaxMinF32)(x, n, max, result);
