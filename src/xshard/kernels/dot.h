@@ -85,6 +85,18 @@ class DotPlan {
 void SetBlasThreads(int n);
 // The thread count OpenBLAS currently uses.
 int BlasThreads();
+// Sets OpenBLAS's thread count for a scope and puts the previous one back (a device that runs
+// alone and calls OpenBLAS from several of its threads at once, one product each).
+class ScopedBlasThreads {
+ public:
+  explicit ScopedBlasThreads(int n) : saved_(BlasThreads()) { SetBlasThreads(n); }
+  ~ScopedBlasThreads() { SetBlasThreads(saved_); }
+  ScopedBlasThreads(const ScopedBlasThreads&) = delete;
+  ScopedBlasThreads& operator=(const ScopedBlasThreads&) = delete;
+
+ private:
+  int saved_;
+};
 
 }  // namespace xs::kernels
 

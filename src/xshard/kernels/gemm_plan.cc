@@ -3,15 +3,16 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <complex>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 
-#include "xshard/kernels/dot.h"
 #include "xshard/core/allocation_failure.h"
 #include "xshard/kernels/cpu_features.h"
+#include "xshard/kernels/dot.h"
 #include "xshard/kernels/elementwise.h"
 #include "xshard/kernels/numeric.h"
 #include "xshard/kernels/onednn_matmul.h"
@@ -566,6 +567,22 @@ const std::byte* PrepareOperand(const OperandPlan& p, const std::byte* data, std
   return data;
 }
 
+// Threads a batch of OpenBLAS products runs on at once, one product per thread (1: each product
+// in turn, as OpenBLAS threads it). A device that computes alone with T > 1 threads hands its
+// batches to xshard's pool, T at a time, each a one-thread call, when they split evenly (or there
+// are at least 4 T of them): attention's 32 products of 512 x 512 x 64 on 2 threads each
+// called OpenBLAS's threads 32 times, which then spin (sched_yield) for a while after every call,
+// taking the cores from the fused loops that follow. Devices that share the cores already run
+// OpenBLAS single-threaded and split big products instead (GemmSplits).
+int64_t BatchThreads(DotPlan::Engine engine, int64_t batches) {
+  if (engine != DotPlan::Engine::kBlas || batches < 2) return 1;
+  const DeviceThreadShare share = CurrentDeviceThreadShare();
+  if (share.concurrent) return 1;
+  const int64_t threads = share.threads > 0 ? share.threads : BlasThreads();
+  if (threads <= 1 || batches < threads) return 1;
+  return batches % threads == 0 || batches >= 4 * threads ? threads : 1;
+}
+
 }  // namespace
 
 Status DotPlan::Run(const std::byte* lhs, const std::byte* rhs, std::byte* out,
@@ -583,7 +600,11 @@ Status DotPlan::Run(const std::byte* lhs, const std::byte* rhs, std::byte* out,
   // oneDNN takes the innermost one or two batch dims in one call; the other engines loop over all.
   const size_t looped = p.batch_dims.size() - (engine_ == Engine::kOneDnn ? p.onednn_batch_dims : 0);
   const int64_t es = p.lhs.elem_size, os = DTypeSize(p.out_compute);
+  int64_t batches = 1;
+  for (size_t i = 0; i < looped; ++i) batches *= p.batch_dims[i].size;
+  const int64_t threads = BatchThreads(engine_, batches);
   std::vector<int64_t> idx(looped, 0);
+  std::vector<std::array<int64_t, 3>> offsets;  // per batch when they run on the pool
   while (true) {
     int64_t la = 0, lb = 0, lc = 0;
     for (size_t i = 0; i < looped; ++i) {
@@ -591,11 +612,26 @@ Status DotPlan::Run(const std::byte* lhs, const std::byte* rhs, std::byte* out,
       lb += idx[i] * p.batch_dims[i].rhs;
       lc += idx[i] * p.batch_dims[i].out;
     }
-    if (Interrupted()) return OkStatus();  // a stopped run drops the output
-    XS_RETURN_IF_ERROR(RunOne(engine_, p, a + la * es, b + lb * es, c + lc * os));
+    if (threads > 1) {
+      offsets.push_back({la * es, lb * es, lc * os});
+    } else {
+      if (Interrupted()) return OkStatus();  // a stopped run drops the output
+      XS_RETURN_IF_ERROR(RunOne(engine_, p, a + la * es, b + lb * es, c + lc * os));
+    }
     size_t i = looped;
     while (i > 0 && ++idx[i - 1] == p.batch_dims[i - 1].size) idx[--i] = 0;
     if (i == 0) break;
+  }
+  if (threads > 1) {
+    const ScopedBlasThreads one_thread_each(1);
+    XS_RETURN_IF_ERROR(ParallelForStatus(threads, static_cast<int>(threads), [&](int64_t t) -> Status {
+      for (int64_t q = batches * t / threads; q < batches * (t + 1) / threads; ++q) {
+        if (Interrupted()) return OkStatus();  // a stopped run drops the output
+        const auto& o = offsets[static_cast<size_t>(q)];
+        XS_RETURN_IF_ERROR(RunOne(engine_, p, a + o[0], b + o[1], c + o[2]));
+      }
+      return OkStatus();
+    }));
   }
   if (p.out_convert) p.out_convert(c, out, result_.num_elements());
   return OkStatus();

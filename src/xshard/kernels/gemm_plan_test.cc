@@ -367,6 +367,46 @@ TEST(DotPlan, SplitOverTheDeviceThreadShareMatchesOneCall) {
   SetBlasThreads(saved);
 }
 
+// A device computing alone with T > 1 threads runs a batch of BLAS products T at a time on the
+// pool, one single-threaded call each, when the batches split evenly or number at least 4 T: the
+// same values as the products one after another, and OpenBLAS's thread count is put back.
+TEST(DotPlan, BatchesOverTheThreadsOfADeviceAloneMatchOneAtATime) {
+  std::mt19937 rng(31);
+  const int saved = BlasThreads();
+  struct Batched {
+    std::vector<int64_t> lhs, rhs;
+    DotDimensionNumbers dn;
+  };
+  const Batched cases[] = {
+      {{8, 96, 64}, {8, 80, 64}, Dn({0}, {0}, {2}, {2})},              // q k^T: B transposed
+      {{9, 64, 80}, {9, 80, 48}, Dn({0}, {0}, {2}, {1})},              // 9 batches: 4 T on 2 threads
+      {{3, 64, 80}, {3, 80, 48}, Dn({0}, {0}, {2}, {1})},              // 3 on 2 threads: one at a time
+      {{2, 3, 40, 24}, {3, 2, 24, 56}, Dn({0, 1}, {1, 0}, {3}, {2})},  // batch dims that do not merge
+  };
+  for (const Batched& c : cases) {
+    const Array lhs = Random(DType::kF64, c.lhs, rng), rhs = Random(DType::kF64, c.rhs, rng);
+    auto plan = DotPlan::Create(lhs.shape(), rhs.shape(), c.dn, DType::kF64);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    ASSERT_EQ((*plan)->engine(), DotPlan::Engine::kBlas);
+    StatusOr<Array> serial = Array();
+    {
+      SetBlasThreads(1);
+      ScopedDeviceThreadShare share({1, /*concurrent=*/false});
+      serial = (*plan)->Run(lhs, rhs);
+      ASSERT_TRUE(serial.ok()) << serial.status().message();
+    }
+    for (int threads : {2, 3, 4}) {
+      SetBlasThreads(threads);
+      ScopedDeviceThreadShare share({threads, /*concurrent=*/false});
+      auto parallel = (*plan)->Run(lhs, rhs);
+      ASSERT_TRUE(parallel.ok()) << parallel.status().message();
+      ExpectClose(*parallel, *serial, 1e-12, 1e-12, StrCat((*plan)->ToString(), " threads=", threads));
+      EXPECT_EQ(BlasThreads(), threads);
+    }
+  }
+  SetBlasThreads(saved);
+}
+
 TEST(Transpose, TiledMatchesReferenceForRandomPermutationsAndElementSizes) {
   std::mt19937 rng(13);
   for (DType t : {DType::kU8, DType::kBF16, DType::kF32, DType::kF64, DType::kC128}) {
