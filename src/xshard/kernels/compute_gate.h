@@ -2,13 +2,13 @@
 // once. Devices outnumber cores (8, 128, even 1536 virtual devices on 2 cores); ungated, every
 // device's kernel runs at the same time, time-sliced, and every kernel's scratch (im2col patches,
 // f32 copies of bf16 operands) is alive at once: 128 devices x 150 MB of convolution scratch is
-// 19 GB. Gated to the core count, scratch peaks at cores x that, at the same throughput (the cores
-// were the limit). Only kernels that cannot wait on another device are gated (never a collective
-// or a call / while / conditional whose body communicates), so a gate can never deadlock a run.
-// The gate does spread the devices' arrival at the next collective (the last of N devices starts
-// its kernel N / cores kernels after the first): collectives keep waiting, instead of timing out,
-// while any device is queued at or inside the gate (Busy()), since a device that computes has not
-// hung.
+// 19 GB. Gated to twice the core count (Client::kGateSlotsPerCore), scratch peaks at 2 x cores x
+// that, at the same or better throughput (the cores were the limit; one slot per core left a core
+// idle while a freed slot's next holder woke up). Only kernels that cannot wait on another device are gated (never a
+// collective or a call / while / conditional whose body communicates), so a gate can never deadlock a run. The gate
+// does spread the devices' arrival at the next collective (the last of N devices starts its kernel N / cores kernels
+// after the first): collectives keep waiting, instead of timing out, while any device is queued at or inside the gate
+// (Busy()), since a device that computes has not hung.
 #ifndef XSHARD_KERNELS_COMPUTE_GATE_H_
 #define XSHARD_KERNELS_COMPUTE_GATE_H_
 

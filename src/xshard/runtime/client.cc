@@ -113,7 +113,7 @@ Client::Client(ClientOptions options, int64_t num_cores)
     options_.wait_policy = DefaultWaitPolicy(local, num_cores_);
   }
   threads_ = std::make_unique<DeviceThreads>(local, *options_.wait_policy);
-  gate_ = std::make_unique<ComputeGate>(std::clamp<int64_t>(num_cores_, 1, ComputeGate::kMaxSlots));
+  gate_ = std::make_unique<ComputeGate>(std::clamp<int64_t>(kGateSlotsPerCore * num_cores_, 1, ComputeGate::kMaxSlots));
 }
 
 Client::~Client() = default;

@@ -8,6 +8,8 @@
 #include <set>
 #include <thread>
 
+#include "xshard/kernels/compute_gate.h"
+
 namespace xs {
 namespace {
 
@@ -129,6 +131,9 @@ TEST(ClientTest, IntraOpThreadsSplitTheCores) {
   auto big = Client::Create(o);
   EXPECT_EQ((*big)->IntraOpThreads(8), 2);
   EXPECT_EQ((*big)->IntraOpThreads(3), 5);
+  // Big kernels of runs with more devices go through a gate of two slots per core.
+  EXPECT_EQ((*client)->compute_gate().slots(), 4);
+  EXPECT_EQ((*big)->compute_gate().slots(), 32);
 }
 
 TEST(ClientTest, EachDeviceKeepsItsOwnThreadAcrossRuns) {

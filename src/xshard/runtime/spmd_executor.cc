@@ -169,8 +169,9 @@ StatusOr<SpmdResult> SpmdExecutable::Run(Client& client,
   result.outputs.resize(n);
   result.devices = devices;
   std::vector<ExecuteStats> stats(n);
-  // More devices than cores: at most one big kernel per core at a time (compute_gate.h).
-  ComputeGate* gate = running > client.num_cores() ? &client.compute_gate() : nullptr;
+  // More devices than gate slots (two per core): at most that many big kernels at a time
+  // (compute_gate.h).
+  ComputeGate* gate = running > client.compute_gate().slots() ? &client.compute_gate() : nullptr;
   // Every run has a monitor (the caller's, else its own): when one device fails, the others stop
   // at their next step, a device that never reaches the collective its peers gave up on included.
   std::unique_ptr<RunMonitor> own_monitor;
