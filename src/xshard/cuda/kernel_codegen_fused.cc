@@ -29,6 +29,9 @@ StatusOr<std::vector<DType>> ValueTypes(const FusedLoop& f) {
         }
         break;
       case FusedOpKind::kCopy: type[op.in[0]] = op.inst->shape().dtype(); break;
+      case FusedOpKind::kRotateLeft:  // x and the amount have the or's type
+        type[op.in[0]] = type[op.in[1]] = op.inst->shape().dtype();
+        break;
       default: break;
     }
   };
@@ -52,6 +55,17 @@ StatusOr<std::string> OpCode(const FusedLoop& f, const FusedOp& op, const std::v
     case FusedOpKind::kFill:
       return decl + "((const " + codegen::ElemCType(t) + "*)a.p[" + std::to_string(op.in[0]) + "])[0];\n";
     case FusedOpKind::kCopy: return decl + V(op.in[0]) + ";\n";
+    case FusedOpKind::kRotateLeft: {
+      // (x << a) | (x >> (bits - a)) in unsigned arithmetic, each shift 0 when its amount is
+      // bits or more (XLA's rule; CUDA's shifts are undefined there).
+      const std::string u = DTypeSize(t) == 8 ? "unsigned long long" : "unsigned int";
+      const std::string bits = DTypeSize(t) == 8 ? "64ull" : "32u";
+      const std::string x = StrCat("rx", op.out), a = StrCat("ra", op.out), b = StrCat("rb", op.out);
+      return "    const " + u + " " + x + " = (" + u + ")" + V(op.in[0]) + ", " + a + " = (" + u + ")" + V(op.in[1]) +
+             ", " + b + " = " + bits + " - " + a + ";\n" + decl + "(" + codegen::ElemCType(t) + ")((" + a + " < " +
+             bits + " ? " + x + " << " + a + " : (" + u + ")0) | (" + b + " < " + bits + " ? " + x + " >> " + b +
+             " : (" + u + ")0));\n";
+    }
     case FusedOpKind::kIota: {
       XS_RETURN_IF_ERROR(codegen::RequireDType(*op.inst, t));
       const std::string io = StrCat("io", op.out);

@@ -114,6 +114,21 @@ std::vector<std::string> HandBuiltModules() {
                     fn + "\n}\n");
     }
   }
+  // JAX's rotate_left (threefry): or(shift-left(x, a), shift-right-logical(x, bits - a)) is one
+  // kRotateLeft op of the fused loop, the amount a scalar parameter (any value: XLA's shift rules)
+  // or two constants.
+  for (DType t : {DType::kU32, DType::kS32, DType::kU64, DType::kS64}) {
+    const std::string v = T(t, "37"), sc = T(t, ""), bits = DTypeSize(t) == 8 ? "64" : "32";
+    out.push_back("HloModule m\nENTRY e {\n" + Params({v, sc}) + "  w = " + sc + " constant(" + bits +
+                  ")\n  c = " + sc + " subtract(w, p1)\n  a = " + v + " broadcast(p1), dimensions={}\n  b = " + v +
+                  " broadcast(c), dimensions={}\n  l = " + v + " shift-left(p0, a)\n  r = " + v +
+                  " shift-right-logical(p0, b)\n  o = " + v + " or(l, r)\n  ROOT x = " + v + " xor(o, p0)\n}\n");
+    out.push_back("HloModule m\nENTRY e {\n" + Params({v}) + "  k = " + sc + " constant(13)\n  j = " + sc +
+                  " constant(" + (DTypeSize(t) == 8 ? "51" : "19") + ")\n  a = " + v +
+                  " broadcast(k), dimensions={}\n  b = " + v + " broadcast(j), dimensions={}\n  l = " + v +
+                  " shift-left(p0, a)\n  r = " + v + " shift-right-logical(p0, b)\n  o = " + v +
+                  " or(r, l)\n  ROOT x = " + v + " add(o, p0)\n}\n");
+  }
   // Column reductions on tiles: long columns on 1024 threads (8 columns, 128 threads each), a kept
   // dim before the reduced one, and columns that do not fill the last tile.
   for (DType t : {DType::kF32, DType::kS32, DType::kBF16}) {

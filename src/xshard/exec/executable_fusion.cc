@@ -157,7 +157,8 @@ void RunOp(const FusedLoop& f, const FusedOp& op, std::byte** p, std::byte* cons
   std::byte* out = p[op.out];
   switch (op.kind) {
     case FusedOpKind::kUnary: op.unary(p[op.in[0]], out, n); return;
-    case FusedOpKind::kBinary: op.binary(p[op.in[0]], p[op.in[1]], out, n); return;
+    case FusedOpKind::kBinary:
+    case FusedOpKind::kRotateLeft: op.binary(p[op.in[0]], p[op.in[1]], out, n); return;
     case FusedOpKind::kTernary: op.ternary(p[op.in[0]], p[op.in[1]], p[op.in[2]], out, n); return;
     case FusedOpKind::kCopy:
       std::memcpy(out, p[op.in[0]], static_cast<size_t>(n * f.values[op.out].esize));

@@ -582,6 +582,77 @@ ENTRY main {
   }
 }
 
+// JAX's rotate_left, or(shift-left(x, a), shift-right-logical(x, bits - a)), is one kRotateLeft
+// op: with the amount a scalar and bits - a computed from it (threefry in a loop), any amount
+// (XLA's shift rules: a above bits gives 0) gives the three ops' bits; with two constants that add
+// up to the width, too. Shifts whose amounts do not add up, or that are also read elsewhere, stay
+// separate ops.
+TEST(Fusion, RotationsAreOneOpWithXlasShiftRules) {
+  const std::string text = R"(
+HloModule rotate
+ENTRY main {
+  x = u32[70,33] parameter(0)
+  r = u32[] parameter(1)
+  y = s64[70,33] parameter(2)
+  w = u32[] constant(32)
+  rc = u32[] subtract(w, r)
+  rb = u32[70,33] broadcast(r), dimensions={}
+  rcb = u32[70,33] broadcast(rc), dimensions={}
+  l = u32[70,33] shift-left(x, rb)
+  h = u32[70,33] shift-right-logical(x, rcb)
+  rot = u32[70,33] or(h, l)
+  out0 = u32[70,33] xor(rot, x)
+  k17 = s64[] constant(17)
+  k47 = s64[] constant(47)
+  k46 = s64[] constant(46)
+  b17 = s64[70,33] broadcast(k17), dimensions={}
+  b47 = s64[70,33] broadcast(k47), dimensions={}
+  b46 = s64[70,33] broadcast(k46), dimensions={}
+  yl = s64[70,33] shift-left(y, b17)
+  yh = s64[70,33] shift-right-logical(y, b47)
+  yrot = s64[70,33] or(yl, yh)
+  zl = s64[70,33] shift-left(y, b17)
+  zh = s64[70,33] shift-right-logical(y, b46)
+  notrot = s64[70,33] or(zl, zh)
+  out1 = s64[70,33] add(yrot, notrot)
+  ROOT out = (u32[70,33], s64[70,33], u32[70,33]) tuple(out0, out1, l)
+})";
+  std::mt19937_64 rng(41);
+  Array x(DType::kU32, {70, 33}), y(DType::kS64, {70, 33});
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    reinterpret_cast<uint32_t*>(x.data())[i] = static_cast<uint32_t>(rng());
+    reinterpret_cast<int64_t*>(y.data())[i] = static_cast<int64_t>(rng());
+  }
+  std::unique_ptr<Module> mod = ParseOrFail(text);
+  std::unique_ptr<Executable> e = *Executable::Create(*mod);
+  int rotates = 0, shifts = 0;
+  for (const FusedLoop* loop : FusedLoops(*e)) {
+    for (const FusedOp& op : loop->body) {
+      rotates += op.kind == FusedOpKind::kRotateLeft;
+      const Opcode code = op.inst->opcode();
+      shifts += code == Opcode::kShiftLeft || code == Opcode::kShiftRightLogical;
+    }
+  }
+  // `l` is an output, so x's rotation keeps its shifts; y's is one op; 17 + 46 is no rotation.
+  EXPECT_EQ(rotates, 1);
+  EXPECT_EQ(shifts, 4);
+  auto rotl64 = [](uint64_t v, int a) { return (v << a) | (v >> (64 - a)); };
+  for (uint32_t amount : {0u, 1u, 13u, 31u, 32u, 33u, 100u, 0xFFFFFFFFu}) {
+    const std::vector<Array> args = {x, Array::FromVector<uint32_t>({}, {amount}), y};
+    for (int threads : {1, 3}) ExpectFusedEqualsUnfused(text, args, threads);
+    std::vector<Array> out = *e->Run(args);
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      const uint32_t v = reinterpret_cast<const uint32_t*>(x.data())[i];
+      const uint32_t left = amount < 32 ? v << amount : 0;
+      const uint32_t right = 32 - amount < 32 ? v >> (32 - amount) : 0;  // wraps above 32
+      ASSERT_EQ(reinterpret_cast<const uint32_t*>(out[0].data())[i], (left | right) ^ v) << amount << " " << i;
+      const uint64_t u = static_cast<uint64_t>(reinterpret_cast<const int64_t*>(y.data())[i]);
+      const uint64_t sum = rotl64(u, 17) + ((u << 17) | (u >> 46));
+      ASSERT_EQ(static_cast<uint64_t>(reinterpret_cast<const int64_t*>(out[1].data())[i]), sum) << i;
+    }
+  }
+}
+
 // `out1` reads `y1` of the first loop and, through a transpose (not fusible), `a2` of the same
 // loop: joining the two loops would make the joined loop wait for itself, so they stay two loops
 // (a plan that tried would fail its step order and fall back to one loop per output: four).

@@ -40,7 +40,9 @@ struct FusedValue {
 
 // kGather: a broadcast (the name predates kRowGather); kRowGather: an HLO gather of whole rows
 // (IsRowGather).
-enum class FusedOpKind { kUnary, kBinary, kTernary, kCopy, kIota, kGather, kFill, kRowGather };
+// kRotateLeft: JAX's rotate_left, or(shift-left(x, a), shift-right-logical(x, bits - a)) of three
+// members, as one op on in[0] = x and in[1] = a (`binary` computes it; `inst` is the or).
+enum class FusedOpKind { kUnary, kBinary, kTernary, kCopy, kIota, kGather, kFill, kRowGather, kRotateLeft };
 
 struct FusedOp {
   FusedOpKind kind = FusedOpKind::kCopy;

@@ -2,11 +2,15 @@
 // uniform values computed once per thread, scratch tiles, outputs written in place), the ops of
 // the prologue and of every tile, and the fused step that runs it (executable_fusion.cc).
 #include <algorithm>
+#include <cstring>
 #include <memory>
+#include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "xshard/exec/executable_plan.h"
 #include "xshard/exec/fusion_plan.h"
+#include "xshard/kernels/elementwise.h"
 
 namespace xs {
 
@@ -28,6 +32,7 @@ class LoopBuilder {
     loop_->count = 1;
     for (int64_t d : g_.dims) loop_->count *= d;
     loop_->members = static_cast<int64_t>(g_.members.size());
+    for (const Instruction* m : g_.members) FindRotate(*m);
     for (const Instruction* m : g_.members) AddMember(*m);
     if (g_.reduce != nullptr) {
       AddReduce(*g_.reduce);
@@ -89,7 +94,7 @@ class LoopBuilder {
     std::vector<int> last_use(values.size(), -1);
     auto reads_values = [](const FusedOp& op) {
       return op.kind == FusedOpKind::kUnary || op.kind == FusedOpKind::kBinary || op.kind == FusedOpKind::kTernary ||
-             op.kind == FusedOpKind::kCopy;
+             op.kind == FusedOpKind::kCopy || op.kind == FusedOpKind::kRotateLeft;
     };
     for (int i = 0; i < end; ++i) {
       const FusedOp& op = loop_->body[i];
@@ -244,10 +249,64 @@ class LoopBuilder {
     step_.count = r.shape().num_elements();
   }
 
+  // The scalar value of a rank-0 integer constant, as unsigned bits.
+  static std::optional<uint64_t> ConstantBits(const Instruction* c) {
+    if (c->opcode() != Opcode::kConstant || c->shape().rank() != 0 || !IsInteger(c->shape().dtype()))
+      return std::nullopt;
+    uint64_t bits = 0;
+    std::memcpy(&bits, c->literal().data(), static_cast<size_t>(DTypeSize(c->shape().dtype())));
+    return bits;
+  }
+
+  // `a` and `b` are broadcasts of scalars with b = bits - a, wrapping: b = subtract(constant(bits),
+  // s) of a = broadcast(s) (threefry in a loop), or two constants (rounds written out).
+  static bool Complementary(const Instruction* a, const Instruction* b, int bits) {
+    if (a->opcode() != Opcode::kBroadcast || b->opcode() != Opcode::kBroadcast) return false;
+    const Instruction* sa = a->operand(0);
+    const Instruction* sb = b->operand(0);
+    if (sa->shape().rank() != 0 || sb->shape().rank() != 0) return false;
+    const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+    if (sb->opcode() == Opcode::kSubtract && sb->operand(1) == sa) {
+      const std::optional<uint64_t> w = ConstantBits(sb->operand(0));
+      return w && *w == static_cast<uint64_t>(bits);
+    }
+    const std::optional<uint64_t> ka = ConstantBits(sa), kb = ConstantBits(sb);
+    return ka && kb && ((*ka + *kb) & mask) == static_cast<uint64_t>(bits);
+  }
+
+  // or(shift-left(x, a), shift-right-logical(x, b)) with b = bits - a, whose shifts are members
+  // read by the or alone: JAX's rotate_left (threefry's rounds). It becomes one kRotateLeft op and
+  // the shifts are not computed: 5 tile ops of a round are 3.
+  void FindRotate(const Instruction& m) {
+    if (m.opcode() != Opcode::kOr || m.operand_count() != 2 || !m.shape().IsArray()) return;
+    const DType t = m.shape().dtype();
+    if (t != DType::kS32 && t != DType::kU32 && t != DType::kS64 && t != DType::kU64) return;
+    const Instruction* shl = m.operand(0);
+    const Instruction* shr = m.operand(1);
+    if (shl->opcode() == Opcode::kShiftRightLogical) std::swap(shl, shr);
+    if (shl->opcode() != Opcode::kShiftLeft || shr->opcode() != Opcode::kShiftRightLogical || shl == shr) return;
+    if (shl->operand(0) != shr->operand(0)) return;
+    for (const Instruction* part : {shl, shr}) {
+      if (!members_.count(part) || IsOutput(*part) || part->users().size() != 1) return;
+    }
+    if (!Complementary(shl->operand(1), shr->operand(1), static_cast<int>(DTypeSize(t) * 8))) return;
+    StatusOr<kernels::BinaryKernel> k = kernels::FindRotateLeftKernel(t);
+    if (!k.ok()) return;
+    rotates_[&m] = {shl->operand(0), shl->operand(1), *k};
+    rotate_parts_.insert(shl);
+    rotate_parts_.insert(shr);
+  }
+
   void AddMember(const Instruction& m) {
+    if (rotate_parts_.count(&m)) return;  // computed by its rotate
     const Step& s = *step_of_.at(&m);
     std::vector<int> ins;
-    for (const Instruction* o : m.operands()) ins.push_back(ValueOf(o));
+    const auto rotate = rotates_.find(&m);
+    if (rotate != rotates_.end()) {
+      ins = {ValueOf(rotate->second.x), ValueOf(rotate->second.amount)};
+    } else {
+      for (const Instruction* o : m.operands()) ins.push_back(ValueOf(o));
+    }
     const bool output = IsOutput(m);
     bool uniform = true;
     for (int v : ins) uniform &= Uniform(v);
@@ -263,6 +322,10 @@ class LoopBuilder {
         }
         op.kind = FusedOpKind::kCopy;
         break;
+    }
+    if (rotate != rotates_.end()) {
+      op.kind = FusedOpKind::kRotateLeft;
+      op.binary = rotate->second.kernel;
     }
     for (size_t i = 0; i < ins.size(); ++i) op.in[i] = ins[i];
     op.inst = &m;
@@ -298,6 +361,13 @@ class LoopBuilder {
   std::vector<const Instruction*> input_insts_;
   std::unordered_map<const Instruction*, int> input_index_;
   std::unordered_set<int> random_access_;  // operands a row gather reads out of order: never donors
+  struct Rotate {
+    const Instruction* x;
+    const Instruction* amount;
+    kernels::BinaryKernel kernel;
+  };
+  std::unordered_map<const Instruction*, Rotate> rotates_;  // or members that are rotations
+  std::unordered_set<const Instruction*> rotate_parts_;     // their shifts, not computed
   std::unordered_map<const Instruction*, int> value_of_;
 };
 

@@ -4,6 +4,7 @@
 #include "xshard/kernels/elementwise.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "xshard/kernels/elementwise_loops.h"
 #include "xshard/kernels/elementwise_simd.h"
@@ -128,6 +129,33 @@ StatusOr<BinaryKernel> FindBinaryKernel(Opcode op, DType operand) {
   XS_ASSIGN_OR_RETURN(internal::BinaryEntry e, internal::LookupBinary(op, operand));
   if (BinaryKernel k = simd::FindBinary(op, operand)) return k;
   return e.fast;
+}
+
+namespace {
+
+template <typename S>
+void RotateLeftLoop(const std::byte* a_p, const std::byte* b_p, std::byte* out, int64_t n) {
+  using U = std::make_unsigned_t<S>;
+  const S* a = reinterpret_cast<const S*>(a_p);
+  const S* b = reinterpret_cast<const S*>(b_p);
+  S* o = reinterpret_cast<S*>(out);
+  for (int64_t i = 0; i < n; ++i) {
+    const S rest = static_cast<S>(static_cast<U>(sizeof(S) * 8) - static_cast<U>(b[i]));
+    o[i] = static_cast<S>(ops::ShiftLeft::Apply(a[i], b[i]) | ops::ShiftRightLogical::Apply(a[i], rest));
+  }
+}
+
+}  // namespace
+
+StatusOr<BinaryKernel> FindRotateLeftKernel(DType operand) {
+  if (BinaryKernel k = simd::FindRotateLeft(operand)) return k;
+  switch (operand) {
+    case DType::kS32: return &RotateLeftLoop<int32_t>;
+    case DType::kU32: return &RotateLeftLoop<uint32_t>;
+    case DType::kS64: return &RotateLeftLoop<int64_t>;
+    case DType::kU64: return &RotateLeftLoop<uint64_t>;
+    default: return InvalidArgument("rotate-left applies to s32, u32, s64 and u64, not ", DTypeName(operand));
+  }
 }
 
 namespace {

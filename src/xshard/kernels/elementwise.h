@@ -40,6 +40,10 @@ StatusOr<UnaryKernel> FindUnaryKernel(Opcode op, DType operand);
 // complex). Both operands have dtype `operand`; the result has it too except `complex`
 // (f32 -> c64, f64 -> c128).
 StatusOr<BinaryKernel> FindBinaryKernel(Opcode op, DType operand);
+// shift-left(a, b) | shift-right-logical(a, bits - b) on s32 / u32 / s64 / u64 (bits - b wrapping
+// as unsigned; XLA's shift rules, so b > bits gives 0): JAX's rotate_left as one kernel, for fused
+// loops. Error for other dtypes.
+StatusOr<BinaryKernel> FindRotateLeftKernel(DType operand);
 // compare(a, b) -> pred. `type` kNone picks XLA's default for the dtype (FLOAT for floats,
 // SIGNED / UNSIGNED for ints). TOTALORDER applies to floats only.
 StatusOr<BinaryKernel> FindCompareKernel(ComparisonDirection direction, ComparisonType type,

@@ -88,6 +88,7 @@ void FillMath(KernelTable* t) {
   XS_INT_BINARY(kShiftLeft, VShiftLeft, true)
   XS_INT_BINARY(kShiftRightLogical, VShiftRightLogical, true)
   XS_INT_BINARY(kShiftRightArithmetic, VShiftRightArithmetic, true)
+  XS_INT_BINARY(kRotateLeft, VRotateLeft, true)
 #undef XS_INT_BINARY
 #endif
 }
@@ -210,6 +211,10 @@ BinaryKernel FindBinary(Opcode op, DType t) {
   }
   const int o = BinaryIndex(op), f = FTypeIndex(t);
   return o < 0 || f < 0 ? nullptr : Table().binary[o][f];
+}
+BinaryKernel FindRotateLeft(DType t) {
+  const int i = ITypeIndex(t);
+  return i < 0 ? nullptr : Table().int_binary[static_cast<int>(IOp::kRotateLeft)][i];
 }
 BinaryKernel FindCompare(ComparisonDirection direction, ComparisonType type, DType t) {
   const int f = FTypeIndex(t);

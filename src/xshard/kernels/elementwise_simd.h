@@ -29,8 +29,20 @@ enum class BOp : int { kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum, 
 // scalar_ops.h: wrapping arithmetic; XLA's shifts, where an amount outside [0, bits) gives 0, or
 // the sign for an arithmetic right shift). No 64-bit multiply (no such vector instruction before
 // AVX-512DQ: the scalar loop serves it).
+// kRotateLeft has no opcode: shift-left(a, b) | shift-right-logical(a, bits - b), with XLA's shift
+// rules (fused loops compute JAX's rotate_left, threefry's rounds, as one op).
 enum class IOp : int {
-  kAdd, kSubtract, kMultiply, kAnd, kOr, kXor, kShiftLeft, kShiftRightLogical, kShiftRightArithmetic, kCount
+  kAdd,
+  kSubtract,
+  kMultiply,
+  kAnd,
+  kOr,
+  kXor,
+  kShiftLeft,
+  kShiftRightLogical,
+  kShiftRightArithmetic,
+  kRotateLeft,
+  kCount
 };
 enum class IType : int { kS32, kU32, kS64, kU64, kCount };
 // Converts with vector kernels (bit-exact against ConvertScalar).
@@ -57,6 +69,7 @@ const KernelTable& Table();
 // uses its scalar kernel). `type` of compare must already be resolved (kNone counts as FLOAT).
 UnaryKernel FindUnary(Opcode op, DType t);
 BinaryKernel FindBinary(Opcode op, DType t);
+BinaryKernel FindRotateLeft(DType t);  // IOp::kRotateLeft
 BinaryKernel FindCompare(ComparisonDirection direction, ComparisonType type, DType t);
 UnaryKernel FindConvert(DType from, DType to);
 TernaryKernel FindSelect(DType t);

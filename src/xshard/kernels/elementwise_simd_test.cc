@@ -394,6 +394,46 @@ TEST_P(SimdKernels, ExpAndLogisticF32HoldTheirBoundsAcrossTheRange) {
   }
 }
 
+// The rotate kernel of fused loops against its definition, shift-left(a, b) |
+// shift-right-logical(a, bits - b) with XLA's shift rules, for every amount up to twice the width,
+// huge and negative ones, on s32 / u32 / s64 / u64 and tails of every length.
+template <class T>
+void CheckRotateLeft() {
+  using U = std::make_unsigned_t<T>;
+  constexpr int kBits = sizeof(T) * 8;
+  std::vector<T> a, b;
+  std::mt19937_64 rng(9);
+  for (int amount = 0; amount <= 2 * kBits; ++amount) {
+    for (int k = 0; k < 3; ++k) {
+      a.push_back(static_cast<T>(rng()));
+      b.push_back(static_cast<T>(amount));
+    }
+  }
+  for (T amount : {std::numeric_limits<T>::max(), std::numeric_limits<T>::min(), static_cast<T>(-1)}) {
+    a.push_back(static_cast<T>(rng()));
+    b.push_back(amount);
+  }
+  StatusOr<BinaryKernel> k = FindRotateLeftKernel(Array::FromVector<T>({1}, {T{}}).dtype());
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  std::vector<T> out(a.size());
+  RunInPieces(static_cast<int64_t>(a.size()), [&](int64_t i, int64_t len) {
+    (*k)(reinterpret_cast<const std::byte*>(a.data() + i), reinterpret_cast<const std::byte*>(b.data() + i),
+         reinterpret_cast<std::byte*>(out.data() + i), len);
+  });
+  for (size_t i = 0; i < a.size(); ++i) {
+    const U x = static_cast<U>(a[i]), s = static_cast<U>(b[i]), rest = static_cast<U>(kBits - s);
+    const U want = (s < kBits ? static_cast<U>(x << s) : U{0}) | (rest < kBits ? static_cast<U>(x >> rest) : U{0});
+    ASSERT_EQ(static_cast<U>(out[i]), want) << kBits << "-bit, amount " << +b[i] << " on " << simd::Table().target;
+  }
+}
+
+TEST_P(SimdKernels, RotateLeftIsTheTwoShiftsAndTheOr) {
+  CheckRotateLeft<int32_t>();
+  CheckRotateLeft<uint32_t>();
+  CheckRotateLeft<int64_t>();
+  CheckRotateLeft<uint64_t>();
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTargets, SimdKernels, ::testing::ValuesIn(Targets()),
                          [](const ::testing::TestParamInfo<int64_t>& info) {
                            return simd::TargetName(info.param);

@@ -12,6 +12,7 @@
 #endif
 
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "hwy/contrib/math/math-inl.h"
@@ -359,6 +360,24 @@ struct VShiftRightArithmetic {
     // Out of range shifts by bits - 1: the sign's fill.
     const auto clamped = hn::IfThenElse(in_range, amount, hn::Set(du, sizeof(T) * 8 - 1));
     return hn::BitCast(d, hn::Shr(hn::BitCast(di, a), hn::BitCast(di, clamped)));
+  }
+};
+
+// shift-left(a, b) | shift-right-logical(a, bits - b), the bits - b wrapping as unsigned: a rotation
+// for b in [0, bits], 0 for larger b (both shifts out of range), exactly what the two XLA shifts
+// and the or give.
+struct VRotateLeft {
+  template <class T>
+  static T Scalar(T a, T b) {
+    using U = std::make_unsigned_t<T>;
+    const T rest = static_cast<T>(static_cast<U>(sizeof(T) * 8) - static_cast<U>(b));
+    return static_cast<T>(ops::ShiftLeft::Apply(a, b) | ops::ShiftRightLogical::Apply(a, rest));
+  }
+  template <class D, class V>
+  static V Apply(D d, V a, V b) {
+    using T = hn::TFromD<D>;
+    const V rest = hn::Sub(hn::Set(d, static_cast<T>(sizeof(T) * 8)), b);
+    return hn::Or(VShiftLeft::Apply(d, a, b), VShiftRightLogical::Apply(d, a, rest));
   }
 };
 
