@@ -152,7 +152,11 @@ StatusOr<bool> TryShardedOperandGather(const Instruction& inst, Context& ctx) {
       break;
     }
   }
-  for (size_t j = 0; j < op_offset.size(); ++j) ra.dims[g.offset_dims[j]] = oa.dims[op_offset[j]];
+  // Offset dims keep their operand dim's axes, except a sliced dim's: its slice is one element (the
+  // result dim has size 1) and its axes are the partial ones.
+  for (size_t j = 0; j < op_offset.size(); ++j) {
+    if (!sliced[op_offset[j]]) ra.dims[g.offset_dims[j]] = oa.dims[op_offset[j]];
+  }
   const HloSharding op_s = mesh.ToHloSharding(oa), idx_s = mesh.ToHloSharding(ia);
   const HloSharding res_s = mesh.ToHloSharding(ra);
   const int64_t cost = PlanCost(ctx, inst, {op_s, idx_s}, res_s, partial);

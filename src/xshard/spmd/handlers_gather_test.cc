@@ -147,6 +147,19 @@ TEST(GatherHandlerTest, NarrowIndexTypesThatCannotHoldTheOffsetsGather) {
 }
 
 // Many lookups in a small table: gathering the table moves fewer bytes than summing the results.
+// The indexed dim is not collapsed (slice size 1, an offset dim of size 1 in the result) and is
+// sharded over every device: its axes are the partial ones, so the result's offset dim must not
+// take them too (that plan was a check failure, "not a permutation", from the pipeline fuzzer).
+TEST(GatherHandlerTest, IndexedDimThatIsAlsoAnOffsetDimLeavesItsAxesToThePartialSum) {
+  const PartitionResult r = CheckGather(R"(ENTRY e {
+  t = f32[3,16] parameter(0), sharding={devices=[1,8]<=[8]}
+  i = s32[16] iota(), iota_dimension=0, sharding={devices=[8]<=[8]}
+  ROOT g = f32[1,16] gather(t, i), offset_dims={0}, collapsed_slice_dims={0}, start_index_map={1}, index_vector_dim=1, slice_sizes={1,1}, sharding={devices=[1,8]<=[8]}
+})",
+                                        8);
+  EXPECT_FALSE(KindsGather(r).empty());
+}
+
 TEST(GatherHandlerTest, SmallTableWithManyLookupsIsGathered) {
   const PartitionResult r = CheckGather(R"(ENTRY e {
   t = f32[8,2] parameter(0), sharding={devices=[4,1]<=[4]}
