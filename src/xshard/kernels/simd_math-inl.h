@@ -207,9 +207,10 @@ struct VTanh {
   template <class T> static T Scalar(T x) { return ops::Tanh::Apply(x); }
 };
 // XLA's logistic: 1 / (1 + exp(-x)); exp(-x) overflows to +inf for x below -ExpOverflowArg, so
-// the result is exactly 0 there and exactly 1 for large x, as in the scalar formula. f32 with FMA through ExpF32Normal,
-// whose 0 below kExpF32Lo gives the same 1. -x between the vector exp's top (kExpF32Hi, else MaxExpArg) and
-// ExpOverflowArg goes to the scalar op: exp(-x) is still finite there and the result a denormal.
+// the result is exactly 0 there and exactly 1 for large x, as in the scalar formula. f32 with FMA
+// goes through ExpF32Normal, whose 0 below kExpF32Lo gives the same 1. -x between the vector exp's
+// top (kExpF32Hi, else MaxExpArg) and ExpOverflowArg goes to the scalar op: exp(-x) is still
+// finite there and the result a denormal.
 struct VLogistic {
   template <class D>
   static hn::Vec<D> Top(D d) {
