@@ -217,12 +217,6 @@ template <class Op, class S>
 constexpr bool kBlockSummable = std::is_same_v<Op, ops::Add> && (std::is_same_v<S, float> || std::is_same_v<S, double>);
 static_assert(kSumBlock == 64, "VectorBlockSums adds blocks of 64");
 
-// Adds the blocks of x[0, n) (n a multiple of kSumBlock) to *acc in order.
-template <class S>
-void BlockSumInto(const S* x, int64_t n, S* acc) {
-  VectorBlockSums(x, n, acc);
-}
-
 // Typed reduce over the whole input: `ostride[d]` is the output stride of input dim d (0 for a
 // reduced dim). Visits the input in row-major order.
 template <class Op, class S>
@@ -243,7 +237,7 @@ void ReduceLoop(const std::byte* in_bytes, std::byte* out_bytes, const std::vect
     if constexpr (kLaneReducible<Op, S>) done = inner_ostride == 0 && LaneReduce<Op, S>(in + in_off, n, out + out_off);
     if constexpr (kBlockSummable<Op, S>) {
       if (inner_ostride == 0 && n % kSumBlock == 0) {
-        BlockSumInto(in + in_off, n, out + out_off);
+        VectorBlockSums(in + in_off, n, out + out_off);
         done = true;
       }
     }
@@ -305,7 +299,7 @@ void ReduceRangeLoop(const std::byte* in_bytes, std::byte* out_bytes, const std:
     if constexpr (kBlockSummable<Op, S>) {
       // A range that cuts a block (callers keep cuts at multiples of kSumBlock) adds one by one.
       if (os == 0 && last % kSumBlock == 0 && idx[r - 1] % kSumBlock == 0 && run % kSumBlock == 0) {
-        BlockSumInto(x, run, out + out_off);
+        VectorBlockSums(x, run, out + out_off);
         done = true;
       }
     }
