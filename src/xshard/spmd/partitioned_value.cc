@@ -45,6 +45,7 @@ const std::vector<std::pair<std::string, Route>>& TiledRoutes() {
       {"permute", internal::PermuteRoute},
       {"all-to-all + permute", internal::AllToAllPermuteRoute},
       {"all-to-all + halo + permute", internal::AllToAllHaloPermuteRoute},
+      {"halo + gather", internal::RealignGatherRoute},
       {"full", internal::FullRoute},
       {"masked all-reduce", internal::MaskedAllReduceRoute}};
   return routes;

@@ -91,6 +91,14 @@ StatusOr<RouteResult> AllToAllPermuteRoute(const PartitionedValue& v, const HloS
 StatusOr<RouteResult> AllToAllHaloPermuteRoute(const PartitionedValue& v, const HloSharding& target,
                                                std::string_view why);
 
+// Fewer tiles along one dim whose tiles do not line up with the new ones (uneven: f32[10] in 8
+// tiles of 2 to 2 tiles of 5, replicated over 4): each source tile first takes, by a halo exchange
+// (HaloWindow, else FarWindow), its share of the target tile its gather group builds (5 positions
+// in pieces of 2: tile 4 takes global 5-6 from tiles 2 and 3), then one all-gather within each
+// group and a slice to the target shard. XLA's plan for such merges; the mesh-axes route covers
+// aligned merges, where its gather alone fits.
+StatusOr<RouteResult> RealignGatherRoute(const PartitionedValue& v, const HloSharding& target, std::string_view why);
+
 // Helpers shared by the routes.
 // The local dims after gathering `count` pieces along `dim` are consistent with `after` when the
 // gathered buffer is exactly the new shard, or the dim ends up whole (the excess is padding).
