@@ -6,6 +6,11 @@ Run: XLA_FLAGS=--xla_force_host_platform_device_count=8 /tmp/jaxvenv/bin/python 
        tests/tools/gen_shardy_shard_map.py tests/data/shardy  [--gspmd DIR]
 --gspmd also writes the same programs lowered with jax_use_shardy_partitioner=False (kept in
 tests/data/shardy/gspmd: `--gspmd tests/data/shardy/gspmd`).
+
+Under JAX 0.4.38 (jax[cpu]==0.4.38 in another venv), `--old-shardy tests/data/shardy/jax0438`
+writes only the HLO of the programs that release can express (no axis_names, check_vma or
+context mesh), lowered with its Shardy partitioner turned on: its older export form keeps the
+shard_map's attributes on the call of the body. The inputs and outputs are the ones above.
 """
 import contextlib
 import os
@@ -152,11 +157,32 @@ def cases():
 
 def main():
     outdir = sys.argv[1]
+    if outdir == "--old-shardy":
+        return old_shardy(sys.argv[2])
     gspmd_dir = sys.argv[sys.argv.index("--gspmd") + 1] if "--gspmd" in sys.argv else None
     os.makedirs(outdir, exist_ok=True)
     for name, f, mesh, args, in_specs, out_specs, *context in cases():
         with (jax.set_mesh(mesh) if context else contextlib.nullcontext()):
             lower_and_run(outdir, gspmd_dir, name, f, mesh, args, in_specs, out_specs)
+
+
+def old_shardy(outdir):
+    jax.config.update("jax_use_shardy_partitioner", True)
+    os.makedirs(outdir, exist_ok=True)
+    for name, f, mesh, args, in_specs, out_specs, *context in cases():
+        if context:
+            continue
+        ins = tuple(NamedSharding(mesh, s) for s in in_specs)
+        outs = tuple(NamedSharding(mesh, s) for s in out_specs)
+        try:
+            text = jax.jit(f, in_shardings=ins, out_shardings=outs[0] if len(outs) == 1 else outs) \
+                .lower(*args).as_text(dialect="hlo")
+        except TypeError as e:  # a keyword this release does not know
+            print(name, "skipped:", str(e).splitlines()[0])
+            continue
+        with open(os.path.join(outdir, name + ".hlo"), "w") as fh:
+            fh.write(text)
+        print(name)
 
 
 def lower_and_run(outdir, gspmd_dir, name, f, mesh, args, in_specs, out_specs):

@@ -80,6 +80,20 @@ INSTANTIATE_TEST_SUITE_P(JaxShardMap, GspmdShardMapTest,
                                            "in_jit", "axis_index", "scan", "two_maps", "psum_scatter",
                                            "all_to_all", "wsc_inside", "device_order", "nested", "nested_both"));
 
+// The same programs as JAX 0.4.38 lowers them with its Shardy partitioner turned on
+// (tests/data/shardy/jax0438): that release writes the shard_map's xla.sdy.in_shardings,
+// manual_axes and out_shardings on the call of the body, none on the boundary custom-calls (the
+// import stopped at "has no frontend attribute xla.sdy.manual_axes"), and quotes its meshes.
+class OldShardyExportTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OldShardyExportTest, MatchesJaxOutputs) {
+  ExpectJaxOutputs(std::string("jax0438/") + GetParam() + ".hlo", GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(JaxShardMap, OldShardyExportTest,
+                         ::testing::Values("psum", "ppermute_ring", "none_dims", "in_jit", "axis_index", "scan",
+                                           "two_maps", "psum_scatter", "all_to_all", "device_order"));
+
 INSTANTIATE_TEST_SUITE_P(JaxShardMap, ShardyProgramTest,
                          ::testing::Values("psum", "all_gather", "ppermute_ring", "partial_manual", "none_dims",
                                            "in_jit", "axis_index", "scan", "two_maps", "psum_scatter",

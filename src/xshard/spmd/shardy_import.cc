@@ -323,6 +323,41 @@ Status FindOuterAxes(const Module& module, const std::vector<std::pair<Instructi
   return OkStatus();
 }
 
+bool HasFrontendAttribute(const Instruction& inst, std::string_view key) {
+  if (!inst.attrs().frontend_attributes) return false;
+  for (const auto& [k, v] : *inst.attrs().frontend_attributes)
+    if (k == key) return true;
+  return false;
+}
+
+// The call of a shard_map body that `g2l`'s results feed (directly or through get-tuple-element).
+Instruction* BodyCallOf(const Instruction& g2l) {
+  for (Instruction* u : g2l.users()) {
+    std::vector<Instruction*> next = {u};
+    if (u->opcode() == Opcode::kGetTupleElement) next = u->users();
+    for (Instruction* v : next) {
+      if (v->opcode() == Opcode::kCall) return v;
+    }
+  }
+  return nullptr;
+}
+
+// JAX before 0.5 wrote a shard_map's Shardy attributes (xla.sdy.in_shardings, manual_axes,
+// out_shardings) on the call of its body and none on the boundary custom-calls: copies them to
+// the boundaries that lack them, so that both forms read alike.
+void CopyCallAttributes(const Instruction* call, Instruction* boundary, std::string_view shardings_key) {
+  if (call == nullptr || !call->attrs().frontend_attributes) return;
+  for (std::string_view key : {shardings_key, std::string_view("xla.sdy.manual_axes")}) {
+    if (HasFrontendAttribute(*boundary, key)) continue;
+    for (const auto& [k, v] : *call->attrs().frontend_attributes) {
+      if (k != key) continue;
+      auto& attrs = boundary->mutable_attrs().frontend_attributes;
+      if (!attrs) attrs.emplace();
+      attrs->emplace_back(k, v);
+    }
+  }
+}
+
 }  // namespace
 
 // Instructions outside shard_map bodies whose sharding is only Shardy's xla.sdy.sharding frontend
@@ -433,6 +468,7 @@ Status ImportShardyManualComputations(Module& module) {
                            "xla.sdy.meshes frontend attribute naming their meshes");
   }
 
+  for (Instruction* g2l : to_local) CopyCallAttributes(BodyCallOf(*g2l), g2l, "xla.sdy.in_shardings");
   // Bodies first (their boundaries are still recognizable), then the boundaries.
   std::vector<std::pair<Instruction*, Computation*>> bodies;  // (LocalToGlobalShape, body)
   for (Instruction* l2g : to_global) {
@@ -445,6 +481,7 @@ Status ImportShardyManualComputations(Module& module) {
       }
       call = source;
     }
+    CopyCallAttributes(call, l2g, "xla.sdy.out_shardings");
     if (call != nullptr) bodies.push_back({l2g, call->to_apply()});
   }
   XS_RETURN_IF_ERROR(FindOuterAxes(module, bodies, &ctx));
