@@ -11,6 +11,7 @@ import dataclasses
 from typing import Any, Callable, Optional, Union
 
 from . import _xshard
+from ._jax import lowered_hlo_text
 
 
 @dataclasses.dataclass
@@ -85,7 +86,7 @@ def autoshard(fn_or_hlo: Union[Callable, str], mesh: Any, *example_args: Any,
             raise ImportError("xshard.autoshard of a function needs JAX (pip install jax); without it, "
                               "give HLO text") from e
         lowered = jax.jit(fn_or_hlo).lower(*example_args)
-        text = lowered.as_text(dialect="hlo")
+        text = lowered_hlo_text(lowered)
         in_tree = jax.tree_util.tree_structure(example_args)
         out_tree = jax.tree_util.tree_structure(lowered.out_info)
     elif isinstance(fn_or_hlo, str):

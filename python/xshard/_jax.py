@@ -17,15 +17,26 @@ def jax_available() -> bool:
     return True
 
 
+def lowered_hlo_text(lowered: Any) -> str:
+    """The HLO text of a jax.stages.Lowered as lowered.as_text(dialect='hlo') prints it, with every
+    constant written out: older JAX releases (0.4.38 among them) print large constants there as
+    {...}, which xshard cannot run; their compiler_ir('hlo') prints them whole."""
+    text = lowered.as_text(dialect="hlo")
+    if "{...}" in text:
+        text = lowered.compiler_ir("hlo").as_hlo_text(print_large_constants=True)
+    return text
+
+
 def lower_to_hlo(fn: Callable, *example_args: Any) -> str:
     """The HLO text of jax.jit(fn) for arguments like `example_args` (unsharded: xshard applies
-    the shardings), as jax.jit(fn).lower(...).as_text(dialect='hlo') prints it."""
+    the shardings), as jax.jit(fn).lower(...).as_text(dialect='hlo') prints it (large constants
+    written out)."""
     try:
         import jax
     except ImportError as e:
         raise ImportError("xshard.from_jax needs JAX (pip install jax); without it, compile HLO "
                           "text with xshard.compile") from e
-    return jax.jit(fn).lower(*example_args).as_text(dialect="hlo")
+    return lowered_hlo_text(jax.jit(fn).lower(*example_args))
 
 
 def from_jax(fn: Callable, *example_args: Any, in_shardings: Optional[Sequence[Any]] = None,

@@ -23,7 +23,8 @@ namespace {
 
 // Floors of the completeness tests: the modules that planned when they were set.
 constexpr int kRepositoryFloor = 115;  // of 115 CPU-plannable (all), measured 2026-11-29
-constexpr int kCorpusFloor = 1083;     // of 1083 CPU-plannable (all), measured 2026-11-29
+constexpr int kCorpusFloor = 1082;     // of 1082 CPU-plannable (all), measured 2026-11-30 (ShortConstant
+                                       // left: its {...} constant has no values to run)
 
 struct Planned {
   std::unique_ptr<Module> module;

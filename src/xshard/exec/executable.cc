@@ -365,6 +365,20 @@ StatusOr<std::unique_ptr<Executable>> Executable::Create(const Module& module) {
   const HandlerTable& table = Handlers();
   std::unordered_set<const Computation*> reachable;
   CollectReachable(module.entry(), reachable);
+  // A constant printed as {...} (HLO text without its large constants) has no values to run with:
+  // parsing keeps it (printing, propagation and partitioning need no values), running refuses it.
+  for (const Computation* c : module.MakeComputationPostOrder()) {
+    if (!reachable.count(c)) continue;
+    for (const Instruction* inst : c->instructions()) {
+      if (inst->opcode() != Opcode::kConstant || !inst->attrs().literal || !inst->attrs().literal->elided) continue;
+      return InvalidArgument(
+          "constant '", inst->name(), "' (", inst->shape().ToString(false), ") of '", c->name(),
+          "' was printed without its values ({...}), so the module cannot run; print it with its large "
+          "constants (JAX: jax.jit(f).lower(...).compiler_ir('hlo').as_hlo_text(print_large_constants=True); "
+          "older releases, 0.4.38 among them, leave them out of lowered.as_text(dialect='hlo'); XLA: "
+          "HloPrintOptions().set_print_large_constants(true))");
+    }
+  }
 
   std::unique_ptr<Program> programs[2];
   for (bool fuse : {false, true}) {

@@ -69,6 +69,54 @@ ENTRY main {
   EXPECT_TRUE(Contains(e.status(), "custom_call_target=\"foo\""));
 }
 
+// A constant printed as {...} (JAX 0.4's lowered.as_text drops large constants) parses, but has no
+// values: running it is an error naming the constant and how to print it whole, not a run on
+// zeros (which gave NaN for x / arange(1, 65) and no error). One in a called computation too.
+TEST(Executable, ElidedConstantIsAnErrorNotZeros) {
+  struct Case {
+    const char *text, *names;
+  };
+  for (const Case& c : {Case{R"(
+HloModule f
+ENTRY main {
+  p = f32[64] parameter(0)
+  n.4 = f32[64] constant({...})
+  ROOT d = f32[64] divide(p, n.4)
+})",
+                             "constant 'n.4' (f32[64]) of 'main'"},
+                        Case{R"(
+HloModule f
+callee {
+  x = f32[2,3] parameter(0)
+  c.7 = f32[2,3] constant({...})
+  ROOT a = f32[2,3] add(x, c.7)
+}
+ENTRY main {
+  p = f32[2,3] parameter(0)
+  ROOT r = f32[2,3] call(p), to_apply=callee
+})",
+                             "constant 'c.7' (f32[2,3]) of 'callee'"}}) {
+    std::unique_ptr<Module> m = ParseOrFail(c.text);
+    StatusOr<std::unique_ptr<Executable>> e = Executable::Create(*m);
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+    for (const char* part : {c.names, "was printed without its values ({...})", "print_large_constants=True"}) {
+      EXPECT_TRUE(Contains(e.status(), part)) << part << " in " << e.status().message();
+    }
+  }
+  // Written out, the same constant runs.
+  StatusOr<std::vector<Array>> r = RunHlo(R"(
+HloModule f
+ENTRY main {
+  p = f32[2] parameter(0)
+  n = f32[2] constant({2, 4})
+  ROOT d = f32[2] divide(p, n)
+})",
+                                          {Array::FromVector<float>({2}, {1, 1})});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)[0], Array::FromVector<float>({2}, {0.5f, 0.25f}));
+}
+
 TEST(Executable, ShardingCustomCallsAreIdentities) {
   std::vector<Array> out = *RunHlo(R"(
 HloModule f
