@@ -327,8 +327,21 @@ StatusOr<Array> Iota(DType dtype, const std::vector<int64_t>& dims, int64_t dime
       dtype,
       [&](auto tag) -> Status {
         using S = typename decltype(tag)::type;
+        // Runs of `inner` equal values, counting up to `size` and starting over: no division per
+        // element (a u32[4194304] iota took 19 ms with two, as old jax.random lowers it).
         S* o = reinterpret_cast<S*>(out.data());
-        for (int64_t i = 0; i < n; ++i) o[i] = ConvertScalar<S>(static_cast<int64_t>((i / inner) % size));
+        const int64_t outer = n / (inner * size);
+        for (int64_t a = 0; a < outer; ++a) {
+          if (inner == 1) {
+            for (int64_t j = 0; j < size; ++j) o[j] = ConvertScalar<S>(j);
+            o += size;
+            continue;
+          }
+          for (int64_t j = 0; j < size; ++j) {
+            std::fill_n(o, inner, ConvertScalar<S>(j));
+            o += inner;
+          }
+        }
         return OkStatus();
       },
       [&] { return UnsupportedDType("iota", dtype); });

@@ -106,6 +106,18 @@ TEST(ShapeOps, PadWithNegativeAndInteriorPaddingMatchesReference) {
 TEST(ShapeOps, IotaAlongEachDim) {
   EXPECT_EQ(ValuesOps<int32_t>(*Iota(DType::kS32, {2, 3}, 0)), (std::vector<int32_t>{0, 0, 0, 1, 1, 1}));
   EXPECT_EQ(ValuesOps<float>(*Iota(DType::kF32, {2, 3}, 1)), (std::vector<float>{0, 1, 2, 0, 1, 2}));
+  // A middle dim: runs of the inner size, repeated for each outer index; against the definition.
+  for (int dim = 0; dim < 3; ++dim) {
+    const std::vector<int64_t> dims = {3, 4, 5};
+    const int64_t inner = dim == 2 ? 1 : dim == 1 ? 5 : 20;
+    std::vector<int32_t> want(60);
+    for (int64_t i = 0; i < 60; ++i) want[i] = static_cast<int32_t>((i / inner) % dims[dim]);
+    EXPECT_EQ(ValuesOps<int32_t>(*Iota(DType::kS32, dims, dim)), want) << dim;
+  }
+  // One long dim, as jax.random counts its bits: 0 .. n-1 in u32.
+  const std::vector<uint32_t> got = ValuesOps<uint32_t>(*Iota(DType::kU32, {100000}, 0));
+  ASSERT_EQ(got.size(), 100000u);
+  for (uint32_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], i);
 }
 
 TEST(ShapeOps, DynamicSliceClampsOutOfRangeStarts) {
