@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-VENV = HERE / ".venv"
+# $XSHARD_JAX_VENV: another venv (another JAX release, say) instead of .venv; it must already exist.
+VENV = Path(os.environ["XSHARD_JAX_VENV"]) if os.environ.get("XSHARD_JAX_VENV") else HERE / ".venv"
 JAX_REQUIREMENT = "jax[cpu]==0.10.2"
 DEVICES = 8
 # allclose tolerances: rtol, and atol as a fraction of max |JAX output| (summation order differs).
@@ -41,6 +42,15 @@ def setup_venv():
     pip = str(VENV / "bin" / "pip")
     subprocess.check_call([pip, "install", "--quiet", "--upgrade", "pip"])
     subprocess.check_call([pip, "install", "--quiet", JAX_REQUIREMENT, "numpy"])
+
+
+def hlo_text(lowered):
+    """lowered.as_text(dialect="hlo") with every constant written out (older JAX releases, 0.4.38
+    among them, print large constants there as {...}, which xshard refuses to run)."""
+    text = lowered.as_text(dialect="hlo")
+    if "{...}" in text:
+        text = lowered.compiler_ir("hlo").as_hlo_text(print_large_constants=True)
+    return text
 
 
 def find_xshard(path=None):
@@ -66,6 +76,9 @@ def reexec_in_venv(argv, script=__file__):
     if Path(sys.prefix).resolve() == VENV.resolve():
         return
     if not venv_exists():
+        if os.environ.get("XSHARD_JAX_VENV"):
+            sys.exit(f"XSHARD_JAX_VENV={VENV} has no bin/python: create that venv with the JAX to compare "
+                     "against (python3 -m venv DIR && DIR/bin/pip install 'jax[cpu]==X' ml_dtypes)")
         setup_venv()
     python = str(VENV / "bin" / "python")
     os.execv(python, [python, str(Path(script).resolve()), *argv])
@@ -196,7 +209,7 @@ def main(argv):
         placed = [jax.device_put(a, s) for a, s in zip(host, in_sh)]
         lowered = fn.lower(*placed)
         hlo = wdir / "module.hlo"
-        hlo.write_text(lowered.as_text(dialect="hlo"))
+        hlo.write_text(hlo_text(lowered))
         compiled = lowered.compile()
         arg_files = []
         for i, a in enumerate(host):

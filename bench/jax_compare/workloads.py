@@ -43,9 +43,13 @@ class Workload:
             return jax.jit(self.fn), tuple(sh for _ in self.in_specs)
         mesh = self.mesh()
         fn = self.fn
-        if self.shard_map:
+        if self.shard_map and hasattr(jax, "shard_map"):
             fn = jax.shard_map(fn, mesh=mesh, in_specs=tuple(self.in_specs), out_specs=self.out_specs,
                                check_vma=False)
+        elif self.shard_map:  # JAX before 0.6.1 (XSHARD_JAX_VENV)
+            from jax.experimental.shard_map import shard_map
+            fn = shard_map(fn, mesh=mesh, in_specs=tuple(self.in_specs), out_specs=self.out_specs,
+                           check_rep=False)
         in_sh = tuple(NamedSharding(mesh, s) for s in self.in_specs)
         kwargs = {"in_shardings": in_sh}
         if self.out_specs is not None:

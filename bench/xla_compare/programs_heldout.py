@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from programs import Program, _ids, _plain, _rand, _smap, _wsc
+from programs import Program, _axis_size, _ids, _plain, _rand, _smap, _wsc
 
 M222, A3 = (2, 2, 2), ("data", "fsdp", "tp")
 M24, M42, A2 = (2, 4), (4, 2), ("data", "model")
@@ -163,7 +163,7 @@ RB, RS, RH, RD = 2, 128, 4, 16
 
 def _ring_attention(mesh):
     def body(q, k, v):
-        n = jax.lax.axis_size("sp")
+        n = _axis_size("sp")
         me = jax.lax.axis_index("sp")
         sl = q.shape[1]
         qpos = me * sl + jnp.arange(sl)
@@ -219,7 +219,7 @@ PM, PB, PD = 4, 16, 64
 def _pipeline(mesh):
     # GPipe forward in shard_map: stage s holds layer s, microbatches flow stage to stage by ppermute.
     def body(w, xs):
-        n = jax.lax.axis_size("stage")
+        n = _axis_size("stage")
         me = jax.lax.axis_index("stage")
         w = w[0]
         state = jnp.zeros(xs.shape[1:], xs.dtype)
@@ -473,7 +473,7 @@ def _remat_scan_grad(ws, x):
 def _ring_attention_fori(mesh):
     # Non-causal ring attention with the ring steps in lax.fori_loop (ppermute inside the loop).
     def body(q, k, v):
-        n = jax.lax.axis_size("sp")
+        n = _axis_size("sp")
         perm = [(i, (i + 1) % n) for i in range(n)]
 
         def step(_, c):
