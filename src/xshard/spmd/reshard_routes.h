@@ -96,7 +96,8 @@ StatusOr<RouteResult> AllToAllHaloPermuteRoute(const PartitionedValue& v, const 
 // (HaloWindow, else FarWindow), its share of the target tile its gather group builds (5 positions
 // in pieces of 2: tile 4 takes global 5-6 from tiles 2 and 3), then one all-gather within each
 // group and a slice to the target shard. XLA's plan for such merges; the mesh-axes route covers
-// aligned merges, where its gather alone fits.
+// aligned merges of consecutive tiles, where its gather alone fits. Aligned tiles that regroup
+// out of order (target tile = source tile mod 2) take one permute of whole tiles first.
 StatusOr<RouteResult> RealignGatherRoute(const PartitionedValue& v, const HloSharding& target, std::string_view why);
 
 // Helpers shared by the routes.

@@ -160,7 +160,8 @@ TEST(ReshardTest, GathersTheAxesInTheWayOfAnAllToAllFirst) {
 // (3 x 32,256 B): 97,536 B in all, XLA 0.6's plan. Also with replicas in the source (4 tiles of
 // 251 rows, each on 2 devices), with source tiles that are not consecutive in their group (target
 // tile = source tile mod 2: whole tiles move first), a merge of pairs (4 tiles of 251) and s32,
-// each under 3/5 of gathering everything. Values are checked on every device.
+// each under 3/5 of gathering everything; and even tiles out of order. Values are checked on
+// every device.
 TEST(ReshardTest, UnevenTilesMergeByLiningUpThePiecesThenGatheringInGroups) {
   const PartitionResult r = testing::PartitionAndCompare(
       CopyModule("f32[1002,64]", "{devices=[8,1]<=[8]}", "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"), 8, {3});
@@ -185,6 +186,14 @@ TEST(ReshardTest, UnevenTilesMergeByLiningUpThePiecesThenGatheringInGroups) {
     EXPECT_EQ(CollectiveKinds(m).back(), "all-gather");
     EXPECT_LT(m.report.TotalCollectiveBytes(), c.full_bytes * 3 / 5);
   }
+  // Even tiles regrouped out of order (target tile = source tile mod 2): one collective-permute
+  // puts each group's four tiles of 128 rows in order (32 KiB), the group gathers them (96 KiB);
+  // the full gather was 224 KiB.
+  const PartitionResult even = testing::PartitionAndCompare(
+      CopyModule("f32[1024,64]", "{devices=[8,1]<=[8]}", "{devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}"), 8,
+      {3});
+  ASSERT_EQ(CollectiveKinds(even), (std::vector<std::string>{"collective-permute", "all-gather"}));
+  EXPECT_EQ(even.report.TotalCollectiveBytes(), 131072);
 }
 
 }  // namespace
