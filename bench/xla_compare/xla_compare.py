@@ -39,6 +39,10 @@ DEVICES = 8
 # allclose tolerances: rtol, and atol as a fraction of max |JAX output| (summation order differs).
 TOLERANCE = {"f32": (1e-3, 1e-4), "bf16": (1.6e-2, 1e-2), "f16": (1e-2, 1e-3)}
 SKIP = 77  # ctest's skip code (--skip-without-venv)
+# The lowerings each program gets: JAX's Shardy and GSPMD ones, or GSPMD alone for releases
+# without jax_use_shardy_partitioner (before 0.4.31; XSHARD_JAX_VENV), whose xshard / XLA columns
+# then count the GSPMD form.
+MODES = ["shardy", "gspmd"]
 
 
 def parse_args(argv):
@@ -155,6 +159,10 @@ def main(argv):
     import numpy as np
     import programs
 
+    has_shardy = "jax_use_shardy_partitioner" in jax.config.values
+    if not has_shardy:
+        MODES[:] = ["gspmd"]
+
     every = programs.all_programs()
     if args.list:
         for p in every:
@@ -187,8 +195,9 @@ def main(argv):
         flags = []  # an output without out_shardings is open by default, as under jax.jit
         want = None
         unsharded = None  # JAX's outputs for unsharded inputs, asked for when xshard disagrees
-        for mode in ("shardy", "gspmd"):
-            jax.config.update("jax_use_shardy_partitioner", mode == "shardy")
+        for mode in MODES:
+            if has_shardy:
+                jax.config.update("jax_use_shardy_partitioner", mode == "shardy")
             try:
                 ctx = contextlib.nullcontext()
                 if p.context_mesh:  # jax.set_mesh from JAX 0.7; the mesh itself before
@@ -231,11 +240,12 @@ def main(argv):
                 r[f"{mode}_error"] = f"partition: {err}"
             if c:
                 r[f"xshard_{mode}"] = c
-        jax.config.update("jax_use_shardy_partitioner", True)
+        if has_shardy:
+            jax.config.update("jax_use_shardy_partitioner", True)
         print(line(r), flush=True)
     print(f"\n{len(results)} programs in {time.time() - start:.0f} s\n")
     print(format_table(results))
-    wrong = [r["name"] for r in results if not all(r.get(f"{m}_ok") for m in ("shardy", "gspmd"))]
+    wrong = [r["name"] for r in results if not all(r.get(f"{m}_ok") for m in MODES)]
     more = [r["name"] for r in results if ratio(r) is not None and ratio(r) > 1.0]
     if wrong:
         print(f"\nwrong or failed: {', '.join(wrong)}")
@@ -249,7 +259,7 @@ def main(argv):
 
 
 def ratio(r):
-    x, s = r.get("xla_shardy"), r.get("xshard_shardy")
+    x, s = r.get(f"xla_{MODES[0]}"), r.get(f"xshard_{MODES[0]}")
     if not x or not s:
         return None
     if x["bytes"] == 0:
@@ -258,6 +268,8 @@ def ratio(r):
 
 
 def result_cell(r, mode):
+    if mode not in MODES:
+        return "n/a"
     if f"{mode}_error" in r:
         return "error"
     return "ok" if r.get(f"{mode}_ok") else "WRONG"
@@ -266,7 +278,7 @@ def result_cell(r, mode):
 def line(r):
     errs = "; ".join(f"{m}: {r[k]}" for m in ("shardy", "gspmd") for k in (f"{m}_error", f"{m}_mismatch", f"{m}_note")
                      if k in r)
-    x, s = r.get("xla_shardy"), r.get("xshard_shardy")
+    x, s = r.get(f"xla_{MODES[0]}"), r.get(f"xshard_{MODES[0]}")
     cx = f"{collectives.summary(x)} {collectives.human_bytes(x['bytes'])}" if x else "-"
     cs = f"{collectives.summary(s)} {collectives.human_bytes(s['bytes'])}" if s else "-"
     return (f"{r['name']:20s} shardy {result_cell(r, 'shardy'):5s} gspmd {result_cell(r, 'gspmd'):5s} "
@@ -285,7 +297,7 @@ def format_table(results):
             "xshard bytes | xshard / XLA bytes | dot FLOPs per device XLA, xshard |",
             "| --- | --: | --- | --- | --: | --- | --: | --: | --: |"]
     for r in results:
-        x, s, g = r.get("xla_shardy"), r.get("xshard_shardy"), r.get("xshard_gspmd")
+        x, s, g = r.get(f"xla_{MODES[0]}"), r.get(f"xshard_{MODES[0]}"), r.get("xshard_gspmd")
         xb = collectives.human_bytes(x["bytes"]) if x else "-"
         sb = collectives.human_bytes(s["bytes"]) if s else "-"
         if s and g and g["bytes"] != s["bytes"]:

@@ -1,5 +1,5 @@
-// CompileModule: shardy-import -> inline-calls -> propagate -> partition -> cse -> dce ->
-// async-collectives, one ordered list of passes sharing one clone of the input and propagation's results.
+// CompileModule: shardy-import -> inline-calls -> gather-batch-dims -> propagate -> partition -> cse ->
+// dce -> async-collectives, one ordered list of passes sharing one clone of the input and propagation's results.
 #include "xshard/jit/compile_pipeline.h"
 
 #include <functional>
@@ -12,6 +12,7 @@
 #include "xshard/passes/collective_schedule.h"
 #include "xshard/passes/cse.h"
 #include "xshard/passes/dce.h"
+#include "xshard/passes/gather_batch_dims.h"
 #include "xshard/spmd/report.h"
 #include "xshard/spmd/shardy_import.h"
 #include "xshard/text/printer.h"
@@ -21,7 +22,7 @@ namespace {
 
 // The pipeline's passes, in order. CompileModule runs each through PassSequence::Run, which
 // checks that they come in this order, so the list and the code cannot drift apart.
-constexpr std::string_view kPasses[] = {"shardy-import", "inline-calls", "propagate",        "partition",
+constexpr std::string_view kPasses[] = {"shardy-import", "inline-calls", "gather-batch-dims", "propagate", "partition",
                                         "cse",           "dce",          "async-collectives"};
 
 // Runs CompileModule's passes one after another: numbers them (from 1, for the dump files), dumps
@@ -93,6 +94,10 @@ StatusOr<CompiledModule> CompileModule(const Module& global, int64_t num_devices
   // sharded and resharded once across what were call boundaries.
   XS_RETURN_IF_ERROR(passes.Run("inline-calls", options.inline_calls, out.global,
                                 [&] { return InlineCalls(g); }, /*name_errors=*/true));
+  // Batch dims that gathers spell out with an iota (JAX before batching dims, PyTorch/XLA's
+  // torch.gather) become explicit, so that propagation and the partitioner keep them sharded.
+  XS_RETURN_IF_ERROR(passes.Run(
+      "gather-batch-dims", true, out.global, [&] { return MakeGatherBatchDimsExplicit(g); }, /*name_errors=*/true));
   XS_RETURN_IF_ERROR(passes.Run("propagate", options.partition.propagate, out.global, [&]() -> StatusOr<bool> {
     XS_ASSIGN_OR_RETURN(out.propagation,
                         PropagateForPartitioning(g, num_devices, options.partition.propagation));

@@ -31,8 +31,9 @@ StatusOr<CompiledModule> CompileText(const std::string& text, const CompileOptio
 }
 
 TEST(CompilePipelineTest, PassNamesInOrder) {
-  EXPECT_EQ(CompilePassNames(), (std::vector<std::string>{"shardy-import", "inline-calls", "propagate", "partition",
-                                                          "cse", "dce", "async-collectives"}));
+  EXPECT_EQ(CompilePassNames(),
+            (std::vector<std::string>{"shardy-import", "inline-calls", "gather-batch-dims", "propagate", "partition",
+                                      "cse", "dce", "async-collectives"}));
 }
 
 // Every pass, each dumped once, in order, numbered from 1 (file names), when all are switched on.
@@ -48,10 +49,10 @@ TEST(CompilePipelineTest, DumpAfterEachShowsEveryPassInOrder) {
   // kOuter is in GSPMD form: the import changes nothing. The dot's partial sums need an
   // all-reduce, which the schedule turns into all-reduce-start / -done.
   size_t at = 0;
-  for (const char* header : {"// after shardy-import (unchanged):", "// after inline-calls (unchanged):",
-                             "// after propagate (changed):",
-                             "// after partition (changed):", "// after cse (unchanged):",
-                             "// after dce (unchanged):", "// after async-collectives (changed):"}) {
+  for (const char* header :
+       {"// after shardy-import (unchanged):", "// after inline-calls (unchanged):",
+        "// after gather-batch-dims (unchanged):", "// after propagate (changed):", "// after partition (changed):",
+        "// after cse (unchanged):", "// after dce (unchanged):", "// after async-collectives (changed):"}) {
     const size_t found = text.find(header, at);
     ASSERT_NE(found, std::string::npos) << header << "\n" << text;
     at = found + 1;
@@ -60,7 +61,7 @@ TEST(CompilePipelineTest, DumpAfterEachShowsEveryPassInOrder) {
   EXPECT_EQ(text.find("all-reduce-start"), text.find("all-reduce-start", text.find("// after async-collectives")));
 }
 
-// A disabled pass is not dumped but keeps its number: dce is file 06 with or without cleanup's
+// A disabled pass is not dumped but keeps its number: dce is file 07 with or without cleanup's
 // neighbours, and async-collectives (off) writes nothing.
 TEST(CompilePipelineTest, DumpFilesAreNumberedByPassPosition) {
   const std::string dir = ::testing::TempDir() + "/compile_pipeline_dump";
@@ -75,7 +76,7 @@ TEST(CompilePipelineTest, DumpFilesAreNumberedByPassPosition) {
   std::vector<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(files, (std::vector<std::string>{"01-shardy-import.hlo", "06-dce.hlo"}));
+  EXPECT_EQ(files, (std::vector<std::string>{"01-shardy-import.hlo", "07-dce.hlo"}));
   std::filesystem::remove_all(dir);
 }
 
@@ -214,8 +215,8 @@ TEST(CompilePipelineTest, UnknownDumpNameIsAnError) {
   StatusOr<CompiledModule> r = CompileText(kOuter, options);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
-            "--dump-after: no pass named 'fold'; the passes are shardy-import, inline-calls, propagate, "
-            "partition, cse, dce, async-collectives");
+            "--dump-after: no pass named 'fold'; the passes are shardy-import, inline-calls, "
+            "gather-batch-dims, propagate, partition, cse, dce, async-collectives");
 }
 
 TEST(CompilePipelineTest, NoPropagationLeavesUnannotatedValuesReplicated) {

@@ -1,10 +1,12 @@
 // DCE, CSE and the pipeline on small modules written as HLO text.
-#include <sstream>
-
 #include <gtest/gtest.h>
 
+#include <sstream>
+
+#include "xshard/ir/verifier.h"
 #include "xshard/passes/cse.h"
 #include "xshard/passes/dce.h"
+#include "xshard/passes/gather_batch_dims.h"
 #include "xshard/passes/pipeline.h"
 #include "xshard/text/parse_test_util.h"
 #include "xshard/text/printer.h"
@@ -126,6 +128,59 @@ ENTRY e {
   EXPECT_EQ(t->operand(4)->name(), "r4");
   // Two random draws stay two, even from computations written alike.
   EXPECT_EQ(t->operand(6)->name(), "u1");
+}
+
+// take_along_axis as JAX 0.4.30 lowers it: the row of each lookup spelled out by an iota
+// concatenated to the ids. The iota component becomes a batching pair (operand dim 0, indices dim
+// 0) and leaves the indices; the concatenate, still read by the bounds check, stays; a second
+// gather whose concatenate only it read loses it and its iota. A gather whose iota does not span
+// the operand dim (8 rows of 16), or whose iota dim is not collapsed with slice size 1, is left
+// alone.
+TEST(GatherBatchDimsTest, IotaComponentsBecomeBatchingDims) {
+  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
+ENTRY e {
+  x = f32[16,32] parameter(0)
+  ids = s32[16,5] parameter(1)
+  iota = s32[16] iota(), iota_dimension=0
+  rows = s32[16,5,1] broadcast(iota), dimensions={0}
+  cols = s32[16,5,1] reshape(ids)
+  idx = s32[16,5,2] concatenate(rows, cols), dimensions={2}
+  c0 = s32[] constant(0)
+  zero = s32[16,5,2] broadcast(c0), dimensions={}
+  check = pred[16,5,2] compare(idx, zero), direction=GE
+  g = f32[16,5] gather(x, idx), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={0,1}, index_vector_dim=2, slice_sizes={1,1}
+  rows2 = s32[16,5,1] iota(), iota_dimension=0
+  idx2 = s32[16,5,2] concatenate(cols, rows2), dimensions={2}
+  g2 = f32[16,5] gather(x, idx2), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={1,0}, index_vector_dim=2, slice_sizes={1,1}
+  rows8 = s32[8,5,1] iota(), iota_dimension=0
+  ids8 = s32[8,5,1] slice(cols), slice={[0:8], [0:5], [0:1]}
+  idx3 = s32[8,5,2] concatenate(rows8, ids8), dimensions={2}
+  g3 = f32[8,5] gather(x, idx3), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={0,1}, index_vector_dim=2, slice_sizes={1,1}
+  g4 = f32[8,5,2] gather(x, idx3), offset_dims={2}, collapsed_slice_dims={1}, start_index_map={0,1}, index_vector_dim=2, slice_sizes={2,1}
+  ROOT t = (f32[16,5], f32[16,5], f32[8,5], f32[8,5,2], pred[16,5,2]) tuple(g, g2, g3, g4, check)
+})");
+  StatusOr<bool> changed = MakeGatherBatchDimsExplicit(*m);
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(Verify(*m).ok()) << Verify(*m).ToString();
+  const Computation& e = *m->entry();
+  const Instruction* g = e.GetInstruction("g");
+  EXPECT_EQ(g->operand(1)->name(), "cols");
+  EXPECT_EQ(g->attrs().gather->operand_batching_dims, (std::vector<int64_t>{0}));
+  EXPECT_EQ(g->attrs().gather->start_indices_batching_dims, (std::vector<int64_t>{0}));
+  EXPECT_EQ(g->attrs().gather->collapsed_slice_dims, (std::vector<int64_t>{1}));
+  EXPECT_EQ(g->attrs().gather->start_index_map, (std::vector<int64_t>{1}));
+  EXPECT_NE(e.GetInstruction("idx"), nullptr);  // the bounds check still reads it
+  const Instruction* g2 = e.GetInstruction("g2");
+  EXPECT_EQ(g2->operand(1)->name(), "cols");
+  EXPECT_EQ(g2->attrs().gather->start_index_map, (std::vector<int64_t>{1}));
+  EXPECT_EQ(e.GetInstruction("idx2"), nullptr);
+  EXPECT_EQ(e.GetInstruction("rows2"), nullptr);
+  for (const char* name : {"g3", "g4"}) {
+    EXPECT_EQ(e.GetInstruction(name)->operand(1)->name(), "idx3") << name;
+    EXPECT_TRUE(e.GetInstruction(name)->attrs().gather->operand_batching_dims.empty()) << name;
+  }
+  EXPECT_FALSE(*MakeGatherBatchDimsExplicit(*m));
 }
 
 TEST(PipelineTest, DumpsTheModuleAfterEachPass) {
