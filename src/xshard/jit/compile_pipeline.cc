@@ -94,8 +94,8 @@ StatusOr<CompiledModule> CompileModule(const Module& global, int64_t num_devices
   // sharded and resharded once across what were call boundaries.
   XS_RETURN_IF_ERROR(passes.Run("inline-calls", options.inline_calls, out.global,
                                 [&] { return InlineCalls(g); }, /*name_errors=*/true));
-  // Batch dims that gathers spell out with an iota (JAX before batching dims, PyTorch/XLA's
-  // torch.gather) become explicit, so that propagation and the partitioner keep them sharded.
+  // Batch dims that gathers and scatters spell out with an iota (JAX before batching dims,
+  // PyTorch/XLA's torch.gather) become explicit, so that propagation and the partitioner keep them sharded.
   XS_RETURN_IF_ERROR(passes.Run(
       "gather-batch-dims", true, out.global, [&] { return MakeGatherBatchDimsExplicit(g); }, /*name_errors=*/true));
   XS_RETURN_IF_ERROR(passes.Run("propagate", options.partition.propagate, out.global, [&]() -> StatusOr<bool> {

@@ -1,7 +1,8 @@
-// MakeGatherBatchDimsExplicit: iota components of gather indices become batching dims.
+// MakeGatherBatchDimsExplicit: iota components of gather and scatter indices become batching dims.
 #include "xshard/passes/gather_batch_dims.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -24,6 +25,16 @@ std::optional<int64_t> IotaDim(const Instruction& c) {
   return c.dimensions()[0];
 }
 
+// `x`, or what it reads through get-tuple-element of a tuple (an inlined call's result).
+Instruction* ThroughTuples(Instruction* x) {
+  for (int depth = 0; depth < 64 && x->opcode() == Opcode::kGetTupleElement &&
+                      x->operand(0)->opcode() == Opcode::kTuple && x->operand(0)->parent() == x->parent();
+       ++depth) {
+    x = x->operand(0)->operand(static_cast<int>(x->tuple_index()));
+  }
+  return x;
+}
+
 // Removes `inst` and then those of its operands nothing else uses, when nothing uses it.
 Status RemoveIfDead(Instruction* inst) {
   Computation* c = inst->parent();
@@ -36,75 +47,117 @@ Status RemoveIfDead(Instruction* inst) {
   std::sort(operands.begin(), operands.end());
   operands.erase(std::unique(operands.begin(), operands.end()), operands.end());
   for (Instruction* op : operands) {
-    if (op->opcode() == Opcode::kIota || op->opcode() == Opcode::kBroadcast || op->opcode() == Opcode::kConcatenate) {
+    if (op->opcode() == Opcode::kIota || op->opcode() == Opcode::kBroadcast || op->opcode() == Opcode::kConcatenate ||
+        op->opcode() == Opcode::kGetTupleElement) {
       XS_RETURN_IF_ERROR(RemoveIfDead(op));
     }
   }
   return OkStatus();
 }
 
-// Rewrites one gather; false when it has no such component (or nothing else to look up).
-StatusOr<bool> Rewrite(Instruction* gather) {
-  if (!gather->attrs().gather || !gather->attrs().slice_sizes || gather->operand_count() != 2) return false;
-  GatherDimensionNumbers g = *gather->attrs().gather;
-  const std::vector<int64_t>& slice_sizes = *gather->attrs().slice_sizes;
-  Instruction* indices = gather->operand(1);
-  const Shape& operand = gather->operand(0)->shape();
-  const int64_t ivd = g.index_vector_dim;
-  if (indices->opcode() != Opcode::kConcatenate || ivd >= indices->shape().rank() ||
-      indices->dimensions().size() != 1 || indices->dimensions()[0] != ivd ||
-      static_cast<int64_t>(g.start_index_map.size()) != indices->shape().dim(ivd)) {
-    return false;
-  }
+// The split of an index vector that is a concatenate along `ivd`: the components that are an
+// iota along an indices dim b and index an operand dim o taken whole and collapsed (`collapsed`,
+// `window` the slice / window size of o, 1), as batching pairs (o, b); the other components and
+// their part of the index map.
+struct Split {
+  std::vector<std::pair<int64_t, int64_t>> pairs;  // (operand dim, indices dim)
   std::vector<Instruction*> kept;
   std::vector<int64_t> kept_map;
-  std::vector<std::pair<int64_t, int64_t>> pairs;  // (operand dim, indices dim)
+};
+
+std::optional<Split> SplitIndices(const Instruction& indices, int64_t ivd, const std::vector<int64_t>& index_map,
+                                  const std::vector<int64_t>& collapsed, const std::vector<int64_t>& taken_batch,
+                                  const Shape& operand, const std::function<int64_t(int64_t)>& window) {
+  if (indices.opcode() != Opcode::kConcatenate || ivd >= indices.shape().rank() || indices.dimensions().size() != 1 ||
+      indices.dimensions()[0] != ivd || static_cast<int64_t>(index_map.size()) != indices.shape().dim(ivd)) {
+    return std::nullopt;
+  }
+  Split out;
   int64_t at = 0;
-  for (Instruction* c : indices->operands()) {
+  for (Instruction* c : indices.operands()) {
     const int64_t width = c->shape().dim(ivd);
     std::optional<int64_t> b = width == 1 ? IotaDim(*c) : std::nullopt;
-    const int64_t o = width == 1 ? g.start_index_map[at] : -1;
-    const bool batch = b && *b != ivd && Contains(g.collapsed_slice_dims, o) && slice_sizes[o] == 1 &&
-                       operand.dim(o) == indices->shape().dim(*b) && !Contains(g.start_indices_batching_dims, *b) &&
-                       std::none_of(pairs.begin(), pairs.end(), [&](const auto& p) { return p.second == *b; });
+    const int64_t o = width == 1 ? index_map[at] : -1;
+    const bool batch = b && *b != ivd && Contains(collapsed, o) && window(o) == 1 &&
+                       operand.dim(o) == indices.shape().dim(*b) && !Contains(taken_batch, *b) &&
+                       std::none_of(out.pairs.begin(), out.pairs.end(), [&](const auto& p) { return p.second == *b; });
     if (batch) {
-      pairs.push_back({o, *b});
+      out.pairs.push_back({o, *b});
     } else {
-      kept.push_back(c);
-      kept_map.insert(kept_map.end(), g.start_index_map.begin() + at, g.start_index_map.begin() + at + width);
+      out.kept.push_back(c);
+      out.kept_map.insert(out.kept_map.end(), index_map.begin() + at, index_map.begin() + at + width);
     }
     at += width;
   }
-  if (pairs.empty() || kept.empty()) return false;
-  Computation* comp = gather->parent();
-  Instruction* new_indices = kept[0];
-  if (kept.size() > 1) {
-    std::vector<int64_t> dims = indices->shape().dims();
-    dims[ivd] = static_cast<int64_t>(kept_map.size());
-    std::unique_ptr<Instruction> cat =
-        Instruction::Create(Opcode::kConcatenate, indices->shape().WithDims(dims), kept, indices->name());
-    cat->mutable_attrs().dimensions = std::vector<int64_t>{ivd};
-    new_indices = comp->AddInstruction(std::move(cat));
-  }
-  for (const auto& [o, b] : pairs) {
-    Erase(g.collapsed_slice_dims, o);
-    g.operand_batching_dims.push_back(o);
-    g.start_indices_batching_dims.push_back(b);
-  }
-  // Batching pairs in operand-dim order, as XLA prints them.
+  if (out.pairs.empty() || out.kept.empty()) return std::nullopt;
+  return out;
+}
+
+// The indices without the batch components: the one kept component, or a concatenate of them.
+Instruction* KeptIndices(const Instruction& indices, const Split& split, int64_t ivd) {
+  if (split.kept.size() == 1) return split.kept[0];
+  std::vector<int64_t> dims = indices.shape().dims();
+  dims[ivd] = static_cast<int64_t>(split.kept_map.size());
+  std::unique_ptr<Instruction> cat =
+      Instruction::Create(Opcode::kConcatenate, indices.shape().WithDims(dims), split.kept, indices.name());
+  cat->mutable_attrs().dimensions = std::vector<int64_t>{ivd};
+  return indices.parent()->AddInstruction(std::move(cat));
+}
+
+// Adds `pairs` to the batching dims (operand side `op`, indices side `idx`), removing their
+// operand dims from `collapsed`; all pairs end in operand-dim order, as XLA prints them.
+void AddPairs(const std::vector<std::pair<int64_t, int64_t>>& pairs, std::vector<int64_t>& collapsed,
+              std::vector<int64_t>& op, std::vector<int64_t>& idx) {
   std::vector<std::pair<int64_t, int64_t>> all;
-  for (size_t i = 0; i < g.operand_batching_dims.size(); ++i) {
-    all.push_back({g.operand_batching_dims[i], g.start_indices_batching_dims[i]});
+  for (size_t i = 0; i < op.size(); ++i) all.push_back({op[i], idx[i]});
+  for (const auto& [o, b] : pairs) {
+    Erase(collapsed, o);
+    all.push_back({o, b});
   }
   std::sort(all.begin(), all.end());
-  for (size_t i = 0; i < all.size(); ++i) {
-    g.operand_batching_dims[i] = all[i].first;
-    g.start_indices_batching_dims[i] = all[i].second;
+  op.clear();
+  idx.clear();
+  for (const auto& [o, b] : all) {
+    op.push_back(o);
+    idx.push_back(b);
   }
-  g.start_index_map = kept_map;
-  gather->ReplaceOperandWith(1, new_indices);
+}
+
+// Rewrites one gather; false when it has no such component (or nothing else to look up).
+StatusOr<bool> RewriteGather(Instruction* gather) {
+  if (!gather->attrs().gather || !gather->attrs().slice_sizes || gather->operand_count() != 2) return false;
+  GatherDimensionNumbers g = *gather->attrs().gather;
+  const std::vector<int64_t>& slice_sizes = *gather->attrs().slice_sizes;
+  Instruction* read = gather->operand(1);
+  Instruction* indices = ThroughTuples(read);
+  const std::optional<Split> split = SplitIndices(
+      *indices, g.index_vector_dim, g.start_index_map, g.collapsed_slice_dims, g.start_indices_batching_dims,
+      gather->operand(0)->shape(), [&](int64_t o) { return slice_sizes[o]; });
+  if (!split) return false;
+  gather->ReplaceOperandWith(1, KeptIndices(*indices, *split, g.index_vector_dim));
+  AddPairs(split->pairs, g.collapsed_slice_dims, g.operand_batching_dims, g.start_indices_batching_dims);
+  g.start_index_map = split->kept_map;
   gather->mutable_attrs().gather = std::move(g);
-  XS_RETURN_IF_ERROR(RemoveIfDead(indices));
+  XS_RETURN_IF_ERROR(RemoveIfDead(read));
+  return true;
+}
+
+// The same for a scatter (inserted window dims are the collapsed ones; window size 1).
+StatusOr<bool> RewriteScatter(Instruction* scatter) {
+  const int n = (scatter->operand_count() - 1) / 2;
+  if (!scatter->attrs().scatter || n < 1 || scatter->operand_count() != 2 * n + 1) return false;
+  ScatterDimensionNumbers s = *scatter->attrs().scatter;
+  Instruction* read = scatter->operand(n);
+  Instruction* indices = ThroughTuples(read);
+  const std::optional<Split> split =
+      SplitIndices(*indices, s.index_vector_dim, s.scatter_dims_to_operand_dims, s.inserted_window_dims,
+                   s.scatter_indices_batching_dims, scatter->operand(0)->shape(), [](int64_t) { return 1; });
+  if (!split) return false;
+  scatter->ReplaceOperandWith(n, KeptIndices(*indices, *split, s.index_vector_dim));
+  AddPairs(split->pairs, s.inserted_window_dims, s.input_batching_dims, s.scatter_indices_batching_dims);
+  s.scatter_dims_to_operand_dims = split->kept_map;
+  scatter->mutable_attrs().scatter = std::move(s);
+  XS_RETURN_IF_ERROR(RemoveIfDead(read));
   return true;
 }
 
@@ -113,12 +166,12 @@ StatusOr<bool> Rewrite(Instruction* gather) {
 StatusOr<bool> MakeGatherBatchDimsExplicit(Module& module) {
   bool changed = false;
   for (Computation* c : module.computations()) {
-    std::vector<Instruction*> gathers;
+    std::vector<Instruction*> lookups;
     for (Instruction* inst : c->instructions()) {
-      if (inst->opcode() == Opcode::kGather) gathers.push_back(inst);
+      if (inst->opcode() == Opcode::kGather || inst->opcode() == Opcode::kScatter) lookups.push_back(inst);
     }
-    for (Instruction* g : gathers) {
-      XS_ASSIGN_OR_RETURN(bool one, Rewrite(g));
+    for (Instruction* l : lookups) {
+      XS_ASSIGN_OR_RETURN(bool one, l->opcode() == Opcode::kGather ? RewriteGather(l) : RewriteScatter(l));
       changed = changed || one;
     }
   }

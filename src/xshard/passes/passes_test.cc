@@ -183,6 +183,43 @@ ENTRY e {
   EXPECT_FALSE(*MakeGatherBatchDimsExplicit(*m));
 }
 
+// The gradient's scatter-add as JAX 0.4.30 writes it, its indices read through an inlined call's
+// tuple: the iota component becomes an input / scatter-indices batching pair.
+TEST(GatherBatchDimsTest, ScatterIotaComponentThroughATupleBecomesABatchingDim) {
+  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  u = f32[16,5] parameter(0)
+  ids = s32[16,5] parameter(1)
+  iota = s32[16] iota(), iota_dimension=0
+  rows = s32[16,5,1] broadcast(iota), dimensions={0}
+  cols = s32[16,5,1] reshape(ids)
+  idx = s32[16,5,2] concatenate(rows, cols), dimensions={2}
+  t = (s32[16,5,2], f32[16,5]) tuple(idx, u)
+  read = s32[16,5,2] get-tuple-element(t), index=0
+  c0 = f32[] constant(0)
+  z = f32[16,32] broadcast(c0), dimensions={}
+  ROOT sc = f32[16,32] scatter(z, read, u), update_window_dims={}, inserted_window_dims={0,1}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=2, to_apply=add
+})");
+  StatusOr<bool> changed = MakeGatherBatchDimsExplicit(*m);
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(Verify(*m).ok()) << Verify(*m).ToString();
+  const Instruction* sc = m->entry()->GetInstruction("sc");
+  EXPECT_EQ(sc->operand(1)->name(), "cols");
+  const ScatterDimensionNumbers& d = *sc->attrs().scatter;
+  EXPECT_EQ(d.input_batching_dims, (std::vector<int64_t>{0}));
+  EXPECT_EQ(d.scatter_indices_batching_dims, (std::vector<int64_t>{0}));
+  EXPECT_EQ(d.inserted_window_dims, (std::vector<int64_t>{1}));
+  EXPECT_EQ(d.scatter_dims_to_operand_dims, (std::vector<int64_t>{1}));
+  EXPECT_EQ(m->entry()->GetInstruction("read"), nullptr);
+  EXPECT_NE(m->entry()->GetInstruction("idx"), nullptr);  // the tuple still holds it
+}
+
 TEST(PipelineTest, DumpsTheModuleAfterEachPass) {
   std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
 ENTRY e {

@@ -1,5 +1,5 @@
-# How the modules of this folder were made (take_along_axis_jax0430.hlo aside: bench/xla_compare's
-# take_along_axis program under JAX 0.4.30, GSPMD): JAX 0.10 with its defaults (Shardy), 8 CPU devices,
+# How the modules of this folder were made (take_along_axis_jax0430.hlo and its _grad_ aside:
+# bench/xla_compare's take_along_axis program and its gradient under JAX 0.4.30, GSPMD): JAX 0.10 with its defaults (Shardy), 8 CPU devices,
 # jax.jit(f, in_shardings=..., out_shardings=...).lower(*args).as_text(dialect='hlo').
 # XLA's compiled collectives per device (from .compile().as_text()) are in
 # tests/cli/gather_reshard.test next to xshard's.
