@@ -46,7 +46,7 @@ class Workload:
         if self.shard_map and hasattr(jax, "shard_map"):
             fn = jax.shard_map(fn, mesh=mesh, in_specs=tuple(self.in_specs), out_specs=self.out_specs,
                                check_vma=False)
-        elif self.shard_map:  # JAX before 0.6.1 (XSHARD_JAX_VENV)
+        elif self.shard_map:  # a release without jax.shard_map (0.5.3 and older; XSHARD_JAX_VENV)
             from jax.experimental.shard_map import shard_map
             fn = shard_map(fn, mesh=mesh, in_specs=tuple(self.in_specs), out_specs=self.out_specs,
                            check_rep=False)

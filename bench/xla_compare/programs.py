@@ -67,11 +67,12 @@ def _smap(mesh, body, in_specs, out_specs, **kw):
         kw["mesh"] = mesh
     if hasattr(jax, "shard_map"):
         return jax.shard_map(body, in_specs=in_specs, out_specs=out_specs, **kw)
-    # JAX before 0.6.1 (XSHARD_JAX_VENV): jax.experimental.shard_map, which needs the mesh, names
-    # the check check_rep and takes the automatic axes instead of the manual ones.
+    # A release without jax.shard_map (0.5.3 and older; XSHARD_JAX_VENV): jax.experimental's,
+    # which needs the mesh, names the check check_rep and takes the automatic axes instead of the
+    # manual ones.
     from jax.experimental.shard_map import shard_map
     if "mesh" not in kw:
-        raise NotImplementedError("a shard_map without a mesh needs JAX 0.6.1 or later")
+        raise NotImplementedError("a shard_map without a mesh needs a JAX with jax.shard_map (0.6.2 has it)")
     kw["check_rep"] = kw.pop("check_vma", False)  # its replication rules miss ops the bodies use
     if "axis_names" in kw:
         kw["auto"] = frozenset(kw["mesh"].axis_names) - frozenset(kw.pop("axis_names"))
@@ -79,7 +80,7 @@ def _smap(mesh, body, in_specs, out_specs, **kw):
 
 
 def _axis_size(name):
-    """jax.lax.axis_size (JAX 0.6.1 and later), else the psum of 1 over the axis."""
+    """jax.lax.axis_size where the release has it (0.6.2 does), else the psum of 1 over the axis."""
     return jax.lax.axis_size(name) if hasattr(jax.lax, "axis_size") else jax.lax.psum(1, name)
 
 
