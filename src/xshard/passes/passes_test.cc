@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "xshard/base/strings.h"
 #include "xshard/ir/verifier.h"
 #include "xshard/passes/cse.h"
 #include "xshard/passes/dce.h"
@@ -130,6 +131,15 @@ ENTRY e {
   EXPECT_EQ(t->operand(6)->name(), "u1");
 }
 
+// take_along_axis's indices as JAX 0.4.30 writes them: each lookup's row (an iota) next to its id.
+constexpr char kRowsAndIds[] = R"(
+  ids = s32[16,5] parameter(1)
+  iota = s32[16] iota(), iota_dimension=0
+  rows = s32[16,5,1] broadcast(iota), dimensions={0}
+  cols = s32[16,5,1] reshape(ids)
+  idx = s32[16,5,2] concatenate(rows, cols), dimensions={2}
+)";
+
 // take_along_axis as JAX 0.4.30 lowers it: the row of each lookup spelled out by an iota
 // concatenated to the ids. The iota component becomes a batching pair (operand dim 0, indices dim
 // 0) and leaves the indices; the concatenate, still read by the bounds check, stays; a second
@@ -137,14 +147,10 @@ ENTRY e {
 // the operand dim (8 rows of 16), or whose iota dim is not collapsed with slice size 1, is left
 // alone.
 TEST(GatherBatchDimsTest, IotaComponentsBecomeBatchingDims) {
-  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
+  std::unique_ptr<Module> m = ParseOrFail(StrCat(R"(HloModule m
 ENTRY e {
-  x = f32[16,32] parameter(0)
-  ids = s32[16,5] parameter(1)
-  iota = s32[16] iota(), iota_dimension=0
-  rows = s32[16,5,1] broadcast(iota), dimensions={0}
-  cols = s32[16,5,1] reshape(ids)
-  idx = s32[16,5,2] concatenate(rows, cols), dimensions={2}
+  x = f32[16,32] parameter(0))",
+                                                 kRowsAndIds, R"(
   c0 = s32[] constant(0)
   zero = s32[16,5,2] broadcast(c0), dimensions={}
   check = pred[16,5,2] compare(idx, zero), direction=GE
@@ -158,7 +164,7 @@ ENTRY e {
   g3 = f32[8,5] gather(x, idx3), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={0,1}, index_vector_dim=2, slice_sizes={1,1}
   g4 = f32[8,5,2] gather(x, idx3), offset_dims={2}, collapsed_slice_dims={1}, start_index_map={0,1}, index_vector_dim=2, slice_sizes={2,1}
   ROOT t = (f32[16,5], f32[16,5], f32[8,5], f32[8,5,2], pred[16,5,2]) tuple(g, g2, g3, g4, check)
-})");
+})"));
   StatusOr<bool> changed = MakeGatherBatchDimsExplicit(*m);
   ASSERT_TRUE(changed.ok()) << changed.status().ToString();
   EXPECT_TRUE(*changed);
@@ -186,25 +192,21 @@ ENTRY e {
 // The gradient's scatter-add as JAX 0.4.30 writes it, its indices read through an inlined call's
 // tuple: the iota component becomes an input / scatter-indices batching pair.
 TEST(GatherBatchDimsTest, ScatterIotaComponentThroughATupleBecomesABatchingDim) {
-  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
+  std::unique_ptr<Module> m = ParseOrFail(StrCat(R"(HloModule m
 add {
   a = f32[] parameter(0)
   b = f32[] parameter(1)
   ROOT s = f32[] add(a, b)
 }
 ENTRY e {
-  u = f32[16,5] parameter(0)
-  ids = s32[16,5] parameter(1)
-  iota = s32[16] iota(), iota_dimension=0
-  rows = s32[16,5,1] broadcast(iota), dimensions={0}
-  cols = s32[16,5,1] reshape(ids)
-  idx = s32[16,5,2] concatenate(rows, cols), dimensions={2}
+  u = f32[16,5] parameter(0))",
+                                                 kRowsAndIds, R"(
   t = (s32[16,5,2], f32[16,5]) tuple(idx, u)
   read = s32[16,5,2] get-tuple-element(t), index=0
   c0 = f32[] constant(0)
   z = f32[16,32] broadcast(c0), dimensions={}
   ROOT sc = f32[16,32] scatter(z, read, u), update_window_dims={}, inserted_window_dims={0,1}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=2, to_apply=add
-})");
+})"));
   StatusOr<bool> changed = MakeGatherBatchDimsExplicit(*m);
   ASSERT_TRUE(changed.ok()) << changed.status().ToString();
   EXPECT_TRUE(*changed);
