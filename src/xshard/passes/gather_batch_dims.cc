@@ -137,6 +137,8 @@ StatusOr<bool> RewriteGather(Instruction* gather) {
   gather->ReplaceOperandWith(1, KeptIndices(*indices, *split, g.index_vector_dim));
   AddPairs(split->pairs, g.collapsed_slice_dims, g.operand_batching_dims, g.start_indices_batching_dims);
   g.start_index_map = split->kept_map;
+  // Sorted (row, id) vectors need not leave the ids sorted on their own: the hint goes.
+  gather->mutable_attrs().indices_are_sorted = false;
   gather->mutable_attrs().gather = std::move(g);
   XS_RETURN_IF_ERROR(RemoveIfDead(read));
   return true;
@@ -156,6 +158,7 @@ StatusOr<bool> RewriteScatter(Instruction* scatter) {
   scatter->ReplaceOperandWith(n, KeptIndices(*indices, *split, s.index_vector_dim));
   AddPairs(split->pairs, s.inserted_window_dims, s.input_batching_dims, s.scatter_indices_batching_dims);
   s.scatter_dims_to_operand_dims = split->kept_map;
+  scatter->mutable_attrs().indices_are_sorted = false;
   scatter->mutable_attrs().scatter = std::move(s);
   XS_RETURN_IF_ERROR(RemoveIfDead(read));
   return true;

@@ -154,7 +154,7 @@ ENTRY e {
   c0 = s32[] constant(0)
   zero = s32[16,5,2] broadcast(c0), dimensions={}
   check = pred[16,5,2] compare(idx, zero), direction=GE
-  g = f32[16,5] gather(x, idx), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={0,1}, index_vector_dim=2, slice_sizes={1,1}
+  g = f32[16,5] gather(x, idx), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={0,1}, index_vector_dim=2, slice_sizes={1,1}, indices_are_sorted=true
   rows2 = s32[16,5,1] iota(), iota_dimension=0
   idx2 = s32[16,5,2] concatenate(cols, rows2), dimensions={2}
   g2 = f32[16,5] gather(x, idx2), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={1,0}, index_vector_dim=2, slice_sizes={1,1}
@@ -176,6 +176,7 @@ ENTRY e {
   EXPECT_EQ(g->attrs().gather->start_indices_batching_dims, (std::vector<int64_t>{0}));
   EXPECT_EQ(g->attrs().gather->collapsed_slice_dims, (std::vector<int64_t>{1}));
   EXPECT_EQ(g->attrs().gather->start_index_map, (std::vector<int64_t>{1}));
+  EXPECT_FALSE(g->attrs().indices_are_sorted);  // sorted (row, id) pairs, not sorted ids
   EXPECT_NE(e.GetInstruction("idx"), nullptr);  // the bounds check still reads it
   const Instruction* g2 = e.GetInstruction("g2");
   EXPECT_EQ(g2->operand(1)->name(), "cols");
