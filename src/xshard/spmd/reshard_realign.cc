@@ -30,7 +30,7 @@ StatusOr<RouteResult> RealignGatherRoute(const PartitionedValue& v, const HloSha
     d = e;
   }
   if (d < 0) return NotApplicable("no dim changes its tile count");
-  if (to.tiles()[d] == 0 || from.tiles()[d] % to.tiles()[d] != 0 || from.tiles()[d] == to.tiles()[d]) {
+  if (from.tiles()[d] % to.tiles()[d] != 0) {
     return NotApplicable("the dim's source tiles do not merge into its target tiles");
   }
   // Aligned consecutive tiles need no lining up (the mesh-axes route's gather, which wins ties,

@@ -323,13 +323,6 @@ Status FindOuterAxes(const Module& module, const std::vector<std::pair<Instructi
   return OkStatus();
 }
 
-bool HasFrontendAttribute(const Instruction& inst, std::string_view key) {
-  if (!inst.attrs().frontend_attributes) return false;
-  for (const auto& [k, v] : *inst.attrs().frontend_attributes)
-    if (k == key) return true;
-  return false;
-}
-
 // The call of a shard_map body that `g2l`'s results feed (directly or through get-tuple-element).
 Instruction* BodyCallOf(const Instruction& g2l) {
   for (Instruction* u : g2l.users()) {
@@ -348,7 +341,7 @@ Instruction* BodyCallOf(const Instruction& g2l) {
 void CopyCallAttributes(const Instruction* call, Instruction* boundary, std::string_view shardings_key) {
   if (call == nullptr || !call->attrs().frontend_attributes) return;
   for (std::string_view key : {shardings_key, std::string_view("xla.sdy.manual_axes")}) {
-    if (HasFrontendAttribute(*boundary, key)) continue;
+    if (FrontendAttribute(*boundary, key).ok()) continue;
     for (const auto& [k, v] : *call->attrs().frontend_attributes) {
       if (k != key) continue;
       auto& attrs = boundary->mutable_attrs().frontend_attributes;
