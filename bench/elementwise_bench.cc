@@ -1,8 +1,8 @@
 // Elementwise kernel throughput: the scalar loops (the reference path, elementwise_loops.h) vs
 // the vector kernels FindUnaryKernel / FindBinaryKernel return, next to memcpy of the same bytes,
 // on f32 arrays of 16 KiB (a fused loop's tile, L1), 1 MiB (L2 / L3) and 64 MiB (DRAM), and a
-// tiled tanh(x) * logistic(y) + x * 0.5 chain. bytes_per_second counts every byte
-// read and written (memcpy: 2x its size, the same as a unary op).
+// tiled tanh(x) * logistic(y) + x * 0.5 chain, and u32 shifts and rotations on one tile. bytes_per_second counts every
+// byte read and written (memcpy: 2x its size, the same as a unary op).
 //   ./build/bench/elementwise_bench --benchmark_repetitions=5
 //       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -66,6 +66,32 @@ void BM_Binary(benchmark::State& state, Opcode op, Path path) {
   state.SetBytesProcessed(state.iterations() * 3 * bytes);
   state.SetLabel(path == Path::kScalar ? "scalar" : simd::Table().target);
 }
+
+// u32 shifts and JAX's rotate_left (threefry's rounds: x << r | x >> (32 - r), one op in a fused
+// loop) on a fused loop's tile of 512 elements (L1), amounts in [0, 32] as a rotation's; XLA's out-of-range rule
+// (0 for amounts of 32 or more) included.
+void BM_U32Shift(benchmark::State& state, Opcode op) {
+  constexpr int64_t n = 512, bytes = n * 4;
+  Buffer a(bytes), b(bytes), out(bytes);
+  std::mt19937 rng(4);
+  uint32_t* x = reinterpret_cast<uint32_t*>(a.p);
+  uint32_t* r = reinterpret_cast<uint32_t*>(b.p);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = static_cast<uint32_t>(rng());
+    r[i] = static_cast<uint32_t>(rng() % 33);
+  }
+  BinaryKernel k = op == Opcode::kOr ? *FindRotateLeftKernel(DType::kU32) : *FindBinaryKernel(op, DType::kU32);
+  for (auto _ : state) {
+    k(a.p, b.p, out.p, n);
+    benchmark::DoNotOptimize(out.p);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+  state.SetLabel(simd::Table().target);
+}
+BENCHMARK_CAPTURE(BM_U32Shift, shift_left, Opcode::kShiftLeft);
+BENCHMARK_CAPTURE(BM_U32Shift, shift_right_logical, Opcode::kShiftRightLogical);
+BENCHMARK_CAPTURE(BM_U32Shift, rotate_left, Opcode::kOr);
 
 void BM_Memcpy(benchmark::State& state) {
   const int64_t bytes = state.range(0);

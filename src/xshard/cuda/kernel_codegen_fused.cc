@@ -69,8 +69,13 @@ StatusOr<std::string> OpCode(const FusedLoop& f, const FusedOp& op, const std::v
     case FusedOpKind::kIota: {
       XS_RETURN_IF_ERROR(codegen::RequireDType(*op.inst, t));
       const std::string io = StrCat("io", op.out);
-      return "    const long long " + io + " = (long long)((i / " + codegen::Int(op.inner) + ") % " +
-             codegen::Int(op.size) + ");\n" + decl + codegen::ConvertExpr(DType::kS64, t, io) + ";\n";
+      // A slice of an iota: start + stride * the position along its dim.
+      std::string value = "(long long)((i / " + codegen::Int(op.inner) + ") % " + codegen::Int(op.size) + ")";
+      if (op.start != 0 || op.step != 1) {
+        value = "(long long)" + codegen::Int(op.start) + " + (long long)" + codegen::Int(op.step) + " * " + value;
+      }
+      return "    const long long " + io + " = " + value + ";\n" + decl + codegen::ConvertExpr(DType::kS64, t, io) +
+             ";\n";
     }
     case FusedOpKind::kGather: {
       const std::string g = StrCat("g", op.out);

@@ -87,6 +87,16 @@ std::vector<std::string> HandBuiltModules() {
     out.push_back(Hlo(Params({m, T(t, "5,9"), "s64[]", "s32[]"}), m + " dynamic-update-slice(p0, p1, p2, p3)"));
     out.push_back(Hlo(Params({m, "s32[2]"}), T(t, "5,9") + " dynamic-slice(p0, p1), dynamic_slice_sizes={5,9}"));
   }
+  // Slices of an iota read inside a fused loop (jax.random's counter halves): strided 2-D slices
+  // along and across the iota's dim.
+  for (const char* t : {"s32", "u32", "f32"}) {
+    for (int dim : {0, 1}) {
+      out.push_back(StrCat("HloModule m\nENTRY e {\n  p0 = ", t, "[13,100] parameter(0)\n  io = ", t,
+                           "[40,300] iota(), iota_dimension=", dim, "\n  s = ", t,
+                           "[13,100] slice(io), slice={[3:40:3], [1:300:3]}\n  ROOT r = ", t,
+                           "[13,100] add(s, p0)\n}\n"));
+    }
+  }
   const std::string reducers =
       "add { a = $T[] parameter(0)\n b = $T[] parameter(1)\n ROOT c = $T[] add(a, b) }\n"
       "mx { a = $T[] parameter(0)\n b = $T[] parameter(1)\n ROOT c = $T[] maximum(a, b) }\n"

@@ -163,12 +163,38 @@ Status RunStep(const Step& step, Frame& frame, RunContext& ctx) {
   return st;
 }
 
+namespace {
+
+// `order` (a post order) with the parameters and the get-tuple-elements of their tuples first.
+// A tuple parameter (a while loop's state) then dies as soon as its elements are taken out, and
+// each element is held by its get-tuple-element alone, so the step that last reads it may write
+// over it (ResultBuffer, a fused loop's donors) instead of allocating: post order would keep the
+// tuple alive until its last get-tuple-element, often the one the body passes to its root.
+std::vector<Instruction*> ElementsFirst(std::vector<Instruction*> order) {
+  std::unordered_set<const Instruction*> early;
+  std::vector<Instruction*> first, rest;
+  for (Instruction* inst : order) {
+    const bool element = inst->opcode() == Opcode::kGetTupleElement && inst->control_predecessors().empty() &&
+                         early.count(inst->operand(0));
+    if (inst->opcode() == Opcode::kParameter || element) {
+      early.insert(inst);
+      first.push_back(inst);
+    } else {
+      rest.push_back(inst);
+    }
+  }
+  first.insert(first.end(), rest.begin(), rest.end());
+  return first;
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<ComputationPlan>> PlanComputation(const Computation& c,
                                                            const HandlerTable& table,
                                                            const Program& program, bool fuse) {
   auto plan = std::make_unique<ComputationPlan>();
   plan->computation = &c;
-  const std::vector<Instruction*> order = c.MakeInstructionPostOrder();
+  const std::vector<Instruction*> order = ElementsFirst(c.MakeInstructionPostOrder());
   std::unordered_map<const Instruction*, int> slot;
   for (size_t i = 0; i < order.size(); ++i) slot[order[i]] = static_cast<int>(i);
   plan->num_slots = static_cast<int>(order.size());

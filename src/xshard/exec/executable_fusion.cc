@@ -139,14 +139,23 @@ struct GatherTile {
   int64_t phase = -1, n = 0;
 };
 
+// Runs of `inner` equal values, v = (linear / inner) % size, each start + step * v; an iota along
+// the last dim (inner 1) is one ramp per row.
 void Iota(const FusedOp& op, int64_t off, int64_t n, int64_t* out) {
   int64_t r = off % op.inner, v = (off / op.inner) % op.size;
-  for (int64_t i = 0; i < n; ++i) {
-    out[i] = v;
-    if (++r == op.inner) {
-      r = 0;
-      if (++v == op.size) v = 0;
+  for (int64_t i = 0; i < n;) {
+    if (op.inner == 1) {
+      const int64_t len = std::min(n - i, op.size - v), a = op.start + op.step * v;
+      for (int64_t k = 0; k < len; ++k) out[i + k] = a + op.step * k;
+      i += len;
+      v = 0;
+      continue;
     }
+    const int64_t len = std::min(n - i, op.inner - r), value = op.start + op.step * v;
+    std::fill(out + i, out + i + len, value);
+    i += len;
+    r = 0;
+    if (++v == op.size) v = 0;
   }
 }
 
@@ -325,6 +334,7 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
   std::vector<std::byte*> outputs(f.outputs.size());
   for (size_t o = 0; o < f.outputs.size(); ++o) {
     const bool primary = !f.has_reduce && o + 1 == f.outputs.size();
+
     if (primary && f.donor >= 0 && CanTakeOverOperand(step, frame, f.donor)) {
       out_arrays[o] = ResultBuffer(step, frame, ctx, f.donor);
     } else if (primary) {
@@ -332,6 +342,10 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
     } else if (o < output_offsets.size() && output_offsets[o] >= 0 && ctx.frame_arena != nullptr) {
       out_arrays[o] = std::make_shared<Array>(Array::View(f.outputs[o].inst->shape().WithoutLayout(),
                                                           ctx.frame_arena + output_offsets[o]));
+    } else if (const int d = f.outputs[o].donor; d >= 0 && CanTakeOverOperand(step, frame, d)) {
+      // Written over its dying input (the plan checked dtype, dims and read order); the shared
+      // owner now counts two, so no other output takes the same buffer.
+      out_arrays[o] = frame.slots[step.operands[d]].array;
     } else {
       // The loop writes every element: no zero-fill pass over the output.
       out_arrays[o] = AdoptArray(Array::Uninitialized(f.outputs[o].inst->shape().WithoutLayout()), ctx);
@@ -380,10 +394,7 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
     unit = f.count;
   }
   // Outputs larger than the caches bypass them (no reduce: its loop order is not tile-major).
-  bool stream = !f.has_reduce;
-  for (const FusedOutput& o : f.outputs) {
-    stream = stream && f.count * DTypeSize(o.inst->shape().dtype()) >= kernels::kStreamMinBytes;
-  }
+  const bool stream = StreamsOutputs(f);
   std::byte* reduced_data = reduced ? reduced->data() : nullptr;
   const kernels::ColumnBlocks& cb = f.reduce.blocks;
   if (f.has_reduce && cb.blocks > 1) {

@@ -40,14 +40,27 @@ bool IsMember(const Step& step) {
 
 }  // namespace
 
+bool IsIotaGenerator(const Instruction& inst) {
+  if (!FusionLoopShaped(inst.shape())) return false;
+  const Instruction* iota = &inst;
+  if (inst.opcode() == Opcode::kSlice) {
+    iota = inst.operand(0);
+    const auto& slice = inst.attrs().slice;
+    if (iota->opcode() != Opcode::kIota || !slice || static_cast<int>(slice->size()) != inst.shape().rank() ||
+        iota->shape().rank() != inst.shape().rank() || iota->shape().dtype() != inst.shape().dtype()) {
+      return false;
+    }
+  }
+  if (iota->opcode() != Opcode::kIota) return false;
+  const DType t = iota->shape().dtype();
+  const auto& d = iota->attrs().iota_dimension;
+  return d.has_value() && *d >= 0 && *d < iota->shape().rank() &&
+         (t == DType::kS64 || kernels::FindConvertKernel(DType::kS64, t).ok());
+}
+
 bool IsFusionGenerator(const Instruction& inst) {
   if (!FusionLoopShaped(inst.shape())) return false;
-  if (inst.opcode() == Opcode::kIota) {
-    const DType t = inst.shape().dtype();
-    const auto& d = inst.attrs().iota_dimension;
-    return d.has_value() && *d >= 0 && *d < inst.shape().rank() &&
-           (t == DType::kS64 || kernels::FindConvertKernel(DType::kS64, t).ok());
-  }
+  if (inst.opcode() == Opcode::kIota || inst.opcode() == Opcode::kSlice) return IsIotaGenerator(inst);
   if (inst.opcode() == Opcode::kGather) return IsRowGather(inst);
   return inst.opcode() == Opcode::kBroadcast && inst.operand(0)->shape().IsArray() &&
          inst.operand(0)->shape().dtype() == inst.shape().dtype();
@@ -303,13 +316,14 @@ bool TryFuse(std::vector<Step>& steps, const std::unordered_map<const Instructio
     }
   }
   if (groups.empty()) return true;
-  // Generators whose every user is fused are dropped; the groups recompute them.
+  // Generators whose every user is fused (or a dropped generator: the iota under a slice of it)
+  // are dropped; the groups recompute them. Users come later in post order.
   std::unordered_set<const Instruction*> dropped;
-  for (const Step& s : steps) {
-    if (!IsFusionGenerator(*s.inst) || s.inst == root || s.inst->users().empty()) continue;
+  for (auto s = steps.rbegin(); s != steps.rend(); ++s) {
+    if (!IsFusionGenerator(*s->inst) || s->inst == root || s->inst->users().empty()) continue;
     bool all = true;
-    for (const Instruction* u : s.inst->users()) all &= group_of.count(u) > 0;
-    if (all) dropped.insert(s.inst);
+    for (const Instruction* u : s->inst->users()) all &= group_of.count(u) > 0 || dropped.count(u) > 0;
+    if (all) dropped.insert(s->inst);
   }
   // Fused steps, then a topological order: each node after the nodes of its operands, in the
   // original order otherwise.
@@ -334,6 +348,7 @@ bool TryFuse(std::vector<Step>& steps, const std::unordered_map<const Instructio
     auto add_operands = [&](const Instruction* inst, bool through_generators) {
       for (const Instruction* o : inst->operands()) {
         if (through_generators && dropped.count(o)) {
+          if (IsIotaGenerator(*o)) continue;  // computed from its position alone
           for (const Instruction* oo : o->operands()) out.push_back(node_of(oo));
         } else {
           out.push_back(node_of(o));

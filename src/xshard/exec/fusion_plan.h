@@ -54,6 +54,8 @@ struct FusedOp {
   int out = -1;              // value id
   int64_t inner = 1, size = 1;          // kIota: (linear / inner) % size; kRowGather: row
                                         // elements and rows of the table
+  int64_t start = 0, step = 1;          // kIota: the value is start + step * the above (a slice
+                                        // of an iota along its dim: start and stride)
   std::vector<int64_t> strides;         // kGather: operand element stride per loop dim (0: repeated)
   // kGather: > 1 when the operand spans the loop's trailing dims contiguously and repeats over the
   // leading ones (a per-channel vector broadcast over N, H, W): element i of the loop is operand
@@ -69,6 +71,9 @@ struct FusedOutput {
   int value = -1;
   int slot = -1;
   const Instruction* inst = nullptr;
+  // An output other than the primary one: the operand index of a dying input of its dtype and
+  // dims it may be written over (FusedLoop::donor is the primary's), -1 for none.
+  int donor = -1;
 };
 
 // A reduce fed by the loop: each tile of `value` is combined into the step's result.
@@ -100,6 +105,11 @@ struct FusedLoop {
   int64_t members = 0;  // instructions the step stands for (ExecuteStats::instructions_run)
 };
 
+// Whether the loop streams its outputs: each tile of an output is computed in a buffer of its
+// own and written with non-temporal stores after the tile's ops (outputs larger than the caches;
+// never with a reduce, whose loop order is not tile-major).
+bool StreamsOutputs(const FusedLoop& f);
+
 // A reduce with a typed combiner (add, multiply, max, min, and, or) whose operand only it reads
 // joins the operand's group ("evaluate tile, reduce tile"); one of 64K+ elements of any operand
 // becomes a loop of its own, so it can run on several threads when its outer dim is kept.
@@ -126,8 +136,12 @@ struct FusionGroup {
 };
 // A rank >= 1 array of a sized dtype with elements.
 bool FusionLoopShaped(const Shape& s);
-// Broadcasts, iotas and row gathers are recomputed inside every group that reads them.
+// Broadcasts, iotas, slices of iotas and row gathers are recomputed inside every group that
+// reads them.
 bool IsFusionGenerator(const Instruction& inst);
+// An iota, or a slice of one (JAX's random bits slice one iota into the counters' halves): a
+// generator that reads no operand.
+bool IsIotaGenerator(const Instruction& inst);
 // A gather of whole rows of its operand's leading dim (jnp.take(table, ids, axis=0), an embedding
 // lookup, table[ids]): the result's dims are the indices' batch dims (an index vector dim of size
 // one last, or none) then the operand's dims after the first, and element (b, rest) is

@@ -56,6 +56,7 @@ class LoopBuilder {
       }
       loop_->donor = donor;
       step_.inplace_operand = donor;
+      AssignOtherDonors(donor);
     }
     AssignScratchBuffers();
     int64_t bytes = 0;
@@ -88,14 +89,57 @@ class LoopBuilder {
   // loop has 48 members: 96 KiB of f32 tiles, three times L1, with one buffer each). An op never
   // writes a buffer one of its own operands is in: kernels that change the element size
   // (converts) would overwrite elements they have not read yet.
+  static bool ReadsValues(const FusedOp& op) {
+    return op.kind == FusedOpKind::kUnary || op.kind == FusedOpKind::kBinary || op.kind == FusedOpKind::kTernary ||
+           op.kind == FusedOpKind::kCopy || op.kind == FusedOpKind::kRotateLeft;
+  }
+
+  // The outputs other than the primary one may each write over a dying input of their dtype and
+  // dims too, a different one each (RunFusedLoop takes it over when nothing else holds it): the
+  // state of a while loop updated in place (threefry's two counters, an optimizer's weights and
+  // moments), which otherwise gets fresh pages every iteration. Safe when no op reads the input
+  // after the output is written: streamed outputs are written after all of a tile's ops, the
+  // others as their op runs. Inputs a broadcast or row gather reads are never taken.
+  void AssignOtherDonors(int primary_donor) {
+    const std::vector<FusedValue>& values = loop_->values;
+    const size_t inputs = step_.operands.size();
+    std::vector<int> last_read(inputs, -1);
+    for (size_t k = 0; k < loop_->body.size(); ++k) {
+      const FusedOp& op = loop_->body[k];
+      if (!ReadsValues(op)) continue;
+      for (int v : op.in) {
+        if (v >= 0 && values[v].kind == FusedValueKind::kInput) last_read[values[v].input] = static_cast<int>(k);
+      }
+    }
+    const bool streams = StreamsOutputs(*loop_);
+    std::vector<char> taken(inputs, 0);
+    if (primary_donor >= 0) taken[primary_donor] = 1;
+    for (size_t o = 0; o + 1 < loop_->outputs.size(); ++o) {
+      FusedOutput& out = loop_->outputs[o];
+      int writer = -1;
+      for (size_t k = 0; k < loop_->body.size(); ++k) {
+        if (loop_->body[k].out == out.value) writer = static_cast<int>(k);
+      }
+      const Shape& want = out.inst->shape();
+      for (size_t i = 0; i < inputs && writer >= 0; ++i) {
+        const Instruction* in = input_insts_[i];
+        if (taken[i] || random_access_.count(static_cast<int>(i)) || broadcast_.count(static_cast<int>(i)) ||
+            in->opcode() == Opcode::kConstant || in->shape().dtype() != want.dtype() ||
+            in->shape().dims() != want.dims() || (!streams && last_read[i] > writer)) {
+          continue;
+        }
+        out.donor = static_cast<int>(i);
+        taken[i] = 1;
+        break;
+      }
+    }
+  }
+
   void AssignScratchBuffers() {
     const std::vector<FusedValue>& values = loop_->values;
     const int end = static_cast<int>(loop_->body.size());
     std::vector<int> last_use(values.size(), -1);
-    auto reads_values = [](const FusedOp& op) {
-      return op.kind == FusedOpKind::kUnary || op.kind == FusedOpKind::kBinary || op.kind == FusedOpKind::kTernary ||
-             op.kind == FusedOpKind::kCopy || op.kind == FusedOpKind::kRotateLeft;
-    };
+    auto reads_values = [](const FusedOp& op) { return ReadsValues(op); };
     for (int i = 0; i < end; ++i) {
       const FusedOp& op = loop_->body[i];
       if (!reads_values(op)) continue;
@@ -177,11 +221,17 @@ class LoopBuilder {
     }
     const int v = NewValue(FusedValueKind::kScratch, gen.shape().dtype());
     const std::vector<int64_t>& dims = g_.dims;
-    if (gen.opcode() == Opcode::kIota) {
-      const int64_t d = *gen.attrs().iota_dimension;
+    if (gen.opcode() == Opcode::kIota || gen.opcode() == Opcode::kSlice) {
+      // A slice of an iota takes element start + stride * i of the iota's dim.
+      const Instruction& iota = gen.opcode() == Opcode::kSlice ? *gen.operand(0) : gen;
+      const int64_t d = *iota.attrs().iota_dimension;
       op.kind = FusedOpKind::kIota;
       op.size = dims[d];
       for (size_t k = d + 1; k < dims.size(); ++k) op.inner *= dims[k];
+      if (&iota != &gen) {
+        op.start = (*gen.attrs().slice)[d].start;
+        op.step = (*gen.attrs().slice)[d].stride;
+      }
       if (gen.shape().dtype() != DType::kS64) {
         op.unary = *kernels::FindConvertKernel(DType::kS64, gen.shape().dtype());
       }
@@ -198,6 +248,7 @@ class LoopBuilder {
       const Shape& in = gen.operand(0)->shape();
       op.kind = FusedOpKind::kGather;
       op.in[0] = InputIndex(gen.operand(0));
+      broadcast_.insert(op.in[0]);
       op.strides.assign(dims.size(), 0);
       std::vector<int64_t> in_strides(in.rank(), 1);
       for (int k = in.rank() - 2; k >= 0; --k) in_strides[k] = in_strides[k + 1] * in.dim(k + 1);
@@ -361,6 +412,7 @@ class LoopBuilder {
   std::vector<const Instruction*> input_insts_;
   std::unordered_map<const Instruction*, int> input_index_;
   std::unordered_set<int> random_access_;  // operands a row gather reads out of order: never donors
+  std::unordered_set<int> broadcast_;      // operands a broadcast reads: never donors of other outputs
   struct Rotate {
     const Instruction* x;
     const Instruction* amount;
@@ -372,6 +424,14 @@ class LoopBuilder {
 };
 
 }  // namespace
+
+bool StreamsOutputs(const FusedLoop& f) {
+  if (f.has_reduce) return false;
+  for (const FusedOutput& o : f.outputs) {
+    if (f.count * DTypeSize(o.inst->shape().dtype()) < kernels::kStreamMinBytes) return false;
+  }
+  return true;
+}
 
 Step BuildFusedStep(const FusionGroup& g, const std::unordered_map<const Instruction*, int>& slot,
                     const std::unordered_map<const Instruction*, const Step*>& step_of) {

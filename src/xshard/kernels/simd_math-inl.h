@@ -335,9 +335,60 @@ HWY_INLINE auto ShiftAmount(D, V b) {
   const auto ub = hn::BitCast(du, b);
   return std::make_pair(hn::Lt(ub, hn::Set(du, kBits)), hn::And(ub, hn::Set(du, kBits - 1)));
 }
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+// x86's variable logical shifts of 32- and 64-bit lanes (vpsllv / vpsrlv) read each count as
+// unsigned and give 0 for counts of the lane width or more: XLA's rule, with no compare and
+// mask around them (threefry's rotations are a fifth of jax.random's work).
+template <class V>
+inline constexpr bool kX86VariableShift =
+    (sizeof(hn::TFromV<V>) == 4 || sizeof(hn::TFromV<V>) == 8) && std::is_integral_v<hn::TFromV<V>> &&
+    (std::is_same_v<decltype(V::raw), __m128i> || std::is_same_v<decltype(V::raw), __m256i>
+#if HWY_TARGET <= HWY_AVX3
+     || std::is_same_v<decltype(V::raw), __m512i>
+#endif
+    );
+template <bool kLeft, class V>
+HWY_INLINE V X86LogicalShift(V a, V b) {
+  using Raw = decltype(a.raw);
+  constexpr bool k32 = sizeof(hn::TFromV<V>) == 4;
+  V r;
+  if constexpr (std::is_same_v<Raw, __m128i>) {
+    if constexpr (k32) {
+      r.raw = kLeft ? _mm_sllv_epi32(a.raw, b.raw) : _mm_srlv_epi32(a.raw, b.raw);
+    } else {
+      r.raw = kLeft ? _mm_sllv_epi64(a.raw, b.raw) : _mm_srlv_epi64(a.raw, b.raw);
+    }
+  } else if constexpr (std::is_same_v<Raw, __m256i>) {
+    if constexpr (k32) {
+      r.raw = kLeft ? _mm256_sllv_epi32(a.raw, b.raw) : _mm256_srlv_epi32(a.raw, b.raw);
+    } else {
+      r.raw = kLeft ? _mm256_sllv_epi64(a.raw, b.raw) : _mm256_srlv_epi64(a.raw, b.raw);
+    }
+  }
+#if HWY_TARGET <= HWY_AVX3
+  else if constexpr (std::is_same_v<Raw, __m512i>) {
+    if constexpr (k32) {
+      r.raw = kLeft ? _mm512_sllv_epi32(a.raw, b.raw) : _mm512_srlv_epi32(a.raw, b.raw);
+    } else {
+      r.raw = kLeft ? _mm512_sllv_epi64(a.raw, b.raw) : _mm512_srlv_epi64(a.raw, b.raw);
+    }
+  }
+#endif
+  return r;
+}
+#else
+template <class V>
+inline constexpr bool kX86VariableShift = false;
+template <bool kLeft, class V>
+HWY_INLINE V X86LogicalShift(V a, V) {
+  return a;
+}
+#endif
+
 struct VShiftLeft {
   template <class T> static T Scalar(T a, T b) { return ops::ShiftLeft::Apply(a, b); }
   template <class D, class V> static V Apply(D d, V a, V b) {
+    if constexpr (kX86VariableShift<V>) return X86LogicalShift<true>(a, b);
     const hn::RebindToUnsigned<D> du;
     const auto [in_range, amount] = ShiftAmount(d, b);
     return hn::BitCast(d, hn::IfThenElseZero(in_range, hn::Shl(hn::BitCast(du, a), amount)));
@@ -346,6 +397,7 @@ struct VShiftLeft {
 struct VShiftRightLogical {
   template <class T> static T Scalar(T a, T b) { return ops::ShiftRightLogical::Apply(a, b); }
   template <class D, class V> static V Apply(D d, V a, V b) {
+    if constexpr (kX86VariableShift<V>) return X86LogicalShift<false>(a, b);
     const hn::RebindToUnsigned<D> du;
     const auto [in_range, amount] = ShiftAmount(d, b);
     return hn::BitCast(d, hn::IfThenElseZero(in_range, hn::Shr(hn::BitCast(du, a), amount)));
