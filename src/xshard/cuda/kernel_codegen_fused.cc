@@ -98,6 +98,22 @@ StatusOr<std::string> OpCode(const FusedLoop& f, const FusedOp& op, const std::v
       }
       return code + "    }\n" + decl + "((const " + codegen::ElemCType(t) + "*)a.p[" + std::to_string(op.in[0]) + "])[" + g + "];\n";
     }
+    case FusedOpKind::kConcat: {
+      // Element i of the piece whose run holds it (bounds[k] <= i < bounds[k + 1]).
+      const std::string c = StrCat("c", op.out), ct = codegen::ElemCType(t);
+      std::string code = "    " + ct + " " + c + ";\n";
+      for (size_t k = 0; k < op.pieces.size(); ++k) {
+        const std::string read = c + " = ((const " + ct + "*)a.p[" + std::to_string(op.pieces[k]) + "])[i - (idx_t)" +
+                                 codegen::Int(op.bounds[k]) + "];";
+        if (k + 1 == op.pieces.size()) {
+          code += "    " + std::string(k == 0 ? "" : "else ") + "{ " + read + " }\n";
+        } else {
+          code += "    " + std::string(k == 0 ? "" : "else ") + "if (i < (idx_t)" + codegen::Int(op.bounds[k + 1]) +
+                  ") { " + read + " }\n";
+        }
+      }
+      return code + decl + c + ";\n";
+    }
     case FusedOpKind::kRowGather: {
       // Row i / inner of the table, its index clamped to [0, rows - 1] as XLA clamps gather
       // starts; offsets into the table in 64 bits (it may be larger than the loop).
@@ -147,6 +163,9 @@ StatusOr<GeneratedKernel> GenerateFusedLoopKernel(const FusedLoop& f) {
   }
   for (const FusedOp& op : f.body) {
     if (op.kind == FusedOpKind::kGather) note(op.in[0]);
+    if (op.kind == FusedOpKind::kConcat) {
+      for (int k : op.pieces) note(k);
+    }
     if (op.kind == FusedOpKind::kRowGather) {
       note(op.in[0]);
       note(op.in[1]);

@@ -97,6 +97,16 @@ std::vector<std::string> HandBuiltModules() {
                            "[13,100] add(s, p0)\n}\n"));
     }
   }
+  // Concatenates of runs read piece by piece inside a fused loop (JAX's random bits joining the
+  // counter halves): along dim 0, and reshaped.
+  for (const char* t : {"f32", "u32"}) {
+    out.push_back(StrCat("HloModule m\nENTRY e {\n  p0 = ", t, "[7,3] parameter(0)\n  p1 = ", t,
+                         "[30,3] parameter(1)\n  p2 = ", t, "[2,3] parameter(2)\n  j = ", t,
+                         "[39,3] concatenate(p0, p1, p2), dimensions={0}\n  ROOT r = ", t, "[39,3] add(j, j)\n}\n"));
+    out.push_back(StrCat("HloModule m\nENTRY e {\n  p0 = ", t, "[50] parameter(0)\n  p1 = ", t,
+                         "[40] parameter(1)\n  j = ", t, "[90] concatenate(p0, p1), dimensions={0}\n  r = ", t,
+                         "[9,10] reshape(j)\n  ROOT n = ", t, "[9,10] multiply(r, r)\n}\n"));
+  }
   const std::string reducers =
       "add { a = $T[] parameter(0)\n b = $T[] parameter(1)\n ROOT c = $T[] add(a, b) }\n"
       "mx { a = $T[] parameter(0)\n b = $T[] parameter(1)\n ROOT c = $T[] maximum(a, b) }\n"

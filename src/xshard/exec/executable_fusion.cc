@@ -159,6 +159,20 @@ void Iota(const FusedOp& op, int64_t off, int64_t n, int64_t* out) {
   }
 }
 
+// Elements [off, off + n) of a kConcat: a pointer into the piece that holds them all, else the
+// runs of each piece copied into `out`.
+const std::byte* Concat(const FusedOp& op, const std::vector<const std::byte*>& inputs, int esize, int64_t off,
+                        int64_t n, std::byte* out) {
+  size_t k = static_cast<size_t>(std::upper_bound(op.bounds.begin(), op.bounds.end(), off) - op.bounds.begin()) - 1;
+  if (off + n <= op.bounds[k + 1]) return inputs[op.pieces[k]] + (off - op.bounds[k]) * esize;
+  for (int64_t i = 0; i < n; ++k) {
+    const int64_t at = off + i, len = std::min(n - i, op.bounds[k + 1] - at);
+    std::memcpy(out + i * esize, inputs[op.pieces[k]] + (at - op.bounds[k]) * esize, static_cast<size_t>(len * esize));
+    i += len;
+  }
+  return out;
+}
+
 // Runs `op` on elements [off, off + n). A broadcast (kGather) may point p[op.out] into its operand
 // or at its kept tile (`kept`, for periodic ones) instead of filling the value's buffer, `home`.
 void RunOp(const FusedLoop& f, const FusedOp& op, std::byte** p, std::byte* const* home, GatherTile* kept,
@@ -183,6 +197,17 @@ void RunOp(const FusedLoop& f, const FusedOp& op, std::byte** p, std::byte* cons
         op.unary(reinterpret_cast<const std::byte*>(iota), out, n);
       }
       return;
+    case FusedOpKind::kConcat: {
+      const int esize = f.values[op.out].esize;
+      std::byte* buffer = home != nullptr ? home[op.out] : out;
+      const std::byte* at = Concat(op, inputs, esize, off, n, buffer);
+      if (home != nullptr) {
+        p[op.out] = const_cast<std::byte*>(at);
+      } else if (at != buffer) {
+        std::memcpy(buffer, at, static_cast<size_t>(n * esize));
+      }
+      return;
+    }
     case FusedOpKind::kRowGather: {
       const int esize = f.values[op.out].esize;
       std::byte* buffer = home != nullptr ? home[op.out] : out;
@@ -249,7 +274,7 @@ void RunChunk(const FusedLoop& f, const std::vector<const std::byte*>& inputs,
   const int64_t stream_buffers = stream ? static_cast<int64_t>(f.outputs.size()) : 0;
   // Broadcasts (values the ops only read) may be pointed elsewhere; periodic ones keep a tile.
   auto redirectable = [&](const FusedOp& op) {
-    return (op.kind == FusedOpKind::kGather || op.kind == FusedOpKind::kRowGather) &&
+    return (op.kind == FusedOpKind::kGather || op.kind == FusedOpKind::kRowGather || op.kind == FusedOpKind::kConcat) &&
            f.values[op.out].kind == FusedValueKind::kScratch;
   };
   int64_t kept_buffers = 0;

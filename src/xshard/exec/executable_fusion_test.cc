@@ -850,5 +850,93 @@ ENTRY main {
   EXPECT_EQ(out->at(2).GetDouble(12 * 100 + 99), 39.0 * 298.0 - 7.0);  // row 39, column 298
 }
 
+// A concatenate whose pieces are runs of its elements (along dim 0, or after dims of size 1), or
+// a reshape of one, is read piece by piece inside the loops that use it: the joined array is never
+// written. Pieces of 700, 1300 and 45 rows of 3 straddle the 512-element tiles; a concatenate
+// along a later dim (its pieces interleave) stays a step of its own.
+TEST(Fusion, ConcatenatesOfRunsAreReadPieceByPieceInTheLoop) {
+  const std::string text = R"(
+HloModule concat_runs
+ENTRY main {
+  a = f32[700,3] parameter(0)
+  b = f32[1300,3] parameter(1)
+  c = f32[45,3] parameter(2)
+  j = f32[2045,3] concatenate(a, b, c), dimensions={0}
+  e = f32[2045,3] exponential(j)
+  u = u32[3000] parameter(3)
+  v = u32[3000] parameter(4)
+  uv = u32[6000] concatenate(u, v), dimensions={0}
+  r = u32[1000,6] reshape(uv)
+  nine = u32[] constant(9)
+  nb = u32[1000,6] broadcast(nine), dimensions={}
+  s = u32[1000,6] shift-right-logical(r, nb)
+  x = f32[1,40,5] parameter(5)
+  y = f32[1,2,5] parameter(6)
+  xy = f32[1,42,5] concatenate(x, y), dimensions={1}
+  n = f32[1,42,5] negate(xy)
+  p = f32[40,5] parameter(7)
+  q = f32[40,7] parameter(8)
+  pq = f32[40,12] concatenate(p, q), dimensions={1}
+  m = f32[40,12] multiply(pq, pq)
+  ROOT t = (f32[2045,3], u32[1000,6], f32[1,42,5], f32[40,12]) tuple(e, s, n, m)
+})";
+  std::mt19937 rng(21);
+  std::vector<Array> args = {RandomArray(DType::kF32, {700, 3}, rng), RandomArray(DType::kF32, {1300, 3}, rng),
+                             RandomArray(DType::kF32, {45, 3}, rng)};
+  std::vector<uint32_t> bits(3000);
+  for (uint32_t& w : bits) w = static_cast<uint32_t>(rng());
+  args.push_back(Array::FromVector<uint32_t>({3000}, bits));
+  for (uint32_t& w : bits) w = static_cast<uint32_t>(rng());
+  args.push_back(Array::FromVector<uint32_t>({3000}, bits));
+  args.push_back(RandomArray(DType::kF32, {1, 40, 5}, rng));
+  args.push_back(RandomArray(DType::kF32, {1, 2, 5}, rng));
+  args.push_back(RandomArray(DType::kF32, {40, 5}, rng));
+  args.push_back(RandomArray(DType::kF32, {40, 7}, rng));
+  ExpectFusedEqualsUnfused(text, args);
+  ExpectFusedEqualsUnfused(text, args, 2);
+  std::unique_ptr<Module> m = ParseOrFail(text);
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  std::vector<std::string> joins;
+  for (const Step& st : e->program().entry->steps) {
+    if (st.inst->opcode() == Opcode::kConcatenate) joins.push_back(st.inst->name());
+  }
+  EXPECT_EQ(joins, std::vector<std::string>{"pq"});
+  StatusOr<std::vector<Array>> out = e->Run(args);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->at(1).GetDouble(999 * 6 + 5), static_cast<double>(bits[2999] >> 9));  // v's last element
+  EXPECT_EQ(out->at(2).GetDouble(41 * 5 + 4), -args[6].GetDouble(1 * 5 + 4));          // y's last element
+}
+
+// A generator read by a dropped generator is still computed when the latter reads its value (the
+// iota under a broadcast, a broadcast piece of a concatenate); only an iota under slices of it,
+// or a concatenate under a reshape, is dropped with them.
+TEST(Fusion, GeneratorsReadByDroppedGeneratorsAreStillComputed) {
+  const std::string text = R"(
+HloModule nested_generators
+ENTRY main {
+  i = s32[16] iota(), iota_dimension=0
+  b = s32[16,5] broadcast(i), dimensions={0}
+  p = s32[16,5] parameter(0)
+  a = s32[16,5] add(b, p)
+  k = f32[] parameter(1)
+  kb = f32[10,3] broadcast(k), dimensions={}
+  q = f32[20,3] parameter(2)
+  j = f32[30,3] concatenate(kb, q), dimensions={0}
+  r = f32[90] reshape(j)
+  e = f32[90] negate(r)
+  ROOT t = (s32[16,5], f32[90]) tuple(a, e)
+})";
+  std::mt19937 rng(8);
+  const std::vector<Array> args = {RandomArray(DType::kS32, {16, 5}, rng), Array::FromVector<float>({}, {2.5f}),
+                                   RandomArray(DType::kF32, {20, 3}, rng)};
+  ExpectFusedEqualsUnfused(text, args);
+  std::unique_ptr<Module> m = ParseOrFail(text);
+  std::unique_ptr<Executable> e = *Executable::Create(*m);
+  StatusOr<std::vector<Array>> out = e->Run(args);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->at(0).GetDouble(15 * 5), 15.0 + args[0].GetDouble(15 * 5));
+  EXPECT_EQ(out->at(1).GetDouble(29), -2.5);
+}
+
 }  // namespace
 }  // namespace xs

@@ -4,6 +4,7 @@
 #include "xshard/exec/fusion_plan.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <unordered_set>
 
@@ -58,9 +59,39 @@ bool IsIotaGenerator(const Instruction& inst) {
          (t == DType::kS64 || kernels::FindConvertKernel(DType::kS64, t).ok());
 }
 
+bool IsConcatGenerator(const Instruction& inst) {
+  if (!FusionLoopShaped(inst.shape())) return false;
+  const Instruction* c = &inst;
+  if (inst.opcode() == Opcode::kReshape) {
+    c = inst.operand(0);
+    if (!c->shape().IsArray() || c->shape().dtype() != inst.shape().dtype() ||
+        c->shape().num_elements() != inst.shape().num_elements()) {
+      return false;
+    }
+  }
+  if (c->opcode() != Opcode::kConcatenate || c->dimensions().size() != 1 || !FusionLoopShaped(c->shape())) {
+    return false;
+  }
+  const int64_t d = c->dimensions()[0];
+  for (int64_t k = 0; k < d; ++k) {
+    if (c->shape().dim(static_cast<int>(k)) != 1) return false;
+  }
+  for (const Instruction* piece : c->operands()) {
+    if (!piece->shape().IsArray() || piece->shape().dtype() != c->shape().dtype()) return false;
+  }
+  return true;
+}
+
+std::vector<const Instruction*> GeneratorReads(const Instruction& gen) {
+  if (IsIotaGenerator(gen)) return {};
+  const Instruction* c = gen.opcode() == Opcode::kReshape ? gen.operand(0) : &gen;
+  return std::vector<const Instruction*>(c->operands().begin(), c->operands().end());
+}
+
 bool IsFusionGenerator(const Instruction& inst) {
   if (!FusionLoopShaped(inst.shape())) return false;
   if (inst.opcode() == Opcode::kIota || inst.opcode() == Opcode::kSlice) return IsIotaGenerator(inst);
+  if (inst.opcode() == Opcode::kConcatenate || inst.opcode() == Opcode::kReshape) return IsConcatGenerator(inst);
   if (inst.opcode() == Opcode::kGather) return IsRowGather(inst);
   return inst.opcode() == Opcode::kBroadcast && inst.operand(0)->shape().IsArray() &&
          inst.operand(0)->shape().dtype() == inst.shape().dtype();
@@ -316,13 +347,19 @@ bool TryFuse(std::vector<Step>& steps, const std::unordered_map<const Instructio
     }
   }
   if (groups.empty()) return true;
-  // Generators whose every user is fused (or a dropped generator: the iota under a slice of it)
-  // are dropped; the groups recompute them. Users come later in post order.
+  // Generators whose every user is fused, or a dropped generator that does not read it (the iota
+  // under a slice of it, the concatenate under a reshape), are dropped; the groups recompute them.
+  // Users come later in post order.
   std::unordered_set<const Instruction*> dropped;
   for (auto s = steps.rbegin(); s != steps.rend(); ++s) {
     if (!IsFusionGenerator(*s->inst) || s->inst == root || s->inst->users().empty()) continue;
     bool all = true;
-    for (const Instruction* u : s->inst->users()) all &= group_of.count(u) > 0 || dropped.count(u) > 0;
+    for (const Instruction* u : s->inst->users()) {
+      if (group_of.count(u)) continue;
+      const std::vector<const Instruction*> reads =
+          dropped.count(u) ? GeneratorReads(*u) : std::vector<const Instruction*>{};
+      all &= dropped.count(u) > 0 && std::find(reads.begin(), reads.end(), s->inst) == reads.end();
+    }
     if (all) dropped.insert(s->inst);
   }
   // Fused steps, then a topological order: each node after the nodes of its operands, in the
@@ -345,11 +382,18 @@ bool TryFuse(std::vector<Step>& steps, const std::unordered_map<const Instructio
   };
   auto deps = [&](int node, std::vector<int>& out) {
     out.clear();
+    // A dropped generator stands for what it reads (GeneratorReads).
+    std::function<void(const Instruction*)> read = [&](const Instruction* o) {
+      if (!dropped.count(o)) {
+        out.push_back(node_of(o));
+        return;
+      }
+      for (const Instruction* oo : GeneratorReads(*o)) read(oo);
+    };
     auto add_operands = [&](const Instruction* inst, bool through_generators) {
       for (const Instruction* o : inst->operands()) {
-        if (through_generators && dropped.count(o)) {
-          if (IsIotaGenerator(*o)) continue;  // computed from its position alone
-          for (const Instruction* oo : o->operands()) out.push_back(node_of(oo));
+        if (through_generators) {
+          read(o);
         } else {
           out.push_back(node_of(o));
         }

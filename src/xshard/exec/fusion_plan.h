@@ -42,7 +42,9 @@ struct FusedValue {
 // (IsRowGather).
 // kRotateLeft: JAX's rotate_left, or(shift-left(x, a), shift-right-logical(x, bits - a)) of three
 // members, as one op on in[0] = x and in[1] = a (`binary` computes it; `inst` is the or).
-enum class FusedOpKind { kUnary, kBinary, kTernary, kCopy, kIota, kGather, kFill, kRowGather, kRotateLeft };
+// kConcat: a concatenate whose pieces are contiguous runs of its elements (IsConcatGenerator), or
+// a reshape of one: element i is element i - bounds[k] of piece k, bounds[k] <= i < bounds[k + 1].
+enum class FusedOpKind { kUnary, kBinary, kTernary, kCopy, kIota, kGather, kFill, kRowGather, kRotateLeft, kConcat };
 
 struct FusedOp {
   FusedOpKind kind = FusedOpKind::kCopy;
@@ -61,6 +63,9 @@ struct FusedOp {
   // leading ones (a per-channel vector broadcast over N, H, W): element i of the loop is operand
   // element i % period. 0 otherwise.
   int64_t period = 0;
+  // kConcat: each piece's operand index, and the element where each piece starts (then the count).
+  std::vector<int> pieces;
+  std::vector<int64_t> bounds;
   // The instruction the op computes (kFill: the scalar operand it fills from; kGather: the
   // broadcast; kIota: the iota; kCopy of a uniform output: that member). Backends that generate
   // code from the plan (cuda/) read the opcode, attributes and dtypes from it.
@@ -142,6 +147,13 @@ bool IsFusionGenerator(const Instruction& inst);
 // An iota, or a slice of one (JAX's random bits slice one iota into the counters' halves): a
 // generator that reads no operand.
 bool IsIotaGenerator(const Instruction& inst);
+// The values a generator's loop reads: none for an iota or a slice of one, a concatenate's pieces
+// (also under a reshape), the operands of a broadcast or row gather.
+std::vector<const Instruction*> GeneratorReads(const Instruction& gen);
+// A concatenate along a dim with only dims of size 1 before it, so that each piece is one run of
+// the result's elements (jnp.concatenate on axis 0, JAX's random bits joining the two counter
+// halves), or a reshape of one (the same elements in the same order).
+bool IsConcatGenerator(const Instruction& inst);
 // A gather of whole rows of its operand's leading dim (jnp.take(table, ids, axis=0), an embedding
 // lookup, table[ids]): the result's dims are the indices' batch dims (an index vector dim of size
 // one last, or none) then the operand's dims after the first, and element (b, rest) is

@@ -235,6 +235,15 @@ class LoopBuilder {
       if (gen.shape().dtype() != DType::kS64) {
         op.unary = *kernels::FindConvertKernel(DType::kS64, gen.shape().dtype());
       }
+    } else if (gen.opcode() == Opcode::kConcatenate || gen.opcode() == Opcode::kReshape) {
+      const Instruction& c = gen.opcode() == Opcode::kReshape ? *gen.operand(0) : gen;
+      op.kind = FusedOpKind::kConcat;
+      op.bounds.push_back(0);
+      for (const Instruction* piece : c.operands()) {
+        op.pieces.push_back(InputIndex(piece));
+        broadcast_.insert(op.pieces.back());  // read at other offsets: never another output's donor
+        op.bounds.push_back(op.bounds.back() + piece->shape().num_elements());
+      }
     } else if (gen.opcode() == Opcode::kGather) {
       const Shape& table = gen.operand(0)->shape();
       op.kind = FusedOpKind::kRowGather;
