@@ -163,5 +163,17 @@ TEST(RuleRegistryTest, BadAttributesAreErrorsNamingTheInstruction) {
   EXPECT_NE(rule.status().message().find("dimensions={d}"), std::string::npos);
 }
 
+// Sparse dots and convolutions keep their declared shapes (the sparse operand is stored
+// compressed), so dim numbers outside an operand's rank reach the rules: an error naming the
+// operand, not a read past its dims.
+TEST(RuleRegistryTest, SparseConvolutionWithDimsOutsideTheKernelIsAnError) {
+  const std::string text = RuleText(Entry("  input = f32[1,2] parameter(0)\n  filter = f32[232] parameter(1)\n"
+                                          "  ROOT c = f32[1,2] convolution(input, filter), dim_labels=bf_io->bf,\n"
+                                          "    sparsity_config={rhs={sparsity=3x4 dimension=0 stride=1}}\n"),
+                                    "c");
+  EXPECT_NE(text.find("rule error"), std::string::npos) << text;
+  EXPECT_NE(text.find("kernel (1) is outside its rank 1"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace xs

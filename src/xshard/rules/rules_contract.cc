@@ -14,6 +14,22 @@ bool Contains(const std::vector<int64_t>& v, int64_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
+// Every dim number in `dims` names a dim of `s` (`what` of `inst`). Shape inference takes the
+// declared shapes of sparse dots and convolutions (their sparse operand is stored compressed), so
+// their dim numbers are checked here.
+Status DimsInRange(const Instruction& inst, const Shape& s, std::initializer_list<int64_t> dims, const char* what) {
+  for (int64_t d : dims) {
+    if (d < 0 || d >= s.rank()) {
+      return BadAttr(inst, StrCat("a dim number of the ", what, " (", d, ") is outside its rank ", s.rank()));
+    }
+  }
+  return OkStatus();
+}
+Status DimsInRange(const Instruction& inst, const Shape& s, const std::vector<int64_t>& dims, const char* what) {
+  for (int64_t d : dims) XS_RETURN_IF_ERROR(DimsInRange(inst, s, {d}, what));
+  return OkStatus();
+}
+
 void IgnoreOperands(RuleBuilder& b, const Instruction& inst, int from, int to) {
   for (int i = from; i < to; ++i) {
     for (int l = 0; l < LeafCount(inst.operand(i)->shape()); ++l) b.Ignore(b.Operand(i, l));
@@ -33,6 +49,11 @@ StatusOr<OpShardingRule> Dot(const Instruction& inst) {
       dn.lhs_contracting.size() != dn.rhs_contracting.size()) {
     return BadAttr(inst, "lhs and rhs list different numbers of batch / contracting dims");
   }
+  if (!lhs.IsArray() || !rhs.IsArray() || !out.IsArray()) return BadAttr(inst, "dot operands must be arrays");
+  XS_RETURN_IF_ERROR(DimsInRange(inst, lhs, dn.lhs_batch, "lhs"));
+  XS_RETURN_IF_ERROR(DimsInRange(inst, lhs, dn.lhs_contracting, "lhs"));
+  XS_RETURN_IF_ERROR(DimsInRange(inst, rhs, dn.rhs_batch, "rhs"));
+  XS_RETURN_IF_ERROR(DimsInRange(inst, rhs, dn.rhs_contracting, "rhs"));
   RuleBuilder b = MakeBuilder(inst);
   IgnoreOperands(b, inst, 2, inst.operand_count());
   const Ref res = RuleBuilder::Result();
@@ -87,6 +108,13 @@ StatusOr<OpShardingRule> Convolution(const Instruction& inst) {
       window.dims.size() != ns) {
     return BadAttr(inst, "spatial dim counts of dim_labels and window differ");
   }
+  if (!in.IsArray() || !k.IsArray() || !out.IsArray()) return BadAttr(inst, "convolution operands must be arrays");
+  XS_RETURN_IF_ERROR(DimsInRange(inst, in, {cd.input_batch, cd.input_feature}, "input"));
+  XS_RETURN_IF_ERROR(DimsInRange(inst, in, cd.input_spatial, "input"));
+  XS_RETURN_IF_ERROR(DimsInRange(inst, k, {cd.kernel_input_feature, cd.kernel_output_feature}, "kernel"));
+  XS_RETURN_IF_ERROR(DimsInRange(inst, k, cd.kernel_spatial, "kernel"));
+  XS_RETURN_IF_ERROR(DimsInRange(inst, out, {cd.output_batch, cd.output_feature}, "result"));
+  XS_RETURN_IF_ERROR(DimsInRange(inst, out, cd.output_spatial, "result"));
   RuleBuilder b = MakeBuilder(inst);
   const Ref lhs = b.Operand(0), rhs = b.Operand(1), res = RuleBuilder::Result();
   const int ib = static_cast<int>(cd.input_batch), iff = static_cast<int>(cd.input_feature);
