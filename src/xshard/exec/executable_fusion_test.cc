@@ -938,5 +938,24 @@ ENTRY main {
   EXPECT_EQ(out->at(1).GetDouble(29), -2.5);
 }
 
+// A loop's result is never written over an input a broadcast reads: the broadcast may transpose it
+// (dimensions={1,0}), reading elements of later tiles that the in-place result would already have
+// overwritten. The result here went to a's buffer and 1792 of 4096 elements came out wrong.
+TEST(Fusion, AResultIsNotWrittenOverAnInputABroadcastTransposes) {
+  const std::string text = R"(
+HloModule transposing_broadcast
+ENTRY main {
+  x = f32[64,64] parameter(0)
+  y = f32[64,64] parameter(1)
+  a = f32[64,64] add(x, y)
+  b = f32[64,64] broadcast(a), dimensions={1,0}
+  ROOT r = f32[64,64] add(b, y)
+})";
+  std::mt19937 rng(31);
+  const std::vector<Array> args = {RandomArray(DType::kF32, {64, 64}, rng), RandomArray(DType::kF32, {64, 64}, rng)};
+  ExpectFusedEqualsUnfused(text, args);
+  ExpectFusedEqualsUnfused(text, args, 2);
+}
+
 }  // namespace
 }  // namespace xs

@@ -48,7 +48,9 @@ class LoopBuilder {
       for (size_t i = 0; i < step_.operands.size(); ++i) {
         const Shape& s = input_insts_[i]->shape();
         if (s.dtype() != primary->shape().dtype() || s.dims() != primary->shape().dims()) continue;
-        if (random_access_.count(static_cast<int>(i))) continue;  // a row gather reads it anywhere
+        // A row gather, a broadcast (which may transpose: dimensions={1,0}) or a concatenate's
+        // piece reads it at other positions than the tile's.
+        if (random_access_.count(static_cast<int>(i)) || broadcast_.count(static_cast<int>(i))) continue;
         const Opcode op = input_insts_[i]->opcode();
         const bool made = op != Opcode::kParameter && op != Opcode::kConstant;
         if (donor < 0 || made) donor = static_cast<int>(i);
@@ -241,7 +243,7 @@ class LoopBuilder {
       op.bounds.push_back(0);
       for (const Instruction* piece : c.operands()) {
         op.pieces.push_back(InputIndex(piece));
-        broadcast_.insert(op.pieces.back());  // read at other offsets: never another output's donor
+        broadcast_.insert(op.pieces.back());  // read at other offsets: never a donor
         op.bounds.push_back(op.bounds.back() + piece->shape().num_elements());
       }
     } else if (gen.opcode() == Opcode::kGather) {
@@ -421,7 +423,7 @@ class LoopBuilder {
   std::vector<const Instruction*> input_insts_;
   std::unordered_map<const Instruction*, int> input_index_;
   std::unordered_set<int> random_access_;  // operands a row gather reads out of order: never donors
-  std::unordered_set<int> broadcast_;      // operands a broadcast reads: never donors of other outputs
+  std::unordered_set<int> broadcast_;      // operands a broadcast or concatenate reads: never donors
   struct Rotate {
     const Instruction* x;
     const Instruction* amount;
