@@ -359,7 +359,6 @@ Status RunFusedLoop(const Step& step, Frame& frame, RunContext& ctx) {
   std::vector<std::byte*> outputs(f.outputs.size());
   for (size_t o = 0; o < f.outputs.size(); ++o) {
     const bool primary = !f.has_reduce && o + 1 == f.outputs.size();
-
     if (primary && f.donor >= 0 && CanTakeOverOperand(step, frame, f.donor)) {
       out_arrays[o] = ResultBuffer(step, frame, ctx, f.donor);
     } else if (primary) {
