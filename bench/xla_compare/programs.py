@@ -361,4 +361,5 @@ def all_programs():
     from programs_more import more_programs  # noqa: E402  (it imports this module's helpers)
     from programs_bytes import bytes_programs  # noqa: E402
     from programs_heldout import heldout_programs  # noqa: E402  (held out: names ho_, --only ho_)
-    return progs + more_programs() + bytes_programs() + heldout_programs()
+    from programs_recent import recent_programs  # noqa: E402
+    return progs + more_programs() + bytes_programs() + recent_programs() + heldout_programs()

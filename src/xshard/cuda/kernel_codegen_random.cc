@@ -1,15 +1,17 @@
 // Kernels for rng, rng-bit-generator and rng-get-and-update-state, giving the CPU executor's bits
 // (kernels/random.cc, exec/executable_extra_ops.cc, exec/executable_scan.cc).
 //
-// Strategy. Both generators run in counter mode: block j of a stream is Philox-4x32-10 (16 bytes)
-// or Threefry-2x32-20 (8 bytes) of counter start + j, so one thread computes one block from its
-// index alone (grid-stride over the blocks) and writes its bytes little-endian where the CPU's
-// FillStream memcpy's them (16- / 8-byte vector stores when the buffer is aligned, bytes for the
-// final partial block).
+// Strategy. Both generators run in counter mode: unit j of a stream is Philox-4x32-10 or
+// Threefry-2x32-20 of counter start + j, so one thread computes one unit from its index alone
+// (grid-stride over the units).
 // - rng-bit-generator(state): pointers state, then the bits, or (tuple result) the new state and
-//   the bits. Thread 0 also writes the new state (the counter advanced past the blocks, carrying
-//   into the third word for Philox): the result never shares the operand's buffer (exec reuses a
-//   dying operand's buffer only for elementwise-like steps), so no thread reads a rewritten state.
+//   the bits, laid out as kernels::RngBitGenerator lays them out (XLA's layout): one thread per
+//   Philox block (four 32-bit words: four elements of up to 32 bits, 16-byte stores where aligned,
+//   or two 64-bit elements) or per Threefry counter (a 64-bit element, or two narrower elements
+//   along the split dim). Thread 0 also writes the new state (the counter advanced past the units,
+//   carrying into the third word for Philox): the result never shares the operand's buffer (exec
+//   reuses a dying operand's buffer only for elementwise-like steps), so no thread reads a
+//   rewritten state.
 // - rng(a, b): the seed is std::hash<std::string> of the instruction's name, computed here on the
 //   host as the CPU executor does at run time, and baked into the kernel as the Philox key. The
 //   CPU draws doubles u[k] = (bits[k] >> 11) * 2^-53 from the Philox stream of counter
@@ -33,6 +35,7 @@
 #include "xshard/cuda/kernel_codegen_internal.h"
 #include "xshard/ir/computation.h"
 #include "xshard/ir/instruction.h"
+#include "xshard/kernels/random.h"
 
 namespace xs::cuda {
 namespace {
@@ -108,51 +111,75 @@ StatusOr<std::vector<GeneratedKernel>> BitGenerator(const Instruction& inst) {
     return Unimplemented("cuda: rng-bit-generator '", inst.name(), "' produces ", DTypeName(t),
                          "; the generator fills 8- to 64-bit integers");
   }
-  const int block = threefry ? 8 : 16;
-  const int64_t bytes = bits.byte_size();
-  const int64_t full = bytes / block, rem = bytes % block, blocks = full + (rem > 0 ? 1 : 0);
+  const int64_t size = DTypeSize(t), count = bits.num_elements();
+  const std::string ctype = size == 1   ? "unsigned char"
+                            : size == 2 ? "unsigned short"
+                            : size == 4 ? "unsigned"
+                                        : "unsigned long long";
+  // Units a thread computes: Philox blocks of four words; Threefry counters (one per 64-bit
+  // element, or one per pair of narrower elements along the split dim).
+  const kernels::ThreefrySplit sp = kernels::ThreefrySplitOf(bits.dims());
+  const int64_t units = !threefry   ? (((size == 8 ? 2 * count : count) + 3) / 4)
+                        : size == 8 ? count
+                                    : sp.outer * sp.half * sp.inner;
   const int pointers = tuple ? 3 : 2;
   const std::string out_ptr = tuple ? "a.p[2]" : "a.p[1]";
 
-  std::string b = Header(pointers, blocks + 1);
+  std::string b = Header(pointers, units + 1);
   b += threefry ? ThreefryLambda() : PhiloxLambda();
   b += "  const unsigned long long* s = (const unsigned long long*)a.p[0];\n";
-  b += "  const unsigned long long key = s[0], lo = s[1], hi = " + std::string(words >= 3 ? "s[2]" : "0ull") + ";\n";
+  b += "  const unsigned long long key = s[0], lo = s[1], hi = " + std::string(words >= 3 ? "s[2]" : "s[0]") + ";\n";
   b += "  const unsigned k0 = (unsigned)key, k1 = (unsigned)(key >> 32);\n";
-  b += "  unsigned char* out = (unsigned char*)" + out_ptr + ";\n";
-  b += "  const bool aligned = ((unsigned long long)out % " + std::to_string(block) + ") == 0;\n";
+  b += "  " + ctype + "* out = (" + ctype + "*)" + out_ptr + ";\n";
   b += "  const idx_t first = (idx_t)(blockIdx.x * blockDim.x + threadIdx.x);\n";
-  b += "  for (idx_t j = first; j < " + Int(blocks) + "; j += stride) {\n";
+  b += "  for (idx_t j = first; j < " + Int(units) + "; j += stride) {\n";
   b += "    const unsigned long long c = lo + (unsigned long long)j;\n";
   b += "    unsigned w[4];\n";
   if (threefry) {
     b += "    threefry(k0, k1, (unsigned)c, (unsigned)(c >> 32), w);\n";
+    if (size == 8) {
+      b += "    out[j] = (unsigned long long)w[0] | ((unsigned long long)w[1] << 32);\n";
+    } else {
+      b += "    const idx_t r = j % " + Int(sp.inner) + ", hs = (j / " + Int(sp.inner) + ") % " + Int(sp.half) +
+           ", o = j / " + Int(sp.inner * sp.half) + ";\n";
+      b += "    for (int q = 0; q < 2; ++q) {\n";
+      b += "      const idx_t d = 2 * hs + q;\n";
+      b += "      if (d < " + Int(sp.dim) + ") out[(o * " + Int(sp.dim) + " + d) * " + Int(sp.inner) + " + r] = (" +
+           ctype + ")w[q];\n";
+      b += "    }\n";
+    }
   } else {
     b += "    const unsigned long long ch = hi + (c < lo ? 1ull : 0ull);\n";
     b += "    philox(k0, k1, (unsigned)c, (unsigned)(c >> 32), (unsigned)ch, (unsigned)(ch >> 32), w);\n";
+    const int per = size == 8 ? 2 : 4;  // elements a block fills
+    b += "    const idx_t e = j * " + std::to_string(per) + ";\n";
+    if (size >= 4) {
+      // 16-byte stores where the block's elements are all there and the address allows.
+      b += "    if (e + " + std::to_string(per) + " <= " + Int(count) +
+           " && ((unsigned long long)(out + e) % 16) == 0) {\n";
+      b += "      xs_vec<unsigned, 4> v;\n";
+      b += "      for (int k = 0; k < 4; ++k) v.v[k] = w[k];\n";
+      b += "      *(xs_vec<unsigned, 4>*)(out + e) = v;\n";
+      b += "      continue;\n    }\n";
+    }
+    b += "    for (int q = 0; q < " + std::to_string(per) + " && e + q < " + Int(count) + "; ++q) out[e + q] = " +
+         (size == 8 ? std::string("(unsigned long long)w[2 * q] | ((unsigned long long)w[2 * q + 1] << 32)")
+                    : "(" + ctype + ")w[q]") +
+         ";\n";
   }
-  const std::string n = std::to_string(block / 4);
-  b += "    unsigned char* at = out + (unsigned long long)j * " + std::to_string(block) + ";\n";
-  b += "    if (aligned && j < " + Int(full) + ") {\n";
-  b += "      xs_vec<unsigned, " + n + "> v;\n";
-  b += "      for (int k = 0; k < " + n + "; ++k) v.v[k] = w[k];\n";
-  b += "      *(xs_vec<unsigned, " + n + ">*)at = v;\n";
-  b += "    } else {\n";
-  b += "      const int len = j < " + Int(full) + " ? " + std::to_string(block) + " : " + std::to_string(rem) + ";\n";
-  b += "      for (int k = 0; k < len; ++k) at[k] = (unsigned char)(w[k / 4] >> (8 * (k % 4)));\n";
-  b += "    }\n  }\n";
+  b += "  }\n";
   if (tuple) {
-    // The new state: the counter advanced past the blocks used (carrying into the third word).
+    // The new state: the counter advanced past the units used (Philox carrying into the third word).
     b += "  if (first == 0) {\n";
     b += "    unsigned long long* ns = (unsigned long long*)a.p[1];\n";
     b += "    for (int k = 0; k < " + Int(words) + "; ++k) ns[k] = s[k];\n";
-    b += "    ns[1] = lo + " + Hex(static_cast<uint64_t>(blocks)) + ";\n";
+    b += "    ns[1] = lo + " + Hex(static_cast<uint64_t>(units)) + ";\n";
     if (words >= 3) b += "    if (ns[1] < lo) ns[2] = hi + 1ull;\n";
     b += "  }\n";
   }
   b += "}\n";
   LaunchDims launch;
-  launch.grid = codegen::GridFor(blocks);
+  launch.grid = codegen::GridFor(units);
   GeneratedKernel k = codegen::Finish("rng_bit_generator", std::move(b), launch, pointers,
                                       threefry ? "rng_bit_generator_threefry_blocks" : "rng_bit_generator_philox_blocks");
   return std::vector<GeneratedKernel>{std::move(k)};

@@ -245,20 +245,73 @@ TEST(Random, PhiloxAndThreefryKnownAnswers) {
   EXPECT_EQ(tf[1], 0x483df7a0u);
 }
 
-TEST(Random, BitGeneratorAdvancesTheCounterAndFillsFromIt) {
-  Array state = Array::FromVector<uint64_t>({2}, {7, 100});
-  StatusOr<std::pair<Array, Array>> r = RngBitGenerator(RngAlgorithm::kPhilox, state, Shape(DType::kU32, {2, 4}));
+// Known answers from JAX 0.10.2 on CPU: jax.jit(lambda s: lax.rng_bit_generator(s, shape,
+// dtype=..., algorithm=lax.RandomAlgorithm.RNG_...))(state) with jax_enable_x64, printed in hex.
+template <typename T>
+void ExpectBits(RngAlgorithm algorithm, std::vector<uint64_t> state, std::vector<int64_t> dims, DType t,
+                std::vector<uint64_t> want_state, std::vector<uint64_t> want_bits) {
+  const int64_t n = static_cast<int64_t>(state.size());
+  StatusOr<std::pair<Array, Array>> r =
+      RngBitGenerator(algorithm, Array::FromVector<uint64_t>({n}, state), Shape(t, dims));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->first.values<uint64_t>()[0], 7u);
-  EXPECT_EQ(r->first.values<uint64_t>()[1], 102u);  // two 128-bit blocks
+  auto ns = r->first.values<uint64_t>();
+  ASSERT_EQ(ns.size(), want_state.size());
+  for (size_t i = 0; i < want_state.size(); ++i) EXPECT_EQ(ns[i], want_state[i]) << "state word " << i;
+  auto bits = r->second.values<T>();
+  ASSERT_EQ(bits.size(), want_bits.size());
+  for (size_t i = 0; i < want_bits.size(); ++i)
+    EXPECT_EQ(static_cast<uint64_t>(bits[i]), want_bits[i]) << "element " << i;
+}
+
+TEST(Random, BitGeneratorGivesXlasPhiloxStream) {
+  // u32[4] key (0x11111111, ..., 0x44444444) as JAX's rbg keys hold it: u64[2] state.
+  ExpectBits<uint32_t>(
+      RngAlgorithm::kPhilox, {0x2222222211111111ull, 0x4444444433333333ull}, {4, 8}, DType::kU32,
+      {0x2222222211111111ull, 0x444444443333333bull},
+      {0x5a9d17f3, 0xfeef2938, 0xfa55d3b0, 0xbbb043,   0x54bdf30c, 0x7d515ee2, 0xc9d9f41e, 0x1d73520,
+       0x357b6964, 0xe54eb37e, 0x107cc410, 0xf6095f28, 0xfb7eac28, 0x81b3cf36, 0xe6d7b321, 0x14a1011,
+       0xabf801f0, 0xa98a1665, 0x67e44e3,  0xadfbea6,  0x248a15f0, 0x4c5b8aaa, 0x5d68f8f1, 0xad034195,
+       0xd6579a70, 0x3363a8be, 0x3aa0b8d9, 0xe4a69383, 0x30a811cc, 0x28ce3215, 0xdbf697f5, 0x24889fdb});
+  // 64-bit elements take two words each; the counter's low word wraps (the carry is dropped).
+  ExpectBits<uint64_t>(RngAlgorithm::kPhilox, {5, 0xFFFFFFFFFFFFFFFEull}, {3}, DType::kU64, {5, 0},
+                       {0xd796e003761c7a50ull, 0x529f5587e41b133aull, 0xf08b44004e5aa1baull});
+  // Narrow elements keep the low byte of one word each (5 words: two blocks).
+  ExpectBits<uint8_t>(RngAlgorithm::kPhilox, {5, 7}, {5}, DType::kU8, {5, 9}, {0xf1, 0xa8, 0xa7, 0x39, 0x3c});
+  // rng_default is Philox on XLA's CPU.
+  ExpectBits<uint32_t>(RngAlgorithm::kDefault, {5, 7}, {6}, DType::kU32, {5, 9},
+                       {0x74a851f1, 0xc4a35ba8, 0x82800aa7, 0xaf5f7739, 0xf093503c, 0xcdb47eb1});
+}
+
+TEST(Random, BitGeneratorGivesXlasThreefryLayout) {
+  // No even dim: pairs along the larger dim (5 -> 3 counters a row).
+  ExpectBits<uint32_t>(RngAlgorithm::kThreeFry, {5, 7}, {3, 5}, DType::kU32, {5, 16},
+                       {0xee74f173, 0x3f6592d8, 0xa74d45, 0x7aa38252, 0xe2c00f71, 0xba630292, 0x21346aa2, 0x18ab7d7,
+                        0xeca4aa7b, 0x43f5f0cc, 0x9de8de6b, 0x25570b16, 0x3e407ba3, 0xc8bdc0aa, 0xc1ae966c});
+  // The first even dim is the outer one: rows 2i and 2i + 1 share counters.
+  ExpectBits<uint32_t>(
+      RngAlgorithm::kThreeFry, {5, 7}, {4, 6}, DType::kU32, {5, 19},
+      {0xee74f173, 0xa74d45,   0xe2c00f71, 0xba630292, 0x18ab7d7,  0x43f5f0cc, 0x3f6592d8, 0x7aa38252,
+       0x5fa40d2a, 0x21346aa2, 0xeca4aa7b, 0x37648446, 0x9de8de6b, 0x3e407ba3, 0xc1ae966c, 0xdc2db586,
+       0x93b98825, 0x88597812, 0x25570b16, 0xc8bdc0aa, 0xa59fd9b1, 0x922ee40b, 0x65971aed, 0x80db8f1a});
+  ExpectBits<uint32_t>(RngAlgorithm::kThreeFry, {5, 7}, {}, DType::kU32, {5, 8}, {0xee74f173});
+  ExpectBits<uint64_t>(RngAlgorithm::kThreeFry, {5, 7}, {5}, DType::kU64, {5, 12},
+                       {0x3f6592d8ee74f173ull, 0x7aa3825200a74d45ull, 0x5fa40d2ae2c00f71ull, 0x21346aa2ba630292ull,
+                        0xeca4aa7b018ab7d7ull});
+  ExpectBits<uint16_t>(RngAlgorithm::kThreeFry, {5, 7}, {3, 2}, DType::kU16, {5, 10},
+                       {0xf173, 0x92d8, 0x4d45, 0x8252, 0xf71, 0xd2a});
+}
+
+TEST(Random, BitGeneratorStateRules) {
+  // Philox with a u64[3] state counts in (state[1], state[2]) and carries into state[2].
+  Array state = Array::FromVector<uint64_t>({3}, {7, 0xFFFFFFFFFFFFFFFFull, 4});
+  StatusOr<std::pair<Array, Array>> r = RngBitGenerator(RngAlgorithm::kPhilox, state, Shape(DType::kU32, {8}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->first.values<uint64_t>()[1], 1u);
+  EXPECT_EQ(r->first.values<uint64_t>()[2], 5u);
   uint32_t block[4];
-  const uint32_t key[2] = {7, 0}, ctr[4] = {101, 0, 0, 0};
+  const uint32_t key[2] = {7, 0}, ctr[4] = {0, 0, 5, 0};  // the second block: counter 2^64 * 5 + 0
   Philox4x32(key, ctr, block);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(r->second.values<uint32_t>()[4 + i], block[i]);
-  // Threefry: 64 bits a block; u64[3] is rejected for it.
-  r = RngBitGenerator(RngAlgorithm::kThreeFry, state, Shape(DType::kU64, {3}));
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->first.values<uint64_t>()[1], 103u);
   EXPECT_FALSE(RngBitGenerator(RngAlgorithm::kThreeFry, Array(DType::kU64, {3}), Shape(DType::kU32, {1})).ok());
   EXPECT_FALSE(RngBitGenerator(RngAlgorithm::kPhilox, Array(DType::kU32, {2}), Shape(DType::kU32, {1})).ok());
 }

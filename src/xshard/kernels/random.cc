@@ -87,6 +87,55 @@ void Threefry2x32(const uint32_t key[2], const uint32_t counter[2], uint32_t out
   out[1] = x1;
 }
 
+namespace {
+
+// Stores the low bits of `v` as element i of `out` (an integer array of 1, 2, 4 or 8 bytes).
+void PutBits(std::byte* out, int64_t size, int64_t i, uint64_t v) {
+  switch (size) {
+    case 1: {
+      const uint8_t b = static_cast<uint8_t>(v);
+      std::memcpy(out + i, &b, 1);
+      break;
+    }
+    case 2: {
+      const uint16_t b = static_cast<uint16_t>(v);
+      std::memcpy(out + 2 * i, &b, 2);
+      break;
+    }
+    case 4: {
+      const uint32_t b = static_cast<uint32_t>(v);
+      std::memcpy(out + 4 * i, &b, 4);
+      break;
+    }
+    default: std::memcpy(out + 8 * i, &v, 8); break;
+  }
+}
+
+}  // namespace
+
+ThreefrySplit ThreefrySplitOf(const std::vector<int64_t>& dims) {
+  ThreefrySplit sp;
+  if (dims.empty()) return sp;  // a scalar: one counter, its first word
+  int split = -1;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] % 2 == 0) {
+      split = static_cast<int>(d);
+      break;
+    }
+  }
+  if (split < 0) {  // no even dim: the first largest one
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (split < 0 || dims[d] > dims[static_cast<size_t>(split)]) split = static_cast<int>(d);
+    }
+  }
+  sp.outer = sp.inner = 1;
+  for (int d = 0; d < split; ++d) sp.outer *= dims[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(split) + 1; d < dims.size(); ++d) sp.inner *= dims[d];
+  sp.dim = dims[static_cast<size_t>(split)];
+  sp.half = (sp.dim + 1) / 2;
+  return sp;
+}
+
 StatusOr<std::pair<Array, Array>> RngBitGenerator(RngAlgorithm algorithm, const Array& state, const Shape& out_shape) {
   if (state.dtype() != DType::kU64 || state.rank() != 1) {
     return InvalidArgument("rng-bit-generator needs a u64[2] (or u64[3] for Philox) state, got ",
@@ -103,13 +152,62 @@ StatusOr<std::pair<Array, Array>> RngBitGenerator(RngAlgorithm algorithm, const 
   }
   auto s = state.values<uint64_t>();
   Array bits(out_shape.WithoutLayout());
-  const uint64_t hi = n >= 3 ? s[2] : 0;
-  const uint64_t steps = FillStream(threefry ? RngAlgorithm::kThreeFry : RngAlgorithm::kPhilox, s[0], s[1], hi,
-                                    bits.data(), bits.byte_size());
+  std::byte* out = bits.data();
+  const int64_t size = DTypeSize(out_shape.dtype());
+  const int64_t count = bits.num_elements();
+  const uint32_t k[2] = {static_cast<uint32_t>(s[0]), static_cast<uint32_t>(s[0] >> 32)};
   Array next = state;
   auto ns = next.values<uint64_t>();
-  ns[1] = s[1] + steps;
-  if (n >= 3 && ns[1] < s[1]) ns[2] = s[2] + 1;
+  if (threefry) {
+    if (size == 8) {  // one counter per element: x0 | x1 << 32
+      for (int64_t i = 0; i < count; ++i) {
+        const uint64_t c = s[1] + static_cast<uint64_t>(i);
+        const uint32_t ctr[2] = {static_cast<uint32_t>(c), static_cast<uint32_t>(c >> 32)};
+        uint32_t w[2];
+        Threefry2x32(k, ctr, w);
+        PutBits(out, 8, i, w[0] | (static_cast<uint64_t>(w[1]) << 32));
+      }
+      ns[1] = s[1] + static_cast<uint64_t>(count);
+    } else {  // one counter per two elements along the split dim (ThreefrySplitOf)
+      const ThreefrySplit sp = ThreefrySplitOf(out_shape.dims());
+      const int64_t counters = sp.outer * sp.half * sp.inner;
+      for (int64_t h = 0; h < counters; ++h) {
+        const uint64_t c = s[1] + static_cast<uint64_t>(h);
+        const uint32_t ctr[2] = {static_cast<uint32_t>(c), static_cast<uint32_t>(c >> 32)};
+        uint32_t w[2];
+        Threefry2x32(k, ctr, w);
+        const int64_t r = h % sp.inner, hs = (h / sp.inner) % sp.half, o = h / (sp.inner * sp.half);
+        for (int64_t word = 0; word < 2; ++word) {
+          const int64_t j = 2 * hs + word;
+          if (j < sp.dim) PutBits(out, size, (o * sp.dim + j) * sp.inner + r, w[word]);
+        }
+      }
+      ns[1] = s[1] + static_cast<uint64_t>(counters);
+    }
+    return std::make_pair(std::move(next), std::move(bits));
+  }
+  // Philox: the 128-bit counter is (s[1], s[2]) for a u64[3+] state and (s[1], s[0]) for u64[2];
+  // 32-bit words in order, one per element of up to 32 bits (truncated), two per 64-bit element.
+  const uint64_t lo = s[1], hi = n >= 3 ? s[2] : s[0];
+  const int64_t words = size == 8 ? 2 * count : count;
+  const int64_t blocks = (words + 3) / 4;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint64_t c_lo = lo + static_cast<uint64_t>(b);
+    const uint64_t c_hi = hi + (c_lo < lo ? 1 : 0);
+    const uint32_t c[4] = {static_cast<uint32_t>(c_lo), static_cast<uint32_t>(c_lo >> 32), static_cast<uint32_t>(c_hi),
+                           static_cast<uint32_t>(c_hi >> 32)};
+    uint32_t w[4];
+    Philox4x32(k, c, w);
+    if (size == 8) {
+      for (int64_t q = 0; q < 2 && 2 * b + q < count; ++q) {
+        PutBits(out, 8, 2 * b + q, w[2 * q] | (static_cast<uint64_t>(w[2 * q + 1]) << 32));
+      }
+    } else {
+      for (int64_t q = 0; q < 4 && 4 * b + q < count; ++q) PutBits(out, size, 4 * b + q, w[q]);
+    }
+  }
+  ns[1] = lo + static_cast<uint64_t>(blocks);
+  if (n >= 3 && ns[1] < lo) ns[2] = s[2] + 1;
   return std::make_pair(std::move(next), std::move(bits));
 }
 

@@ -121,7 +121,7 @@ OpPolicy PolicyOf(const Instruction& inst) {
   switch (inst.opcode()) {
     case Opcode::kCustomCall: {
       const std::string target = inst.attrs().custom_call_target.value_or("");
-      p.partitionable = IsPassThroughCustomCall(target);
+      p.partitionable = IsPassThroughCustomCall(target) || BatchPartitionableDims(inst).has_value();
       if (target == "Sharding" || target == "xla.sdy.FuncResultSharding") p.forward_level = p.backward_level = 0;
       break;
     }

@@ -1,6 +1,8 @@
 // The opcode -> rule table and the helpers the rule files share.
 #include "xshard/rules/rule_registry.h"
 
+#include <charconv>
+
 #include "xshard/rules/rules_internal.h"
 
 namespace xs {
@@ -95,6 +97,37 @@ bool IsPassThroughCustomCall(std::string_view target) {
   return target == "Sharding" || target == "xla.sdy.FuncResultSharding" || target == "X64Combine" ||
          target == "LayoutConstraint" ||
          target == "PinToDevice" || target == "MoveToHost" || target == "MoveToDevice";
+}
+
+std::optional<int> BatchPartitionableDims(const Instruction& inst) {
+  if (inst.opcode() != Opcode::kCustomCall || !inst.attrs().frontend_attributes) return std::nullopt;
+  std::optional<int> k;
+  for (const auto& [key, value] : *inst.attrs().frontend_attributes) {
+    if (key != "num_batch_dims") continue;
+    int v = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || end != value.data() + value.size() || v < 1) return std::nullopt;
+    k = v;
+  }
+  if (!k) return std::nullopt;
+  std::optional<std::vector<int64_t>> batch;
+  auto fits = [&](const Shape& s) {
+    if (!s.IsArray() || s.rank() < *k) return false;
+    std::vector<int64_t> lead(s.dims().begin(), s.dims().begin() + *k);
+    if (!batch) batch = lead;
+    return *batch == lead;
+  };
+  for (const Instruction* o : inst.operands()) {
+    if (!fits(o->shape())) return std::nullopt;
+  }
+  if (inst.shape().IsTuple()) {
+    for (const Shape& leaf : inst.shape().tuple_shapes()) {
+      if (!fits(leaf)) return std::nullopt;
+    }
+  } else if (!fits(inst.shape())) {
+    return std::nullopt;
+  }
+  return k;
 }
 
 bool HasRule(Opcode op) {

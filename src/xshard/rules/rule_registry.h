@@ -20,6 +20,12 @@ StatusOr<OpShardingRule> GetRule(const Instruction& inst);
 // "LayoutConstraint", and the memory-placement markers "PinToDevice", "MoveToHost",
 // "MoveToDevice"): shardings pass straight through them.
 bool IsPassThroughCustomCall(std::string_view target);
+// A custom-call JAX marks batch-partitionable (frontend attribute num_batch_dims="k", which its
+// LAPACK / cuSOLVER lowerings carry): the leading k dims of every operand and result are one
+// batch that may be split over devices, each device running the call on its own batch rows.
+// Returns k, or nullopt when the attribute is absent or does not fit the shapes (k < 1, an
+// operand or result leaf of rank < k, or leading dims that differ).
+std::optional<int> BatchPartitionableDims(const Instruction& inst);
 
 // True when the table has a rule for `op` (false only for an opcode added to the IR's list
 // without a rule).

@@ -154,11 +154,32 @@ StatusOr<OpShardingRule> CollectiveAlongDim(const Instruction& inst) {
   return std::move(b).Build();
 }
 
-// custom-call: pass-through targets (IsPassThroughCustomCall) relate every dim; "TopK"
-// is topk; everything else, including the manual-region converters SPMDFullToShardShape /
-// SPMDShardToFullShape, is a barrier.
+// A batch-partitionable custom-call (BatchPartitionableDims = k): the leading k dims of every
+// operand and result leaf pass through together; each leaf's other dims need replication.
+StatusOr<OpShardingRule> BatchPartitionable(const Instruction& inst, int k) {
+  RuleBuilder b = MakeBuilder(inst);
+  std::vector<Ref> tensors;
+  for (int i = 0; i < b.operand_count(); ++i) tensors.push_back(b.Operand(i));
+  for (int l = 0; l < b.num_result_leaves(); ++l) tensors.push_back(RuleBuilder::Result(l));
+  for (int d = 0; d < k; ++d) {
+    DimList on;
+    for (Ref t : tensors) on.push_back({t, d});
+    Factor(b, b.ShapeOf(tensors.front()).dim(d), FactorKind::kPassThrough, on);
+  }
+  for (Ref t : tensors) {
+    const Shape& s = b.ShapeOf(t);
+    for (int d = k; d < s.rank(); ++d) Factor(b, s.dim(d), FactorKind::kNeedReplication, {{t, d}});
+  }
+  return std::move(b).Build();
+}
+
+// custom-call: pass-through targets (IsPassThroughCustomCall) relate every dim; batch-
+// partitionable ones (JAX's linear algebra) their batch dims; "TopK" is topk; everything else,
+// including the manual-region converters SPMDFullToShardShape / SPMDShardToFullShape, is a
+// barrier.
 StatusOr<OpShardingRule> CustomCall(const Instruction& inst) {
   const std::string target = inst.attrs().custom_call_target.value_or("");
+  if (std::optional<int> k = BatchPartitionableDims(inst)) return BatchPartitionable(inst, *k);
   if (IsPassThroughCustomCall(target)) {
     if (inst.shape().IsTuple()) return PairLeavesRule(inst);
     RuleBuilder b = MakeBuilder(inst);

@@ -4,8 +4,10 @@
 // piece becomes the local piece of the tiled value). The identities -- propagation barriers
 // (ShardBarrierFrom / ShardBarrierTo) and memory-space / layout hints (MoveToHost, MoveToDevice,
 // PinToDevice, PinToDeviceSram, LayoutConstraint), which have no effect on host memory -- pass
-// their operand on in its own sharding, resharded only if the propagated target differs. Other
-// targets run on replicated operands.
+// their operand on in its own sharding, resharded only if the propagated target differs.
+// Batch-partitionable calls (frontend attribute num_batch_dims, on JAX's linear algebra) run on
+// each device's batch rows through their rule. Other targets run on replicated operands.
+#include "xshard/rules/rule_registry.h"
 #include "xshard/spmd/handlers.h"
 
 namespace xs::spmd::internal {
@@ -105,6 +107,8 @@ Status HandleCustomCall(const Instruction& inst, Context& ctx) {
   if ((target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape") && inst.operand_count() == 1) {
     return Boundary(inst, ctx);
   }
+  // JAX's linear algebra (LAPACK / cuSOLVER calls): each device runs the call on its batch rows.
+  if (BatchPartitionableDims(inst)) return PartitionByRule(inst, ctx, RuleConfig{});
   return HandleReplicated(inst, ctx);
 }
 

@@ -94,6 +94,50 @@ TEST(PartitionFormsTest, TriangularSolveFftTopKBatchNormKeepBatchShards) {
       << PrintHloModule(*bn->module);
 }
 
+// JAX's CPU linear algebra: LAPACK custom-calls marked num_batch_dims (as XLA registers them
+// batch-partitionable). Each device factors its own matrices; the layout constraints follow the
+// local operand shapes.
+TEST(PartitionFormsTest, BatchPartitionableCustomCallsRunOnTheirBatchRows) {
+  StatusOr<PartitionResult> r = PartitionText(R"(ENTRY e {
+  a = f32[8,6,6] parameter(0), sharding={devices=[4,1,1]<=[4]}
+  c = (f32[8,6,6]{1,2,0}, s32[8]{0}) custom-call(a), custom_call_target="lapack_spotrf_ffi", operand_layout_constraints={f32[8,6,6]{1,2,0}}, api_version=API_VERSION_TYPED_FFI, frontend_attributes={num_batch_dims="1"}, backend_config={uplo = 76 : ui8}
+  l = f32[8,6,6] get-tuple-element(c), index=0
+  b = f32[8,6,3] parameter(1), sharding={devices=[4,1,1]<=[4]}
+  ROOT x = f32[8,6,3]{1,2,0} custom-call(l, b), custom_call_target="lapack_strsm_ffi", operand_layout_constraints={f32[8,6,6]{1,2,0}, f32[8,6,3]{1,2,0}}, api_version=API_VERSION_TYPED_FFI, frontend_attributes={num_batch_dims="1"}, backend_config={diag = 78 : ui8, side = 76 : ui8, trans_x = 78 : ui8, uplo = 76 : ui8}, sharding={devices=[4,1,1]<=[4]}
+})",
+                                              4);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(Kinds(*r).empty()) << PrintHloModule(*r->module);
+  EXPECT_TRUE(Prints(*r, "(f32[2,6,6], s32[2]) custom-call(")) << PrintHloModule(*r->module);
+  EXPECT_TRUE(Prints(*r, "operand_layout_constraints={f32[2,6,6]{1,2,0}, f32[2,6,3]{1,2,0}}"))
+      << PrintHloModule(*r->module);
+
+  // Matrix rows sharded: the rows are gathered (the matrices stay whole), the batch stays split.
+  StatusOr<PartitionResult> rows = PartitionText(R"(ENTRY e {
+  a = f32[8,6,6] parameter(0), sharding={devices=[2,2,1]<=[4]}
+  ROOT c = (f32[8,6,6]{1,2,0}, s32[8]{0}) custom-call(a), custom_call_target="lapack_spotrf_ffi", api_version=API_VERSION_TYPED_FFI, frontend_attributes={num_batch_dims="1"}, backend_config={uplo = 76 : ui8}, sharding={{devices=[2,1,1,2]<=[4] last_tile_dim_replicate}, {devices=[2,2]<=[4] last_tile_dim_replicate}}
+})",
+                                                 4);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_EQ(Kinds(*rows), (std::vector<std::string>{"all-gather"})) << PrintHloModule(*rows->module);
+  EXPECT_TRUE(Prints(*rows, "(f32[4,6,6], s32[4]) custom-call(")) << PrintHloModule(*rows->module);
+
+  // Without the attribute, or with one that does not fit the shapes, a custom-call is opaque: it
+  // runs on replicated operands.
+  for (const char* attrs :
+       {"", ", frontend_attributes={num_batch_dims=\"3\"}", ", frontend_attributes={num_batch_dims=\"x\"}"}) {
+    StatusOr<PartitionResult> opaque =
+        PartitionText(StrCat(R"(ENTRY e {
+  a = f32[8,6,6] parameter(0), sharding={devices=[4,1,1]<=[4]}
+  ROOT c = (f32[8,6,6], s32[8]) custom-call(a), custom_call_target="lapack_spotrf_ffi")",
+                             attrs, R"(, sharding={{devices=[4,1,1]<=[4]}, {devices=[4]<=[4]}}
+})"),
+                      4);
+    ASSERT_TRUE(opaque.ok()) << opaque.status().ToString();
+    EXPECT_TRUE(Prints(*opaque, "(f32[8,6,6], s32[8]) custom-call(")) << attrs << PrintHloModule(*opaque->module);
+  }
+}
+
 TEST(PartitionFormsTest, DeclaredReplicatedOpWarnsWhenItsResultIsSharded) {
   StatusOr<PartitionResult> r = PartitionText(R"(ENTRY e {
   lo = f32[] constant(0)

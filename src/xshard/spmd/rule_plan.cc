@@ -77,6 +77,18 @@ Status Localize(Instruction& local, const Instruction& global) {
         attrs.feature_group_count = f / ki;
       }
       break;
+    case Opcode::kCustomCall:
+      // A batch-partitioned call's layout constraints name its operands' local shapes.
+      if (attrs.operand_layout_constraints && attrs.operand_layout_constraints->size() == local.operands().size()) {
+        for (size_t i = 0; i < local.operands().size(); ++i) {
+          Shape& c = (*attrs.operand_layout_constraints)[i];
+          if (!c.IsArray() || !local.operand(static_cast<int>(i))->shape().IsArray()) continue;
+          std::optional<Layout> layout = c.layout();
+          c = c.WithDims(local.operand(static_cast<int>(i))->shape().dims());
+          c.set_layout(std::move(layout));
+        }
+      }
+      break;
     default:
       break;
   }

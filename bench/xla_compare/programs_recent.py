@@ -1,0 +1,165 @@
+"""Programs for bench/xla_compare of the JAX features the other files leave out: fused attention
+(jax.nn.dot_product_attention), grouped matmuls (lax.ragged_dot), batched linear algebra
+(cholesky, triangular solves, QR, eigh, SVD, solve: LAPACK on the CPU), float8 and int4
+quantized matmuls, the 'rbg' random-number generator (an rng-bit-generator op), image resizing,
+bincount, real FFTs, lax.map, remat with a saving policy, three-operand einsums and NaN-aware
+reductions, each on sharded inputs.
+"""
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+from jax.sharding import PartitionSpec as P
+
+from programs import Program, _ids, _plain, _rand
+
+
+def _sdpa(q, k, v):
+    # [batch, seq, heads, head_dim], causal; the XLA implementation (the one JAX's CPU backend has).
+    return jax.nn.dot_product_attention(q, k, v, is_causal=True, implementation="xla")
+
+
+def _ragged(x, w, sizes):
+    # Rows of x in contiguous groups, each group times its own expert matrix (MoE grouped GEMM).
+    return jnp.tanh(jax.lax.ragged_dot(x, w, sizes))
+
+
+def _spd(a):
+    # Symmetric positive definite from a batch of square matrices.
+    n = a.shape[-1]
+    return a @ jnp.swapaxes(a, -1, -2) / n + jnp.eye(n, dtype=a.dtype)
+
+
+def _cholesky_solve(a, b):
+    l = jnp.linalg.cholesky(_spd(a))
+    y = jax.scipy.linalg.solve_triangular(l, b, lower=True)
+    return jax.scipy.linalg.solve_triangular(jnp.swapaxes(l, -1, -2), y, lower=False)
+
+
+def _qr_eigh(a):
+    q, r = jnp.linalg.qr(a)
+    w = jnp.linalg.eigvalsh(_spd(a))
+    # Q and R are unique up to the signs of R's diagonal: compare sign-free quantities.
+    return jnp.abs(r), q @ r, w
+
+
+def _svd_solve(a, b):
+    s = jnp.linalg.svd(a, compute_uv=False)
+    return s, jnp.linalg.solve(_spd(a), b), jnp.linalg.slogdet(_spd(a))[1]
+
+
+def _f8_matmul(x, w):
+    # Per-tensor scaled float8 (e4m3) operands, f32 accumulation, rescaled result.
+    sx = jnp.max(jnp.abs(x)) / 448.0
+    sw = jnp.max(jnp.abs(w)) / 448.0
+    x8 = (x / sx).astype(jnp.float8_e4m3fn)
+    w8 = (w / sw).astype(jnp.float8_e4m3fn)
+    return jnp.dot(x8, w8, preferred_element_type=jnp.float32) * (sx * sw)
+
+
+def _int4_matmul(x, w):
+    # int4 weights (values -8..7) widened to int8 for an int32-accumulating matmul.
+    w4 = jnp.clip(jnp.round(w * 4.0), -8, 7).astype(jnp.int4)
+    xq = jnp.clip(jnp.round(x * 16.0), -127, 127).astype(jnp.int8)
+    acc = jax.lax.dot(xq, w4.astype(jnp.int8), preferred_element_type=jnp.int32)
+    return acc.astype(jnp.float32) / 64.0
+
+
+def _rbg_noise(seed, x):
+    key = jax.random.key(seed[0], impl="rbg")
+    k1, k2 = jax.random.split(key)
+    return x + jax.random.uniform(k1, x.shape), jax.random.randint(k2, x.shape, 0, 10)
+
+
+def _resize(img):
+    n, h, w, c = img.shape
+    up = jax.image.resize(img, (n, 2 * h, 2 * w, c), "bilinear")
+    return up, jax.image.resize(img, (n, h // 2, w // 2, c), "linear", antialias=True)
+
+
+def _bincount(ids, weights):
+    return jnp.bincount(ids, weights, length=32), jnp.histogram(weights, bins=8, range=(-3.0, 3.0))[0]
+
+
+def _rfft(x):
+    f = jnp.fft.rfft(x, axis=-1)
+    return jnp.abs(f), jnp.fft.irfft(f * 0.5, n=x.shape[-1], axis=-1)
+
+
+def _lax_map(x, w):
+    return jax.lax.map(lambda r: jnp.tanh(r @ w).sum(), x, batch_size=4)
+
+
+def _remat_policy_grad(w1, w2, x):
+    policy = jax.checkpoint_policies.dots_with_no_batch_dims_saveable
+
+    @jax.checkpoint
+    def inner(w1, w2, h):
+        return jnp.tanh(h @ w1) @ w2
+
+    layer = jax.checkpoint(lambda w1, w2, h: jax.nn.gelu(inner(w1, w2, h)), policy=policy)
+    return jax.grad(lambda w1, w2: jnp.sum(layer(w1, w2, layer(w1, w2, x)) ** 2), argnums=(0, 1))(w1, w2)
+
+
+def _einsum3(a, b, c):
+    return jnp.einsum("bi,ij,bj->b", a, b, c), jnp.einsum("bij,bjk,bk->bi", a[:, None, :] * b[None],
+                                                          b[None] * c[:, :, None], c)
+
+
+def _nan_reductions(x):
+    x = jnp.where(x > 1.2, jnp.nan, x)
+    return jnp.nanmean(x, axis=0), jnp.nanmax(x, axis=1), jnp.nanstd(x), jnp.nansum(x * x, axis=0)
+
+
+def _int4_args():
+    return [_rand((32, 64), 411), _rand((64, 16), 412, scale=0.8)]
+
+
+def recent_programs():
+    m8, an_x = (8,), ("x",)
+    m24, an_xy = (2, 4), ("x", "y")
+    m42 = (4, 2)
+    m4 = (4,)
+    return [
+        Program("sdpa_causal", "jax.nn.dot_product_attention, causal, batch over x, heads over y",
+                _plain(_sdpa), m24, an_xy, [P("x", None, "y"), P("x", None, "y"), P("x", None, "y")], None,
+                lambda: [_rand((4, 16, 4, 8), 400), _rand((4, 16, 4, 8), 401), _rand((4, 16, 4, 8), 402)]),
+        Program("ragged_dot", "lax.ragged_dot: rows in 4 groups of uneven sizes times per-group weights, rows over x",
+                _plain(_ragged), m4, an_x, [P("x", None), P(), P()], None,
+                lambda: [_rand((64, 16), 403), _rand((4, 16, 8), 404, scale=0.3),
+                         np.array([10, 22, 0, 32], np.int32)]),
+        Program("cholesky_solve", "batched cholesky and two triangular solves, batch over x",
+                _plain(_cholesky_solve), m4, an_x, [P("x"), P("x")], None,
+                lambda: [_rand((8, 6, 6), 405), _rand((8, 6, 3), 406)]),
+        Program("qr_eigh", "batched QR (|R|, QR) and eigvalsh of an SPD matrix, batch over x",
+                _plain(_qr_eigh), m8, an_x, [P("x")], None, lambda: [_rand((8, 5, 5), 407)]),
+        Program("svd_solve", "batched singular values, linalg.solve and slogdet, batch over x",
+                _plain(_svd_solve), m4, an_x, [P("x"), P("x")], None,
+                lambda: [_rand((8, 6, 6), 408), _rand((8, 6, 2), 409)]),
+        Program("f8_matmul", "per-tensor scaled float8_e4m3fn matmul, f32 accumulation, 2 x 4",
+                _plain(_f8_matmul), m24, an_xy, [P("x", "y"), P("y", None)], None,
+                lambda: [_rand((32, 64), 410), _rand((64, 16), 413, scale=0.5)]),
+        Program("int4_matmul", "int4 weights widened to int8, int32-accumulating matmul, 4 x 2",
+                _plain(_int4_matmul), m42, an_xy, [P("x", "y"), P("y", None)], None, _int4_args),
+        Program("rbg_random", "jax.random with the 'rbg' generator (rng-bit-generator): uniform and randint",
+                _plain(_rbg_noise), m8, an_x, [P(), P("x")], None,
+                lambda: [np.array([7], np.int32), _rand((16, 8), 414)]),
+        Program("image_resize", "jax.image.resize bilinear 2x up and antialiased 2x down, batch over x",
+                _plain(_resize), m4, an_x, [P("x")], None, lambda: [_rand((4, 8, 8, 3), 415)]),
+        Program("bincount_hist", "jnp.bincount with weights and jnp.histogram, ids sharded",
+                _plain(_bincount), m8, an_x, [P("x"), P("x")], None,
+                lambda: [_ids((64,), 32, 416), _rand((64,), 417)]),
+        Program("rfft_irfft", "rfft / irfft along the unsharded dim, rows over x",
+                _plain(_rfft), m8, an_x, [P("x")], None, lambda: [_rand((16, 32), 418)]),
+        Program("lax_map_batched", "lax.map with batch_size=4 of a row-wise matvec, rows over x",
+                _plain(_lax_map), m4, an_x, [P("x"), P()], None,
+                lambda: [_rand((16, 8), 419), _rand((8, 8), 420)]),
+        Program("remat_policy_grad", "grad through nested checkpoints with dots_with_no_batch_dims_saveable, 2 x 4",
+                _plain(_remat_policy_grad), m24, an_xy, [P(None, "y"), P("y", None), P("x", None)], None,
+                lambda: [_rand((16, 32), 421, scale=0.25), _rand((32, 16), 422, scale=0.2), _rand((8, 16), 423)]),
+        Program("einsum3", "three-operand einsums, batch over x, the inner dim over y",
+                _plain(_einsum3), m24, an_xy, [P("x", "y"), P("y", None), P("x", None)], None,
+                lambda: [_rand((8, 8), 424), _rand((8, 8), 425), _rand((8, 8), 426)]),
+        Program("nan_reductions", "nanmean / nanmax / nanstd / nansum with NaNs, 2 x 4",
+                _plain(_nan_reductions), m24, an_xy, [P("x", "y")], None, lambda: [_rand((16, 16), 427)]),
+    ]
