@@ -2,8 +2,10 @@
 (jax.nn.dot_product_attention), grouped matmuls (lax.ragged_dot), batched linear algebra
 (cholesky, triangular solves, QR, eigh, SVD, solve: LAPACK on the CPU), float8 and int4
 quantized matmuls, the 'rbg' random-number generator (an rng-bit-generator op), image resizing,
-bincount, real FFTs, lax.map, remat with a saving policy, three-operand einsums and NaN-aware
-reductions, each on sharded inputs.
+bincount, real FFTs, lax.map, remat with a saving policy, three-operand einsums, NaN-aware
+reductions, gamma / truncated-normal / choice sampling, unique and nonzero with a size, 1-D
+convolutions, cumulative logsumexp, complex matmuls, reduce_precision, attention with a bias and
+a mask, glu / standardize and a depthwise kernel's gradient, each on sharded inputs.
 """
 import jax
 import jax.numpy as jnp
@@ -114,6 +116,50 @@ def _nan_reductions(x):
 def _int4_args():
     return [_rand((32, 64), 411), _rand((64, 16), 412, scale=0.8)]
 
+def _gamma(kd, x):
+    key = jax.random.wrap_key_data(kd)
+    k1, k2, k3 = jax.random.split(key, 3)
+    return (x + jax.random.gamma(k1, 2.5, x.shape), jax.random.truncated_normal(k2, -1.0, 1.0, x.shape),
+            jax.random.choice(k3, 16, (6,), replace=False))
+
+def _unique_nonzero(x):
+    xi = jnp.round(x * 2).astype(jnp.int32)
+    u = jnp.unique(xi, size=8, fill_value=-99)
+    nz = jnp.nonzero(xi > 0, size=10, fill_value=-1)[0]
+    return u, nz
+
+def _conv1d(x, w):
+    return jax.vmap(lambda r: jnp.convolve(r, w, mode="same"))(x), jnp.polyval(w, x)
+
+def _cum(x):
+    return jax.lax.cumlogsumexp(x, axis=1), jax.lax.cummin(x, axis=0), jnp.argmin(x, axis=0)
+
+def _cplx(a, b):
+    c = (a + 1j * b).astype(jnp.complex64)
+    return jnp.abs(c @ c.T), jnp.angle(jnp.sum(c * jnp.conj(c), axis=1) + 1j)
+
+def _reduce_prec(x):
+    return jax.lax.reduce_precision(x, exponent_bits=5, mantissa_bits=2), x.astype(jnp.bfloat16).astype(jnp.float32) * 3
+
+def _sdpa_bias(q, k, v, bias):
+    mask = jnp.tril(jnp.ones((16, 16), bool))[None, None]
+    return jax.nn.dot_product_attention(q, k, v, bias=bias, mask=mask, implementation="xla")
+
+def _glu(x, w):
+    return jax.nn.glu(x @ w, axis=-1), jax.nn.standardize(x, axis=-1)
+
+def _conv_grad_depthwise(x, w):
+    def f(w):
+        y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=x.shape[-1])
+        return jnp.sum(y ** 2)
+    return jax.grad(f)(w)
+
+def _explicit(mesh):
+    def f(x, w):
+        y = x @ w
+        return jnp.tanh(y).sum(axis=0)
+    return f
+
 
 def recent_programs():
     m8, an_x = (8,), ("x",)
@@ -162,4 +208,24 @@ def recent_programs():
                 lambda: [_rand((8, 8), 424), _rand((8, 8), 425), _rand((8, 8), 426)]),
         Program("nan_reductions", "nanmean / nanmax / nanstd / nansum with NaNs, 2 x 4",
                 _plain(_nan_reductions), m24, an_xy, [P("x", "y")], None, lambda: [_rand((16, 16), 427)]),
+
+        Program("random_gamma_choice", "gamma / truncated_normal / choice without replacement", _plain(_gamma), m8, an_x,
+                [P(), P("x")], None, lambda: [np.array([0, 42], np.uint32), _rand((16, 4), 500)]),
+        Program("unique_nonzero", "jnp.unique(size) and nonzero(size)", _plain(_unique_nonzero), m8, an_x, [P("x")], None,
+                lambda: [_rand((32,), 501)]),
+        Program("conv1d_polyval", "vmap(jnp.convolve) and polyval", _plain(_conv1d), m8, an_x, [P("x"), P()], None,
+                lambda: [_rand((16, 32), 502), _rand((5,), 503)]),
+        Program("cum_more", "cumlogsumexp, cummin, argmin", _plain(_cum), m24, an_xy, [P("x", "y")], None,
+                lambda: [_rand((8, 16), 504)]),
+        Program("complex_matmul", "complex64 matmul, conj, angle", _plain(_cplx), m24, an_xy, [P("x", "y"), P("x", "y")], None,
+                lambda: [_rand((8, 8), 505), _rand((8, 8), 506)]),
+        Program("reduce_precision", "reduce_precision and bf16 round trip", _plain(_reduce_prec), m8, an_x, [P("x")], None,
+                lambda: [_rand((16, 8), 507)]),
+        Program("sdpa_bias_mask", "dot_product_attention with bias and mask", _plain(_sdpa_bias), m24, an_xy,
+                [P("x", None, "y"), P("x", None, "y"), P("x", None, "y"), P("x", "y")], None,
+                lambda: [_rand((2, 16, 4, 8), 508), _rand((2, 16, 4, 8), 509), _rand((2, 16, 4, 8), 510), _rand((2, 4, 16, 16), 511)]),
+        Program("glu_standardize", "nn.glu and nn.standardize", _plain(_glu), m24, an_xy, [P("x", None), P(None, "y")], None,
+                lambda: [_rand((8, 16), 512), _rand((16, 32), 513)]),
+        Program("depthwise_conv_grad", "grad wrt a depthwise kernel (batch_group_count)", _plain(_conv_grad_depthwise), m4, an_x,
+                [P("x"), P()], None, lambda: [_rand((4, 8, 8, 6), 514), _rand((3, 3, 1, 6), 515)]),
     ]
