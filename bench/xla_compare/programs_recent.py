@@ -5,7 +5,12 @@ quantized matmuls, the 'rbg' random-number generator (an rng-bit-generator op), 
 bincount, real FFTs, lax.map, remat with a saving policy, three-operand einsums, NaN-aware
 reductions, gamma / truncated-normal / choice sampling, unique and nonzero with a size, 1-D
 convolutions, cumulative logsumexp, complex matmuls, reduce_precision, attention with a bias and
-a mask, glu / standardize and a depthwise kernel's gradient, each on sharded inputs.
+a mask, glu / standardize, a depthwise kernel's gradient, a reversed unrolled scan, switch,
+matrix norms, array manipulation (rot90, roll, repeat, tile, diagonal, trace, kron), einsum
+diagonals and ellipses, select_n, quantiles, the less common activations and math functions,
+counting ops, clamped dynamic slices, shard_map's stacked all_gather / pmean / pmin / partial
+ppermute and two-axis psum, vmap with an axis name, and forward-mode derivatives, each on sharded
+inputs.
 """
 import jax
 import jax.numpy as jnp
@@ -13,7 +18,7 @@ import ml_dtypes
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from programs import Program, _ids, _plain, _rand
+from programs import Program, _ids, _plain, _rand, _smap
 
 
 def _sdpa(q, k, v):
@@ -160,6 +165,83 @@ def _explicit(mesh):
         return jnp.tanh(y).sum(axis=0)
     return f
 
+def _scan_unroll_reverse(x, w):
+    def step(h, xt):
+        h = jnp.tanh(h @ w + xt)
+        return h, h.sum(-1)
+    h, ys = jax.lax.scan(step, jnp.zeros((x.shape[1], w.shape[0])), x, reverse=True, unroll=2)
+    return h, ys
+
+
+def _switch(x, i):
+    branches = [lambda v: v * 2.0, lambda v: jnp.sin(v), lambda v: v - jnp.mean(v)]
+    return jax.lax.switch(jnp.clip(i[0], 0, 2), branches, x)
+
+
+def _norms(x):
+    return (jnp.linalg.norm(x), jnp.linalg.norm(x, ord=jnp.inf, axis=1), jnp.linalg.norm(x, ord=1, axis=0),
+            jnp.linalg.norm(x[:4, :4], ord="nuc"), jnp.linalg.norm(x[:4, :4], ord=2))
+
+
+def _array_manip(x):
+    return (jnp.rot90(x), jnp.roll(x, (1, -2), axis=(0, 1)), jnp.repeat(x[:, :2], 2, axis=1, total_repeat_length=4),
+            jnp.tile(x[:2], (2, 1)), jnp.diagonal(x, offset=1), jnp.trace(x), jnp.kron(x[:2, :2], x[:2, :2]))
+
+
+def _einsum_diag(a, b):
+    return jnp.einsum("ii->i", a), jnp.einsum("...ij,...jk->...ik", b, b), jnp.tensordot(b, b, axes=([1, 2], [2, 1]))
+
+
+def _select_n(x, k):
+    return jax.lax.select_n(k % 3, x, -x, x * x), jnp.where(x > 0, 1.0, x)
+
+
+def _quantiles(x):
+    return jnp.median(x, axis=0), jnp.percentile(x, jnp.array([10.0, 90.0]), axis=1), jnp.quantile(x, 0.25)
+
+
+def _activations(x):
+    return (jax.nn.log_sigmoid(x), jax.nn.celu(x), jax.nn.selu(x), jax.nn.hard_tanh(x), jax.nn.relu6(x * 4),
+            jax.nn.softmax(x, where=x > -0.5), jax.nn.elu(x), jax.nn.mish(x), jax.nn.squareplus(x))
+
+
+def _math(x, y):
+    return (jnp.arctan2(x, y), jnp.hypot(x, y), jnp.logaddexp(x, y), jnp.sinc(x), jnp.power(x, 3),
+            jnp.float_power(jnp.abs(x), y), jnp.i0(x), jnp.cbrt(x), jnp.exp2(x), jnp.fmod(x, 0.3), jnp.copysign(x, y))
+
+
+def _counting(x):
+    return jnp.count_nonzero(x > 0, axis=0), jnp.cumsum(x > 0, axis=1), jnp.digitize(x, jnp.array([-1.0, 0.0, 1.0])), jnp.lexsort((x[:, 0], x[:, 1]))
+
+
+def _dyn_slice_clamp(x, i):
+    return jax.lax.dynamic_slice(x, (i[0], i[0] * 2), (4, 4)), jax.lax.dynamic_update_slice(x, jnp.ones((3, 3)), (i[0], 5))
+
+
+def _smap_collectives(mesh):
+    def body(v):
+        g = jax.lax.all_gather(v, "x")  # stacked (not tiled)
+        m = jax.lax.pmean(v, "x")
+        mn = jax.lax.pmin(v, "y")
+        perm = jax.lax.ppermute(v, "x", [(0, 1)])  # only device 1 receives
+        return g.sum(0) + m + mn + perm
+    return _smap(mesh, body, P("x", "y"), P("x", "y"))
+
+
+def _smap_two_axes(mesh):
+    def body(v):
+        return jax.lax.psum(v.sum(), ("x", "y")) + v
+    return _smap(mesh, body, P(("x", "y")), P(("x", "y")))
+
+
+def _vmap_axis_name(x):
+    return jax.vmap(lambda r: r - jax.lax.pmean(r, "b"), axis_name="b")(x)
+
+
+def _hessian(x):
+    f = lambda v: jnp.sum(jnp.sin(v) * v ** 2)
+    return jax.hessian(f)(x[0]), jax.jacfwd(lambda v: jnp.tanh(v) * 2)(x[1])
+
 
 def recent_programs():
     m8, an_x = (8,), ("x",)
@@ -228,4 +310,35 @@ def recent_programs():
                 lambda: [_rand((8, 16), 512), _rand((16, 32), 513)]),
         Program("depthwise_conv_grad", "grad wrt a depthwise kernel (batch_group_count)", _plain(_conv_grad_depthwise), m4, an_x,
                 [P("x"), P()], None, lambda: [_rand((4, 8, 8, 6), 514), _rand((3, 3, 1, 6), 515)]),
+        Program("scan_unroll_reverse", "lax.scan reverse=True unroll=2 of an RNN cell, batch over x",
+                _plain(_scan_unroll_reverse), m8, an_x, [P(None, "x"), P()], None,
+                lambda: [_rand((6, 16, 8), 520), _rand((8, 8), 521, scale=0.3)]),
+        Program("switch_branches", "lax.switch over 3 branches on a data index", _plain(_switch), m8, an_x,
+                [P("x"), P()], None, lambda: [_rand((16, 4), 522), np.array([1], np.int32)]),
+        Program("norms", "linalg.norm: fro, inf, 1, nuc, 2", _plain(_norms), m24, an_xy, [P("x", "y")], None,
+                lambda: [_rand((8, 8), 523)]),
+        Program("array_manip", "rot90, roll of two axes, repeat, tile, diagonal, trace, kron", _plain(_array_manip),
+                m24, an_xy, [P("x", "y")], None, lambda: [_rand((8, 8), 524)]),
+        Program("einsum_diag", "einsum ii->i, ellipsis batch matmul, tensordot over two axes", _plain(_einsum_diag),
+                m24, an_xy, [P("x", "y"), P("x", None, "y")], None, lambda: [_rand((8, 8), 525), _rand((4, 8, 8), 526)]),
+        Program("select_n", "lax.select_n of 3 cases, where with a scalar", _plain(_select_n), m8, an_x,
+                [P("x"), P("x")], None, lambda: [_rand((16, 4), 527), _ids((16, 4), 7, 528)]),
+        Program("quantiles", "median, percentile, quantile", _plain(_quantiles), m24, an_xy, [P("x", "y")], None,
+                lambda: [_rand((8, 16), 529)]),
+        Program("activations", "log_sigmoid, celu, selu, hard_tanh, relu6, softmax(where), elu, mish, squareplus",
+                _plain(_activations), m24, an_xy, [P("x", "y")], None, lambda: [_rand((8, 16), 530)]),
+        Program("math_fns", "arctan2, hypot, logaddexp, sinc, power, float_power, i0, cbrt, exp2, fmod, copysign",
+                _plain(_math), m8, an_x, [P("x"), P("x")], None, lambda: [_rand((16, 4), 531), _rand((16, 4), 532)]),
+        Program("counting", "count_nonzero, cumsum of bools, digitize, lexsort", _plain(_counting), m8, an_x,
+                [P("x")], None, lambda: [_rand((16, 4), 533)]),
+        Program("dyn_slice_clamp", "dynamic_slice / update_slice with clamped out-of-range starts", _plain(_dyn_slice_clamp),
+                m24, an_xy, [P("x", "y"), P()], None, lambda: [_rand((8, 8), 534), np.array([6], np.int32)]),
+        Program("smap_stack_pmean_pmin_perm", "shard_map all_gather (stacked), pmean, pmin, partial ppermute",
+                _smap_collectives, m24, an_xy, [P("x", "y")], P("x", "y"), lambda: [_rand((8, 8), 535)]),
+        Program("smap_two_axes", "shard_map over P(('x','y')) with a psum over both axes", _smap_two_axes, m24, an_xy,
+                [P(("x", "y"))], P(("x", "y")), lambda: [_rand((16, 4), 536)]),
+        Program("vmap_axis_name", "vmap with an axis name and pmean inside", _plain(_vmap_axis_name), m8, an_x,
+                [P("x")], None, lambda: [_rand((16, 4), 537)]),
+        Program("hessian_jacfwd", "jax.hessian and jacfwd (forward mode)", _plain(_hessian), m4, an_x, [P()], None,
+                lambda: [_rand((2, 8), 538)]),
     ]
