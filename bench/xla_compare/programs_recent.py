@@ -9,8 +9,11 @@ a mask, glu / standardize, a depthwise kernel's gradient, a reversed unrolled sc
 matrix norms, array manipulation (rot90, roll, repeat, tile, diagonal, trace, kron), einsum
 diagonals and ellipses, select_n, quantiles, the less common activations and math functions,
 counting ops, clamped dynamic slices, shard_map's stacked all_gather / pmean / pmin / partial
-ppermute and two-axis psum, vmap with an axis name, and forward-mode derivatives, each on sharded
-inputs.
+ppermute and two-axis psum, vmap with an axis name, forward-mode derivatives, and model pieces:
+ViT patch embedding, a CLIP loss, timestep embedding with GroupNorm, label smoothing with ignored
+labels, clipping with a cosine-scheduled AdamW step, a beam-search step, a CTC-style recursion,
+WaveNet's dilated causal convolutions, a 3-D convolution, SAME average pooling, batch norm with
+running statistics and a U-Net up block, each on sharded inputs.
 """
 import jax
 import jax.numpy as jnp
@@ -242,6 +245,113 @@ def _hessian(x):
     f = lambda v: jnp.sum(jnp.sin(v) * v ** 2)
     return jax.hessian(f)(x[0]), jax.jacfwd(lambda v: jnp.tanh(v) * 2)(x[1])
 
+def _vit_embed(img, w, cls, pos):
+    # Patch embedding as a strided conv, class token, position embedding, then a layer norm.
+    p = jax.lax.conv_general_dilated(img, w, (4, 4), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    n, h, ww, d = p.shape
+    tokens = p.reshape(n, h * ww, d)
+    tokens = jnp.concatenate([jnp.broadcast_to(cls, (n, 1, d)), tokens], axis=1) + pos
+    m = tokens.mean(-1, keepdims=True)
+    return (tokens - m) * jax.lax.rsqrt(((tokens - m) ** 2).mean(-1, keepdims=True) + 1e-6)
+
+
+def _clip_loss(a, b):
+    a = a / jnp.linalg.norm(a, axis=-1, keepdims=True)
+    b = b / jnp.linalg.norm(b, axis=-1, keepdims=True)
+    logits = a @ b.T * 10.0
+    labels = jnp.arange(a.shape[0])
+    la = -jnp.take_along_axis(jax.nn.log_softmax(logits, axis=1), labels[:, None], axis=1).mean()
+    lb = -jnp.take_along_axis(jax.nn.log_softmax(logits, axis=0), labels[None, :], axis=0).mean()
+    return (la + lb) / 2
+
+
+def _group_norm_time(x, t):
+    # Diffusion: sinusoidal timestep embedding added to NHWC features, then GroupNorm(4 groups).
+    half = 4
+    freqs = jnp.exp(-jnp.log(10000.0) * jnp.arange(half) / half)
+    emb = jnp.concatenate([jnp.sin(t[:, None] * freqs), jnp.cos(t[:, None] * freqs)], axis=-1)
+    x = x + emb[:, None, None, :]
+    n, h, w, c = x.shape
+    g = x.reshape(n, h, w, 4, c // 4)
+    m = g.mean(axis=(1, 2, 4), keepdims=True)
+    v = g.var(axis=(1, 2, 4), keepdims=True)
+    return ((g - m) / jnp.sqrt(v + 1e-5)).reshape(n, h, w, c)
+
+
+def _label_smooth_ce(logits, labels):
+    valid = labels >= 0
+    onehot = jax.nn.one_hot(jnp.where(valid, labels, 0), logits.shape[-1])
+    target = onehot * 0.9 + 0.1 / logits.shape[-1]
+    loss = -(target * jax.nn.log_softmax(logits)).sum(-1)
+    return jnp.sum(jnp.where(valid, loss, 0.0)) / jnp.maximum(valid.sum(), 1)
+
+
+def _clip_adamw(w1, w2, g1, g2, m1, m2, step):
+    grads = (g1, g2)
+    norm = jnp.sqrt(sum(jnp.sum(g * g) for g in grads))
+    scale = jnp.minimum(1.0, 1.0 / (norm + 1e-6))
+    lr = 1e-3 * 0.5 * (1 + jnp.cos(jnp.pi * jnp.minimum(step[0], 100).astype(jnp.float32) / 100))
+    out = []
+    for w, g, m in ((w1, g1, m1), (w2, g2, m2)):
+        g = g * scale
+        m = 0.9 * m + 0.1 * g
+        out.append((w - lr * (m + 0.01 * w), m))
+    return out
+
+
+def _beam_step(scores, logp, tokens):
+    # scores [batch, beam], logp [batch, beam, vocab]: best beam*vocab continuations.
+    b, k, v = logp.shape
+    total = (scores[:, :, None] + logp).reshape(b, k * v)
+    top, idx = jax.lax.top_k(total, k)
+    beam = idx // v
+    word = idx % v
+    prev = jnp.take_along_axis(tokens, beam[:, :, None], axis=1)
+    return top, jnp.concatenate([prev, word[:, :, None]], axis=-1)
+
+
+def _ctc_like(logp, labels):
+    # A forward (alpha) recursion over time in log space, as CTC losses compute it.
+    t_len, b, s = logp.shape[0], logp.shape[1], labels.shape[1]
+    emit = jnp.take_along_axis(logp, jnp.broadcast_to(labels[None], (t_len, b, s)), axis=2)
+    def step(alpha, e):
+        shifted = jnp.concatenate([jnp.full((b, 1), -1e9), alpha[:, :-1]], axis=1)
+        return jnp.logaddexp(alpha, shifted) + e, None
+    alpha, _ = jax.lax.scan(step, emit[0], emit[1:])
+    return -jax.nn.logsumexp(alpha[:, -2:], axis=1)
+
+
+def _wavenet(x, w1, w2):
+    # Causal dilated 1-D convolutions (rhs dilation 1 then 2), gated activation.
+    def conv(x, w, d):
+        pad = (w.shape[0] - 1) * d
+        return jax.lax.conv_general_dilated(x, w, (1,), [(pad, 0)], rhs_dilation=(d,), dimension_numbers=("NWC", "WIO", "NWC"))
+    h = conv(x, w1, 1)
+    h = jnp.tanh(h) * jax.nn.sigmoid(h)
+    return conv(h, w2, 2) + x
+
+
+def _conv3d(x, w):
+    return jax.nn.relu(jax.lax.conv_general_dilated(x, w, (1, 2, 2), "SAME", dimension_numbers=("NDHWC", "DHWIO", "NDHWC")))
+
+
+def _avg_pool_same(x):
+    s = jax.lax.reduce_window(x, 0.0, jax.lax.add, (1, 3, 3, 1), (1, 1, 1, 1), "SAME")
+    c = jax.lax.reduce_window(jnp.ones_like(x), 0.0, jax.lax.add, (1, 3, 3, 1), (1, 1, 1, 1), "SAME")
+    return s / c
+
+
+def _ema_bn_train(x, scale, bias, rm, rv):
+    m = x.mean(axis=(0, 1, 2))
+    v = x.var(axis=(0, 1, 2))
+    y = (x - m) / jnp.sqrt(v + 1e-5) * scale + bias
+    return y, 0.9 * rm + 0.1 * m, 0.9 * rv + 0.1 * v
+
+
+def _unet_up(x, skip, w):
+    up = jax.lax.conv_transpose(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    return jnp.concatenate([up, skip], axis=-1)
+
 
 def recent_programs():
     m8, an_x = (8,), ("x",)
@@ -341,4 +451,39 @@ def recent_programs():
                 [P("x")], None, lambda: [_rand((16, 4), 537)]),
         Program("hessian_jacfwd", "jax.hessian and jacfwd (forward mode)", _plain(_hessian), m4, an_x, [P()], None,
                 lambda: [_rand((2, 8), 538)]),
+        Program("vit_embed", "ViT patch embedding (strided conv), class token, position embedding, layer norm, batch over x",
+                _plain(_vit_embed), m8, an_x, [P("x"), P(), P(), P()], None,
+                lambda: [_rand((8, 16, 16, 3), 540), _rand((4, 4, 3, 16), 541, scale=0.2), _rand((1, 1, 16), 542),
+                         _rand((1, 17, 16), 543)]),
+        Program("clip_loss", "CLIP contrastive loss, batch over x (logits need every pair)", _plain(_clip_loss), m8, an_x,
+                [P("x"), P("x")], None, lambda: [_rand((32, 16), 544), _rand((32, 16), 545)]),
+        Program("group_norm_time", "timestep embedding + GroupNorm(4) of NHWC features, batch over x, channels over y",
+                _plain(_group_norm_time), m24, an_xy, [P("x", None, None, "y"), P("x")], None,
+                lambda: [_rand((4, 8, 8, 8), 546), np.arange(4, dtype=np.float32) * 10]),
+        Program("label_smooth_ce", "label-smoothed cross entropy with ignored labels, batch over x, vocab over y",
+                _plain(_label_smooth_ce), m24, an_xy, [P("x", "y"), P("x")], None,
+                lambda: [_rand((16, 32), 547), np.where(np.arange(16) % 5 == 0, -1, _ids((16,), 32, 548)).astype(np.int32)]),
+        Program("clip_adamw", "global-norm gradient clipping, cosine lr, AdamW-style update, FSDP over x",
+                _plain(_clip_adamw), m24, an_xy, [P("x", "y"), P("y", "x"), P("x", "y"), P("y", "x"), P("x", "y"), P("y", "x"), P()],
+                None, lambda: [_rand((16, 8), 549), _rand((8, 16), 550), _rand((16, 8), 551), _rand((8, 16), 552),
+                               _rand((16, 8), 553), _rand((8, 16), 554), np.array([30], np.int32)]),
+        Program("beam_step", "beam search step: top_k over beam x vocab, gather of the beams' tokens, batch over x",
+                _plain(_beam_step), m8, an_x, [P("x"), P("x"), P("x")], None,
+                lambda: [_rand((8, 4), 555), _rand((8, 4, 16), 556), _ids((8, 4, 3), 16, 557)]),
+        Program("ctc_alpha", "CTC-style log-space alpha recursion (scan, take_along_axis), batch over x",
+                _plain(_ctc_like), m8, an_x, [P(None, "x"), P("x")], None,
+                lambda: [_rand((12, 8, 10), 558), _ids((8, 5), 10, 559)]),
+        Program("wavenet", "causal dilated 1-D convolutions with a gated activation, batch over x",
+                _plain(_wavenet), m4, an_x, [P("x"), P(), P()], None,
+                lambda: [_rand((4, 32, 8), 560), _rand((2, 8, 8), 561, scale=0.3), _rand((2, 8, 8), 562, scale=0.3)]),
+        Program("conv3d", "3-D convolution NDHWC, spatial stride 2, batch over x", _plain(_conv3d), m4, an_x, [P("x"), P()],
+                None, lambda: [_rand((4, 4, 8, 8, 3), 563), _rand((3, 3, 3, 3, 8), 564, scale=0.2)]),
+        Program("avg_pool_same", "SAME average pool dividing by the window's valid count, H over x",
+                _plain(_avg_pool_same), m4, an_x, [P(None, "x")], None, lambda: [_rand((2, 16, 8, 4), 565)]),
+        Program("bn_train_ema", "batch norm in training mode with running-statistics update, batch over x, channels over y",
+                _plain(_ema_bn_train), m24, an_xy, [P("x", None, None, "y"), P("y"), P("y"), P("y"), P("y")], None,
+                lambda: [_rand((4, 6, 6, 8), 566), _rand((8,), 567), _rand((8,), 568), _rand((8,), 569), np.ones(8, np.float32)]),
+        Program("unet_up", "U-Net up block: transposed conv and skip concatenation, batch over x",
+                _plain(_unet_up), m4, an_x, [P("x"), P("x"), P()], None,
+                lambda: [_rand((4, 4, 4, 8), 570), _rand((4, 8, 8, 4), 571), _rand((2, 2, 8, 4), 572, scale=0.3)]),
     ]
