@@ -58,6 +58,33 @@ class TestRunner final : public GpuCollectiveRunner {
   std::unordered_map<const void*, uint64_t> handles_;
 };
 
+// The combiner's tuple all-reduce (passes/all_reduce_combine.h) plans as one collective action
+// over its leaves, read back through get-tuple-element.
+TEST(GpuExecutableCollectives, CombinedTupleAllReducePlansAsOneCollective) {
+  StatusOr<std::unique_ptr<Module>> m = ParseHloModule(R"(HloModule m, num_partitions=8
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[4,64] parameter(0)
+  y = f32[7] parameter(1)
+  ar = (f32[4,64], f32[7]) all-reduce(x, y), channel_id=1, replica_groups={{0,1,2,3,4,5,6,7}}, use_global_device_ids=true, to_apply=sum
+  a = f32[4,64] get-tuple-element(ar), index=0
+  b = f32[7] get-tuple-element(ar), index=1
+  ROOT t = (f32[4,64], f32[7]) tuple(a, b)
+})",
+                                                       "test");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  StatusOr<std::unique_ptr<Executable>> exec = Executable::Create(**m);
+  ASSERT_TRUE(exec.ok()) << exec.status().message();
+  StatusOr<std::unique_ptr<GpuPlan>> plan = GpuPlan::Create(**exec);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_TRUE((*plan)->Supported().ok()) << (*plan)->Supported().message();
+  EXPECT_EQ((*plan)->report().actions.at("collective"), 1);
+}
+
 TEST(GpuExecutableCollectives, EightVirtualDevicesAllReduceAndAllGather) {
   constexpr int kRanks = 8;
   StatusOr<std::unique_ptr<Module>> m = ParseHloModule(R"(HloModule m, num_partitions=8

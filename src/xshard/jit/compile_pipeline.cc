@@ -1,13 +1,16 @@
 // CompileModule: shardy-import -> inline-calls -> gather-batch-dims -> propagate -> partition -> cse ->
-// dce -> async-collectives, one ordered list of passes sharing one clone of the input and propagation's results.
+// dce -> combine-all-reduces -> async-collectives, one ordered list of passes sharing one clone of
+// the input and propagation's results.
 #include "xshard/jit/compile_pipeline.h"
 
+#include <algorithm>
 #include <functional>
 #include <iterator>
 #include <string_view>
 
 #include "xshard/base/limits.h"
 #include "xshard/base/strings.h"
+#include "xshard/passes/all_reduce_combine.h"
 #include "xshard/passes/call_inline.h"
 #include "xshard/passes/collective_schedule.h"
 #include "xshard/passes/cse.h"
@@ -22,8 +25,9 @@ namespace {
 
 // The pipeline's passes, in order. CompileModule runs each through PassSequence::Run, which
 // checks that they come in this order, so the list and the code cannot drift apart.
-constexpr std::string_view kPasses[] = {"shardy-import", "inline-calls", "gather-batch-dims", "propagate", "partition",
-                                        "cse",           "dce",          "async-collectives"};
+constexpr std::string_view kPasses[] = {"shardy-import", "inline-calls",        "gather-batch-dims",
+                                        "propagate",     "partition",           "cse",
+                                        "dce",           "combine-all-reduces", "async-collectives"};
 
 // Runs CompileModule's passes one after another: numbers them (from 1, for the dump files), dumps
 // the module after each as the options ask, and names the pass in the errors of those that do not
@@ -61,6 +65,45 @@ StatusOr<bool> RunAndCompare(Module& module, bool look, const std::function<Stat
   const std::string before = look ? PrintHloModule(module) : std::string();
   XS_RETURN_IF_ERROR(pass(module));
   return look && PrintHloModule(module) != before;
+}
+
+// The report's records of the all-reduces each combined one replaced become one record: its
+// name, the members' shapes as a tuple, their bytes summed, and every member's cause and reason.
+void RecordCombined(spmd::PartitionReport& report, const std::vector<CombinedAllReduce>& combined) {
+  for (const CombinedAllReduce& c : combined) {
+    std::vector<spmd::CollectiveRecord> members;
+    size_t first = report.collectives.size();
+    for (const std::string& m : c.members) {
+      auto it =
+          std::find_if(report.collectives.begin(), report.collectives.end(), [&](const spmd::CollectiveRecord& r) {
+            return r.computation == c.computation && r.name == m && r.kind == "all-reduce";
+          });
+      if (it == report.collectives.end()) continue;
+      first = std::min(first, static_cast<size_t>(it - report.collectives.begin()));
+      members.push_back(*it);
+      report.collectives.erase(it);
+    }
+    if (members.empty()) continue;
+    spmd::CollectiveRecord r = members.front();
+    r.name = c.name;
+    std::vector<Shape> shapes;
+    std::string causes, reasons;
+    r.bytes = 0;
+    r.written = true;
+    for (size_t k = 0; k < members.size(); ++k) {
+      const spmd::CollectiveRecord& m = members[k];
+      shapes.push_back(m.shape);
+      r.bytes += m.bytes;
+      r.written = r.written && m.written;
+      StrAppend(&causes, k == 0 ? "" : ", %", m.cause);
+      StrAppend(&reasons, k == 0 ? "" : "; ", "%", m.name, " (", m.written ? "written at" : "caused by", " %", m.cause,
+                ": ", m.reason, ")");
+    }
+    r.shape = Shape::Tuple(std::move(shapes));
+    r.cause = causes;
+    r.reason = StrCat(members.size(), " all-reduces combined: ", reasons);
+    report.collectives.insert(report.collectives.begin() + static_cast<std::ptrdiff_t>(first), std::move(r));
+  }
 }
 
 }  // namespace
@@ -115,6 +158,16 @@ StatusOr<CompiledModule> CompileModule(const Module& global, int64_t num_devices
   // The report describes the program that runs (collectives the cleanup deleted are dropped),
   // once, before the schedule turns the collectives into start / done pairs.
   spmd::DescribeFinalProgram(out.partitioned.report, *spmd);
+  const bool combine = options.combine_all_reduce_bytes > 0 && !options.async_collectives;
+  XS_RETURN_IF_ERROR(passes.Run(
+      "combine-all-reduces", combine, spmd,
+      [&]() -> StatusOr<bool> {
+        XS_ASSIGN_OR_RETURN(std::vector<CombinedAllReduce> combined,
+                            CombineAllReduces(*spmd, options.combine_all_reduce_bytes));
+        RecordCombined(out.partitioned.report, combined);
+        return !combined.empty();
+      },
+      /*name_errors=*/true));
   XS_RETURN_IF_ERROR(passes.Run("async-collectives", options.async_collectives, spmd,
                                 [&] { return ScheduleAsyncCollectives(*spmd); }, /*name_errors=*/true));
   XS_CHECK(passes.Finished(), "CompileModule left passes of kPasses out");

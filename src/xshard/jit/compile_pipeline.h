@@ -21,6 +21,7 @@
 
 #include "xshard/base/status.h"
 #include "xshard/ir/module.h"
+#include "xshard/passes/all_reduce_combine.h"
 #include "xshard/passes/pipeline.h"
 #include "xshard/propagation/propagation.h"
 #include "xshard/spmd/partitioner.h"
@@ -34,6 +35,11 @@ struct CompileOptions {
   bool cleanup = true;       // the cse and dce passes
   bool inline_calls = true;  // the inline-calls pass (InlineCalls, passes/call_inline.h)
   DumpOptions dump;     // --dump-after PASS / --dump-after-each
+  // The combine-all-reduces pass (CombineAllReduces, passes/all_reduce_combine.h) after cleanup:
+  // independent all-reduces of one kind totalling at most this many bytes per device become one
+  // tuple all-reduce. 0 turns it off; it is off too with async_collectives (whose schedule makes
+  // start / done pairs of one-operand collectives only).
+  int64_t combine_all_reduce_bytes = kDefaultAllReduceCombineBytes;
   // The async-collectives pass (ScheduleAsyncCollectives), after cleanup.
   bool async_collectives = false;
 };
@@ -48,9 +54,10 @@ struct CompiledModule {
 };
 
 // Every pass of the pipeline, in the order CompileModule runs them: "shardy-import",
-// "inline-calls", "propagate", "partition", "cse", "dce", "async-collectives" (the names
-// --dump-after accepts). A pass the options switch off (inline-calls, propagate, cse / dce,
-// async-collectives) keeps its place and number and is not dumped.
+// "inline-calls", "gather-batch-dims", "propagate", "partition", "cse", "dce",
+// "combine-all-reduces", "async-collectives" (the names --dump-after accepts). A pass the options
+// switch off (inline-calls, propagate, cse / dce, combine-all-reduces, async-collectives) keeps its
+// place and number and is not dumped.
 std::vector<std::string> CompilePassNames();
 
 // Runs the pipeline on `global` for `num_devices` partitions, dumping as options.dump asks.

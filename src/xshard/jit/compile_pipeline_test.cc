@@ -33,7 +33,7 @@ StatusOr<CompiledModule> CompileText(const std::string& text, const CompileOptio
 TEST(CompilePipelineTest, PassNamesInOrder) {
   EXPECT_EQ(CompilePassNames(),
             (std::vector<std::string>{"shardy-import", "inline-calls", "gather-batch-dims", "propagate", "partition",
-                                      "cse", "dce", "async-collectives"}));
+                                      "cse", "dce", "combine-all-reduces", "async-collectives"}));
 }
 
 // Every pass, each dumped once, in order, numbered from 1 (file names), when all are switched on.
@@ -216,7 +216,7 @@ TEST(CompilePipelineTest, UnknownDumpNameIsAnError) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
             "--dump-after: no pass named 'fold'; the passes are shardy-import, inline-calls, "
-            "gather-batch-dims, propagate, partition, cse, dce, async-collectives");
+            "gather-batch-dims, propagate, partition, cse, dce, combine-all-reduces, async-collectives");
 }
 
 TEST(CompilePipelineTest, NoPropagationLeavesUnannotatedValuesReplicated) {

@@ -255,6 +255,36 @@ TEST(SpmdExecutor, VariadicAllReduceReducesEachOperand) {
   EXPECT_THAT(I32Executor(r->outputs[1][1]), ElementsAre(40, 60));
 }
 
+// The combiner's tuple all-reduces: leaves of one type go through the communicator as one packed
+// buffer (an empty leaf included), mixed types leaf by leaf; groups of two of four devices.
+TEST(SpmdExecutor, VariadicAllReducePackedAndMixedTypesInGroups) {
+  const std::string text = Hlo("num_partitions=4", R"(
+  p = s32[3] parameter(0)
+  q = s32[0] parameter(1)
+  r = s32[2,2] parameter(2)
+  f = f32[2] parameter(3)
+  packed = (s32[3], s32[0], s32[2,2]) all-reduce(p, q, r), channel_id=1, replica_groups={{0,1},{2,3}}, use_global_device_ids=true, to_apply=sum
+  mixed = (s32[3], f32[2]) all-reduce(p, f), channel_id=2, replica_groups={{0,2},{1,3}}, use_global_device_ids=true, to_apply=sum
+  a = s32[3] get-tuple-element(packed), index=0
+  c = s32[2,2] get-tuple-element(packed), index=2
+  m = s32[3] get-tuple-element(mixed), index=0
+  ROOT t = (s32[3], s32[2,2], s32[3]) tuple(a, c, m))");
+  std::vector<std::vector<Array>> args;
+  for (int32_t d = 0; d < 4; ++d) {
+    args.push_back({Array::FromVector<int32_t>({3}, {d, 10 * d, 100 * d}), Array::FromVector<int32_t>({0}, {}),
+                    Array::FromVector<int32_t>({2, 2}, {d, d + 1, d + 2, d + 3}),
+                    Array::FromVector<float>({2}, {0.5f, 1.5f})});
+  }
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, args);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // Device 3 (groups {2,3} and {1,3}): p of 2 and 3 summed; r likewise; p of 1 and 3.
+  EXPECT_THAT(I32Executor(r->outputs[3][0]), ElementsAre(5, 50, 500));
+  EXPECT_THAT(I32Executor(r->outputs[3][1]), ElementsAre(5, 7, 9, 11));
+  EXPECT_THAT(I32Executor(r->outputs[3][2]), ElementsAre(4, 40, 400));
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(1, 10, 100));
+  EXPECT_THAT(I32Executor(r->outputs[0][2]), ElementsAre(2, 20, 200));
+}
+
 // ---- reduce-scatter, all-to-all ----
 
 TEST(SpmdExecutor, ReduceScatterGivesEachMemberItsPieceOfTheSum) {
