@@ -7,7 +7,7 @@ packages=(
   g++ cmake ninja-build pkg-config          # toolchain
   libgtest-dev libgmock-dev libbenchmark-dev # tests and benchmarks
   libcli11-dev                              # command line
-  libopenblas-dev                           # GEMM
+  libopenblas-dev                           # GEMM, and LAPACK for JAX's jnp.linalg custom-calls
   libhwy-dev                                # SIMD elementwise kernels (runtime dispatch)
   libdnnl-dev                               # bf16 GEMM (oneDNN matmul)
   clang libclang-rt-14-dev libomp-dev       # libFuzzer targets (clang; OpenMP for oneDNN)

@@ -3,6 +3,8 @@
 
 Run with the reference JAX (not needed in CI; its outputs are committed):
   XLA_FLAGS=--xla_force_host_platform_device_count=8 /opt/jaxref/bin/python tests/tools/gen_executor_refs.py
+(or bench/jax_compare/.venv/bin/python, JAX 0.10.2). Arguments, when given, are name prefixes:
+only the cases whose names start with one of them are written (e.g. `lapack_` for LapackCases).
 
 For each case NAME it writes NAME.hlo (HLO text as JAX 0.10.2 lowers it, or a seed notebook's text
 verbatim) and NAME.out<i>.npy (JAX's CPU result for output leaf i). Inputs are not stored: both
@@ -21,6 +23,11 @@ from jax import lax  # noqa: E402
 
 jax.config.update("jax_platform_name", "cpu")
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "hlo")
+ONLY = []  # name prefixes from the command line: write only those cases
+
+
+def Wanted(name):
+    return not ONLY or any(name.startswith(p) for p in ONLY)
 
 
 def Input(param_index, shape, dtype):
@@ -39,6 +46,8 @@ def Input(param_index, shape, dtype):
 
 
 def Save(name, hlo_text, outputs):
+    if not Wanted(name):
+        return
     with open(os.path.join(OUT, name + ".hlo"), "w") as f:
         f.write(hlo_text.rstrip() + "\n")
     for i, o in enumerate(outputs):
@@ -47,6 +56,8 @@ def Save(name, hlo_text, outputs):
 
 
 def Case(name, fn, *avals):
+    if not Wanted(name):
+        return
     args = [Input(i, a.shape, a.dtype) for i, a in enumerate(avals)]
     lowered = jax.jit(fn).lower(*args)
     out = jax.jit(fn)(*args)
@@ -185,6 +196,7 @@ ENTRY main.7 {
     Case("clamp_select_compare", lambda x: jnp.where(x > 0.1, jnp.clip(x, -0.3, 0.4), x * x), S((20,)))
     Case("erf_tanh_logistic", lambda x: (lax.erf(x), jnp.tanh(x), jax.nn.sigmoid(x), jnp.log1p(x * x)), S((11,)))
     ExtraOpCases()
+    LapackCases()
     return 0
 
 
@@ -207,5 +219,81 @@ def ExtraOpCases():
                                                jnp.linalg.inv(spd(a))), S((4, 4)), S((4,)))
 
 
+def LapackCases():
+    """jnp.linalg / jax.scipy.linalg ops JAX lowers on CPU to the other LAPACK custom-calls (geqrf,
+    orgqr, ormqr, geqp3, syevd / heevd, gesdd, gesvd, geev, gees, gehrd, sytrd, gtsv): compared by
+    exec/executable_lapack_refs_test.cc (complex outputs as complex .npy). f64 cases lower under
+    jax.enable_x64. Matrices are made well conditioned (a diagonal shift) where the op needs it."""
+    import jax.scipy.linalg as jsl
+    from jax.lax import linalg as lax_linalg
+
+    def sym(a):
+        return (a + jnp.swapaxes(a, -1, -2).conj()) / 2
+
+    def cplx(a):
+        # A complex matrix from Input's real values: a + i * (a with its rows reversed).
+        return a + 1j * a[..., ::-1, :]
+
+    def shift(a, by=3.0):
+        return a + by * jnp.eye(a.shape[-1], dtype=a.dtype)
+
+    def generic(a):
+        # Input's matrices are often singular (their entries are near-arithmetic sequences mod 101):
+        # the vectors of a zero singular value or eigenvalue are not unique and follow rounding,
+        # which differs between BLAS builds. + 2 I (exact in binary) makes them well conditioned.
+        return a + 2.0 * jnp.eye(*a.shape[-2:], dtype=a.dtype)
+
+    def schur_invariants(a):
+        # Complex Schur vectors are unique only up to a unit phase per column (Z D with T -> D^H T D),
+        # and the phases LAPACK ends with follow rounding: they differ between OpenBLAS's kernels
+        # (OPENBLAS_CORETYPE=Haswell vs SkylakeX). Compare what the phases leave alone: T's diagonal,
+        # |T|, |Z| and Z T Z^H.
+        t, z = jsl.schur(a)
+        return jnp.diagonal(t), jnp.abs(t), jnp.abs(z), z @ t @ jnp.conj(z.T)
+
+    f64 = np.float64
+    Case("lapack_qr_batch", lambda a: jnp.linalg.qr(a), S((3, 5, 4)))
+    Case("lapack_qr_wide", lambda a: jnp.linalg.qr(a), S((3, 5)))
+    Case("lapack_qr_complete_c64", lambda a: jnp.linalg.qr(cplx(a), mode="complete"), S((5, 3), np.complex64))
+    Case("lapack_qr_pivoting", lambda a: jsl.qr(a, pivoting=True), S((5, 4)))
+    Case("lapack_qr_multiply", lambda a, c: jsl.qr_multiply(a, c), S((5, 3)), S((5,)))
+    Case("lapack_eigh", lambda a: jnp.linalg.eigh(sym(a)), S((2, 5, 5)))
+    Case("lapack_eigh_upper", lambda a: jnp.linalg.eigh(a, UPLO="U", symmetrize_input=False), S((4, 4)))
+    Case("lapack_eigvalsh_c64", lambda a: jnp.linalg.eigvalsh(sym(cplx(a))), S((5, 5), np.complex64))
+    Case("lapack_svd_full", lambda a: jnp.linalg.svd(generic(a)), S((2, 6, 4)))
+    Case("lapack_svd_values", lambda a: jnp.linalg.svd(generic(a), compute_uv=False), S((3, 5, 5)))
+    Case("lapack_svd_values_c64", lambda a: jnp.linalg.svd(cplx(a), compute_uv=False), S((4, 3), np.complex64))
+    Case("lapack_svd_qr_algorithm", lambda a: lax_linalg.svd(generic(a), full_matrices=False,
+                                                             algorithm=lax_linalg.SvdAlgorithm.QR), S((4, 6)))
+    Case("lapack_eig", lambda a: jnp.linalg.eig(generic(a)), S((5, 5)))
+    Case("lapack_eig_c64", lambda a: jnp.linalg.eig(generic(cplx(a))), S((4, 4), np.complex64))
+    Case("lapack_schur", lambda a: jsl.schur(generic(a)), S((5, 5)))
+    Case("lapack_schur_c64", lambda a: schur_invariants(generic(cplx(a))), S((4, 4), np.complex64))
+    Case("lapack_hessenberg", lambda a: jsl.hessenberg(a, calc_q=True), S((5, 5)))
+    Case("lapack_tridiagonal", lambda a: lax_linalg.tridiagonal(sym(a), lower=True), S((5, 5)))
+    Case("lapack_tridiagonal_solve", lambda dl, d, du, b: lax_linalg.tridiagonal_solve(dl, d + 4.0, du, b),
+         S((2, 6)), S((2, 6)), S((2, 6)), S((2, 6, 3)))
+    Case("lapack_pinv_lstsq", lambda a, b: (jnp.linalg.pinv(a), *jnp.linalg.lstsq(a, b)), S((5, 3)), S((5, 2)))
+    Case("lapack_det_slogdet_solve_inv", lambda a, b: (jnp.linalg.det(shift(a)), *jnp.linalg.slogdet(shift(a)),
+                                                       jnp.linalg.solve(shift(a), b), jnp.linalg.inv(shift(a))),
+         S((2, 4, 4)), S((2, 4, 1)))
+    with jax.enable_x64(True):
+        Case("lapack_qr_complete_f64", lambda a: jnp.linalg.qr(a, mode="complete"), S((6, 4), f64))
+        Case("lapack_eigh_f64", lambda a: jnp.linalg.eigh(sym(a)), S((3, 4, 4), f64))
+        Case("lapack_svd_economy_f64", lambda a: jnp.linalg.svd(generic(a), full_matrices=False), S((4, 6), f64))
+        Case("lapack_eigvals_f64", lambda a: jnp.linalg.eigvals(generic(a)), S((2, 4, 4), f64))
+        Case("lapack_schur_f64", lambda a: jsl.schur(generic(a)), S((4, 4), f64))
+        Case("lapack_hessenberg_f64", lambda a: jsl.hessenberg(a, calc_q=True), S((2, 5, 5), f64))
+        Case("lapack_tridiagonal_upper_f64", lambda a: lax_linalg.tridiagonal(sym(a), lower=False), S((4, 4), f64))
+        Case("lapack_tridiagonal_solve_f64", lambda dl, d, du, b: lax_linalg.tridiagonal_solve(dl, d + 4.0, du, b),
+             S((5,), f64), S((5,), f64), S((5,), f64), S((5, 2), f64))
+        Case("lapack_pinv_lstsq_f64", lambda a, b: (jnp.linalg.pinv(a), *jnp.linalg.lstsq(a, b)),
+             S((3, 5), f64), S((3,), f64))
+        Case("lapack_det_slogdet_solve_inv_f64",
+             lambda a, b: (jnp.linalg.det(shift(a)), *jnp.linalg.slogdet(shift(a)), jnp.linalg.solve(shift(a), b),
+                           jnp.linalg.inv(shift(a))), S((4, 4), f64), S((4,), f64))
+
+
 if __name__ == "__main__":
+    ONLY.extend(sys.argv[1:])
     sys.exit(main())

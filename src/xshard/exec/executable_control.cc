@@ -139,6 +139,10 @@ Status PrepareCustomCall(const Instruction& inst, Step& step, const Program& pro
     return UnsupportedInstruction(
         inst, StrCat("custom_call_target=\"", target, "\" (supported: ", known,
                      "TopK, __op$block_scaled_dot, lapack_?potrf_ffi, lapack_?getrf_ffi, lapack_?trsm_ffi, "
+                     "lapack_?geqrf_ffi, lapack_?geqp3_ffi, lapack_{s,d}orgqr_ffi, lapack_{c,z}ungqr_ffi, "
+                     "lapack_{s,d}ormqr_ffi, lapack_{c,z}unmqr_ffi, lapack_{s,d}syevd_ffi, lapack_{c,z}heevd_ffi, "
+                     "lapack_?gesdd_ffi, lapack_?gesvd_ffi, lapack_?geev_ffi, lapack_?gees_ffi, lapack_?gehrd_ffi, "
+                     "lapack_{s,d}sytrd_ffi, lapack_{c,z}hetrd_ffi, lapack_?gtsv_ffi, "
                      "_SPMDInternalOp_RotateRight, _SPMDInternalOp_MultiRotate, _SPMDInternalOp_Wrap, "
                      "_SPMDInternalOp_MultiSlice, _SPMDInternalOp_MultiPad)"));
   }

@@ -1,7 +1,8 @@
 // Executor handlers for the ops outside the everyday set: topk (and the TopK custom-call),
 // fft, cholesky, triangular-solve, rng, rng-bit-generator, batch-norm-*, ragged-dot, and the
-// custom-calls JAX emits on CPU for linear algebra (lapack_?potrf_ffi, ?getrf, ?trsm) and
-// block-scaled dots. Each reads its attributes at plan time into a parameter block the step keeps.
+// custom-calls JAX emits on CPU for linear algebra (lapack_?potrf_ffi, ?getrf, ?trsm here; the
+// other LAPACK targets in executable_lapack.cc) and block-scaled dots. Each reads its attributes
+// at plan time into a parameter block the step keeps.
 #include <memory>
 #include <string>
 
@@ -15,6 +16,11 @@
 #include "xshard/exec/executable_plan.h"
 
 namespace xs {
+
+// JAX's other LAPACK custom-calls (geqrf, syevd, gesdd, ...; executable_lapack.cc): sets *handled
+// when `target` is one.
+Status PrepareLapackCustomCall(const Instruction& inst, std::string_view target, Step& step, bool* handled);
+
 namespace {
 
 // ---- attribute readers (typed attributes parsed by text/; errors name a missing one) ----
@@ -372,6 +378,8 @@ Status PrepareExtraCustomCall(const Instruction& inst, Step& step, const Program
     *handled = true;
     return PrepareLapack(inst, target, step);
   }
+  XS_RETURN_IF_ERROR(PrepareLapackCustomCall(inst, target, step, handled));
+  if (*handled) return OkStatus();
   if (IsSpmdInternalCustomCall(target)) {
     *handled = true;
     return PrepareSpmdInternalCustomCall(inst, target, step);
