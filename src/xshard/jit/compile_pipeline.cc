@@ -1,4 +1,4 @@
-// CompileModule: shardy-import -> inline-calls -> gather-batch-dims -> propagate -> partition -> cse ->
+// CompileModule: shardy-import -> inline-calls -> gather-batch-dims -> global-cse -> propagate -> partition -> cse ->
 // dce -> combine-all-reduces -> async-collectives, one ordered list of passes sharing one clone of
 // the input and propagation's results.
 #include "xshard/jit/compile_pipeline.h"
@@ -25,9 +25,9 @@ namespace {
 
 // The pipeline's passes, in order. CompileModule runs each through PassSequence::Run, which
 // checks that they come in this order, so the list and the code cannot drift apart.
-constexpr std::string_view kPasses[] = {"shardy-import", "inline-calls",        "gather-batch-dims",
-                                        "propagate",     "partition",           "cse",
-                                        "dce",           "combine-all-reduces", "async-collectives"};
+constexpr std::string_view kPasses[] = {
+    "shardy-import", "inline-calls", "gather-batch-dims",   "global-cse",       "propagate", "partition",
+    "cse",           "dce",          "combine-all-reduces", "async-collectives"};
 
 // Runs CompileModule's passes one after another: numbers them (from 1, for the dump files), dumps
 // the module after each as the options ask, and names the pass in the errors of those that do not
@@ -141,6 +141,13 @@ StatusOr<CompiledModule> CompileModule(const Module& global, int64_t num_devices
   // PyTorch/XLA's torch.gather) become explicit, so that propagation and the partitioner keep them sharded.
   XS_RETURN_IF_ERROR(passes.Run(
       "gather-batch-dims", true, out.global, [&] { return MakeGatherBatchDimsExplicit(g); }, /*name_errors=*/true));
+  // Equal subexpressions of the global module become one before anything is sharded, as XLA runs
+  // CSE before its partitioner: JAX writes an expression once per use (two norms of one slice
+  // make two slices and two SVDs of it), and each copy would be partitioned, and its operands
+  // moved, on its own.
+  XS_RETURN_IF_ERROR(passes.Run(
+      "global-cse", options.cleanup, out.global, [&] { return EliminateCommonSubexpressions(g); },
+      /*name_errors=*/true));
   XS_RETURN_IF_ERROR(passes.Run("propagate", options.partition.propagate, out.global, [&]() -> StatusOr<bool> {
     XS_ASSIGN_OR_RETURN(out.propagation,
                         PropagateForPartitioning(g, num_devices, options.partition.propagation));

@@ -3,11 +3,15 @@
 //   shardy-import      JAX's Shardy form of shard_map and shardings -> the GSPMD form (spmd/)
 //   inline-calls       calls replaced by their callees' bodies, as XLA does before propagation
 //                      (passes/; shard_map bodies stay calls)
+//   gather-batch-dims  iota-spelled batch dims of gathers / scatters made explicit (passes/)
+//   global-cse         common subexpressions of the global module, as XLA's CSE before its
+//                      partitioner (passes/)
 //   propagate          sharding propagation on (one clone of) the global module, in place
 //                      (propagation/)
 //   partition          the SPMD module for N devices (spmd/), built on propagation's tile mesh
 //                      and per-value axes views (not recomputed)
 //   cse, dce           cleanup of the SPMD module (passes/)
+//   combine-all-reduces  independent small all-reduces of one kind as one (passes/)
 //   async-collectives  collectives as start / done pairs around independent compute (passes/)
 // `xshard partition`, `xshard run` and ShardedProgram::Compile all go through CompileModule.
 #ifndef XSHARD_JIT_COMPILE_PIPELINE_H_
@@ -32,7 +36,7 @@ struct CompileOptions {
   // Partitioning, with the propagation switch and options (partition.propagate,
   // partition.propagation): propagation on, output padding masked, no windowed einsum.
   PartitionOptions partition;
-  bool cleanup = true;       // the cse and dce passes
+  bool cleanup = true;       // the global-cse, cse and dce passes
   bool inline_calls = true;  // the inline-calls pass (InlineCalls, passes/call_inline.h)
   DumpOptions dump;     // --dump-after PASS / --dump-after-each
   // The combine-all-reduces pass (CombineAllReduces, passes/all_reduce_combine.h) after cleanup:
