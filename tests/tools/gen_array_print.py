@@ -33,14 +33,16 @@ DTYPES = {
     "float8_e4m3fn": "f8e4m3fn", "float8_e4m3b11fnuz": "f8e4m3b11fnuz",
     "float8_e5m2": "f8e5m2", "float8_e8m0fnu": "f8e8m0fnu", "float16": "f16",
     "bfloat16": "bf16", "float32": "f32", "float64": "f64", "complex64": "c64",
-    "complex128": "c128",
+    "complex128": "c128", "int2": "s2", "uint2": "u2", "float8_e4m3fnuz": "f8e4m3fnuz",
+    "float8_e5m2fnuz": "f8e5m2fnuz", "float8_e4m3": "f8e4m3", "float8_e3m4": "f8e3m4",
+    "float4_e2m1fn": "f4e2m1fn",
 }
 
 
 def raw(a):
-    """xshard's storage bytes: numpy's, except int4 as a sign-extended int8 (ml_dtypes keeps the
-    low nibble only)."""
-    if a.dtype == ml_dtypes.int4:
+    """xshard's storage bytes: numpy's, except int4 / int2 as a sign-extended int8 (ml_dtypes keeps
+    the low bits only)."""
+    if a.dtype in (ml_dtypes.int4, ml_dtypes.int2):
         return a.astype(np.int8).tobytes()
     return a.tobytes()
 
@@ -135,6 +137,13 @@ def print_cases():
     add("f8e8m0fnu", np.array([1, 2, 0.5, 2.0**-127, nan], ml_dtypes.float8_e8m0fnu))
     add("s4", np.array([-8, -1, 0, 7], ml_dtypes.int4))
     add("u4", np.array([0, 1, 15], ml_dtypes.uint4))
+    add("f8e4m3fnuz", np.array([1, 2.5, -3, 240, nan], ml_dtypes.float8_e4m3fnuz))
+    add("f8e5m2fnuz", np.array([1, -0.0, 57344, 2.0**-17], ml_dtypes.float8_e5m2fnuz))
+    add("f8e4m3", np.array([1, 2.5, -240, inf], ml_dtypes.float8_e4m3))
+    add("f8e3m4", np.array([[1, 2.5], [-15.5, 0.0625]], ml_dtypes.float8_e3m4))
+    add("f4e2m1fn", np.array([1, 2.5, -3, 0.0625, 6], ml_dtypes.float4_e2m1fn))
+    add("s2", np.array([-2, -1, 0, 1], ml_dtypes.int2))
+    add("u2", np.array([[0, 1], [2, 3]], ml_dtypes.uint2))
     # Integers.
     add("s8", np.array([-128, 0, 127], np.int8))
     add("u8", np.array([0, 7, 255], np.uint8))

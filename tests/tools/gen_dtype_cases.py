@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generates src/xshard/core/dtype_test_cases.inc: reference conversions for dtype_test.cc.
 
-  * every one of the 256 codes of each float8 type decoded by ml_dtypes;
+  * every one of the 256 codes of each float8 type (16 of f4e2m1fn) decoded by ml_dtypes;
   * float32 -> f16 (numpy), bf16 and float8 (ml_dtypes) encodings of special values, exact ties,
     values one float32 ulp either side of ties, overflow / underflow edges and random values;
   * float64 -> f16 encodings by numpy (a single correct rounding, unlike a trip through float32).
@@ -21,14 +21,20 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 OUT = os.path.join(ROOT, "src", "xshard", "core", "dtype_test_cases.inc")
 
 F8 = {"f8e4m3fn": m.float8_e4m3fn, "f8e5m2": m.float8_e5m2,
-      "f8e4m3b11fnuz": m.float8_e4m3b11fnuz, "f8e8m0fnu": m.float8_e8m0fnu}
+      "f8e4m3b11fnuz": m.float8_e4m3b11fnuz, "f8e8m0fnu": m.float8_e8m0fnu,
+      "f8e4m3fnuz": m.float8_e4m3fnuz, "f8e5m2fnuz": m.float8_e5m2fnuz, "f8e4m3": m.float8_e4m3,
+      "f8e3m4": m.float8_e3m4, "f4e2m1fn": m.float4_e2m1fn}
+
+
+def ncodes(t):
+    return 16 if t is m.float4_e2m1fn else 256 if np.dtype(t).itemsize == 1 else 65536
 ENC = dict(F8, f16=np.float16, bf16=m.bfloat16)
 UINT = {1: np.uint8, 2: np.uint16}
 
 
 def f32_inputs(t, rng):
     """float32 values that probe rounding of type t."""
-    codes = np.arange(256 if np.dtype(t).itemsize == 1 else 65536, dtype=UINT[np.dtype(t).itemsize])
+    codes = np.arange(ncodes(t), dtype=UINT[np.dtype(t).itemsize])
     vals = codes.view(t).astype(np.float64)
     finite = np.unique(vals[np.isfinite(vals)])
     mids = (finite[:-1] + finite[1:]) / 2  # exact ties (exact in float64; float32 for these types)
@@ -56,7 +62,7 @@ def main():
              % (np.__version__, m.__version__), "// edit. Included by dtype_test.cc.", ""]
     lines.append("#ifdef XS_F8_DECODE_CASES")
     for name, t in F8.items():
-        vals = np.arange(256, dtype=np.uint8).view(t).astype(np.float64)
+        vals = np.arange(ncodes(t), dtype=np.uint8).view(t).astype(np.float64)
         for code, v in enumerate(vals):
             text = ("NAN" if np.isnan(v) else "INFINITY" if v == np.inf
                     else "-INFINITY" if v == -np.inf else v.hex())

@@ -24,6 +24,7 @@ from jax import lax  # noqa: E402
 jax.config.update("jax_platform_name", "cpu")
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "hlo")
 ONLY = []  # name prefixes from the command line: write only those cases
+NARROW_INTS = ("int2", "int4", "uint2", "uint4")  # ml_dtypes' names
 
 
 def Wanted(name):
@@ -38,7 +39,7 @@ def Input(param_index, shape, dtype):
     dt = np.dtype(dtype)
     if dt == np.bool_:
         v = ((k + param_index) % 2).astype(np.bool_)
-    elif np.issubdtype(dt, np.integer):
+    elif np.issubdtype(dt, np.integer) or dt.name in NARROW_INTS:
         v = ((7 * k + 3 * param_index) % 11 - 5).astype(dt)
     else:
         v = (((37 * k + 11 * param_index) % 101 - 50) / 64.0).astype(dt)
@@ -197,7 +198,44 @@ ENTRY main.7 {
     Case("erf_tanh_logistic", lambda x: (lax.erf(x), jnp.tanh(x), jax.nn.sigmoid(x), jnp.log1p(x * x)), S((11,)))
     ExtraOpCases()
     LapackCases()
+    NarrowTypeCases()
     return 0
+
+
+def NarrowTypeCases():
+    """float8 / float4 / int4 / int2 (prefix narrow_): XLA's CPU backend computes them widened
+    (f8 ops through f16, int4 through int8), rounding each op's result back."""
+    f8, e5m2 = jnp.float8_e4m3fn, jnp.float8_e5m2
+
+    def scaled_matmul(x, w):  # bench/xla_compare's f8_matmul: per-tensor scales, f32 accumulation
+        sx = jnp.max(jnp.abs(x)) / 448.0
+        sw = jnp.max(jnp.abs(w)) / 448.0
+        x8, w8 = (x / sx).astype(f8), (w / sw).astype(f8)
+        return jnp.dot(x8, w8, preferred_element_type=jnp.float32) * (sx * sw)
+
+    def int4_matmul(x, w):  # bench/xla_compare's int4_matmul
+        w4 = jnp.clip(jnp.round(w * 4.0), -8, 7).astype(jnp.int4)
+        xq = jnp.clip(jnp.round(x * 16.0), -127, 127).astype(jnp.int8)
+        acc = lax.dot(xq, w4.astype(jnp.int8), preferred_element_type=jnp.int32)
+        return acc.astype(jnp.float32) / 64.0
+
+    def converts(x, i):
+        outs = [x.astype(t).astype(jnp.float32) for t in (
+            f8, e5m2, jnp.float8_e4m3fnuz, jnp.float8_e5m2fnuz, jnp.float8_e4m3b11fnuz,
+            jnp.float8_e4m3, jnp.float8_e3m4, jnp.float8_e8m0fnu, jnp.float4_e2m1fn)]
+        outs += [(x * 9.0).astype(t).astype(jnp.int32) for t in (jnp.int4, jnp.uint4, jnp.int2, jnp.uint2)]
+        outs += [(i * 3).astype(t).astype(jnp.int32) for t in (jnp.int4, jnp.uint4, jnp.int2)]
+        return outs + [(x * 300.0).astype(f8).astype(e5m2), (x * 300.0).astype(f8).astype(jnp.int32)]
+
+    Case("narrow_f8_scaled_matmul", scaled_matmul, S((8, 32)), S((32, 4)))
+    Case("narrow_int4_matmul", int4_matmul, S((8, 32)), S((32, 4)))
+    Case("narrow_f8_elementwise", lambda x, y: (x * y + x, x.astype(e5m2) * y.astype(e5m2) - y.astype(e5m2),
+                                                jnp.exp(x) / (y + f8(1))), S((24,), f8), S((24,), f8))
+    # Max / min in any order, and adds of two elements (one rounding each, whatever the order).
+    Case("narrow_f8_reduce", lambda x: (jnp.max(x, axis=1), jnp.min(x, axis=0),
+                                        lax.reduce(x[:, :2], f8(0), lax.add, (1,)),
+                                        jnp.sum(x.astype(jnp.float32), axis=1)), S((6, 5), f8))
+    Case("narrow_converts", converts, S((40,)), S((40,), np.int32))
 
 
 def ExtraOpCases():

@@ -40,6 +40,10 @@ def main():
     save("vals_f8e4m3fn.npy", np.array([[-1.5, 0.25, 3.0], [-0.0, 448.0, 0.015625]],
                                         ml_dtypes.float8_e4m3fn))
     save("vals_int4.npy", np.array([[-8, -1, 0], [1, 2, 7]], ml_dtypes.int4))
+    # f8e5m2 [-1.5, 0.25, 57344] (ml_dtypes 0.6 saves it with descr '<f1'); int2 [-2, -1, 1]
+    # ('<V1', the low two bits: [2, 3, 1]).
+    save("vals_f8e5m2.npy", np.array([-1.5, 0.25, 57344.0], ml_dtypes.float8_e5m2))
+    save("vals_int2.npy", np.array([-2, -1, 1], ml_dtypes.int2))
     # Big-endian: iota(6).reshape(2, 3) as >f4 and >i8; complex [1+2j, -3.5-0.5j] as >c16.
     save("big_f4.npy", np.arange(6).reshape(2, 3).astype(">f4"))
     save("big_i8.npy", np.arange(6).reshape(2, 3).astype(">i8"))

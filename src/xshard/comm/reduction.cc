@@ -8,6 +8,7 @@
 #include <complex>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "xshard/ir/opcode.h"
 #include "xshard/kernels/elementwise.h"
@@ -220,7 +221,48 @@ void VectorCombine(std::byte* dst, const std::byte* a, const std::byte* b, int64
   kernel(a, b, dst, n);
 }
 
+// The narrow types (f8*, f4e2m1fn, s2, s4, u2, u4) through the elementwise kernels, which widen
+// each pair and round (or wrap) the result back as XLA's CPU backend does; and / or on the
+// integers only.
+template <DType kType>
+CombineFn NarrowCombine(ReductionKind reduction) {
+  switch (reduction) {
+    case ReductionKind::kSum: return &VectorCombine<Opcode::kAdd, kType>;
+    case ReductionKind::kProduct: return &VectorCombine<Opcode::kMultiply, kType>;
+    case ReductionKind::kMin: return &VectorCombine<Opcode::kMinimum, kType>;
+    case ReductionKind::kMax: return &VectorCombine<Opcode::kMaximum, kType>;
+    case ReductionKind::kAnd:
+    case ReductionKind::kOr:
+      if constexpr (kType == DType::kS2 || kType == DType::kS4 || kType == DType::kU2 || kType == DType::kU4) {
+        return reduction == ReductionKind::kAnd ? &VectorCombine<Opcode::kAnd, kType>
+                                                : &VectorCombine<Opcode::kOr, kType>;
+      }
+      return nullptr;
+  }
+  return nullptr;
+}
+
+CombineFn LookupNarrow(ReductionKind reduction, DType dtype) {
+  switch (dtype) {
+    case DType::kF8E4M3FN: return NarrowCombine<DType::kF8E4M3FN>(reduction);
+    case DType::kF8E4M3FNUZ: return NarrowCombine<DType::kF8E4M3FNUZ>(reduction);
+    case DType::kF8E4M3B11FNUZ: return NarrowCombine<DType::kF8E4M3B11FNUZ>(reduction);
+    case DType::kF8E4M3: return NarrowCombine<DType::kF8E4M3>(reduction);
+    case DType::kF8E5M2: return NarrowCombine<DType::kF8E5M2>(reduction);
+    case DType::kF8E5M2FNUZ: return NarrowCombine<DType::kF8E5M2FNUZ>(reduction);
+    case DType::kF8E3M4: return NarrowCombine<DType::kF8E3M4>(reduction);
+    case DType::kF8E8M0FNU: return NarrowCombine<DType::kF8E8M0FNU>(reduction);
+    case DType::kF4E2M1FN: return NarrowCombine<DType::kF4E2M1FN>(reduction);
+    case DType::kS2: return NarrowCombine<DType::kS2>(reduction);
+    case DType::kS4: return NarrowCombine<DType::kS4>(reduction);
+    case DType::kU2: return NarrowCombine<DType::kU2>(reduction);
+    case DType::kU4: return NarrowCombine<DType::kU4>(reduction);
+    default: return nullptr;
+  }
+}
+
 CombineFn LookupFast(ReductionKind reduction, DType dtype) {
+  if (IsNarrowType(dtype)) return LookupNarrow(reduction, dtype);
   const bool sum = reduction == ReductionKind::kSum, product = reduction == ReductionKind::kProduct;
   if (dtype == DType::kF32 && sum) return &VectorCombine<Opcode::kAdd, DType::kF32>;
   if (dtype == DType::kF32 && product) return &VectorCombine<Opcode::kMultiply, DType::kF32>;
@@ -238,14 +280,8 @@ CombineFn LookupFast(ReductionKind reduction, DType dtype) {
 }  // namespace
 
 Status CheckReduction(ReductionKind reduction, DType dtype, std::string_view op_name) {
-  if (Lookup(reduction, dtype) != nullptr) return OkStatus();
+  if (LookupFast(reduction, dtype) != nullptr) return OkStatus();
   const std::string_view r = ReductionKindName(reduction);
-  if (dtype == DType::kS4 || dtype == DType::kU4 ||
-      (IsFloating(dtype) && DTypeSize(dtype) == 1)) {
-    return Unimplemented(op_name, ": reductions of ", DTypeName(dtype),
-                         " are not supported yet; convert to a wider type (e.g. f32 or s32) "
-                         "before the collective");
-  }
   if (IsComplex(dtype)) {
     return InvalidArgument(op_name, ": reduction '", r, "' is not defined for ",
                            DTypeName(dtype), "; complex values take sum or product");
@@ -275,6 +311,26 @@ void ReduceMany(ReductionKind reduction, DType dtype, std::byte* dst,
   }
   CombineFn fn = LookupFast(reduction, dtype);
   XS_CHECK(fn != nullptr, "ReduceMany: ", ReductionKindName(reduction), " on ", DTypeName(dtype));
+  if (IsNarrowFloat(dtype)) {
+    // XLA's CPU backend reduces a narrow float collective in its wide type (f16; f32 for
+    // f8e8m0fnu), each step rounded there, and rounds to the narrow type once at the end.
+    const DType wide = dtype == DType::kF8E8M0FNU ? DType::kF32 : DType::kF16;
+    const kernels::UnaryKernel widen = *kernels::FindConvertKernel(dtype, wide);
+    const kernels::UnaryKernel narrow = *kernels::FindConvertKernel(wide, dtype);
+    const CombineFn wide_fn = LookupFast(reduction, wide);
+    const int64_t wes = DTypeSize(wide), tile = 4096;
+    std::vector<std::byte> acc(static_cast<size_t>(tile * wes)), next(acc.size());
+    for (int64_t start = 0; start < count; start += tile) {
+      const int64_t n = std::min(tile, count - start);
+      widen(srcs[0] + start, acc.data(), n);
+      for (size_t j = 1; j < srcs.size(); ++j) {
+        widen(srcs[j] + start, next.data(), n);
+        wide_fn(acc.data(), acc.data(), next.data(), n);
+      }
+      narrow(acc.data(), dst + start, n);
+    }
+    return;
+  }
   // 16 KiB tiles keep the partial result in L1 while every source streams through once.
   const int64_t tile = std::max<int64_t>(1, 16384 / es);
   for (int64_t start = 0; start < count; start += tile) {

@@ -189,10 +189,47 @@ TEST(ReductionTest, CheckNamesTheReducerAndType) {
   EXPECT_EQ(CheckReduction(ReductionKind::kMax, DType::kC64, "all-reduce"),
             InvalidArgument("all-reduce: reduction 'max' is not defined for c64; complex values "
                             "take sum or product"));
-  EXPECT_EQ(CheckReduction(ReductionKind::kSum, DType::kF8E5M2, "ar").code(),
-            StatusCode::kUnimplemented);
+  EXPECT_TRUE(CheckReduction(ReductionKind::kSum, DType::kF8E5M2, "ar").ok());
+  EXPECT_TRUE(CheckReduction(ReductionKind::kOr, DType::kS4, "ar").ok());
+  EXPECT_EQ(CheckReduction(ReductionKind::kAnd, DType::kF8E4M3FN, "ar"),
+            InvalidArgument("ar: reduction 'and' is not defined for f8e4m3fn; floating-point values "
+                            "take sum, product, min or max"));
   EXPECT_TRUE(CheckReduction(ReductionKind::kOr, DType::kU8, "ar").ok());
   EXPECT_TRUE(CheckReduction(ReductionKind::kMin, DType::kBF16, "ar").ok());
+}
+
+Array NarrowArray(DType t, const std::vector<double>& v) {
+  Array a(Shape(t, {static_cast<int64_t>(v.size())}));
+  for (size_t i = 0; i < v.size(); ++i) a.SetDouble(static_cast<int64_t>(i), v[i]);
+  return a;
+}
+
+TEST(ReductionTest, NarrowFloatsReduceInF16AndRoundOnceCombinesRoundEachStep) {
+  // e4m3fn spacing is 2 at 16: ReduceMany adds 16 + 0.5 + 0.5 + 0.5 + 0.5 = 18 in f16, as XLA's
+  // CPU backend runs the all-reduce, then rounds once (18); pairwise Combine rounds each step
+  // back to f8 (16.5 -> 16 every time).
+  std::vector<Array> parts = {NarrowArray(DType::kF8E4M3FN, {16, 1}), NarrowArray(DType::kF8E4M3FN, {0.5, 1}),
+                              NarrowArray(DType::kF8E4M3FN, {0.5, 1}), NarrowArray(DType::kF8E4M3FN, {0.5, 1}),
+                              NarrowArray(DType::kF8E4M3FN, {0.5, -448})};
+  std::vector<const std::byte*> srcs;
+  for (const Array& p : parts) srcs.push_back(p.data());
+  Array out(Shape(DType::kF8E4M3FN, {2}));
+  ReduceMany(ReductionKind::kSum, DType::kF8E4M3FN, out.data(), srcs, 2);
+  EXPECT_EQ(out.GetDouble(0), 18.0);
+  EXPECT_EQ(out.GetDouble(1), -448.0);  // 4 - 448 = -444: the nearest e4m3fn is -448 (spacing 32)
+  Array acc = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) {
+    Combine(ReductionKind::kSum, DType::kF8E4M3FN, acc.data(), acc.data(), parts[i].data(), 2);
+  }
+  EXPECT_EQ(acc.GetDouble(0), 16.0);
+  // s4 wraps: 7 + 7 = -2; max of sign-extended values.
+  Array a = NarrowArray(DType::kS4, {7, -8}), b = NarrowArray(DType::kS4, {7, 3});
+  Combine(ReductionKind::kSum, DType::kS4, a.data(), a.data(), b.data(), 2);
+  EXPECT_EQ(a.GetDouble(0), -2.0);
+  EXPECT_EQ(a.GetDouble(1), -5.0);
+  Combine(ReductionKind::kMax, DType::kS4, a.data(), a.data(), b.data(), 2);
+  EXPECT_EQ(a.GetDouble(0), 7.0);
+  EXPECT_EQ(a.GetDouble(1), 3.0);
 }
 
 }  // namespace

@@ -86,20 +86,29 @@ T ToInt(const Element& e) {
   if (t >= max_plus_one) return std::numeric_limits<T>::max();
   return static_cast<T>(t);
 }
-int8_t ToS4(const Element& e) {
+// To a `bits`-wide integer (s2, s4, u2, u4) held in a byte: integers wrap, floats truncate and
+// saturate, NaN becomes 0 (as XLA converts to s4: saturating from floats, wrapping from ints).
+int8_t ToNarrowSigned(const Element& e, int bits) {
+  const double hi = std::ldexp(1.0, bits - 1) - 1;
   if (e.kind == Element::kFloat) {
     if (std::isnan(e.re)) return 0;
-    return static_cast<int8_t>(std::clamp(std::trunc(e.re), -8.0, 7.0));
+    return static_cast<int8_t>(std::clamp(std::trunc(e.re), -hi - 1, hi));
   }
-  const uint8_t low = static_cast<uint8_t>(e.kind == Element::kSigned ? e.s : e.u) & 0xf;
-  return static_cast<int8_t>((low ^ 8) - 8);
+  const uint8_t mask = static_cast<uint8_t>((1u << bits) - 1), sign = static_cast<uint8_t>(1u << (bits - 1));
+  const uint8_t low = static_cast<uint8_t>(e.kind == Element::kSigned ? e.s : e.u) & mask;
+  return static_cast<int8_t>((low ^ sign) - sign);
 }
-uint8_t ToU4(const Element& e) {
+uint8_t ToNarrowUnsigned(const Element& e, int bits) {
   if (e.kind == Element::kFloat) {
     if (std::isnan(e.re)) return 0;
-    return static_cast<uint8_t>(std::clamp(std::trunc(e.re), 0.0, 15.0));
+    return static_cast<uint8_t>(std::clamp(std::trunc(e.re), 0.0, std::ldexp(1.0, bits) - 1));
   }
-  return static_cast<uint8_t>(e.kind == Element::kSigned ? e.s : e.u) & 0xf;
+  return static_cast<uint8_t>(e.kind == Element::kSigned ? e.s : e.u) & ((1u << bits) - 1);
+}
+template <int kBits>
+Element ReadNarrowSigned(DType, const std::byte* p) {
+  constexpr uint8_t kMask = (1u << kBits) - 1, kSign = 1u << (kBits - 1);
+  return Signed(static_cast<int8_t>(((Load<uint8_t>(p) & kMask) ^ kSign) - kSign));
 }
 bool ToPred(const Element& e) {
   if (e.kind == Element::kSigned) return e.s != 0;
@@ -122,38 +131,30 @@ Codec IntCodec() {
           [](DType, std::byte* p, const Element& e) { Store<T>(p, ToInt<T>(e)); }};
 }
 
+// The narrow float types share one codec (Float8ToDouble / DoubleToFloat8 know each format).
+constexpr Codec kNarrowFloatCodec = {
+    [](DType t, const std::byte* p) { return Float(Float8ToDouble(t, Load<uint8_t>(p))); },
+    [](DType t, std::byte* p, const Element& e) { Store<uint8_t>(p, DoubleToFloat8(t, RoundToOddDouble(e))); }};
+
 const Codec kCodecs[] = {
     // kPred
     {[](DType, const std::byte* p) { return Signed(Load<uint8_t>(p) != 0); },
      [](DType, std::byte* p, const Element& e) { Store<uint8_t>(p, ToPred(e) ? 1 : 0); }},
-    // kS4: one value per byte as a sign-extended int8 (-1 is 0xff); reads use the low nibble
-    // only, so ml_dtypes' form (-1 as 0x0f) reads the same.
-    {[](DType, const std::byte* p) {
-       return Signed(static_cast<int8_t>(((Load<uint8_t>(p) & 0xf) ^ 8) - 8));
-     },
-     [](DType, std::byte* p, const Element& e) { Store<int8_t>(p, ToS4(e)); }},
+    // kS2, kS4: one value per byte as a sign-extended int8 (-1 is 0xff); reads use the low bits
+    // only, so ml_dtypes' form (-1 as 0x03 / 0x0f) reads the same.
+    {&ReadNarrowSigned<2>, [](DType, std::byte* p, const Element& e) { Store<int8_t>(p, ToNarrowSigned(e, 2)); }},
+    {&ReadNarrowSigned<4>, [](DType, std::byte* p, const Element& e) { Store<int8_t>(p, ToNarrowSigned(e, 4)); }},
     IntCodec<int8_t>(), IntCodec<int16_t>(), IntCodec<int32_t>(), IntCodec<int64_t>(),
-    // kU4
+    // kU2, kU4
+    {[](DType, const std::byte* p) { return Signed(Load<uint8_t>(p) & 0x3); },
+     [](DType, std::byte* p, const Element& e) { Store<uint8_t>(p, ToNarrowUnsigned(e, 2)); }},
     {[](DType, const std::byte* p) { return Signed(Load<uint8_t>(p) & 0xf); },
-     [](DType, std::byte* p, const Element& e) { Store<uint8_t>(p, ToU4(e)); }},
+     [](DType, std::byte* p, const Element& e) { Store<uint8_t>(p, ToNarrowUnsigned(e, 4)); }},
     IntCodec<uint8_t>(), IntCodec<uint16_t>(), IntCodec<uint32_t>(), IntCodec<uint64_t>(),
-    // The four f8 types share one codec.
-    {[](DType t, const std::byte* p) { return Float(Float8ToDouble(t, Load<uint8_t>(p))); },
-     [](DType t, std::byte* p, const Element& e) {
-       Store<uint8_t>(p, DoubleToFloat8(t, RoundToOddDouble(e)));
-     }},
-    {[](DType t, const std::byte* p) { return Float(Float8ToDouble(t, Load<uint8_t>(p))); },
-     [](DType t, std::byte* p, const Element& e) {
-       Store<uint8_t>(p, DoubleToFloat8(t, RoundToOddDouble(e)));
-     }},
-    {[](DType t, const std::byte* p) { return Float(Float8ToDouble(t, Load<uint8_t>(p))); },
-     [](DType t, std::byte* p, const Element& e) {
-       Store<uint8_t>(p, DoubleToFloat8(t, RoundToOddDouble(e)));
-     }},
-    {[](DType t, const std::byte* p) { return Float(Float8ToDouble(t, Load<uint8_t>(p))); },
-     [](DType t, std::byte* p, const Element& e) {
-       Store<uint8_t>(p, DoubleToFloat8(t, RoundToOddDouble(e)));
-     }},
+    // kF8E4M3FN, kF8E4M3B11FNUZ, kF8E5M2, kF8E8M0FNU
+    kNarrowFloatCodec, kNarrowFloatCodec, kNarrowFloatCodec, kNarrowFloatCodec,
+    // kF8E4M3FNUZ, kF8E5M2FNUZ, kF8E4M3, kF8E3M4, kF4E2M1FN
+    kNarrowFloatCodec, kNarrowFloatCodec, kNarrowFloatCodec, kNarrowFloatCodec, kNarrowFloatCodec,
     // kF16
     {[](DType, const std::byte* p) { return Float(HalfToFloat(Load<Half>(p))); },
      [](DType, std::byte* p, const Element& e) { Store(p, DoubleToHalf(RoundToOddDouble(e))); }},

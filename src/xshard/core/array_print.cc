@@ -17,13 +17,14 @@ constexpr int64_t kThreshold = 1000;
 constexpr int64_t kEdgeItems = 3;
 constexpr int kPrecision = 8;
 
-// numpy picks a formatter by scalar type; ml_dtypes types (bfloat16, float8_*, int4, uint4) are
-// not numpy number subclasses, so numpy prints them with repr() of each element, unpadded.
+// numpy picks a formatter by scalar type; ml_dtypes types (bfloat16, float8_*, float4_e2m1fn,
+// int2, int4, uint2, uint4) are not numpy number subclasses, so numpy prints them with repr() of
+// each element, unpadded.
 enum class PrintKind { kBool, kInt, kFloat, kComplex, kRepr };
 
 PrintKind KindOf(DType t) {
   if (t == DType::kPred) return PrintKind::kBool;
-  if (t == DType::kS4 || t == DType::kU4 || t == DType::kBF16 || IsFloat8(t)) {
+  if (t == DType::kBF16 || IsNarrowType(t)) {
     return PrintKind::kRepr;
   }
   if (IsInteger(t)) return PrintKind::kInt;
@@ -160,7 +161,7 @@ class FloatFormatter {
 
 // repr() of one ml_dtypes element: C++ ostream << float (%g, 6 digits), NaN without its sign.
 std::string ReprWord(const Array& a, int64_t i) {
-  if (a.dtype() == DType::kS4 || a.dtype() == DType::kU4) {
+  if (IsNarrowInt(a.dtype())) {
     return std::to_string(static_cast<int64_t>(a.GetDouble(i)));
   }
   const float f = static_cast<float>(a.GetDouble(i));

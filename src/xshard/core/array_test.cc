@@ -129,19 +129,44 @@ struct SetGetCase {
 
 TEST(ArrayTest, SetDoubleConvertsAndGetDoubleReadsBackForEveryRealType) {
   const SetGetCase cases[] = {
-      {DType::kPred, 2.5, 1},     {DType::kPred, 0, 0},       {DType::kPred, NAN, 1},
-      {DType::kS4, 9, 7},         {DType::kS4, -9.5, -8},     {DType::kS4, -3.9, -3},
-      {DType::kU4, -1, 0},        {DType::kU4, 20, 15},       {DType::kS8, 1e10, 127},
-      {DType::kS8, -1e10, -128},  {DType::kS16, -2.5, -2},    {DType::kS32, NAN, 0},
-      {DType::kS64, 1e30, 9223372036854775807.0},             {DType::kU8, -3, 0},
-      {DType::kU16, 65535.9, 65535},                          {DType::kU32, 4e9, 4e9},
-      {DType::kU64, -1, 0},       {DType::kF16, 0.1, 0.0999755859375},
-      {DType::kF16, 1e6, INFINITY},                           {DType::kBF16, 0.1, 0.10009765625},
-      {DType::kF32, 0.1, static_cast<float>(0.1)},            {DType::kF64, 0.1, 0.1},
+      {DType::kPred, 2.5, 1},
+      {DType::kPred, 0, 0},
+      {DType::kPred, NAN, 1},
+      {DType::kS4, 9, 7},
+      {DType::kS4, -9.5, -8},
+      {DType::kS4, -3.9, -3},
+      {DType::kU4, -1, 0},
+      {DType::kU4, 20, 15},
+      {DType::kS8, 1e10, 127},
+      {DType::kS8, -1e10, -128},
+      {DType::kS16, -2.5, -2},
+      {DType::kS32, NAN, 0},
+      {DType::kS64, 1e30, 9223372036854775807.0},
+      {DType::kU8, -3, 0},
+      {DType::kU16, 65535.9, 65535},
+      {DType::kU32, 4e9, 4e9},
+      {DType::kU64, -1, 0},
+      {DType::kF16, 0.1, 0.0999755859375},
+      {DType::kF16, 1e6, INFINITY},
+      {DType::kBF16, 0.1, 0.10009765625},
+      {DType::kF32, 0.1, static_cast<float>(0.1)},
+      {DType::kF64, 0.1, 0.1},
       // 0.3 = 1.2 * 2^-2: nearest with 3 fraction bits is 1.25 * 2^-2 (2 bits: 1.25 too).
-      {DType::kF8E4M3FN, 0.3, 0.3125},                        {DType::kF8E5M2, 0.3, 0.3125},
-      {DType::kF8E4M3B11FNUZ, 0.3, 0.3125},                   {DType::kF8E8M0FNU, 0.3, 0.25},
-      {DType::kF8E4M3FN, 1000, NAN},                          {DType::kC64, 2.5, 2.5},
+      {DType::kF8E4M3FN, 0.3, 0.3125},
+      {DType::kF8E5M2, 0.3, 0.3125},
+      {DType::kF8E4M3B11FNUZ, 0.3, 0.3125},
+      {DType::kF8E8M0FNU, 0.3, 0.25},
+      {DType::kF8E4M3FN, 1000, NAN},
+      {DType::kC64, 2.5, 2.5},
+      {DType::kS2, 5, 1},
+      {DType::kS2, -2.9, -2},
+      {DType::kU2, 3.5, 3},
+      {DType::kF8E4M3FNUZ, 0.3, 0.3125},
+      {DType::kF8E5M2FNUZ, 1e6, NAN},
+      {DType::kF8E4M3, 1000, INFINITY},
+      {DType::kF8E3M4, 0.3, 0.296875},
+      {DType::kF4E2M1FN, 0.3, 0.5},
+      {DType::kF4E2M1FN, -100, -6},
       {DType::kC128, -1e300, -1e300},
   };
   for (const SetGetCase& c : cases) {
@@ -167,6 +192,11 @@ TEST(ArrayTest, SubByteTypesStoreOneNibblePerByte) {
   Array u4(DType::kU4, {1});
   u4.SetDouble(0, 12);
   EXPECT_THAT(Values<uint8_t>(u4), ElementsAre(12));
+  // s2 / u2: integers wrap to the two low bits (as XLA's convert from a wider integer).
+  Array s2 = Array::FromVector<int32_t>({3}, {5, 6, -3}).Convert(DType::kS2);
+  EXPECT_THAT(Values<int8_t>(s2), ElementsAre(1, -2, 1));
+  Array u2 = Array::FromVector<int32_t>({2}, {7, -1}).Convert(DType::kU2);
+  EXPECT_THAT(Values<uint8_t>(u2), ElementsAre(3, 3));
 }
 
 TEST(ArrayTest, ComplexGetDoubleIsTheRealPart) {

@@ -27,16 +27,20 @@ constexpr DTypeInfo kInfos[] = {
 const DTypeInfo& Info(DType t) { return kInfos[static_cast<int>(t)]; }
 
 // numpy / ml_dtypes names, in XS_DTYPE_LIST order.
+// clang-format off
 constexpr std::string_view kNumpyNames[] = {
-    "bool",    "int4",   "int8",   "int16",  "int32",  "int64",
-    "uint4",   "uint8",  "uint16", "uint32", "uint64", "float8_e4m3fn",
-    "float8_e4m3b11fnuz", "float8_e5m2", "float8_e8m0fnu", "float16", "bfloat16", "float32",
-    "float64", "complex64", "complex128", ""};
+    "bool", "int2", "int4", "int8", "int16", "int32", "int64",
+    "uint2", "uint4", "uint8", "uint16", "uint32", "uint64",
+    "float8_e4m3fn", "float8_e4m3b11fnuz", "float8_e5m2", "float8_e8m0fnu",
+    "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e4m3", "float8_e3m4", "float4_e2m1fn",
+    "float16", "bfloat16", "float32", "float64", "complex64", "complex128", ""};
+// clang-format on
 static_assert(std::size(kNumpyNames) == std::size(kInfos));
 
 // A binary float format narrower than double, described by its fields. `special` says how the
-// format spends its top exponent (or its 0x80 code) on inf / NaN.
-enum class Special { kIeee, kFiniteNanAllOnes, kFiniteNanNegZero };
+// format spends its top exponent (or its 0x80 code) on inf / NaN; kFiniteOnly (f4e2m1fn) has
+// neither: overflow saturates.
+enum class Special { kIeee, kFiniteNanAllOnes, kFiniteNanNegZero, kFiniteOnly };
 struct SmallFloat {
   int exp_bits;
   int man_bits;
@@ -49,9 +53,14 @@ constexpr SmallFloat kBFloat16Format{8, 7, 127, Special::kIeee};
 SmallFloat Float8Format(DType t) {
   switch (t) {
     case DType::kF8E4M3FN: return {4, 3, 7, Special::kFiniteNanAllOnes};
-    case DType::kF8E5M2: return {5, 2, 15, Special::kIeee};
+    case DType::kF8E4M3FNUZ: return {4, 3, 8, Special::kFiniteNanNegZero};
     case DType::kF8E4M3B11FNUZ: return {4, 3, 11, Special::kFiniteNanNegZero};
-    default: XS_CHECK(false, "not a signed 8-bit float: ", DTypeName(t));
+    case DType::kF8E4M3: return {4, 3, 7, Special::kIeee};
+    case DType::kF8E5M2: return {5, 2, 15, Special::kIeee};
+    case DType::kF8E5M2FNUZ: return {5, 2, 16, Special::kFiniteNanNegZero};
+    case DType::kF8E3M4: return {3, 4, 3, Special::kIeee};
+    case DType::kF4E2M1FN: return {2, 1, 1, Special::kFiniteOnly};
+    default: XS_CHECK(false, "not a signed narrow float: ", DTypeName(t));
   }
   return {};
 }
@@ -63,6 +72,7 @@ uint32_t NanBits(const SmallFloat& f, bool negative) {
     case Special::kIeee: return sign | exp_ones | (1u << (f.man_bits - 1));
     case Special::kFiniteNanAllOnes: return sign | exp_ones | ((1u << f.man_bits) - 1);
     case Special::kFiniteNanNegZero: return 1u << (f.exp_bits + f.man_bits);
+    case Special::kFiniteOnly: return negative ? 0 : 1u << (f.exp_bits + f.man_bits);  // ml_dtypes
   }
   return 0;
 }
@@ -73,15 +83,16 @@ double DecodeSmallFloat(const SmallFloat& f, uint32_t bits) {
   const bool negative = (bits >> (f.exp_bits + f.man_bits)) & 1u;
   const uint32_t e = (bits >> f.man_bits) & exp_mask;
   const uint32_t m = bits & man_mask;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
   if (f.special == Special::kFiniteNanNegZero && bits == (1u << (f.exp_bits + f.man_bits))) {
-    return std::numeric_limits<double>::quiet_NaN();
+    return nan;
   }
   if (f.special == Special::kIeee && e == exp_mask) {
-    if (m != 0) return std::numeric_limits<double>::quiet_NaN();
+    if (m != 0) return negative ? -nan : nan;
     return negative ? -INFINITY : INFINITY;
   }
   if (f.special == Special::kFiniteNanAllOnes && e == exp_mask && m == man_mask) {
-    return std::numeric_limits<double>::quiet_NaN();
+    return negative ? -nan : nan;
   }
   const double magnitude = e == 0 ? std::ldexp(static_cast<double>(m), 1 - f.bias - f.man_bits)
                                   : std::ldexp(static_cast<double>(m | (man_mask + 1)),
@@ -97,9 +108,6 @@ uint32_t EncodeSmallFloat(const SmallFloat& f, double d) {
   const uint32_t exp_mask = (1u << f.exp_bits) - 1;
   const uint32_t man_mask = (1u << f.man_bits) - 1;
   if (std::isnan(d)) return NanBits(f, negative);
-  if (std::isinf(d)) {
-    return f.special == Special::kIeee ? sign | (exp_mask << f.man_bits) : NanBits(f, negative);
-  }
   // Largest finite: the top exponent is special in IEEE formats; the all-ones mantissa is NaN in
   // kFiniteNanAllOnes.
   const int top_exp = static_cast<int>(f.special == Special::kIeee ? exp_mask - 1 : exp_mask);
@@ -107,12 +115,18 @@ uint32_t EncodeSmallFloat(const SmallFloat& f, double d) {
   const uint32_t max_man = f.special == Special::kFiniteNanAllOnes ? man_mask - 1 : man_mask;
   const double max_finite =
       std::ldexp(static_cast<double>(max_man | (man_mask + 1)), max_exp - f.man_bits);
+  const uint32_t max_code = (static_cast<uint32_t>(top_exp) << f.man_bits) | max_man;
+  if (std::isinf(d)) {
+    if (f.special == Special::kFiniteOnly) return sign | max_code;
+    return f.special == Special::kIeee ? sign | (exp_mask << f.man_bits) : NanBits(f, negative);
+  }
   const int min_normal_exp = 1 - f.bias;
   const double a = std::fabs(d);
   int quantum_exp = min_normal_exp - f.man_bits;
   if (a >= std::ldexp(1.0, min_normal_exp)) quantum_exp = std::ilogb(a) - f.man_bits;
   const double rounded = std::ldexp(std::nearbyint(std::ldexp(a, -quantum_exp)), quantum_exp);
   if (rounded > max_finite) {
+    if (f.special == Special::kFiniteOnly) return sign | max_code;
     return f.special == Special::kIeee ? sign | (exp_mask << f.man_bits) : NanBits(f, negative);
   }
   if (rounded == 0) return f.special == Special::kFiniteNanNegZero ? 0 : sign;
@@ -154,29 +168,40 @@ StatusOr<DType> ParseDType(std::string_view name) {
 
 bool IsFloating(DType t) {
   switch (t) {
-    case DType::kF8E4M3FN: case DType::kF8E4M3B11FNUZ: case DType::kF8E5M2:
-    case DType::kF8E8M0FNU: case DType::kF16: case DType::kBF16: case DType::kF32:
-    case DType::kF64:
-      return true;
-    default:
-      return false;
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kF32:
+    case DType::kF64: return true;
+    default: return IsNarrowFloat(t);
   }
 }
 bool IsFloat8(DType t) {
-  return t == DType::kF8E4M3FN || t == DType::kF8E4M3B11FNUZ || t == DType::kF8E5M2 ||
-         t == DType::kF8E8M0FNU;
+  switch (t) {
+    case DType::kF8E4M3FN:
+    case DType::kF8E4M3FNUZ:
+    case DType::kF8E4M3B11FNUZ:
+    case DType::kF8E4M3:
+    case DType::kF8E5M2:
+    case DType::kF8E5M2FNUZ:
+    case DType::kF8E3M4:
+    case DType::kF8E8M0FNU: return true;
+    default: return false;
+  }
 }
+bool IsNarrowFloat(DType t) { return IsFloat8(t) || t == DType::kF4E2M1FN; }
+bool IsNarrowInt(DType t) { return t == DType::kS2 || t == DType::kS4 || t == DType::kU2 || t == DType::kU4; }
 bool IsComplex(DType t) { return t == DType::kC64 || t == DType::kC128; }
 bool IsSignedInteger(DType t) {
-  return t == DType::kS4 || t == DType::kS8 || t == DType::kS16 || t == DType::kS32 ||
+  return t == DType::kS2 || t == DType::kS4 || t == DType::kS8 || t == DType::kS16 || t == DType::kS32 ||
          t == DType::kS64;
 }
 bool IsUnsignedInteger(DType t) {
-  return t == DType::kU4 || t == DType::kU8 || t == DType::kU16 || t == DType::kU32 ||
+  return t == DType::kU2 || t == DType::kU4 || t == DType::kU8 || t == DType::kU16 || t == DType::kU32 ||
          t == DType::kU64;
 }
 int DTypeBitWidth(DType t) {
-  if (t == DType::kS4 || t == DType::kU4) return 4;
+  if (t == DType::kS4 || t == DType::kU4 || t == DType::kF4E2M1FN) return 4;
+  if (t == DType::kS2 || t == DType::kU2) return 2;
   return static_cast<int>(DTypeSize(t) * 8);
 }
 
@@ -243,6 +268,7 @@ double Float8ToDouble(DType t, uint8_t bits) {
   if (t == DType::kF8E8M0FNU) {
     return bits == 0xff ? std::numeric_limits<double>::quiet_NaN() : std::ldexp(1.0, bits - 127);
   }
+  if (t == DType::kF4E2M1FN) bits &= 0xf;  // the low nibble (ml_dtypes' high bits are 0)
   return DecodeSmallFloat(Float8Format(t), bits);
 }
 

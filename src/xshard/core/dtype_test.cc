@@ -56,7 +56,7 @@ TEST(DTypeTest, EveryNameRoundTripsThroughParseDType) {
       XS_DTYPE_LIST(XS_DTYPE_ENUM_VALUE)
 #undef XS_DTYPE_ENUM_VALUE
   };
-  EXPECT_EQ(std::size(all), 22u);
+  EXPECT_EQ(std::size(all), 29u);
   for (DType t : all) {
     StatusOr<DType> parsed = ParseDType(DTypeName(t));
     ASSERT_TRUE(parsed.ok()) << DTypeName(t);
@@ -69,7 +69,7 @@ TEST(DTypeTest, ParseDTypeNamesTheUnknownSpellingAndListsKnownOnes) {
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(t.status().message(), HasSubstr("unknown element type 'float32'"));
-  EXPECT_THAT(t.status().message(), HasSubstr("expected one of pred, s4, s8"));
+  EXPECT_THAT(t.status().message(), HasSubstr("expected one of pred, s2, s4, s8"));
   EXPECT_THAT(t.status().message(), HasSubstr("bf16, f32, f64, c64, c128, token"));
 }
 
@@ -102,6 +102,27 @@ TEST(DTypeTest, Predicates) {
   EXPECT_FALSE(IsInteger(DType::kPred));
   EXPECT_TRUE(IsFloat8(DType::kF8E5M2));
   EXPECT_FALSE(IsFloat8(DType::kF16));
+  EXPECT_TRUE(IsFloat8(DType::kF8E3M4));
+  EXPECT_FALSE(IsFloat8(DType::kF4E2M1FN));
+  EXPECT_TRUE(IsNarrowFloat(DType::kF4E2M1FN));
+  EXPECT_TRUE(IsFloating(DType::kF8E4M3FNUZ));
+  EXPECT_TRUE(IsNarrowInt(DType::kU2));
+  EXPECT_FALSE(IsNarrowInt(DType::kS8));
+  EXPECT_TRUE(IsNarrowType(DType::kS4));
+  EXPECT_FALSE(IsNarrowType(DType::kBF16));
+  EXPECT_TRUE(IsSignedInteger(DType::kS2));
+  EXPECT_TRUE(IsUnsignedInteger(DType::kU2));
+  EXPECT_EQ(DTypeBitWidth(DType::kS2), 2);
+  EXPECT_EQ(DTypeBitWidth(DType::kF4E2M1FN), 4);
+  EXPECT_EQ(DTypeSize(DType::kF4E2M1FN), 1);
+  EXPECT_EQ(DTypeNumpyName(DType::kF8E4M3FNUZ), "float8_e4m3fnuz");
+  EXPECT_EQ(DTypeNumpyName(DType::kF4E2M1FN), "float4_e2m1fn");
+  EXPECT_EQ(DTypeNumpyName(DType::kS2), "int2");
+  for (std::string_view name : {"s2", "u2", "f8e4m3fnuz", "f8e5m2fnuz", "f8e4m3", "f8e3m4", "f4e2m1fn"}) {
+    StatusOr<DType> t = ParseDType(name);
+    ASSERT_TRUE(t.ok()) << name;
+    EXPECT_EQ(DTypeName(*t), name);
+  }
 }
 
 // f16: 10 fraction bits, bias 15. Ties go to the even mantissa.
@@ -206,6 +227,31 @@ TEST(Float8Test, EncodesOverflowAndSpecialsPerFormat) {
   EXPECT_EQ(DoubleToFloat8(DType::kF8E8M0FNU, 1.25 * 0x1p-126), 0x01);  // normal: down
 }
 
+// The formats added with fnuz / IEEE-like / 4-bit variants, by hand (see dtype.h).
+TEST(Float8Test, DecodesAndEncodesTheOtherFormatsByHand) {
+  EXPECT_EQ(Float8ToDouble(DType::kF8E4M3FNUZ, 0x7f), 240.0);
+  EXPECT_TRUE(std::isnan(Float8ToDouble(DType::kF8E4M3FNUZ, 0x80)));
+  EXPECT_EQ(Float8ToDouble(DType::kF8E5M2FNUZ, 0x7f), 57344.0);
+  EXPECT_EQ(Float8ToDouble(DType::kF8E5M2FNUZ, 0x01), 0x1p-17);
+  EXPECT_EQ(Float8ToDouble(DType::kF8E4M3, 0x77), 240.0);
+  EXPECT_EQ(Float8ToDouble(DType::kF8E4M3, 0x78), INFINITY);
+  EXPECT_EQ(Float8ToDouble(DType::kF8E3M4, 0x6f), 15.5);
+  EXPECT_EQ(Float8ToDouble(DType::kF8E3M4, 0xf0), -INFINITY);
+  EXPECT_EQ(Float8ToDouble(DType::kF4E2M1FN, 0x7), 6.0);
+  EXPECT_EQ(Float8ToDouble(DType::kF4E2M1FN, 0x1), 0.5);
+  EXPECT_EQ(Float8ToDouble(DType::kF4E2M1FN, 0x9), -0.5);
+  EXPECT_TRUE(std::signbit(Float8ToDouble(DType::kF8E4M3FN, 0xff)));  // a NaN keeps its sign
+  EXPECT_EQ(DoubleToFloat8(DType::kF8E4M3FNUZ, -0.0), 0x00);
+  EXPECT_EQ(DoubleToFloat8(DType::kF8E4M3FNUZ, 248.0), 0x80);  // past 240 (tie to 256): NaN
+  EXPECT_EQ(DoubleToFloat8(DType::kF8E4M3, 248.0), 0x78);      // past 240: inf
+  EXPECT_EQ(DoubleToFloat8(DType::kF8E3M4, 1e9), 0x70);
+  EXPECT_EQ(DoubleToFloat8(DType::kF4E2M1FN, 100.0), 0x7);  // saturates
+  EXPECT_EQ(DoubleToFloat8(DType::kF4E2M1FN, -INFINITY), 0xf);
+  EXPECT_EQ(DoubleToFloat8(DType::kF4E2M1FN, 2.5), 0x4);   // tie: 2 has the even mantissa
+  EXPECT_EQ(DoubleToFloat8(DType::kF4E2M1FN, NAN), 0x8);   // no NaN: ml_dtypes' -0
+  EXPECT_EQ(DoubleToFloat8(DType::kF4E2M1FN, -NAN), 0x0);  // (+0 for a negative NaN)
+}
+
 TEST(Float8Test, DecodeMatchesMlDtypesForAllCodes) {
   int n = 0;
   for (const DecodeCase& c : kDecodeCases) {
@@ -218,7 +264,7 @@ TEST(Float8Test, DecodeMatchesMlDtypesForAllCodes) {
     }
     ++n;
   }
-  EXPECT_EQ(n, 4 * 256);
+  EXPECT_EQ(n, 8 * 256 + 16);  // the f8 types and f4e2m1fn
 }
 
 TEST(NarrowFloatTest, EncodeFromFloatMatchesNumpyAndMlDtypes) {

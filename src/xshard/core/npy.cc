@@ -171,15 +171,20 @@ struct DescrType {
   DType dtype;
 };
 constexpr DescrType kDescrTypes[] = {
+    // clang-format off
     {'b', 1, DType::kPred}, {'i', 1, DType::kS8},  {'i', 2, DType::kS16}, {'i', 4, DType::kS32},
     {'i', 8, DType::kS64},  {'u', 1, DType::kU8},  {'u', 2, DType::kU16}, {'u', 4, DType::kU32},
     {'u', 8, DType::kU64},  {'f', 2, DType::kF16}, {'f', 4, DType::kF32}, {'f', 8, DType::kF64},
     {'c', 8, DType::kC64},  {'c', 16, DType::kC128}, {'V', 2, DType::kBF16},
+    // clang-format on
+    // ml_dtypes 0.6 registers float8_e5m2 with kind 'f', so np.save writes '<f1' for it (which
+    // np.load cannot read back; xshard writes '<V1' like the other 1-byte types).
+    {'f', 1, DType::kF8E5M2},
 };
 constexpr char kSupported[] =
     "b1, i1, i2, i4, i8, u1, u2, u4, u8, f2, f4, f8, c8, c16 (byte order '<', '>', '|' or '='), "
-    "V2 (bfloat16 as ml_dtypes saves it) and V1 (float8_*, int4, uint4) with an explicit element "
-    "type";
+    "f1 (float8_e5m2 as ml_dtypes saves it), V2 (bfloat16) and V1 (float8_*, float4_e2m1fn, "
+    "int2, int4, uint2, uint4) with an explicit element type";
 
 struct Descr {
   DType dtype;
@@ -208,9 +213,10 @@ StatusOr<Descr> ParseDescr(const PyValue& v, std::optional<DType> opaque_dtype) 
   if (s.size() >= 2 && ParseInt64(s.substr(1), &size)) {
     if (s[0] == 'V' && size == 1) {
       if (!opaque_dtype || DTypeSize(*opaque_dtype) != 1) {
-        return InvalidArgument(
-            "descr '", v.str, "' is an opaque 1-byte type (how ml_dtypes saves float8_*, int4 "
-            "and uint4); pass its element type (e.g. f8e4m3fn, s4) as the opaque dtype");
+        return InvalidArgument("descr '", v.str,
+                               "' is an opaque 1-byte type (how ml_dtypes saves float8_*, float4_e2m1fn, int2, "
+                               "int4, uint2 and uint4); pass its element type (e.g. f8e4m3fn, s4) as the opaque "
+                               "dtype");
       }
       return Descr{*opaque_dtype, false};
     }
@@ -241,6 +247,12 @@ std::string PyTuple(const std::vector<int64_t>& dims) {
 }
 
 }  // namespace
+
+std::optional<DType> NpyOpaqueDType(DType t) {
+  const std::string_view descr = DTypeNumpyDescr(t);
+  if (t != DType::kToken && (descr.empty() || descr == "<V2")) return t;
+  return std::nullopt;
+}
 
 StatusOr<NpyHeader> ParseNpyHeader(std::span<const std::byte> bytes, std::optional<DType> opaque_dtype) {
   if (bytes.size() < kMagicLen ||
@@ -359,9 +371,9 @@ Array DecodeNpyData(const NpyHeader& h, Array a) {
     std::byte* p = a.data();
     for (int64_t i = 0; i < n * item; i += part) std::reverse(p + i, p + i + part);
   }
-  // Canonical bytes for the types with spare bits: pred 0/1; s4 sign-extended from ml_dtypes'
-  // low nibble; u4 the low nibble.
-  if (dtype == DType::kPred || dtype == DType::kS4 || dtype == DType::kU4) {
+  // Canonical bytes for the types with spare bits: pred 0/1; s2 / s4 sign-extended from ml_dtypes'
+  // low bits; u2 / u4 / f4e2m1fn the low bits.
+  if (dtype == DType::kPred || IsNarrowInt(dtype) || dtype == DType::kF4E2M1FN) {
     for (int64_t i = 0; i < n; ++i) a.SetDouble(i, a.GetDouble(i));
   }
   return a;
@@ -403,8 +415,9 @@ std::vector<std::byte> SerializeNpy(const Array& array) {
   std::vector<std::byte> out = SerializeNpyHeader(array);
   const size_t start = out.size();
   out.insert(out.end(), array.data(), array.data() + array.byte_size());
-  if (array.dtype() == DType::kS4) {  // ml_dtypes' form: the low nibble only
-    for (size_t i = start; i < out.size(); ++i) out[i] &= std::byte{0x0f};
+  if (array.dtype() == DType::kS4 || array.dtype() == DType::kS2) {  // ml_dtypes' form: the low bits only
+    const std::byte mask{static_cast<uint8_t>(array.dtype() == DType::kS4 ? 0x0f : 0x03)};
+    for (size_t i = start; i < out.size(); ++i) out[i] &= mask;
   }
   return out;
 }

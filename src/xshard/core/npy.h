@@ -31,11 +31,16 @@ struct NpyHeader {
 // Parses the header at the start of `bytes`, which may end anywhere after the header (the data
 // is not looked at). Accepted descrs (any byte order: '<', '>', '|', '='): b1, i1, i2, i4, i8,
 // u1, u2, u4, u8, f2, f4, f8, c8, c16, and the opaque void types ml_dtypes saves its types as:
-// 'V2' (bfloat16; the only 2-byte ml_dtypes type) and 'V1' (float8_*, int4, uint4: ambiguous,
+// 'V2' (bfloat16; the only 2-byte ml_dtypes type) and 'V1' (float8_*, float4_e2m1fn, int2, int4,
+// uint2, uint4: ambiguous,
 // so it needs `opaque_dtype`, e.g. DType::kF8E4M3FN). `opaque_dtype`, when given, also
 // overrides the V2 default. Every malformed header returns InvalidArgument naming the problem.
 StatusOr<NpyHeader> ParseNpyHeader(std::span<const std::byte> bytes,
                                    std::optional<DType> opaque_dtype = std::nullopt);
+
+// The `opaque_dtype` to read a file meant to hold `t` with: `t` itself for the types numpy lacks
+// (bf16, f8*, f4e2m1fn, s2, s4, u2, u4: ml_dtypes saves them as 'V2' / 'V1'), nullopt for the rest.
+std::optional<DType> NpyOpaqueDType(DType t);
 
 // Parses a whole .npy file held in memory (header as ParseNpyHeader, then exactly
 // header.data_bytes of data). Big-endian data is byte-swapped; fortran_order data is transposed
@@ -48,8 +53,9 @@ StatusOr<Array> ParseNpy(std::span<const std::byte> bytes,
 Array DecodeNpyData(const NpyHeader& header, Array raw);
 
 // The bytes np.save writes for `array` (version 1.0 unless the header needs 2.0; header padded to
-// 64 bytes with numpy's growth space). Types numpy lacks (f8*, s4, u4) are saved as ml_dtypes
-// saves them: descr '<V1', one byte per element (s4 in the low nibble); bf16 as '<V2'.
+// 64 bytes with numpy's growth space). Types numpy lacks (f8*, f4e2m1fn, s2, s4, u2, u4) are saved
+// as ml_dtypes saves them: descr '<V1', one byte per element (s2 / s4 in the low bits); bf16 as
+// '<V2'.
 std::vector<std::byte> SerializeNpy(const Array& array);
 // The header part of SerializeNpy (everything before the data).
 std::vector<std::byte> SerializeNpyHeader(const Array& array);

@@ -238,7 +238,7 @@ Status WriteFileAtomically(const std::string& path, std::string_view text, const
 }
 
 Status WriteNpy(const std::string& path, const Array& array, const std::atomic<bool>* stop) {
-  if (array.dtype() == DType::kS4) {  // saved as ml_dtypes does: the low nibble only (a copy)
+  if (array.dtype() == DType::kS4 || array.dtype() == DType::kS2) {  // as ml_dtypes: the low bits only (a copy)
     const std::vector<std::byte> bytes = SerializeNpy(array);
     return WriteFileAtomically(path, {std::span<const std::byte>(bytes)}, stop);
   }

@@ -86,6 +86,24 @@ TEST(NpyTest, ReadsSignedAndFractionalValues) {
   const double s4_values[] = {-8, -1, 0, 1, 2, 7};
   for (int i = 0; i < 6; ++i) s4.SetDouble(i, s4_values[i]);
   EXPECT_EQ(Read("vals_int4.npy", DType::kS4), s4);
+  // ml_dtypes 0.6 saves f8e5m2 as '<f1' (read without an opaque dtype); int2 as '<V1'.
+  Array e5m2(DType::kF8E5M2, {3});
+  const double e5m2_values[] = {-1.5, 0.25, 57344.0};
+  for (int i = 0; i < 3; ++i) e5m2.SetDouble(i, e5m2_values[i]);
+  EXPECT_EQ(Read("vals_f8e5m2.npy"), e5m2);
+  Array s2(DType::kS2, {3});
+  const double s2_values[] = {-2, -1, 1};
+  for (int i = 0; i < 3; ++i) s2.SetDouble(i, s2_values[i]);
+  EXPECT_EQ(Read("vals_int2.npy", DType::kS2), s2);
+  EXPECT_EQ(SerializeNpy(s2), FileBytes(DataPath("vals_int2.npy")));  // the low two bits
+}
+
+TEST(NpyTest, OpaqueDTypeIsTheTypeForTheTypesNumpyLacks) {
+  EXPECT_EQ(NpyOpaqueDType(DType::kF8E4M3FNUZ), DType::kF8E4M3FNUZ);
+  EXPECT_EQ(NpyOpaqueDType(DType::kS2), DType::kS2);
+  EXPECT_EQ(NpyOpaqueDType(DType::kBF16), DType::kBF16);
+  EXPECT_EQ(NpyOpaqueDType(DType::kF32), std::nullopt);
+  EXPECT_EQ(NpyOpaqueDType(DType::kToken), std::nullopt);
 }
 
 TEST(NpyTest, SwapsBigEndianData) {
@@ -196,11 +214,11 @@ TEST(NpyTest, RejectsTruncatedAndExtraData) {
 }
 
 TEST(NpyTest, RejectsUnsupportedDescrsNamingTheSupportedOnes) {
-  EXPECT_EQ(ParseError(MakeNpy("{'descr': '<f16', 'fortran_order': False, 'shape': (1,), }",
-                               std::string(16, '\0'))),
+  EXPECT_EQ(ParseError(MakeNpy("{'descr': '<f16', 'fortran_order': False, 'shape': (1,), }", std::string(16, '\0'))),
             "unsupported dtype descr '<f16'; supported: b1, i1, i2, i4, i8, u1, u2, u4, u8, f2, "
-            "f4, f8, c8, c16 (byte order '<', '>', '|' or '='), V2 (bfloat16 as ml_dtypes saves "
-            "it) and V1 (float8_*, int4, uint4) with an explicit element type");
+            "f4, f8, c8, c16 (byte order '<', '>', '|' or '='), f1 (float8_e5m2 as ml_dtypes saves "
+            "it), V2 (bfloat16) and V1 (float8_*, float4_e2m1fn, int2, int4, uint2, uint4) with an "
+            "explicit element type");
   EXPECT_THAT(ParseError(MakeNpy("{'descr': '<U3', 'fortran_order': False, 'shape': (), }",
                                  std::string(12, '\0'))),
               HasSubstr("unsupported dtype descr '<U3'"));
@@ -210,8 +228,9 @@ TEST(NpyTest, RejectsUnsupportedDescrsNamingTheSupportedOnes) {
 
 TEST(NpyTest, RejectsOpaqueOneByteTypesWithoutAnElementType) {
   EXPECT_EQ(ParseError(FileBytes(DataPath("vals_f8e4m3fn.npy"))),
-            "descr '<V1' is an opaque 1-byte type (how ml_dtypes saves float8_*, int4 and uint4); "
-            "pass its element type (e.g. f8e4m3fn, s4) as the opaque dtype");
+            "descr '<V1' is an opaque 1-byte type (how ml_dtypes saves float8_*, float4_e2m1fn, "
+            "int2, int4, uint2 and uint4); pass its element type (e.g. f8e4m3fn, s4) as the opaque "
+            "dtype");
   EXPECT_THAT(ParseError(FileBytes(DataPath("vals_bf16.npy")), DType::kF32),
               HasSubstr("has 2-byte elements but the opaque dtype f32 has 4"));
 }

@@ -3,6 +3,8 @@
 // cuBLASLt GEMM for dots (gemm.h) and a cuDNN convolution (conv.h), with transposed copies of
 // operands they cannot read in place, else a generated direct dot / convolution kernel;
 // a device copy for bitcast-convert. Anything else is "unsupported" with the generator's reason.
+#include <optional>
+
 #include "xshard/cuda/conv.h"
 #include "xshard/cuda/gpu_executable_plan.h"
 #include "xshard/cuda/kernel_codegen_internal.h"
@@ -31,6 +33,59 @@ bool AddKernel(Action& act, GeneratedKernel k) {
   for (size_t i = 0; i < act.out.size(); ++i) p.args.push_back({KernelArg::kOutput, static_cast<int>(i)});
   act.kernels.push_back(std::move(p));
   return true;
+}
+
+// The first narrow type (f8*, f4e2m1fn, s2, s4, u2, u4) among `s`'s leaves.
+std::optional<DType> NarrowLeaf(const Shape& s) {
+  if (s.IsTuple()) {
+    for (const Shape& e : s.tuple_shapes()) {
+      if (std::optional<DType> t = NarrowLeaf(e)) return t;
+    }
+    return std::nullopt;
+  }
+  if (s.IsArray() && IsNarrowType(s.dtype())) return s.dtype();
+  return std::nullopt;
+}
+std::optional<DType> NarrowTypeOf(const Instruction& inst) {
+  if (std::optional<DType> t = NarrowLeaf(inst.shape())) return t;
+  for (const Instruction* o : inst.operands()) {
+    if (std::optional<DType> t = NarrowLeaf(o->shape())) return t;
+  }
+  return std::nullopt;
+}
+
+// Generated kernels, GEMMs and convolutions do not compute on the narrow types (the CPU executor
+// widens them); the ragged and block-scaled dots decode their f8 operands themselves, and a
+// bitcast-convert between whole bytes is a device copy. The first narrow type of a step that
+// needs more, in `*t`.
+bool RefusesNarrowTypes(const Step& step, DType* t) {
+  const Instruction& inst = *step.inst;
+  std::optional<DType> found;
+  if (const FusedPayload* fused = step.FindPayload<FusedPayload>()) {
+    for (const std::vector<FusedOp>* ops : {&fused->loop->prologue, &fused->loop->body}) {
+      for (const FusedOp& op : *ops) {
+        if (!found && op.inst != nullptr) found = NarrowTypeOf(*op.inst);
+      }
+    }
+    for (const FusedOutput& o : fused->loop->outputs) {
+      if (!found && o.inst != nullptr) found = NarrowTypeOf(*o.inst);
+    }
+    if (!found) found = NarrowTypeOf(inst);
+  } else {
+    const bool decodes_f8 = inst.opcode() == Opcode::kRaggedDot ||
+                            (inst.opcode() == Opcode::kCustomCall &&
+                             inst.attrs().custom_call_target.value_or("") == "__op$block_scaled_dot");
+    const bool byte_copy = inst.opcode() == Opcode::kBitcastConvert && inst.operand_count() == 1 &&
+                           DTypeBitWidth(inst.shape().dtype()) >= 8 &&
+                           DTypeBitWidth(inst.operand(0)->shape().dtype()) >= 8;
+    // Collectives that only move data take any type; those that reduce do not.
+    const bool moves_only = IsCollective(inst.opcode()) &&
+                            !(inst.opcode() == Opcode::kAllReduce || inst.opcode() == Opcode::kAllReduceStart ||
+                              inst.opcode() == Opcode::kReduceScatter);
+    if (!decodes_f8 && !byte_copy && !moves_only) found = NarrowTypeOf(inst);
+  }
+  if (found) *t = *found;
+  return found.has_value();
 }
 
 // Every operand must be one array (no tuple operands) for the kernel conventions.
@@ -130,11 +185,24 @@ void PlanConvolution(const Step& step, Action& act, GpuPlanData& data, void* pla
 
 }  // namespace
 
+std::string NarrowTypeRefusal(const Step& step) {
+  DType t;
+  if (!RefusesNarrowTypes(step, &t)) return "";
+  return StrCat("element type ", DTypeName(t),
+                ": the GPU backend does not compute on the narrow types (f8*, f4e2m1fn, s2, s4, u2, u4); the "
+                "CPU platform does");
+}
+
 void PlanComputeAction(const Step& step, Action& act, GpuPlanData& data, void* planner, TempFn temp) {
   const Instruction& inst = *step.inst;
   if (!OneLeafPerOperand(act) || act.out.size() < 1) {
     act.kind = ActionKind::kUnsupported;
     act.why = "tuple operands or results have no kernel";
+    return;
+  }
+  if (std::string why = NarrowTypeRefusal(step); !why.empty()) {
+    act.kind = ActionKind::kUnsupported;
+    act.why = std::move(why);
     return;
   }
   act.kind = ActionKind::kKernels;

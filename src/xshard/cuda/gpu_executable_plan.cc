@@ -288,6 +288,15 @@ Action Planner::PlanStep(const Step& step, GpuComputation& c) {
         break;
     }
   }
+  if (IsCollective(op)) {
+    if (std::string why = NarrowTypeRefusal(step); !why.empty()) {
+      out = ResultLeaves(step, act.out_bytes);  // later steps still read its (never written) result
+      act.out = out;
+      act.kind = ActionKind::kUnsupported;
+      act.why = std::move(why);
+      return act;
+    }
+  }
   if (IsCollective(op) || op == Opcode::kAsyncStart) return PlanCollective(step, std::move(act), c);
   // A step that computes: generated kernels, a GEMM or a convolution.
   out = ResultLeaves(step, act.out_bytes);

@@ -114,6 +114,10 @@ struct GpuPlanData {
 // `temp`: allocates a side buffer of the frame for a temporary alive during this step only.
 using TempFn = Loc (*)(void* planner, int64_t bytes);
 void PlanComputeAction(const Step& step, Action& action, GpuPlanData& data, void* planner, TempFn temp);
+// Why a step touching a narrow type (f8*, f4e2m1fn, s2, s4, u2, u4) cannot run on the GPU: a
+// computing step (fused loop, kernel, GEMM, convolution) other than the ragged / block-scaled dots
+// and whole-byte bitcasts, or a reducing collective (the CPU reduces those in f16); "" when it can.
+std::string NarrowTypeRefusal(const Step& step);
 
 // The root leaves' shapes of `s`, flattened depth first (tokens: none).
 void FlattenArrayShapes(const Shape& s, std::vector<Shape>& out);

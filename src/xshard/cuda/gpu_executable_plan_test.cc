@@ -240,6 +240,59 @@ ENTRY main {
   }
 }
 
+// The narrow types plan on the CPU (widened there) and are refused on the GPU step by step, in
+// one line naming the instruction, its op and the element type; aliases (reshape, tuple) need
+// no kernel and stay.
+TEST(GpuPlan, NarrowTypesAreRefusedNamingTheOpAndType) {
+  struct Case {
+    const char* body;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"x = f32[8] parameter(0)\n  ROOT c = f8e4m3fn[8] convert(x)",
+       "unsupported on the GPU: instruction 'c' (convert): element type f8e4m3fn: the GPU backend does not compute "
+       "on the narrow types (f8*, f4e2m1fn, s2, s4, u2, u4); the CPU platform does"},
+      {"x = s4[4,2] parameter(0)\n  ROOT t = s4[2,4] transpose(x), dimensions={1,0}", "(transpose): element type s4"},
+      {"x = f8e5m2[2,4] parameter(0)\n  y = f8e5m2[4,2] parameter(1)\n"
+       "  ROOT d = f32[2,2] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+       "(dot): element type f8e5m2"},
+      {"x = f8e4m3fn[8] parameter(0)\n  y = f8e4m3fn[8] multiply(x, x)\n  ROOT z = f8e4m3fn[8] add(y, x)",
+       "element type f8e4m3fn"},
+  };
+  for (const Case& c : cases) {
+    Planned p = PlanText(std::string("HloModule m\nENTRY main {\n  ") + c.body + "\n}");
+    ASSERT_NE(p.plan, nullptr) << c.body;
+    const Status s = p.plan->Supported();
+    ASSERT_FALSE(s.ok()) << c.body;
+    EXPECT_NE(s.message().find(c.want), std::string::npos) << s.message();
+    EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
+  }
+  // A reducing collective too (the CPU reduces narrow floats in f16); an all-gather only moves.
+  Planned ar = PlanText(R"(HloModule m
+add {
+  a = f8e4m3fn[] parameter(0)
+  b = f8e4m3fn[] parameter(1)
+  ROOT s = f8e4m3fn[] add(a, b)
+}
+ENTRY main {
+  x = f8e4m3fn[8] parameter(0)
+  r = f8e4m3fn[8] all-reduce(x), replica_groups={}, to_apply=add
+  ROOT n = f8e4m3fn[8] negate(r)
+})");
+  ASSERT_NE(ar.plan, nullptr);
+  EXPECT_NE(ar.plan->Supported().message().find("instruction 'r' (all-reduce): element type f8e4m3fn"),
+            std::string::npos)
+      << ar.plan->Supported().message();
+  Planned alias = PlanText(R"(HloModule m
+ENTRY main {
+  x = f8e4m3fn[2,4] parameter(0)
+  r = f8e4m3fn[8] reshape(x)
+  ROOT t = (f8e4m3fn[8], f8e4m3fn[2,4]) tuple(r, x)
+})");
+  ASSERT_NE(alias.plan, nullptr);
+  EXPECT_TRUE(alias.plan->Supported().ok()) << alias.plan->Supported().message();
+}
+
 // What Load compiles needs no GPU: every kernel a plan holds compiles with NVRTC for sm_90,
 // including the transposed copy a dot with a leading contracting dim asks for.
 TEST(GpuPlan, KernelsOfAPlanCompileForSm90) {

@@ -298,7 +298,7 @@ StatusOr<std::vector<GeneratedKernel>> RaggedDot(const Instruction& inst) {
   XS_RETURN_IF_ERROR(CheckOperandType(inst, ls.dtype()));
   XS_RETURN_IF_ERROR(CheckOperandType(inst, rs.dtype()));
   XS_RETURN_IF_ERROR(codegen::RequireDType(inst, os.dtype()));
-  if (!IsInteger(gs.dtype())) {
+  if (!IsInteger(gs.dtype()) || IsNarrowInt(gs.dtype())) {
     return Unimplemented("cuda: ragged-dot '", inst.name(), "' has group_sizes of type ", DTypeName(gs.dtype()),
                          "; generated kernels read integer group sizes");
   }

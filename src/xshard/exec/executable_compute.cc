@@ -87,7 +87,7 @@ Status PrepareDot(const Instruction& inst, Step& step, const Program&) {
                                              *inst.attrs().dot));
   XS_RETURN_IF_ERROR(CheckDims(inst, dims));
   for (const Shape* s : {&inst.shape(), &inst.operand(0)->shape(), &inst.operand(1)->shape()}) {
-    if (!kernels::IsComputableDType(s->dtype())) {
+    if (!kernels::IsElementwiseDType(s->dtype())) {
       return UnsupportedInstruction(inst, StrCat("element type ", DTypeName(s->dtype())));
     }
   }
@@ -123,7 +123,7 @@ Status PrepareConvolution(const Instruction& inst, Step& step, const Program&) {
                       kernels::ConvolutionResultDims(inst.operand(0)->shape().dims(),
                                                      inst.operand(1)->shape().dims(), ConvParams(inst)));
   XS_RETURN_IF_ERROR(CheckDims(inst, dims));
-  if (!kernels::IsComputableDType(inst.shape().dtype())) {
+  if (!kernels::IsElementwiseDType(inst.shape().dtype())) {
     return UnsupportedInstruction(inst, StrCat("element type ", DTypeName(inst.shape().dtype())));
   }
   step.run = &RunConvolution;

@@ -142,25 +142,28 @@ Status PrepareConvert(const Instruction& inst, Step& step, const Program&) {
 Status RunBitcastConvert(const Step& step, Frame& frame, RunContext& ctx) {
   const Array& in = OperandArray(step, frame, 0);
   std::shared_ptr<Array> out = NewArray(step.inst->shape(), ctx);
-  if (out->data() != in.data()) std::memcpy(out->data(), in.data(), static_cast<size_t>(in.byte_size()));
+  XS_RETURN_IF_ERROR(kernels::BitcastInto(in, *out));
   frame.slots[step.out] = OwnedSlot(std::move(out));
   return OkStatus();
 }
 
+int64_t ShapeBits(const Shape& s) { return s.num_elements() * DTypeBitWidth(s.dtype()); }
+
 Status PrepareBitcastConvert(const Instruction& inst, Step& step, const Program&) {
   XS_RETURN_IF_ERROR(RequireArrayOperands(inst));
-  if (inst.shape().byte_size() != inst.operand(0)->shape().byte_size() ||
-      DTypeSize(inst.shape().dtype()) == 0) {
+  // Bits, not bytes: the types narrower than a byte are held one per byte (u8[3] -> u4[3,2]).
+  if (ShapeBits(inst.shape()) != ShapeBits(inst.operand(0)->shape()) || DTypeSize(inst.shape().dtype()) == 0) {
     return InvalidArgument("bitcast-convert from ", inst.operand(0)->shape().ToString(false), " to ",
-                           inst.shape().ToString(false), " changes the byte size");
+                           inst.shape().ToString(false), " changes the number of bits");
   }
   step.run = &RunBitcastConvert;
   step.writes_result_buffer = true;
   const DType from = inst.operand(0)->shape().dtype();
-  if (DTypeSize(from) == DTypeSize(inst.shape().dtype())) {
-    // Same element size: a byte copy per element, so scalars (comparators' float -> int tricks)
-    // take the scalar fast path and arrays join fused loops (jax.random's bits -> float).
-    StatusOr<kernels::UnaryKernel> copy = kernels::FindUnaryKernel(Opcode::kCopy, from);
+  if (DTypeBitWidth(from) == DTypeBitWidth(inst.shape().dtype())) {
+    // Same element width: a byte copy per element (or s4 <-> u4's re-encoding), so scalars
+    // (comparators' float -> int tricks) take the scalar fast path and arrays join fused loops
+    // (jax.random's bits -> float).
+    StatusOr<kernels::UnaryKernel> copy = kernels::FindBitcastKernel(from, inst.shape().dtype());
     if (!copy.ok() && inst.shape().rank() == 0) return copy.status();
     if (copy.ok()) {
       step.SetPayload(ElementwisePayload{}).unary = *copy;

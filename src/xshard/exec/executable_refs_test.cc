@@ -81,7 +81,8 @@ TEST_P(ExecutableRefs, MatchesJaxOnCpu) {
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   for (size_t leaf = 0; leaf < out->size(); ++leaf) {
     const std::string path = kDataDir + name + ".out" + std::to_string(leaf) + ".npy";
-    StatusOr<Array> want = ReadNpy(path);
+    // ml_dtypes saves its types (f8*, int4, ...) as opaque '<V1': read as the output's type.
+    StatusOr<Array> want = ReadNpy(path, NpyOpaqueDType((*out)[leaf].dtype()));
     ASSERT_TRUE(want.ok()) << want.status().ToString();
     ExpectMatches(name, static_cast<int>(leaf), (*out)[leaf], *want);
   }
@@ -105,6 +106,12 @@ INSTANTIATE_TEST_SUITE_P(
     JaxExtraOps, ExecutableRefs,
     ::testing::Values("top_k_rows", "fft_odd_length", "rfft2_irfft", "cholesky_lapack", "solve_triangular_lapack",
                       "linalg_solve_det_inv"));
+
+// float8 / float4 / int4 / int2, which XLA's CPU backend computes widened (tests/tools/
+// gen_executor_refs.py NarrowTypeCases): outputs of those types compare exactly.
+INSTANTIATE_TEST_SUITE_P(JaxNarrowTypes, ExecutableRefs,
+                         ::testing::Values("narrow_f8_scaled_matmul", "narrow_int4_matmul", "narrow_f8_elementwise",
+                                           "narrow_f8_reduce", "narrow_converts"));
 
 TEST(ExecutableRefs, SeedSigmoidPrintsTheNotebookValue) {
   // jit(sigmoid)(ones(10)) = 1 / (1 + e^-1) = 0.7310586; jit(grad(sigmoid))(1.) = 0.19661194.

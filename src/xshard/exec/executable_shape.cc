@@ -338,7 +338,7 @@ Status PrepareIota(const Instruction& inst, Step& step, const Program&) {
   if (!inst.shape().IsArray() || !d || *d < 0 || *d >= inst.shape().rank()) {
     return InvalidArgument("iota_dimension out of range for ", inst.shape().ToString(false));
   }
-  if (!kernels::IsComputableDType(inst.shape().dtype())) {
+  if (!kernels::IsElementwiseDType(inst.shape().dtype())) {
     return UnsupportedInstruction(inst, StrCat("element type ", DTypeName(inst.shape().dtype())));
   }
   step.run = &RunIota;

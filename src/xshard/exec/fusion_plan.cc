@@ -20,11 +20,13 @@ namespace {
 
 bool IsMember(const Step& step) {
   const Instruction& inst = *step.inst;
-  // A bitcast-convert between real types of one size is elementwise too (a kUnary byte copy).
-  const bool same_size_bitcast = inst.opcode() == Opcode::kBitcastConvert && inst.operand_count() == 1 &&
-                                 inst.operand(0)->shape().IsArray() && inst.shape().IsArray() &&
-                                 DTypeSize(inst.operand(0)->shape().dtype()) == DTypeSize(inst.shape().dtype()) &&
-                                 !IsComplex(inst.operand(0)->shape().dtype()) && !IsComplex(inst.shape().dtype());
+  // A bitcast-convert between real types of one width is elementwise too (a kUnary byte copy, or
+  // s4 <-> u4's re-encoding).
+  const bool same_size_bitcast =
+      inst.opcode() == Opcode::kBitcastConvert && inst.operand_count() == 1 && inst.operand(0)->shape().IsArray() &&
+      inst.shape().IsArray() &&
+      DTypeBitWidth(inst.operand(0)->shape().dtype()) == DTypeBitWidth(inst.shape().dtype()) &&
+      !IsComplex(inst.operand(0)->shape().dtype()) && !IsComplex(inst.shape().dtype());
   if ((!IsLoopFusible(inst.opcode()) && !same_size_bitcast) || !FusionLoopShaped(inst.shape())) return false;
   for (const Instruction* o : inst.operands()) {
     if (!o->shape().IsArray() || DTypeSize(o->shape().dtype()) <= 0) return false;

@@ -54,8 +54,8 @@ const std::set<std::pair<Opcode, DType>> kKernelTypeGaps = [] {
     gaps.insert({op, DType::kC64});
     gaps.insert({op, DType::kC128});
   }
-  for (DType t : {DType::kS8, DType::kS16, DType::kS32, DType::kS64, DType::kU8, DType::kU16,
-                  DType::kU32, DType::kU64}) {
+  for (DType t : {DType::kS8, DType::kS16, DType::kS32, DType::kS64, DType::kU8, DType::kU16, DType::kU32, DType::kU64,
+                  DType::kS2, DType::kS4, DType::kU2, DType::kU4}) {
     gaps.insert({Opcode::kAtan2, t});
   }
   return gaps;
@@ -132,13 +132,17 @@ TEST(OpTable, ElementwiseOpsInferShapes) {
 }
 
 // Shape inference and the executor agree on element types: for every unary / binary op the
-// executor runs and every computable element type that shape inference accepts, the executor has
-// a kernel (no "verified, then refused at run time" outside kKernelTypeGaps). The executor may run
-// more types than XLA allows (abs of u32): the verifier refuses those first.
+// executor runs and every computable element type (the narrow ones too) that shape inference
+// accepts, the executor has a kernel (no "verified, then refused at run time" outside
+// kKernelTypeGaps). The executor may run more types than XLA allows (abs of u32): the verifier
+// refuses those first.
 TEST(OpTable, ShapeInferenceAndKernelsAcceptTheSameElementTypes) {
-  const DType types[] = {DType::kPred, DType::kS8, DType::kS16, DType::kS32, DType::kS64,
-                         DType::kU8, DType::kU16, DType::kU32, DType::kU64, DType::kF16,
-                         DType::kBF16, DType::kF32, DType::kF64, DType::kC64, DType::kC128};
+  const DType types[] = {
+      DType::kPred, DType::kS8, DType::kS16, DType::kS32, DType::kS64, DType::kU8, DType::kU16, DType::kU32,
+      DType::kU64, DType::kF16, DType::kBF16, DType::kF32, DType::kF64, DType::kC64, DType::kC128,
+      // the narrow types, computed on widened
+      DType::kS2, DType::kS4, DType::kU2, DType::kU4, DType::kF8E4M3FN, DType::kF8E4M3FNUZ, DType::kF8E4M3B11FNUZ,
+      DType::kF8E4M3, DType::kF8E5M2, DType::kF8E5M2FNUZ, DType::kF8E3M4, DType::kF8E8M0FNU, DType::kF4E2M1FN};
   std::vector<std::string> mismatches;
   for (int i = 0; i < kOpcodeCount; ++i) {
     const Opcode op = static_cast<Opcode>(i);

@@ -44,12 +44,9 @@ Tolerance DefaultTolerance(DType dtype) {
       return {1e-2, 1e-2, std::ldexp(1.0, -8)};
     case DType::kBF16:
       return {5e-2, 5e-2, std::ldexp(1.0, -5)};
-    case DType::kF8E4M3FN:
-    case DType::kF8E4M3B11FNUZ:
-    case DType::kF8E5M2:
-    case DType::kF8E8M0FNU:
-      return {0.25, 0.25, 0};
     default:
+      // The narrow floats (f8*, f4e2m1fn) keep at most 4 significant bits.
+      if (IsNarrowFloat(dtype)) return {0.25, 0.25, 0};
       return {0, 0, 0};
   }
 }

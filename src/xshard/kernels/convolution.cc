@@ -307,6 +307,19 @@ StatusOr<Array> ConvolutionReference(const Array& lhs, const Array& rhs,
 StatusOr<Array> Convolution(const Array& lhs, const Array& rhs, const ConvolutionParams& p,
                             DType result) {
   XS_ASSIGN_OR_RETURN(ConvGeometry g, Geometry(lhs, rhs, p));
+  // Narrow operands or result (f8*, f4e2m1fn, s2 / s4 / u2 / u4): computed on exact wide copies
+  // (f32, s32 / u32), the result rounded back as XLA rounds an op result.
+  if (IsNarrowType(lhs.dtype()) || IsNarrowType(rhs.dtype()) || IsNarrowType(result)) {
+    XS_ASSIGN_OR_RETURN(Array a, Convert(lhs, WidenedDType(lhs.dtype())));
+    XS_ASSIGN_OR_RETURN(Array b, Convert(rhs, WidenedDType(rhs.dtype())));
+    const DType wide = WidenedDType(result);
+    XS_ASSIGN_OR_RETURN(Array out, Convolution(a, b, p, wide));
+    if (wide == result) return out;
+    XS_ASSIGN_OR_RETURN(UnaryKernel round, FindResultRoundKernel(wide, result));
+    Array narrow(Shape(result, out.dims()));
+    round(out.data(), narrow.data(), out.num_elements());
+    return narrow;
+  }
   // GEMM in f32 / f64; f16 / bf16 results compute in f32 and round once at the end.
   const bool half = result == DType::kF16 || result == DType::kBF16;
   const DType gemm = half ? DType::kF32 : result;

@@ -15,11 +15,17 @@ namespace xs::kernels {
 bool IsComputableDType(DType dtype) {
   return VisitDType(dtype, [](auto) { return true; }, [] { return false; });
 }
+bool IsElementwiseDType(DType dtype) { return IsComputableDType(dtype) || IsNarrowType(dtype); }
 
 Status UnsupportedDType(std::string_view what, DType dtype) {
+  if (IsNarrowType(dtype)) {
+    return Unsupported(what, " on element type ", DTypeName(dtype),
+                       " (the narrow types s2, s4, u2, u4, f8* and f4e2m1fn are computed on by "
+                       "elementwise ops, compare, convert, reduce, dot and convolution)");
+  }
   return Unsupported(what, " on element type ", DTypeName(dtype),
-                     " (the kernels compute on pred, s8-s64, u8-u64, f16, bf16, f32, f64, "
-                     "c64, c128)");
+                     " (the kernels compute on pred, s2-s64, u2-u64, f4e2m1fn, f8*, f16, bf16, "
+                     "f32, f64, c64, c128)");
 }
 
 namespace internal {
@@ -93,7 +99,7 @@ StatusOr<UnaryEntry> LookupUnary(Opcode op, DType operand) {
   }
   for (const UnaryRow& row : kUnaryRows) {
     if (row.op != op) continue;
-    if (!IsComputableDType(operand)) return UnsupportedDType(OpcodeName(op), operand);
+    if (!IsElementwiseDType(operand)) return UnsupportedDType(OpcodeName(op), operand);
     UnaryEntry e = row.resolve(operand);
     if (e.fast == nullptr) return NotDefined(op, operand);
     return e;
@@ -104,7 +110,7 @@ StatusOr<UnaryEntry> LookupUnary(Opcode op, DType operand) {
 StatusOr<BinaryEntry> LookupBinary(Opcode op, DType operand) {
   for (const BinaryRow& row : kBinaryRows) {
     if (row.op != op) continue;
-    if (!IsComputableDType(operand)) return UnsupportedDType(OpcodeName(op), operand);
+    if (!IsElementwiseDType(operand)) return UnsupportedDType(OpcodeName(op), operand);
     BinaryEntry e = row.resolve(operand);
     if (e.fast == nullptr) return NotDefined(op, operand);
     return e;
@@ -207,7 +213,7 @@ StatusOr<TernaryKernel> FindSelectKernel(DType dtype) {
 
 StatusOr<TernaryKernel> FindClampKernel(DType dtype) {
   if (TernaryKernel k = simd::FindClamp(dtype)) return k;
-  TernaryKernel k = VisitDType(
+  TernaryKernel k = VisitDTypeOrNarrow(
       dtype,
       [](auto tag) -> TernaryKernel {
         using S = typename decltype(tag)::type;

@@ -1,6 +1,7 @@
 // Elementwise CPU kernels with XLA's exact semantics: unary / binary / ternary math, compare,
 // convert and bitcast-convert, for every computable dtype. f16 / bf16 compute in f32 and round
-// back after each op (as XLA's CPU backend does). Kernels are looked up once (at plan time) and
+// back after each op (as XLA's CPU backend does); so do the narrow types (f8*, f4e2m1fn in f32,
+// s2 / s4 / u2 / u4 in s8 / u8: narrow_types.h has their rounding rules). Kernels are looked up once (at plan time) and
 // return plain function pointers, so running one costs a call. Each has a naive reference twin.
 //
 // Integer semantics (XLA): x / 0 = -1 (signed) or all ones (unsigned); x % 0 = x; INT_MIN / -1 =
@@ -50,6 +51,13 @@ StatusOr<BinaryKernel> FindCompareKernel(ComparisonDirection direction, Comparis
                                          DType operand);
 // convert: any computable dtype to any other (see ConvertScalar in numeric.h for the rules).
 StatusOr<UnaryKernel> FindConvertKernel(DType from, DType to);
+// The narrow types' wide twin for ops that compute on a wider copy (dot, convolution): f8* and
+// f4e2m1fn -> f32, s2 / s4 -> s32, u2 / u4 -> u32 (every value exact); other types unchanged.
+DType WidenedDType(DType t);
+// A wide op result (f32 from a dot or convolution) rounded to `to` as XLA rounds an op result of
+// a narrow float type: f32 -> f16 -> narrow (its f16 normalization); f8e8m0fnu and every other
+// pair as FindConvertKernel.
+StatusOr<UnaryKernel> FindResultRoundKernel(DType from, DType to);
 // select(pred, on_true, on_false) for `dtype`, and clamp(low, x, high).
 StatusOr<TernaryKernel> FindSelectKernel(DType dtype);
 StatusOr<TernaryKernel> FindClampKernel(DType dtype);
@@ -78,9 +86,16 @@ StatusOr<Array> Binary(Opcode op, const Array& a, const Array& b);
 StatusOr<Array> Compare(ComparisonDirection direction, ComparisonType type, const Array& a,
                         const Array& b);
 StatusOr<Array> Convert(const Array& in, DType to);
-// Reinterprets the bytes of `in` as `to` with XLA's shape rule: equal element sizes keep dims;
-// a narrower `to` appends a dim of size ratio; a wider one drops the last dim (must equal ratio).
+// Reinterprets the bits of `in` as `to` with XLA's shape rule: equal element widths keep dims;
+// a narrower `to` appends a dim of the width ratio; a wider one drops the last dim (must equal the
+// ratio). Types narrower than a byte (s2, s4, u2, u4, f4e2m1fn; one per byte on the host) pack
+// little-endian as XLA does: u8 0xab -> u4 [0xb, 0xa].
 StatusOr<Array> BitcastConvert(const Array& in, DType to);
+// The same into `out` (dtype and dims set, possibly `in`'s own buffer when the widths are equal).
+Status BitcastInto(const Array& in, Array& out);
+// Elementwise bitcast between two types of one width (a byte copy, or the re-encoding between a
+// sign-extended s2 / s4 and u2 / u4 / f4e2m1fn); error for different widths.
+StatusOr<UnaryKernel> FindBitcastKernel(DType from, DType to);
 
 }  // namespace xs::kernels
 

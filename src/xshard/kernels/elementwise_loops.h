@@ -1,6 +1,7 @@
 // The loop templates behind the elementwise kernels: a fast loop (contiguous typed access,
-// f16 / bf16 converted in chunks so the f32 math vectorizes) and a reference loop (one element
-// at a time through memcpy loads and stores). Internal to kernels/.
+// f16 / bf16 and the narrow types converted to their compute type in chunks so the math
+// vectorizes) and a reference loop (one element at a time through memcpy loads and stores).
+// Internal to kernels/.
 #ifndef XSHARD_KERNELS_ELEMENTWISE_LOOPS_H_
 #define XSHARD_KERNELS_ELEMENTWISE_LOOPS_H_
 
@@ -15,6 +16,7 @@
 
 #include "xshard/kernels/elementwise.h"
 #include "xshard/kernels/numeric.h"
+#include "xshard/kernels/scalar_ops.h"
 
 namespace xs::kernels::internal {
 
@@ -52,17 +54,18 @@ using OutStorage = std::conditional_t<std::is_same_v<R, ComputeT<S>>, S, R>;
 
 template <typename O, typename R>
 inline O StoreAs(R r) {
-  if constexpr (HalfLike<O>) {
+  if constexpr (Widened<O>) {
     return FromCompute<O>(r);
   } else {
     return static_cast<O>(r);
   }
 }
 
-// Chunk conversions for the f16 / bf16 loops. bf16 <-> f32 are written branch-free so the
-// compiler vectorizes them (same results as core's FloatToBFloat16: nearest even, quiet NaN).
+// Chunk conversions for the widened loops (f16 / bf16 / narrow types <-> compute type). bf16 <->
+// f32 are written branch-free so the compiler vectorizes them (same results as core's
+// FloatToBFloat16: nearest even, quiet NaN).
 template <typename S>
-inline void ToFloatChunk(const S* in, float* out, int64_t n) {
+inline void ToFloatChunk(const S* in, ComputeT<S>* out, int64_t n) {
   if constexpr (std::is_same_v<S, BFloat16>) {
     for (int64_t i = 0; i < n; ++i) out[i] = std::bit_cast<float>(static_cast<uint32_t>(in[i].bits) << 16);
   } else {
@@ -70,7 +73,7 @@ inline void ToFloatChunk(const S* in, float* out, int64_t n) {
   }
 }
 template <typename S>
-inline void FromFloatChunk(const float* in, S* out, int64_t n) {
+inline void FromFloatChunk(const ComputeT<S>* in, S* out, int64_t n) {
   if constexpr (std::is_same_v<S, BFloat16>) {
     for (int64_t i = 0; i < n; ++i) {
       const uint32_t x = std::bit_cast<uint32_t>(in[i]);
@@ -110,9 +113,10 @@ void UnaryFast(const std::byte* in, std::byte* out, int64_t n) {
   using O = UnaryOut<Op, S>;
   const S* a = reinterpret_cast<const S*>(in);
   O* o = reinterpret_cast<O*>(out);
-  if constexpr (HalfLike<S>) {
-    using R = decltype(Op::Apply(0.0f));
-    float buf[kChunk] = {};
+  if constexpr (Widened<S>) {
+    using C = ComputeT<S>;
+    using R = decltype(Op::Apply(C{}));
+    C buf[kChunk] = {};
     R res[kChunk] = {};
     for (int64_t base = 0; base < n; base += kChunk) {
       const int64_t m = std::min(kChunk, n - base);
@@ -151,9 +155,10 @@ void BinaryFast(const std::byte* in_a, const std::byte* in_b, std::byte* out, in
   const S* a = reinterpret_cast<const S*>(in_a);
   const S* b = reinterpret_cast<const S*>(in_b);
   O* o = reinterpret_cast<O*>(out);
-  if constexpr (HalfLike<S>) {
-    using R = decltype(Op::Apply(0.0f, 0.0f));
-    float fa[kChunk] = {}, fb[kChunk] = {};
+  if constexpr (Widened<S>) {
+    using C = ComputeT<S>;
+    using R = decltype(Op::Apply(C{}, C{}));
+    C fa[kChunk] = {}, fb[kChunk] = {};
     R res[kChunk] = {};
     for (int64_t base = 0; base < n; base += kChunk) {
       const int64_t m = std::min(kChunk, n - base);
@@ -200,32 +205,41 @@ struct BinaryEntry {
   DType out = DType::kF32;
 };
 
-template <class Op>
+// Whether an op's result type fits storage type S: the narrow types keep their own type or give
+// pred (is-finite), never a complex or wider one.
+template <class S, class O>
+inline constexpr bool kResultFits = !NarrowT<S> || std::is_same_v<O, S> || std::is_same_v<O, bool>;
+
+template <class RawOp>
 UnaryEntry ResolveUnary(DType t) {
-  return VisitDType(
+  return VisitDTypeOrNarrow(
       t,
       [](auto tag) -> UnaryEntry {
         using S = typename decltype(tag)::type;
+        using Op = ops::ForStorage<RawOp, S>;
         if constexpr (UnaryApplies<Op, S>) {
-          return {&UnaryFast<Op, S>, &UnaryRef<Op, S>, DTypeOf<UnaryOut<Op, S>>};
-        } else {
-          return {};
+          if constexpr (kResultFits<S, UnaryOut<Op, S>>) {
+            return {&UnaryFast<Op, S>, &UnaryRef<Op, S>, DTypeOf<UnaryOut<Op, S>>};
+          }
         }
+        return {};
       },
       [] { return UnaryEntry{}; });
 }
 
-template <class Op>
+template <class RawOp>
 BinaryEntry ResolveBinary(DType t) {
-  return VisitDType(
+  return VisitDTypeOrNarrow(
       t,
       [](auto tag) -> BinaryEntry {
         using S = typename decltype(tag)::type;
+        using Op = ops::ForStorage<RawOp, S>;
         if constexpr (BinaryApplies<Op, S>) {
-          return {&BinaryFast<Op, S>, &BinaryRef<Op, S>, DTypeOf<BinaryOut<Op, S>>};
-        } else {
-          return {};
+          if constexpr (kResultFits<S, BinaryOut<Op, S>>) {
+            return {&BinaryFast<Op, S>, &BinaryRef<Op, S>, DTypeOf<BinaryOut<Op, S>>};
+          }
         }
+        return {};
       },
       [] { return BinaryEntry{}; });
 }

@@ -574,7 +574,7 @@ void CombineWindows(std::byte* a, const std::byte* b, const int64_t* op, const i
 
 template <class Op>
 ScatterFns CombineFnsFor(DType t) {
-  return VisitDType(
+  return VisitDTypeOrNarrow(
       t,
       [](auto tag) -> ScatterFns {
         using S = typename decltype(tag)::type;
@@ -585,7 +585,9 @@ ScatterFns CombineFnsFor(DType t) {
         }
         return {nullptr, nullptr};
       },
-      [] { return ScatterFns{nullptr, nullptr}; });
+      [] {
+        return ScatterFns{nullptr, nullptr};
+      });
 }
 
 // The loops of a recognized combiner (FindTypedCombine's kinds and dtypes); null when none.

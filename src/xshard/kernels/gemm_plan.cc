@@ -381,11 +381,16 @@ StatusOr<std::shared_ptr<const DotPlan>> DotPlan::Create(const Shape& lhs, const
                                                          DType result) {
   if (!lhs.IsArray() || !rhs.IsArray()) return InvalidArgument("dot operands must be arrays");
   XS_ASSIGN_OR_RETURN(std::vector<int64_t> out_dims, DotResultDims(lhs.dims(), rhs.dims(), dn));
-  if (!IsComputableDType(result)) return UnsupportedDType("dot", result);
-  if (!IsComputableDType(lhs.dtype())) return UnsupportedDType("dot", lhs.dtype());
-  if (!IsComputableDType(rhs.dtype())) return UnsupportedDType("dot", rhs.dtype());
+  if (!IsElementwiseDType(result)) return UnsupportedDType("dot", result);
+  if (!IsElementwiseDType(lhs.dtype())) return UnsupportedDType("dot", lhs.dtype());
+  if (!IsElementwiseDType(rhs.dtype())) return UnsupportedDType("dot", rhs.dtype());
   std::shared_ptr<DotPlan> plan(new DotPlan());
   plan->result_ = Shape(result, out_dims);
+  // Narrow operands (f8*, f4e2m1fn, s2 / s4 / u2 / u4) reach the compute type through the operand
+  // copies' convert (exact); a narrow result is computed as its wide twin (f32, s32 / u32) and
+  // rounded back as XLA rounds an op result (FindResultRoundKernel).
+  const DType final_result = result;
+  result = WidenedDType(result);
   plan->impl_ = std::make_unique<Impl>();
   Impl& p = *plan->impl_;
   const std::vector<int64_t> lhs_free = GemmFreeDims(lhs.rank(), dn.lhs_batch, dn.lhs_contracting);
@@ -434,7 +439,7 @@ StatusOr<std::shared_ptr<const DotPlan>> DotPlan::Create(const Shape& lhs, const
     XS_RETURN_IF_ERROR(PlanOperand(rhs, p.compute, dn.rhs_batch, dn.rhs_contracting, rhs_free,
                                    force_copy, &scratch, &p.rhs));
     p.out_offset = scratch;
-    if (p.out_compute != result) scratch += AlignUp(plan->result_.num_elements() * DTypeSize(p.out_compute));
+    if (p.out_compute != final_result) scratch += AlignUp(plan->result_.num_elements() * DTypeSize(p.out_compute));
     plan->scratch_bytes_ = scratch;
     // Batch loop: output batch dims are row-major over [m, n] blocks; merge runs that stay
     // evenly strided in all three buffers.
@@ -534,8 +539,11 @@ StatusOr<std::shared_ptr<const DotPlan>> DotPlan::Create(const Shape& lhs, const
     return Unimplemented("dot: GEMM dims m=", p.m, " n=", p.n, " k=", p.k,
                          " exceed BLAS's 32-bit sizes; split the dot");
   }
-  if (p.out_compute != result) {
-    XS_ASSIGN_OR_RETURN(p.out_convert, FindConvertKernel(p.out_compute, result));
+  if (p.out_compute != final_result) {
+    if (result != final_result && p.out_compute != result)
+      return Internal("dot: no engine result for ", DTypeName(final_result));
+    XS_ASSIGN_OR_RETURN(p.out_convert, result != final_result ? FindResultRoundKernel(p.out_compute, final_result)
+                                                              : FindConvertKernel(p.out_compute, result));
   }
   plan->engine_ = p.batch * p.m * p.n == 0 ? Engine::kEmpty : engine;
   plan->copied_operands_ = (p.lhs.convert || p.lhs.transpose) + (p.rhs.convert || p.rhs.transpose);

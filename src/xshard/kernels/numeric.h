@@ -16,6 +16,7 @@
 #include "xshard/base/status.h"
 #include "xshard/core/array.h"
 #include "xshard/core/dtype.h"
+#include "xshard/kernels/narrow_types.h"
 
 namespace xs::kernels {
 
@@ -39,9 +40,23 @@ concept UnsignedInt = Int<T> && std::is_unsigned_v<T>;
 template <typename T>
 concept HalfLike = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
-// The type arithmetic happens in: f16 / bf16 -> float, everything else itself.
+// Storage types whose arithmetic happens in a wider compute type: f16 / bf16 and the narrow types
+// (narrow_types.h).
+template <typename T>
+concept Widened = HalfLike<T> || NarrowT<T>;
+
 template <typename S>
-using ComputeT = std::conditional_t<HalfLike<S>, float, S>;
+struct ComputeOf {
+  using type = std::conditional_t<HalfLike<S> || NarrowFloatT<S>, float, S>;
+};
+template <DType T>
+struct ComputeOf<NarrowInt<T>> {
+  using type = typename NarrowInt<T>::Wide;
+};
+// The type arithmetic happens in: f16 / bf16 / f8* / f4e2m1fn -> float, s2 / s4 -> int8, u2 / u4
+// -> uint8, everything else itself.
+template <typename S>
+using ComputeT = typename ComputeOf<S>::type;
 
 template <typename S>
 inline ComputeT<S> ToCompute(S v) {
@@ -49,16 +64,26 @@ inline ComputeT<S> ToCompute(S v) {
     return HalfToFloat(v);
   } else if constexpr (std::is_same_v<S, BFloat16>) {
     return BFloat16ToFloat(v);
+  } else if constexpr (NarrowFloatT<S>) {
+    return NarrowToFloat(v);
+  } else if constexpr (NarrowIntT<S>) {
+    return v.v;
   } else {
     return v;
   }
 }
+// An op's result back to storage: rounded to nearest even (the narrow floats as XLA rounds
+// arithmetic, narrow_types.h), wrapped for the narrow integers.
 template <typename S>
 inline S FromCompute(ComputeT<S> v) {
   if constexpr (std::is_same_v<S, Half>) {
     return FloatToHalf(v);
   } else if constexpr (std::is_same_v<S, BFloat16>) {
     return FloatToBFloat16(v);
+  } else if constexpr (NarrowFloatT<S>) {
+    return RoundToNarrow<DTypeOf<S>>(v);
+  } else if constexpr (NarrowIntT<S>) {
+    return WrapToNarrow<DTypeOf<S>>(v);
   } else {
     return v;
   }
@@ -89,20 +114,66 @@ auto VisitDType(DType dtype, F&& f, G&& fallback) {
   }
 }
 
-// True when kernels can compute on `dtype` (every type VisitDType knows).
+// VisitDType, plus the narrow types (f8*, f4e2m1fn: NarrowFloat<T>; s2, s4, u2, u4:
+// NarrowInt<T>) for the kernels that compute on them by widening (elementwise, convert, compare,
+// clamp, reduce, scatter combiners).
+template <typename F, typename G>
+auto VisitDTypeOrNarrow(DType dtype, F&& f, G&& fallback) {
+  switch (dtype) {
+    case DType::kF8E4M3FN: return f(TypeTag<NarrowFloat<DType::kF8E4M3FN>>{});
+    case DType::kF8E4M3FNUZ: return f(TypeTag<NarrowFloat<DType::kF8E4M3FNUZ>>{});
+    case DType::kF8E4M3B11FNUZ: return f(TypeTag<NarrowFloat<DType::kF8E4M3B11FNUZ>>{});
+    case DType::kF8E4M3: return f(TypeTag<NarrowFloat<DType::kF8E4M3>>{});
+    case DType::kF8E5M2: return f(TypeTag<NarrowFloat<DType::kF8E5M2>>{});
+    case DType::kF8E5M2FNUZ: return f(TypeTag<NarrowFloat<DType::kF8E5M2FNUZ>>{});
+    case DType::kF8E3M4: return f(TypeTag<NarrowFloat<DType::kF8E3M4>>{});
+    case DType::kF8E8M0FNU: return f(TypeTag<NarrowFloat<DType::kF8E8M0FNU>>{});
+    case DType::kF4E2M1FN: return f(TypeTag<NarrowFloat<DType::kF4E2M1FN>>{});
+    case DType::kS2: return f(TypeTag<NarrowInt<DType::kS2>>{});
+    case DType::kS4: return f(TypeTag<NarrowInt<DType::kS4>>{});
+    case DType::kU2: return f(TypeTag<NarrowInt<DType::kU2>>{});
+    case DType::kU4: return f(TypeTag<NarrowInt<DType::kU4>>{});
+    default: return VisitDType(dtype, std::forward<F>(f), std::forward<G>(fallback));
+  }
+}
+
+// True when kernels can compute on `dtype` natively (every type VisitDType knows). The narrow
+// types (IsNarrowType) are computed on by the elementwise, compare, convert, clamp, select and
+// reduce kernels only, by widening; dot and convolution callers widen them first.
 bool IsComputableDType(DType dtype);
+// IsComputableDType or a narrow type: what the elementwise, compare, convert, clamp and select
+// kernels take.
+bool IsElementwiseDType(DType dtype);
 
 // Error for a dtype the kernels do not compute on, naming `what` ("add", "convolution").
 Status UnsupportedDType(std::string_view what, DType dtype);
 
 // Converts one value between storage types with XLA's rules: float -> integer truncates toward
-// zero, saturates at the integer's range and maps NaN to 0; anything -> pred is `x != 0`;
+// zero, saturates at the integer's range and maps NaN to 0 (s2 / s4 / u2 / u4 too); integer ->
+// narrower integer wraps; anything -> pred is `x != 0`; the narrow types per narrow_types.h;
 // real -> complex puts 0 in the imaginary part; complex -> real keeps the real part;
 // f64 -> f16 / bf16 rounds once (round-to-odd through f32 keeps it exact).
 template <typename D, typename S>
 inline D ConvertScalar(S s) {
   if constexpr (std::is_same_v<D, S>) {
     return s;
+  } else if constexpr (NarrowFloatT<D> && std::is_same_v<S, double>) {
+    return DoubleToNarrow<DTypeOf<D>>(s);
+  } else if constexpr (NarrowFloatT<D> && (HalfLike<S> || NarrowFloatT<S>)) {
+    return Float16ishToNarrow<DTypeOf<D>>(ToCompute(s));
+  } else if constexpr (NarrowT<S>) {
+    return ConvertScalar<D>(ToCompute(s));  // exact widening first
+  } else if constexpr (NarrowFloatT<D>) {
+    // From f32 with one rounding; integers go through f32 first, as XLA converts.
+    return FloatToNarrow<DTypeOf<D>>(ConvertScalar<float>(s));
+  } else if constexpr (NarrowIntT<D>) {
+    if constexpr (Complex<S>) {
+      return ConvertScalar<D>(s.real());
+    } else if constexpr (std::is_floating_point_v<S> || HalfLike<S>) {
+      return SaturateToNarrow<DTypeOf<D>>(static_cast<double>(ToCompute(s)));
+    } else {
+      return WrapToNarrow<DTypeOf<D>>(static_cast<int64_t>(s));
+    }
   } else if constexpr (HalfLike<D> && std::is_same_v<S, double>) {
     float f = static_cast<float>(s);
     if (std::isfinite(s) && static_cast<double>(f) != s && std::isfinite(f)) {
@@ -156,6 +227,8 @@ inline auto TotalOrderKey(S v) {
   } else if constexpr (HalfLike<S>) {
     int16_t i = static_cast<int16_t>(v.bits);
     return i < 0 ? static_cast<int16_t>(i ^ 0x7fff) : i;
+  } else if constexpr (NarrowFloatT<S>) {
+    return TotalOrderKey(NarrowToFloat(v));  // XLA compares them widened
   } else {
     return v;
   }

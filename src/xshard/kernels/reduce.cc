@@ -160,7 +160,7 @@ struct WindowKernel {
 // Kernel<Op, S>::fn for dtype `t` (null where Op does not apply to it or changes its type).
 template <class Op, class FnPtr, template <class, class> class Kernel>
 FnPtr ResolveKernel(DType t) {
-  return VisitDType(
+  return VisitDTypeOrNarrow(
       t,
       [](auto tag) -> FnPtr {
         using S = typename decltype(tag)::type;
@@ -326,7 +326,7 @@ void ReduceRangeLoop(const std::byte* in_bytes, std::byte* out_bytes, const std:
 
 template <class Op>
 ReduceRangeFn ResolveRange(DType t) {
-  return VisitDType(
+  return VisitDTypeOrNarrow(
       t,
       [](auto tag) -> ReduceRangeFn {
         using S = typename decltype(tag)::type;
@@ -392,7 +392,7 @@ void ParallelReduceLoop(ReduceLoopFn loop, CombineKind kind, const Array& in, Ar
 
 template <class Op>
 std::pair<TypedCombineFn, ReduceLoopFn> ResolveTyped(DType t) {
-  return VisitDType(
+  return VisitDTypeOrNarrow(
       t,
       [](auto tag) -> std::pair<TypedCombineFn, ReduceLoopFn> {
         using S = typename decltype(tag)::type;
@@ -403,7 +403,9 @@ std::pair<TypedCombineFn, ReduceLoopFn> ResolveTyped(DType t) {
         }
         return {nullptr, nullptr};
       },
-      [] { return std::pair<TypedCombineFn, ReduceLoopFn>{nullptr, nullptr}; });
+      [] {
+        return std::pair<TypedCombineFn, ReduceLoopFn>{nullptr, nullptr};
+      });
 }
 
 std::pair<TypedCombineFn, ReduceLoopFn> Resolve(CombineKind kind, DType t) {

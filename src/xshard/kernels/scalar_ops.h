@@ -248,6 +248,104 @@ struct MakeComplex {
   template <Real T> static std::complex<T> Apply(T a, T b) { return std::complex<T>(a, b); }
 };
 
+// ---- narrow integers (s2, s4, u2, u4) ----
+// They compute in int8 / uint8 (their storage, narrow_types.h) and wrap after each op, which gives
+// the narrow result for every op but these: shifts and count-leading-zeros act on the narrow
+// width (XLA emits them on i4 / i2), and so does popcnt except on s4 (XLA widens s4's popcnt to
+// s8 first: popcnt(s4 -1) = 8, wrapped to -8); mulhi takes the high half of the narrow product.
+template <int kBits>
+struct NarrowBitsOf {
+  template <Int T>
+  static unsigned Low(T x) {
+    return unsigned(Unsigned<T>(x)) & ((1u << kBits) - 1);
+  }
+  template <Int T>
+  static int Signed(T x) {
+    const int low = static_cast<int>(Low(x)), sign = 1 << (kBits - 1);
+    return (low ^ sign) - sign;
+  }
+};
+template <int kBits>
+struct NarrowShiftLeft {
+  template <Int T>
+  static T Apply(T a, T b) {
+    const unsigned n = NarrowBitsOf<kBits>::Low(b);
+    return n >= kBits ? T(0) : T(Unsigned<T>(a) << n);
+  }
+};
+template <int kBits>
+struct NarrowShiftRightLogical {
+  template <Int T>
+  static T Apply(T a, T b) {
+    const unsigned n = NarrowBitsOf<kBits>::Low(b);
+    return n >= kBits ? T(0) : T(NarrowBitsOf<kBits>::Low(a) >> n);
+  }
+};
+template <int kBits>
+struct NarrowShiftRightArithmetic {
+  template <Int T>
+  static T Apply(T a, T b) {
+    const unsigned n = NarrowBitsOf<kBits>::Low(b);
+    const int sa = NarrowBitsOf<kBits>::Signed(a);
+    return T(n >= kBits ? (sa < 0 ? -1 : 0) : sa >> n);
+  }
+};
+template <int kBits>
+struct NarrowClz {
+  template <Int T>
+  static T Apply(T x) {
+    return T(std::countl_zero(static_cast<uint8_t>(NarrowBitsOf<kBits>::Low(x))) - (8 - kBits));
+  }
+};
+template <int kBits>
+struct NarrowPopCount {
+  template <Int T>
+  static T Apply(T x) {
+    return T(std::popcount(NarrowBitsOf<kBits>::Low(x)));
+  }
+};
+// The high half of the 2 * kBits-wide product: the storage values are the narrow ones widened
+// (sign-extended for s2 / s4), so their int product is exact.
+template <int kBits>
+struct NarrowMulhi {
+  template <Int T>
+  static T Apply(T a, T b) {
+    return T((int(a) * int(b)) >> kBits);
+  }
+};
+
+// The functor an op runs as on storage type S: Op itself, or its narrow-width form above.
+template <class Op, class S>
+struct ForStorageOf {
+  using type = Op;
+};
+template <DType T>
+struct ForStorageOf<ShiftLeft, NarrowInt<T>> {
+  using type = NarrowShiftLeft<NarrowInt<T>::kBits>;
+};
+template <DType T>
+struct ForStorageOf<ShiftRightLogical, NarrowInt<T>> {
+  using type = NarrowShiftRightLogical<NarrowInt<T>::kBits>;
+};
+template <DType T>
+struct ForStorageOf<ShiftRightArithmetic, NarrowInt<T>> {
+  using type = NarrowShiftRightArithmetic<NarrowInt<T>::kBits>;
+};
+template <DType T>
+struct ForStorageOf<Clz, NarrowInt<T>> {
+  using type = NarrowClz<NarrowInt<T>::kBits>;
+};
+template <DType T>
+struct ForStorageOf<PopCount, NarrowInt<T>> {
+  using type = std::conditional_t<T == DType::kS4, PopCount, NarrowPopCount<NarrowInt<T>::kBits>>;
+};
+template <DType T>
+struct ForStorageOf<Mulhi, NarrowInt<T>> {
+  using type = NarrowMulhi<NarrowInt<T>::kBits>;
+};
+template <class Op, class S>
+using ForStorage = typename ForStorageOf<Op, S>::type;
+
 // ---- compare ----
 template <ComparisonDirection D, typename T>
 inline bool CompareValues(T a, T b) {

@@ -323,7 +323,7 @@ StatusOr<Array> Iota(DType dtype, const std::vector<int64_t>& dims, int64_t dime
   if (n == 0) return out;
   const int64_t inner = Product(std::vector<int64_t>(dims.begin() + dimension + 1, dims.end()));
   const int64_t size = dims[dimension];
-  Status st = VisitDType(
+  Status st = VisitDTypeOrNarrow(
       dtype,
       [&](auto tag) -> Status {
         using S = typename decltype(tag)::type;

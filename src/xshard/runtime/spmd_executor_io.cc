@@ -35,7 +35,8 @@ StatusOr<std::vector<std::vector<Array>>> ReadDeviceArguments(const std::string&
                                "dev<d>/arg<i>.npy for every device d and argument i");
       }
       // The header is checked before the data is read.
-      XS_ASSIGN_OR_RETURN(Array a, ReadNpy(path, std::nullopt, [&](const NpyHeader& h) -> Status {
+      const std::optional<DType> opaque = NpyOpaqueDType(shapes[i].dtype());  // ml_dtypes' '<V1' types
+      XS_ASSIGN_OR_RETURN(Array a, ReadNpy(path, opaque, [&](const NpyHeader& h) -> Status {
         if (h.shape.dtype() == shapes[i].dtype() && h.shape.dims() == shapes[i].dims()) return OkStatus();
         return InvalidArgument(path, ": holds ", h.shape.ToString(false), " but device ",
                                devices[k], "'s argument ", i, " is ", shapes[i].ToString(false));

@@ -13,8 +13,9 @@ namespace {
 
 // A binary floating-point format. kIeee has infinities and NaNs with an all-ones exponent; kFn
 // (e4m3fn) has no infinity and NaN only at all-ones exponent and mantissa; kFnuz has no infinity,
-// no negative zero and NaN = the sign bit alone; kE8M0 is unsigned powers of two with NaN = 0xff.
-enum class FloatKind { kIeee, kFn, kFnuz, kE8M0 };
+// no negative zero and NaN = the sign bit alone; kE8M0 is unsigned powers of two with NaN = 0xff;
+// kFinite (f4e2m1fn) has neither infinity nor NaN.
+enum class FloatKind { kIeee, kFn, kFnuz, kE8M0, kFinite };
 struct FloatFormat {
   int exp_bits, man_bits, bias;
   FloatKind kind;
@@ -30,6 +31,11 @@ std::optional<FloatFormat> FormatOf(DType t) {
     case DType::kF8E4M3B11FNUZ: return FloatFormat{4, 3, 11, FloatKind::kFnuz};
     case DType::kF8E5M2: return FloatFormat{5, 2, 15, FloatKind::kIeee};
     case DType::kF8E8M0FNU: return FloatFormat{8, 0, 127, FloatKind::kE8M0};
+    case DType::kF8E4M3FNUZ: return FloatFormat{4, 3, 8, FloatKind::kFnuz};
+    case DType::kF8E5M2FNUZ: return FloatFormat{5, 2, 16, FloatKind::kFnuz};
+    case DType::kF8E4M3: return FloatFormat{4, 3, 7, FloatKind::kIeee};
+    case DType::kF8E3M4: return FloatFormat{3, 4, 3, FloatKind::kIeee};
+    case DType::kF4E2M1FN: return FloatFormat{2, 1, 1, FloatKind::kFinite};
     default: return std::nullopt;
   }
 }
@@ -69,6 +75,7 @@ StatusOr<uint64_t> EncodeFloat(const FloatFormat& f, const FloatToken& tok, std:
       case FloatKind::kE8M0:
         if (tok.payload) return err("this type has a single NaN; write nan without a payload");
         return 0xff;
+      case FloatKind::kFinite: return err("the type has no NaN");
     }
   }
   double v = tok.value;
@@ -221,7 +228,7 @@ Status ParseIntInto(Lexer& lex, DType t, std::byte* dst) {
   if (text.empty())
     return lex.ErrorAt(at, StrCat("expected an integer for a ", DTypeName(t), " constant element"));
   bool is_signed = IsSignedInteger(t);
-  int bits = t == DType::kS4 || t == DType::kU4 ? 4 : static_cast<int>(DTypeSize(t)) * 8;
+  int bits = IsNarrowInt(t) ? DTypeBitWidth(t) : static_cast<int>(DTypeSize(t)) * 8;
   uint64_t raw;
   int64_t sv;
   if (ParseInt64(text, &sv)) {

@@ -1,10 +1,11 @@
 // Parser behaviour: what each piece of HLO text becomes in the IR. Expected values are derived by
 // hand from XLA's documented semantics (bit patterns from the IEEE / fp8 encodings).
-#include "xshard/text/parse_test_util.h"
+#include <gtest/gtest.h>
 
 #include <cstring>
 
-#include <gtest/gtest.h>
+#include "xshard/text/literal_text.h"
+#include "xshard/text/parse_test_util.h"
 
 namespace xs {
 namespace {
@@ -221,6 +222,32 @@ TEST(Parser, EncodesConstantsBitExactly) {
 })");
   ASSERT_NE(m, nullptr);
   const Array& f = Get(*m, "f")->literal();
+  // The other narrow types (values by hand from their formats, dtype.h).
+  auto n = ParseOrFail(R"(ENTRY e {
+  a = f8e4m3fnuz[2] constant({240, nan})
+  b = f8e5m2fnuz[2] constant({-0.5, 57344})
+  c = f8e4m3[2] constant({-inf, 240})
+  d = f8e3m4[2] constant({15.5, 0.25})
+  g = f4e2m1fn[3] constant({-6, 0.5, 3})
+  i = s2[2] constant({-2, 1})
+  ROOT j = u2[2] constant({3, 0})
+})");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(Bits<uint8_t>(Get(*n, "a")->literal(), 0), 0x7f);  // 1.875 * 2^7: exponent 7 + 8
+  EXPECT_EQ(Bits<uint8_t>(Get(*n, "a")->literal(), 1), 0x80);
+  EXPECT_EQ(Bits<uint8_t>(Get(*n, "b")->literal(), 0), 0xbc);  // -2^-1: exponent 15, sign
+  EXPECT_EQ(Bits<uint8_t>(Get(*n, "b")->literal(), 1), 0x7f);
+  EXPECT_EQ(Bits<uint8_t>(Get(*n, "c")->literal(), 0), 0xf8);
+  EXPECT_EQ(Bits<uint8_t>(Get(*n, "c")->literal(), 1), 0x77);
+  EXPECT_EQ(Bits<uint8_t>(Get(*n, "d")->literal(), 0), 0x6f);  // 1.9375 * 2^3: exponent 6
+  EXPECT_EQ(Bits<uint8_t>(Get(*n, "d")->literal(), 1), 0x10);  // 2^-2: exponent 1
+  EXPECT_EQ(Bits<uint8_t>(Get(*n, "g")->literal(), 0), 0xf);
+  EXPECT_EQ(Bits<uint8_t>(Get(*n, "g")->literal(), 1), 0x1);
+  EXPECT_EQ(Bits<uint8_t>(Get(*n, "g")->literal(), 2), 0x5);
+  EXPECT_EQ(Bits<int8_t>(Get(*n, "i")->literal(), 0), -2);
+  EXPECT_EQ(Bits<uint8_t>(Get(*n, "j")->literal(), 0), 3);
+  EXPECT_EQ(PrintLiteral(*Get(*n, "g")->attrs().literal), "{-6, 0.5, 3}");
+  EXPECT_FALSE(ParseHloModule("ENTRY e {\n  ROOT z = s2[] constant(2)\n}").ok());  // out of range
   EXPECT_EQ(Bits<uint32_t>(f, 0), 0x7fc00000u);
   EXPECT_EQ(Bits<uint32_t>(f, 1), 0xff800000u);
   EXPECT_EQ(Bits<uint32_t>(f, 2), 0x3fc00000u);

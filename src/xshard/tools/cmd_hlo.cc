@@ -50,7 +50,8 @@ StatusOr<std::vector<Array>> LoadArguments(const RunFlags& f, const std::vector<
   // left, before the data is read.
   int64_t read_bytes = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    XS_ASSIGN_OR_RETURN(Array a, ReadNpy(f.args[i], std::nullopt, [&](const NpyHeader& h) -> Status {
+    const std::optional<DType> opaque = NpyOpaqueDType(want[i].dtype());  // ml_dtypes' '<V1' types
+    XS_ASSIGN_OR_RETURN(Array a, ReadNpy(f.args[i], opaque, [&](const NpyHeader& h) -> Status {
       if (h.shape.dtype() != want[i].dtype() || h.shape.dims() != want[i].dims()) {
         return InvalidArgument(f.args[i], ": holds ", h.shape.ToString(false), " but argument ", i, " of '",
                                entry_name, "' is ", want[i].ToString(false));
