@@ -144,9 +144,11 @@ StatusOr<CompiledModule> CompileModule(const Module& global, int64_t num_devices
   // Equal subexpressions of the global module become one before anything is sharded, as XLA runs
   // CSE before its partitioner: JAX writes an expression once per use (two norms of one slice
   // make two slices and two SVDs of it), and each copy would be partitioned, and its operands
-  // moved, on its own.
+  // moved, on its own. Values computed from constants and iotas stay apart: each copy is
+  // computed in the sharding its own users want.
   XS_RETURN_IF_ERROR(passes.Run(
-      "global-cse", options.cleanup, out.global, [&] { return EliminateCommonSubexpressions(g); },
+      "global-cse", options.cleanup, out.global,
+      [&] { return EliminateCommonSubexpressions(g, CseOptions{.keep_generated_values = true}); },
       /*name_errors=*/true));
   XS_RETURN_IF_ERROR(passes.Run("propagate", options.partition.propagate, out.global, [&]() -> StatusOr<bool> {
     XS_ASSIGN_OR_RETURN(out.propagation,

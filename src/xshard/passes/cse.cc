@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace xs {
@@ -71,14 +72,40 @@ bool Same(const Instruction& a, const Instruction& b) {
   return a.attrs() == b.attrs() && a.sharding() == b.sharding() && a.shape() == b.shape() && SameCalls(a, b, 0);
 }
 
+// Values CseOptions::keep_generated_values leaves alone, given which operands are such values.
+bool Generated(const Instruction& inst, const std::unordered_set<const Instruction*>& generated) {
+  switch (inst.opcode()) {
+    case Opcode::kIota:
+    case Opcode::kConstant: return true;
+    case Opcode::kBroadcast:
+    case Opcode::kConvert:
+    case Opcode::kReshape:
+    case Opcode::kTranspose:
+    case Opcode::kSlice:
+    case Opcode::kBitcastConvert:
+    case Opcode::kCopy: break;
+    default:
+      if (!IsElementwise(inst.opcode())) return false;
+  }
+  for (const Instruction* o : inst.operands()) {
+    if (!generated.contains(o)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-StatusOr<bool> EliminateCommonSubexpressions(Module& module) {
+StatusOr<bool> EliminateCommonSubexpressions(Module& module, const CseOptions& options) {
   bool changed = false;
   for (Computation* c : module.computations()) {
     using Key = std::tuple<int, std::string, std::vector<const Instruction*>>;
     std::map<Key, std::vector<Instruction*>> seen;
+    std::unordered_set<const Instruction*> generated;
     for (Instruction* inst : c->MakeInstructionPostOrder()) {
+      if (options.keep_generated_values && Generated(*inst, generated)) {
+        generated.insert(inst);
+        continue;
+      }
       if (!Mergeable(*inst)) continue;
       Key key{static_cast<int>(inst->opcode()), inst->shape().ToString(),
               std::vector<const Instruction*>(inst->operands().begin(), inst->operands().end())};

@@ -13,7 +13,16 @@ namespace xs {
 // Parameters, side-effecting ops, random number ops and collectives (each has its own channel)
 // are never merged. The duplicates are left without users (run RemoveDeadCode afterwards).
 // Returns true when anything was merged. Example: two `partition-id()` become one.
-StatusOr<bool> EliminateCommonSubexpressions(Module& module);
+struct CseOptions {
+  // Leaves values computed from constants and iotas alone (an iota, a constant, and the
+  // broadcasts, converts, reshapes, transposes, slices and elementwise ops of such values only):
+  // on the global module, before propagation, two uses of one such value may want different
+  // shardings, and each copy is computed locally in its own, where one shared value would be
+  // moved for one of them (XLA's propagation keeps such copies apart before its CSE for the same
+  // reason).
+  bool keep_generated_values = false;
+};
+StatusOr<bool> EliminateCommonSubexpressions(Module& module, const CseOptions& options = {});
 
 }  // namespace xs
 

@@ -86,6 +86,34 @@ ENTRY e {
 // in which of two equal reducers they call are one computation, as XLA's CSE finds. A reducer with
 // another opcode, or with its operands the other way round, is another computation, and calls of
 // computations that draw random numbers are never merged.
+// keep_generated_values (the global module's CSE, before propagation): values computed from
+// iotas and constants alone stay apart, each to be computed in its own users' sharding; the
+// rest merges as before.
+TEST(CseTest, KeepGeneratedValuesLeavesIotaDerivedCopiesApart) {
+  constexpr const char* kText = R"(HloModule m
+ENTRY e {
+  x = f32[4,4] parameter(0)
+  i1 = s32[4,4] iota(), iota_dimension=0
+  i2 = s32[4,4] iota(), iota_dimension=0
+  j = s32[4,4] iota(), iota_dimension=1
+  m1 = pred[4,4] compare(i1, j), direction=GE
+  m2 = pred[4,4] compare(i2, j), direction=GE
+  s1 = f32[2,4] slice(x), slice={[0:2], [0:4]}
+  s2 = f32[2,4] slice(x), slice={[0:2], [0:4]}
+  ROOT t = (pred[4,4], pred[4,4], f32[2,4], f32[2,4]) tuple(m1, m2, s1, s2)
+})";
+  std::unique_ptr<Module> kept = ParseOrFail(kText);
+  StatusOr<bool> changed = EliminateCommonSubexpressions(*kept, CseOptions{.keep_generated_values = true});
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_TRUE(*changed);
+  const Instruction* root = kept->entry()->root();
+  EXPECT_NE(root->operand(0), root->operand(1));  // the masks (iota-derived) stay two
+  EXPECT_EQ(root->operand(2), root->operand(3));  // the slices of x merge
+  std::unique_ptr<Module> merged = ParseOrFail(kText);
+  ASSERT_TRUE(EliminateCommonSubexpressions(*merged).ok());
+  EXPECT_EQ(merged->entry()->root()->operand(0), merged->entry()->root()->operand(1));
+}
+
 TEST(CseTest, MergesReducesWhoseReducersComputeTheSameFunction) {
   std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
 region_0 { a0 = f32[] parameter(0)

@@ -65,7 +65,7 @@ Status RunPipeline(Module& module, const std::vector<Pass>& passes, const Pipeli
 }
 
 std::vector<Pass> CleanupPasses() {
-  return {Pass{"cse", EliminateCommonSubexpressions}, Pass{"dce", RemoveDeadCode}};
+  return {Pass{"cse", [](Module& m) { return EliminateCommonSubexpressions(m); }}, Pass{"dce", RemoveDeadCode}};
 }
 
 }  // namespace xs
