@@ -22,7 +22,7 @@
 namespace xs::cuda {
 namespace {
 
-struct Case {
+struct BatchNormCase {
   std::string what, text, strategy;
 };
 
@@ -44,7 +44,7 @@ std::string BatchNorm(const std::string& op, const std::string& t, const std::st
   return text + "  ROOT r = " + call + ", epsilon=" + epsilon + ", feature_index=" + std::to_string(fi) + "\n}\n";
 }
 
-std::vector<Case> Cases() {
+std::vector<BatchNormCase> BatchNormCases() {
   const std::string tr = "batch_norm_training_block_per_feature", gr = "batch_norm_grad_block_per_feature";
   return {
       {"training f32 NCHW, 12 features (a grid-stride loop on the emulator)",
@@ -83,7 +83,7 @@ auto ArgumentsFrom(std::mt19937_64& rng) {
 TEST(KernelCodegenBatchNorm, KernelsCompileForSm90AndMatchTheCpuOnTheHost) {
   std::vector<testing::PlannedModule> planned;
   std::vector<GeneratedKernel> all;
-  for (const Case& c : Cases()) {
+  for (const BatchNormCase& c : BatchNormCases()) {
     StatusOr<testing::PlannedModule> p = testing::PlanForHost(c.what, c.text);
     ASSERT_TRUE(p.ok()) << p.status().message();
     const Instruction& root = *p->module->entry()->root();

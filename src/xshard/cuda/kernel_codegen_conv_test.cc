@@ -21,16 +21,16 @@
 namespace xs::cuda {
 namespace {
 
-struct Case {
+struct ConvCase {
   std::string name, params, root;
 };
 
-std::string ModuleText(const Case& c) {
+std::string ModuleText(const ConvCase& c) {
   return "HloModule " + c.name + "\nENTRY e {\n" + c.params + "  ROOT r = " + c.root + "\n}\n";
 }
 
 // Forms cuDNN or cuBLASLt refuse, and some they take (run here through the direct kernels too).
-std::vector<Case> Cases() {
+std::vector<ConvCase> ConvCases() {
   return {
       {"transposed", "  x = f32[2,5,5,3] parameter(0)\n  k = f32[3,3,3,4] parameter(1)\n",
        "f32[2,10,10,4] convolution(x, k), window={size=3x3 pad=1_2x1_2 lhs_dilate=2x2}, dim_labels=b01f_01io->b01f"},
@@ -78,8 +78,8 @@ std::vector<Case> Cases() {
   };
 }
 
-Case Named(const std::string& name) {
-  for (const Case& c : Cases()) {
+ConvCase Named(const std::string& name) {
+  for (const ConvCase& c : ConvCases()) {
     if (c.name == name) return c;
   }
   ADD_FAILURE() << "no case " << name;
@@ -110,7 +110,7 @@ struct Planned {
 
 std::vector<Planned> PlanCases() {
   std::vector<Planned> out;
-  for (const Case& c : Cases()) {
+  for (const ConvCase& c : ConvCases()) {
     const std::string text = ModuleText(c);
     StatusOr<std::unique_ptr<Module>> m = ParseHloModule(text, c.name);
     EXPECT_TRUE(m.ok()) << c.name << ": " << m.status().message();
@@ -125,7 +125,7 @@ std::vector<Planned> PlanCases() {
 
 TEST(KernelCodegenConv, DirectKernelsCompileForSm90AndMatchTheCpuOnTheHost) {
   std::vector<Planned> planned = PlanCases();
-  ASSERT_EQ(planned.size(), Cases().size());
+  ASSERT_EQ(planned.size(), ConvCases().size());
   std::vector<GeneratedKernel> kernels;
   for (const Planned& p : planned) {
     testing::ModuleKernels mk;
@@ -187,8 +187,8 @@ TEST(KernelCodegenConv, DirectKernelsMatchTheCpuOnAGpu) {
 // A wrong tap or group offset changes the result: the host run of a kernel generated for a
 // reversed window differs from the CPU's convolution without reversal (the comparison can fail).
 TEST(KernelCodegenConv, ComparisonSeesAWrongWindow) {
-  const Case reversed = Named("reversal");
-  Case unreversed = reversed;
+  const ConvCase reversed = Named("reversal");
+  ConvCase unreversed = reversed;
   unreversed.root = "f32[2,6,4,4] convolution(x, k), window={size=3x2 pad=1_1x0_0}, dim_labels=b01f_01io->b01f";
   StatusOr<std::unique_ptr<Module>> a = ParseHloModule(ModuleText(reversed), "a");
   StatusOr<std::unique_ptr<Module>> b = ParseHloModule(ModuleText(unreversed), "b");

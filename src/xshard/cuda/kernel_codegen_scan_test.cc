@@ -29,7 +29,7 @@
 namespace xs::cuda {
 namespace {
 
-struct Case {
+struct ScanCase {
   std::string what, text, strategy;
 };
 
@@ -37,7 +37,7 @@ std::string ScanModule(const std::string& body, const std::string& entry) {
   return "HloModule m\n" + body + "\nENTRY e {\n" + entry + "}\n";
 }
 
-std::vector<Case> ScanCases() {
+std::vector<ScanCase> ScanCases() {
   const std::string add =
       "add {\n  x = f32[7] parameter(0)\n  c = f32[7] parameter(1)\n  s = f32[7] add(x, c)\n"
       "  ROOT t = (f32[7], f32[7]) tuple(s, s)\n}\n";
@@ -95,7 +95,7 @@ std::vector<Case> ScanCases() {
   };
 }
 
-std::vector<Case> MapCases() {
+std::vector<ScanCase> MapCases() {
   return {
       {"map of two f32 operands",
        "HloModule m\nf {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
@@ -148,7 +148,7 @@ std::vector<double> Specials() {
           1e20};
 }
 
-std::vector<Case> ReducePrecisionCases() {
+std::vector<ScanCase> ReducePrecisionCases() {
   return {
       {"f32 to bf16-like (8, 7)", ReducePrecisionModule("f32", 100, 8, 7), "elementwise_vec4"},
       {"f32 to f16-like (5, 10)", ReducePrecisionModule("f32", 100, 5, 10), "elementwise_vec4"},
@@ -200,10 +200,10 @@ void RunAll(const std::vector<Loaded>& loaded, testing::HostKernels& host, bool 
   EXPECT_THAT(testing::CheckPlansAgainstTheCpu(loaded, host, args, options), ::testing::IsEmpty());
 }
 
-void CompileAndRun(const std::vector<Case>& cases, const std::vector<double>& first = {}) {
+void CompileAndRun(const std::vector<ScanCase>& cases, const std::vector<double>& first = {}) {
   std::vector<Loaded> loaded;
   std::vector<GeneratedKernel> ops;
-  for (const Case& c : cases) {
+  for (const ScanCase& c : cases) {
     Load(c.what, c.text, c.strategy, loaded, ops);
     if (::testing::Test::HasFatalFailure()) return;
   }
@@ -302,7 +302,7 @@ std::string CumulativeArgmax(const std::string& dims, const std::string& window)
 
 // Thread-per-row scans fold each row in the CPU's order (bit for bit, f32 and bf16 alike); the
 // block-per-row ones reassociate, which is exact for integers and for the running argmax.
-std::vector<Case> CumulativeWindowCases() {
+std::vector<ScanCase> CumulativeWindowCases() {
   return {
       {"f32 cumsum along the middle dim (30 rows of 300)",
        CumulativeWindow("f32", "6,300,5", "size=1x300x1 pad=0_0x299_0x0_0"), "reduce_window_scan_thread_per_row"},
@@ -368,7 +368,7 @@ TEST(KernelCodegenScan, ResultsWorkedOutByHand) {
   const std::string body =
       "add {\n  x = f32[] parameter(0)\n  c = f32[] parameter(1)\n  s = f32[] add(x, c)\n"
       "  ROOT t = (f32[], f32[]) tuple(s, s)\n}\n";
-  const std::vector<Case> cases = {
+  const std::vector<ScanCase> cases = {
       {"forward",
        ScanModule(body,
                   "  x = f32[4] parameter(0)\n  i = f32[] constant(0)\n  ROOT s = (f32[4], f32[]) "
@@ -389,7 +389,7 @@ TEST(KernelCodegenScan, ResultsWorkedOutByHand) {
   };
   std::vector<Loaded> loaded;
   std::vector<GeneratedKernel> all;
-  for (const Case& c : cases) {
+  for (const ScanCase& c : cases) {
     Load(c.what, c.text, "", loaded, all);
     if (HasFatalFailure()) return;
   }
