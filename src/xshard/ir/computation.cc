@@ -117,4 +117,21 @@ std::vector<Instruction*> Computation::MakeInstructionPostOrder() const {
   return order;
 }
 
+std::optional<Opcode> CollectiveReduction(const Computation& reducer) {
+  const Instruction* root = reducer.root();
+  if (root == nullptr || reducer.num_parameters() != 2 || root->operand_count() != 2) return std::nullopt;
+  const Instruction* a = root->operand(0);
+  const Instruction* b = root->operand(1);
+  if (a->opcode() != Opcode::kParameter || b->opcode() != Opcode::kParameter || a == b) return std::nullopt;
+  switch (root->opcode()) {
+    case Opcode::kAdd:
+    case Opcode::kMultiply:
+    case Opcode::kMaximum:
+    case Opcode::kMinimum:
+    case Opcode::kAnd:
+    case Opcode::kOr: return root->opcode();
+    default: return std::nullopt;
+  }
+}
+
 }  // namespace xs

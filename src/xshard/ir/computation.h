@@ -9,6 +9,7 @@
 #define XSHARD_IR_COMPUTATION_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -82,6 +83,11 @@ class Computation {
   std::string execution_thread_;
   bool async_sugar_ = false;
 };
+
+// The op of a reducer that is one binary op of its two parameters, (x, y) -> x op y, when that op
+// is one all-reduce and the collective combiners run (add, multiply, maximum, minimum, and, or);
+// else nullopt. What the partitioner and the all-reduce combiner ask of a reducer.
+std::optional<Opcode> CollectiveReduction(const Computation& reducer);
 
 }  // namespace xs
 

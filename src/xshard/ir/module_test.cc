@@ -139,3 +139,30 @@ TEST(Module, CloneIsDeepAndStructurallyEqual) {
 
 }  // namespace
 }  // namespace xs
+
+namespace xs {
+namespace {
+
+// (x, y) -> x op y for the ops collectives reduce with; anything else is not such a reducer.
+TEST(CollectiveReductionTest, OneBinaryOpOfTheTwoParameters) {
+  const Shape s(DType::kF32, {});
+  auto reducer = [&](Opcode op, bool same_param, bool extra_op) {
+    auto c = std::make_unique<Computation>("r");
+    Instruction* a = Param(c.get(), 0, s, "a");
+    Instruction* b = Param(c.get(), 1, s, "b");
+    Instruction* rhs = same_param ? a : b;
+    if (extra_op) rhs = c->AddInstruction(Instruction::Create(Opcode::kNegate, s, {rhs}, "n"));
+    c->set_root(c->AddInstruction(Instruction::Create(op, s, {a, rhs}, "root")));
+    return c;
+  };
+  for (Opcode op : {Opcode::kAdd, Opcode::kMultiply, Opcode::kMaximum, Opcode::kMinimum, Opcode::kAnd, Opcode::kOr}) {
+    EXPECT_EQ(CollectiveReduction(*reducer(op, false, false)), op) << OpcodeName(op);
+  }
+  EXPECT_EQ(CollectiveReduction(*reducer(Opcode::kSubtract, false, false)), std::nullopt);
+  EXPECT_EQ(CollectiveReduction(*reducer(Opcode::kXor, false, false)), std::nullopt);
+  EXPECT_EQ(CollectiveReduction(*reducer(Opcode::kAdd, true, false)), std::nullopt);  // x + x
+  EXPECT_EQ(CollectiveReduction(*reducer(Opcode::kAdd, false, true)), std::nullopt);  // x + -y
+}
+
+}  // namespace
+}  // namespace xs

@@ -1,5 +1,5 @@
-// CompileModule: shardy-import -> inline-calls -> gather-batch-dims -> global-cse -> propagate -> partition -> cse ->
-// dce -> combine-all-reduces -> async-collectives, one ordered list of passes sharing one clone of
+// CompileModule: shardy-import -> inline-calls -> gather-batch-dims -> global-cse -> split-constants -> propagate ->
+// partition -> cse -> dce -> combine-all-reduces -> async-collectives, one ordered list of passes sharing one clone of
 // the input and propagation's results.
 #include "xshard/jit/compile_pipeline.h"
 
@@ -13,6 +13,7 @@
 #include "xshard/passes/all_reduce_combine.h"
 #include "xshard/passes/call_inline.h"
 #include "xshard/passes/collective_schedule.h"
+#include "xshard/passes/constant_split.h"
 #include "xshard/passes/cse.h"
 #include "xshard/passes/dce.h"
 #include "xshard/passes/gather_batch_dims.h"
@@ -25,9 +26,17 @@ namespace {
 
 // The pipeline's passes, in order. CompileModule runs each through PassSequence::Run, which
 // checks that they come in this order, so the list and the code cannot drift apart.
-constexpr std::string_view kPasses[] = {
-    "shardy-import", "inline-calls", "gather-batch-dims",   "global-cse",       "propagate", "partition",
-    "cse",           "dce",          "combine-all-reduces", "async-collectives"};
+constexpr std::string_view kPasses[] = {"shardy-import",
+                                        "inline-calls",
+                                        "gather-batch-dims",
+                                        "global-cse",
+                                        "split-constants",
+                                        "propagate",
+                                        "partition",
+                                        "cse",
+                                        "dce",
+                                        "combine-all-reduces",
+                                        "async-collectives"};
 
 // Runs CompileModule's passes one after another: numbers them (from 1, for the dump files), dumps
 // the module after each as the options ask, and names the pass in the errors of those that do not
@@ -149,6 +158,12 @@ StatusOr<CompiledModule> CompileModule(const Module& global, int64_t num_devices
   XS_RETURN_IF_ERROR(passes.Run(
       "global-cse", options.cleanup, out.global,
       [&] { return EliminateCommonSubexpressions(g, CseOptions{.keep_generated_values = true}); },
+      /*name_errors=*/true));
+  // Each use of a constant expression gets its own copy (Shardy's constant splitter), so that a
+  // broadcast of 0 shared by a sharded and a replicated comparison does not carry the one's
+  // sharding to the other; the cse below merges the copies that end up alike.
+  XS_RETURN_IF_ERROR(passes.Run(
+      "split-constants", options.partition.propagate, out.global, [&] { return SplitConstantExpressions(g); },
       /*name_errors=*/true));
   XS_RETURN_IF_ERROR(passes.Run("propagate", options.partition.propagate, out.global, [&]() -> StatusOr<bool> {
     XS_ASSIGN_OR_RETURN(out.propagation,

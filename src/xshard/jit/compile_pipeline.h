@@ -6,6 +6,8 @@
 //   gather-batch-dims  iota-spelled batch dims of gathers / scatters made explicit (passes/)
 //   global-cse         common subexpressions of the global module, as XLA's CSE before its
 //                      partitioner (passes/)
+//   split-constants    a copy of each constant expression per use, as Shardy's constant splitter
+//                      (passes/; with propagate)
 //   propagate          sharding propagation on (one clone of) the global module, in place
 //                      (propagation/)
 //   partition          the SPMD module for N devices (spmd/), built on propagation's tile mesh
@@ -58,9 +60,10 @@ struct CompiledModule {
 };
 
 // Every pass of the pipeline, in the order CompileModule runs them: "shardy-import",
-// "inline-calls", "gather-batch-dims", "propagate", "partition", "cse", "dce",
-// "combine-all-reduces", "async-collectives" (the names --dump-after accepts). A pass the options
-// switch off (inline-calls, propagate, cse / dce, combine-all-reduces, async-collectives) keeps its
+// "inline-calls", "gather-batch-dims", "global-cse", "split-constants", "propagate", "partition",
+// "cse", "dce", "combine-all-reduces", "async-collectives" (the names --dump-after accepts). A pass
+// the options switch off (inline-calls, global-cse / cse / dce, split-constants / propagate,
+// combine-all-reduces, async-collectives) keeps its
 // place and number and is not dumped.
 std::vector<std::string> CompilePassNames();
 

@@ -31,9 +31,9 @@ StatusOr<CompiledModule> CompileText(const std::string& text, const CompileOptio
 }
 
 TEST(CompilePipelineTest, PassNamesInOrder) {
-  EXPECT_EQ(CompilePassNames(),
-            (std::vector<std::string>{"shardy-import", "inline-calls", "gather-batch-dims", "global-cse", "propagate",
-                                      "partition", "cse", "dce", "combine-all-reduces", "async-collectives"}));
+  EXPECT_EQ(CompilePassNames(), (std::vector<std::string>{"shardy-import", "inline-calls", "gather-batch-dims",
+                                                          "global-cse", "split-constants", "propagate", "partition",
+                                                          "cse", "dce", "combine-all-reduces", "async-collectives"}));
 }
 
 // Every pass, each dumped once, in order, numbered from 1 (file names), when all are switched on.
@@ -51,9 +51,9 @@ TEST(CompilePipelineTest, DumpAfterEachShowsEveryPassInOrder) {
   size_t at = 0;
   for (const char* header :
        {"// after shardy-import (unchanged):", "// after inline-calls (unchanged):",
-        "// after gather-batch-dims (unchanged):", "// after global-cse (unchanged):", "// after propagate (changed):",
-        "// after partition (changed):", "// after cse (unchanged):", "// after dce (unchanged):",
-        "// after async-collectives (changed):"}) {
+        "// after gather-batch-dims (unchanged):", "// after global-cse (unchanged):",
+        "// after split-constants (unchanged):", "// after propagate (changed):", "// after partition (changed):",
+        "// after cse (unchanged):", "// after dce (unchanged):", "// after async-collectives (changed):"}) {
     const size_t found = text.find(header, at);
     ASSERT_NE(found, std::string::npos) << header << "\n" << text;
     at = found + 1;
@@ -77,7 +77,7 @@ TEST(CompilePipelineTest, DumpFilesAreNumberedByPassPosition) {
   std::vector<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(files, (std::vector<std::string>{"01-shardy-import.hlo", "08-dce.hlo"}));
+  EXPECT_EQ(files, (std::vector<std::string>{"01-shardy-import.hlo", "09-dce.hlo"}));
   std::filesystem::remove_all(dir);
 }
 
@@ -217,7 +217,8 @@ TEST(CompilePipelineTest, UnknownDumpNameIsAnError) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
             "--dump-after: no pass named 'fold'; the passes are shardy-import, inline-calls, "
-            "gather-batch-dims, global-cse, propagate, partition, cse, dce, combine-all-reduces, async-collectives");
+            "gather-batch-dims, global-cse, split-constants, propagate, partition, cse, dce, combine-all-reduces, "
+            "async-collectives");
 }
 
 TEST(CompilePipelineTest, NoPropagationLeavesUnannotatedValuesReplicated) {

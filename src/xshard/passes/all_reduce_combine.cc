@@ -23,21 +23,7 @@ namespace {
 // The reduction of a to_apply that is one binary op of its two parameters, else nullopt.
 std::optional<Opcode> Reduction(const Instruction& ar) {
   if (ar.calls().size() != 1) return std::nullopt;
-  const Computation& c = *ar.calls()[0].computation;
-  const Instruction* root = c.root();
-  if (root == nullptr || c.num_parameters() != 2 || root->operand_count() != 2) return std::nullopt;
-  const Instruction* a = root->operand(0);
-  const Instruction* b = root->operand(1);
-  if (a->opcode() != Opcode::kParameter || b->opcode() != Opcode::kParameter || a == b) return std::nullopt;
-  switch (root->opcode()) {
-    case Opcode::kAdd:
-    case Opcode::kMultiply:
-    case Opcode::kMaximum:
-    case Opcode::kMinimum:
-    case Opcode::kAnd:
-    case Opcode::kOr: return root->opcode();
-    default: return std::nullopt;
-  }
+  return CollectiveReduction(*ar.calls()[0].computation);
 }
 
 // What all-reduces must share to be combined.

@@ -15,18 +15,7 @@
 namespace xs::spmd::internal {
 
 // True when `c` is (x, y) -> x op y for an op all-reduce can combine with.
-bool IsCollectiveReducer(const Computation& c) {
-  const Instruction* root = c.root();
-  if (root == nullptr || c.num_parameters() != 2 || root->operand_count() != 2) return false;
-  static constexpr Opcode kOps[] = {Opcode::kAdd, Opcode::kMultiply, Opcode::kMaximum,
-                                    Opcode::kMinimum, Opcode::kAnd, Opcode::kOr};
-  bool known = false;
-  for (Opcode op : kOps) known = known || root->opcode() == op;
-  const Instruction* a = root->operand(0);
-  const Instruction* b = root->operand(1);
-  const bool params = a->opcode() == Opcode::kParameter && b->opcode() == Opcode::kParameter && a != b;
-  return known && params;
-}
+bool IsCollectiveReducer(const Computation& c) { return CollectiveReduction(c).has_value(); }
 
 namespace {
 
