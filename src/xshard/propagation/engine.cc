@@ -173,13 +173,25 @@ void Engine::FillTupleLeaves(int id) {
   // manual sharding arriving later).
   Node& n = nodes_[id];
   if (!n.inst->shape().IsTuple()) return;
+  // Inside a partially manual region (a shard_map over some mesh axes) the tuple's leaves all
+  // live in that region: they start replicated over the free axes but manual over the region's
+  // axes, as the sharded leaves are (a replicated leaf would meet the region's values, e.g. a
+  // psum's result, only through a reshard out of the manual subgroup, which cannot exist).
+  uint64_t manual = 0;
+  bool agree = true;
+  for (const Leaf& leaf : n.leaves) {
+    if (leaf.kind != Leaf::Kind::kAxes) continue;
+    if (manual == 0) manual = leaf.axes.manual;
+    agree &= leaf.axes.manual == manual;
+  }
+  if (!agree) manual = 0;
   const std::vector<const Shape*> shapes = ShapeLeaves(n.inst->shape());
   for (size_t l = 0; l < n.leaves.size(); ++l) {
     Leaf& leaf = n.leaves[l];
     if (leaf.kind != Leaf::Kind::kNone || leaf.fixed) continue;
     leaf.kind = Leaf::Kind::kAxes;
-    leaf.axes = AxesSharding{
-        std::vector<std::vector<int>>(shapes[l]->IsArray() ? shapes[l]->rank() : 0), 0};
+    leaf.axes = AxesSharding{std::vector<std::vector<int>>(shapes[l]->IsArray() ? shapes[l]->rank() : 0),
+                             shapes[l]->IsArray() ? manual : 0};
     leaf.origin = ShardingOrigin{};
   }
 }
@@ -276,7 +288,15 @@ PropagationResult Engine::Finish() {
         default: ++result.propagated_leaves; break;
       }
     }
-    if (n.inst->has_sharding() && !n.inst->sharding()->IsUnknown() && !refined) continue;
+    // A written sharding stays as written unless refined; {unknown} leaves (a tuple's outputs left
+    // to propagation, as a None in jax.jit's out_shardings) take what propagation found.
+    const HloSharding* written = n.inst->has_sharding() ? &*n.inst->sharding() : nullptr;
+    const bool open_leaves =
+        written != nullptr &&
+        (written->IsUnknown() ||
+         (written->IsTuple() && std::any_of(written->tuple_elements().begin(), written->tuple_elements().end(),
+                                            [](const HloSharding& e) { return e.IsUnknown(); })));
+    if (written != nullptr && !open_leaves && !refined) continue;
     const ShardingOrigin& o = n.leaves.empty() ? ShardingOrigin{} : n.leaves[0].origin;
     if (!refined && o.kind == ShardingOrigin::Kind::kUser && o.from != nullptr &&
         o.from->has_sharding()) {

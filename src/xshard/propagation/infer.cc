@@ -149,6 +149,22 @@ bool Engine::InferFromOperands(int id, int level) {
     return BoundaryFromOperand(id, level);
   }
   if (!n.policy.partitionable || n.rule.barrier) {
+    // A collective written inside a partially manual region (a shard_map over some mesh axes;
+    // JAX leaves it unannotated) stays in its operand's manual subgroup: a collective-permute
+    // keeps the operand's tiles (its pairs move whole local pieces), the collectives along a dim
+    // start replicated over the free axes. The default, replicated outside the region, could
+    // not be reached from the operand.
+    if (IsCollective(inst.opcode()) && inst.shape().IsArray() && inst.operand_count() >= 1) {
+      const int o = n.operand_ids[0];
+      if (o >= 0 && nodes_[o].leaves.size() == 1 && nodes_[o].leaves[0].kind == Kind::kAxes &&
+          nodes_[o].leaves[0].axes.manual != 0) {
+        const AxesSharding& src = nodes_[o].leaves[0].axes;
+        AxesSharding cand{std::vector<std::vector<int>>(inst.shape().rank()), src.manual};
+        if (inst.opcode() == Opcode::kCollectivePermute && src.rank() == inst.shape().rank()) cand.dims = src.dims;
+        return Improve(id, 0, cand, level, false,
+                       ShardingOrigin{ShardingOrigin::Kind::kForward, inst.operand(0), level});
+      }
+    }
     // Not partitionable: only a replicated operand makes the (array) result replicated.
     if (!inst.shape().IsArray() || inst.operand_count() == 0 || inst.IsRoot() ||
         HasSideEffect(inst))
@@ -307,7 +323,7 @@ bool Engine::ForwardGeneric(int id, int level) {
     }
     if (n.policy.skip_replicated_source && s.axes.DimAxes() == 0) continue;
     FactorAxes fa = ProjectToFactors(s.axes, from, rule, mesh_);
-    if (n.policy.skip_if_need_replication_sharded) {
+    if (n.policy.skip_if_need_replication_sharded && level == 0) {
       bool blocked = false;
       for (int f = 0; f < rule.num_factors(); ++f) {
         blocked |= rule.factors[f].kind == FactorKind::kNeedReplication && !fa[f].empty();

@@ -31,8 +31,9 @@ struct OpPolicy {
   bool reverse_operands = false;
   // Forward at level 0: only the most sharded operand (GSPMD's representative operand).
   bool representative_at_level0 = false;
-  // Forward: skip a source whose need-replication factors are sharded (sort dim, dynamic-slice
-  // sliced dims): GSPMD does not propagate through such an op at all.
+  // Forward at level 0: skip a source whose need-replication factors are sharded (dynamic-slice
+  // sliced dims), as GSPMD's first level does; from level 1 the other factors' axes pass on (as
+  // under Shardy: a window read out of a sequence-sharded cache stays batch-sharded).
   bool skip_if_need_replication_sharded = false;
   // Forward: the result keeps the operand's axes on need-replication factors too where they split
   // the factor evenly and a pass-through factor could take them after its own axes (sort, as

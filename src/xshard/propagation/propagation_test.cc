@@ -56,6 +56,60 @@ TEST(PropagationTest, ElementwiseChainTakesTheOperandSharding) {
   EXPECT_EQ(r.Origin("x"), "user annotation");
 }
 
+// jnp.gradient's edge difference x[:, 1:2] - x[:, 0:1] of x P('a', 'b'): the slices keep 'b' on the
+// dim they cut to one element (tile 0 holds it), and so must the subtract, as in GSPMD and Shardy;
+// an elementwise rule without a factor for size-1 dims replicated the difference along 'b', and
+// the partitioner gathered both slices.
+TEST(PropagationTest, ElementwiseKeepsTheAxesOfASize1DimItsOperandsHave) {
+  Outcome r = Propagate(Module8("", std::string("  x = f32[8,16] parameter(0), sharding=") + kPab +
+                                        "\n  s1 = f32[8,1] slice(x), slice={[0:8], [1:2]}"
+                                        "\n  s0 = f32[8,1] slice(x), slice={[0:8], [0:1]}"
+                                        "\n  d = f32[8,1] subtract(s1, s0)"
+                                        "\n  ROOT n = f32[8,1] negate(d)\n"));
+  ASSERT_TRUE(r.result.ok()) << r.result.status().message();
+  EXPECT_EQ(r.Sharding("s1"), kPab);
+  EXPECT_EQ(r.Sharding("d"), kPab);
+  EXPECT_EQ(r.Origin("d"), "forward from %s1 (level 1)");
+}
+
+// A tuple root whose written sharding leaves some outputs {unknown} (jax.jit's out_shardings with
+// a None entry, as the Python package writes it) keeps the written leaves and takes propagation's
+// result for the open ones; the whole tuple was kept as written, and the unknown leaf ended up
+// replicated.
+TEST(PropagationTest, UnknownLeavesOfAWrittenTupleShardingTakeThePropagatedSharding) {
+  Outcome r = Propagate(Module8(kToOutput, std::string("  x = f32[8,4] parameter(0), sharding=") + kPab +
+                                               "\n  n = f32[8,4] negate(x)"
+                                               "\n  e = f32[8,4] exponential(x)"
+                                               "\n  ROOT t = (f32[8,4], f32[8,4]) tuple(n, e), "
+                                               "sharding={{replicated}, {unknown}}\n"));
+  ASSERT_TRUE(r.result.ok()) << r.result.status().message();
+  EXPECT_EQ(r.Sharding("t"), std::string("{{replicated}, ") + kPab + "}");
+}
+
+// An FFT, a Cholesky factorization and a triangular solve pass their batch dims' axes through
+// (Shardy's rules: the transformed dims need replication, the others are batch dims), so a
+// batched transform of a batch-sharded signal runs on each device's own rows with nothing moved;
+// the transformed dims take no axes.
+TEST(PropagationTest, FftCholeskyAndTriangularSolvePassBatchAxesThrough) {
+  Outcome r = Propagate(Module8(kToOutput, std::string("  x = f32[8,32] parameter(0), sharding=") + kPa_ +
+                                               "\n  f = c64[8,17] fft(x), fft_type=RFFT, fft_length={32}"
+                                               "\n  a = f32[8,4,4] parameter(1), sharding={devices=[4,1,1,2]<=[8] "
+                                               "last_tile_dim_replicate}"
+                                               "\n  l = f32[8,4,4] cholesky(a), lower=true"
+                                               "\n  b = f32[8,4,3] parameter(2)"
+                                               "\n  s = f32[8,4,3] triangular-solve(l, b), left_side=true, lower=true, "
+                                               "transpose_a=NO_TRANSPOSE"
+                                               "\n  y = f32[8,16] parameter(3), sharding=" +
+                                               kPab +
+                                               "\n  g = c64[8,9] fft(y), fft_type=RFFT, fft_length={16}"
+                                               "\n  ROOT t = (c64[8,17], f32[8,4,3], c64[8,9]) tuple(f, s, g)\n"));
+  ASSERT_TRUE(r.result.ok()) << r.result.status().message();
+  EXPECT_EQ(r.Sharding("f"), kPa_);
+  EXPECT_EQ(r.Sharding("l"), "{devices=[4,1,1,2]<=[8] last_tile_dim_replicate}");
+  EXPECT_EQ(r.Sharding("s"), "{devices=[4,1,1,2]<=[8] last_tile_dim_replicate}");
+  EXPECT_EQ(r.Sharding("g"), kPa_);  // 'b' on the transformed dim does not pass
+}
+
 // A sort along a sharded dim takes its operand's sharding whole, as GSPMD (the partitioner then
 // moves the sorted dim's axes to another dim with all-to-alls): jnp.argsort(x, axis=0) of x
 // P('a', 'b') gives keys and positions in P('a', 'b'); the positions iota, taken backward,
@@ -78,6 +132,24 @@ TEST(PropagationTest, SortAlongAShardedDimTakesTheOperandsShardingWhereEven) {
   Outcome uneven = argsort("6,8");
   ASSERT_TRUE(uneven.result.ok()) << uneven.result.status().message();
   EXPECT_EQ(uneven.Sharding("s"), "{" + pb + ", " + pb + "}");
+}
+
+// A dynamic-slice that cuts a sharded dim (a decode step reading 4 positions of a cache x
+// P('a', 'b') at a traced position, then summing them; bench/xla_compare at_set_window) keeps the
+// other dims' axes: the window is P('a', None), as XLA's plan under both of JAX's lowerings (GSPMD
+// holds back only at level 0). Skipping the source left the window and its sum replicated, and
+// the partitioner gathered the batch dim too (1 KiB per device against XLA's 768 B).
+TEST(PropagationTest, DynamicSliceOfAShardedDimKeepsTheOtherDimsAxes) {
+  Outcome r = Propagate(
+      "HloModule m, allow_spmd_sharding_propagation_to_output={true}, num_partitions=8\n\n"
+      "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n"
+      "ENTRY e {\n  x = f32[8,16] parameter(0), sharding={devices=[4,2]<=[8]}\n"
+      "  i = s32[] parameter(1), sharding={replicated}\n  z = s32[] constant(0)\n"
+      "  w = f32[8,4] dynamic-slice(x, z, i), dynamic_slice_sizes={8,4}\n  c = f32[] constant(0)\n"
+      "  ROOT r = f32[8] reduce(w, c), dimensions={1}, to_apply=add\n}\n");
+  ASSERT_TRUE(r.result.ok()) << r.result.status().message();
+  EXPECT_EQ(r.Sharding("w"), kPa_);
+  EXPECT_EQ(r.Sharding("r"), "{devices=[4,2]<=[8] last_tile_dim_replicate}");
 }
 
 TEST(PropagationTest, OutputsAreOpenAsUnderJaxAndParametersClosedUnlessAllowed) {

@@ -147,7 +147,10 @@ void RuleBuilder::AddPointwise(const std::vector<Ref>& tensors) {
   const Shape& first = ShapeOf(tensors[0]);
   if (!first.IsArray()) return;
   for (int d = 0; d < first.rank(); ++d) {
-    if (first.dim(d) == 1) continue;  // a size-1 dim carries no sharding
+    // A size-1 dim gets a factor too: a slice, pad or reverse result keeps its operand's axes on
+    // a dim it cut to one element (tile 0 holds it, the others padding, as GSPMD and Shardy keep
+    // it), and elementwise ops on it must keep them, or both their operands were gathered
+    // (bench/xla_compare gradient_trapz, jnp.gradient's edge differences: 512 B against XLA's 436).
     int f = AddFactor(first.dim(d),
                       first.dim(d) < 0 ? FactorKind::kNeedReplication : FactorKind::kPassThrough);
     for (Ref t : tensors) Map(t, d, f);

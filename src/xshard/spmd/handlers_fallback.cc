@@ -71,16 +71,26 @@ std::optional<std::vector<std::vector<int64_t>>> TileKeys(const HloSharding& s, 
 }
 
 // Why `inst`, a collective with sharding `s`, cannot run on the local pieces as written, or nullopt
-// when it can: `s` must be partially manual (empty reason when it is not), the collective must keep
-// its shape (all-reduce, collective-permute of one array) and each of its groups / pairs must stay
+// when it can: `s` must be partially manual (empty reason when it is not), the collective must be
+// of one array and either keep its shape (all-reduce, collective-permute) or, along a dim
+// (all-gather, reduce-scatter, all-to-all: psum_scatter / all_gather in a shard_map over some
+// axes), have no data dim tiled over the free axes (each device then holds its subgroup's whole
+// value, whose shape the collective was written for), and each of its groups / pairs must stay
 // among devices that hold the same tile, the manual subgroup the code was written for.
 std::optional<std::string> SubgroupManualProblem(const Instruction& inst, const HloSharding& s, int64_t n) {
   const std::optional<std::vector<std::vector<int64_t>>> keys = TileKeys(s, n);
   if (!keys) return "";
   const Opcode op = inst.opcode();
-  if ((op != Opcode::kAllReduce && op != Opcode::kCollectivePermute) || !inst.shape().IsArray() ||
+  const bool along_dim = op == Opcode::kAllGather || op == Opcode::kReduceScatter || op == Opcode::kAllToAll;
+  if ((op != Opcode::kAllReduce && op != Opcode::kCollectivePermute && !along_dim) || !inst.shape().IsArray() ||
       inst.operand_count() != 1) {
-    return "only all-reduce and collective-permute of one array are partitioned in a partially manual region";
+    return "only all-reduce, collective-permute, all-gather, reduce-scatter and all-to-all of one "
+           "array are partitioned in a partially manual region";
+  }
+  for (int d = 0; along_dim && d < s.TiledDataRank(); ++d) {
+    if (s.tile_assignment().dim(d) != 1) {
+      return StrCat("a collective along a dim runs on whole subgroup values: dim ", d, " is tiled over the free axes");
+    }
   }
   auto same_tile = [&](int64_t a, int64_t b) {
     return a >= 0 && b >= 0 && a < n && b < n && (*keys)[a] == (*keys)[b];
