@@ -2,9 +2,12 @@
 // the (replicated) update is written locally by every partition where it overlaps its own shard
 // (XLA's masked local update): the update, padded by a shard on both sides, is dynamic-sliced at
 // the shard's offset from the clamped start and selected in where the positions fall inside it.
+// Dims the update spans whole (a decode step's batch) may be sharded in the base too: the update
+// is then sharded like the base along them and replicated along the others.
 #include <algorithm>
 
 #include "xshard/spmd/handlers.h"
+#include "xshard/spmd/reshard_routes.h"
 
 namespace xs::spmd::internal {
 
@@ -17,23 +20,35 @@ Status HandleDynamicUpdateSlice(const Instruction& inst, Context& ctx) {
   if (!s.IsTiled() || !s.subgroup_types().empty() || base.partial()) return HandlePositional(inst, ctx);
   Emitter& em = ctx.em();
   XS_ASSIGN_OR_RETURN(ShardLayout layout, base.Layout());
-  // Only for bases tiled along updated (not whole) dims alone; whole dims the rule handler
-  // keeps sharded in both.
+  // Only for bases tiled along at least one updated (not whole) dim; the update follows the
+  // base's tiling along the whole dims (where the start is always 0) and is replicated along the
+  // updated ones.
   std::vector<int> tiled;
+  bool whole_tiled = false;
   for (int d = 0; d < global.rank(); ++d) {
     if (layout.tiles()[d] == 1) continue;
-    if (ushape.dim(d) == global.dim(d)) return HandlePositional(inst, ctx);
-    tiled.push_back(d);
+    if (ushape.dim(d) == global.dim(d)) {
+      whole_tiled = true;
+    } else {
+      tiled.push_back(d);
+    }
   }
   if (tiled.empty()) return HandlePositional(inst, ctx);
+  HloSharding usharding = HloSharding::Replicate();
+  if (whole_tiled) {
+    usharding = s;
+    for (int d : tiled) {
+      XS_ASSIGN_OR_RETURN(usharding, ReplicateDim(usharding, d, global.rank()));
+    }
+  }
   const HloSharding target = ctx.TargetOf(inst);
   ModuleState& state = ctx.state();
-  const int64_t mine = ReshardCost(state, ushape, update.sharding(), update.partial(), HloSharding::Replicate()) +
+  const int64_t mine = ReshardCost(state, ushape, update.sharding(), update.partial(), usharding) +
                        ReshardCost(state, global, s, std::nullopt, target);
   if (mine >= kImpossibleCost || mine > RulePlanCost(inst, ctx, PositionalConfig(inst))) {
     return HandlePositional(inst, ctx);
   }
-  XS_ASSIGN_OR_RETURN(PartitionedValue u, update.Replicate("dynamic-update-slice update"));
+  XS_ASSIGN_OR_RETURN(PartitionedValue u, update.Reshard(usharding, "dynamic-update-slice update"));
   Instruction* x = base.hlo();
   const Shape& local = x->shape();
   const Shape s32 = local.WithDType(DType::kS32);
@@ -50,7 +65,8 @@ Status HandleDynamicUpdateSlice(const Instruction& inst, Context& ctx) {
   // at (shard offset - start + shard); windows that miss the update are masked out below.
   std::vector<PaddingDim> padding(global.rank());
   std::vector<Instruction*> window_starts(global.rank(), em.ZeroOf(DType::kS32));
-  std::vector<int64_t> sizes = ushape.dims();
+  // The whole dims stay at the local update's (= the base's) shard size, at offset 0.
+  std::vector<int64_t> sizes = u.hlo()->shape().dims();
   std::vector<Instruction*> local_starts = starts;
   Instruction* inside = nullptr;
   for (int d : tiled) {

@@ -87,6 +87,8 @@ bool Augment(int64_t target, const std::vector<std::vector<int64_t>>& candidates
   return false;
 }
 
+}  // namespace
+
 // `s` with tile dim `dim` folded into the replicated subgroup (each new group sorted, as
 // PartialTile keeps them): the tile assignment with `dim` moved next to the replication dim and
 // merged into it. O(rank) for iota forms.
@@ -103,6 +105,8 @@ StatusOr<HloSharding> ReplicateDim(const HloSharding& s, int dim, int rank) {
   new_dims.push_back(ta.num_devices() / Product(new_dims));
   return HloSharding::Tile(ta.Transpose(perm).Reshape(std::move(new_dims)).ToIota(), true);
 }
+
+namespace {
 
 // Groups along tile dim `dim`: the devices whose tile indices differ only there, in tile order.
 ReplicaGroups LinesAlong(const TileAssignment& ta, int dim) {

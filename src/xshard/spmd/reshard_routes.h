@@ -111,6 +111,8 @@ PartitionedValue AllToAllAxes(const PartitionedValue& v, const std::vector<int>&
                               const HloSharding& after, const ShardLayout& after_layout,
                               std::string reason);
 
+// `s` (tiled over `rank` data dims) with tile dim `dim` folded into the replicated subgroup.
+StatusOr<HloSharding> ReplicateDim(const HloSharding& s, int dim, int rank);
 // all-gather along `dim` over `groups` (the value becomes `after`, laid out as `after_layout`),
 // then drops the excess padding when the dim is now whole.
 PartitionedValue GatherDim(const PartitionedValue& v, int dim, ReplicaGroups groups, const HloSharding& after,

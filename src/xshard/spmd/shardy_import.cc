@@ -351,23 +351,46 @@ void CopyCallAttributes(const Instruction* call, Instruction* boundary, std::str
   }
 }
 
+// A Sharding custom-call (one array) whose xla.sdy.sharding `value` has open dims and that has no
+// backend_config of its own gets them as unspecified_dims.
+void SetConstraintOpenDims(Instruction* inst, const std::string& value) {
+  if (!IsTarget(*inst, "Sharding") || !inst->shape().IsArray() || inst->attrs().backend_config) return;
+  StatusOr<std::vector<SdyTensorSharding>> per_value = ParseSdyShardingPerValue(value);
+  std::optional<SdyTensorSharding> one;
+  if (per_value.ok() && per_value->size() == 1) {
+    one = (*per_value)[0];
+  } else if (StatusOr<SdyTensorSharding> single = ParseSdyTensorSharding(value); single.ok()) {
+    one = *single;
+  }
+  if (!one || static_cast<int64_t>(one->dims.size()) != inst->shape().rank()) return;
+  SetUnspecifiedDims(inst, OpenDims(*one));
+}
+
 }  // namespace
 
 // Instructions outside shard_map bodies whose sharding is only Shardy's xla.sdy.sharding frontend
 // attribute (the form XLA's Shardy round trip writes: no sharding={...} beside it) get its GSPMD
 // equivalent; open dims become closed ones (an HloSharding on a non-annotation cannot say "may be
-// sharded further"). A mesh the module does not name, or an attribute that does not parse or fit
-// the shape, is an error naming the instruction.
+// sharded further"). A Sharding custom-call that has both keeps its sharding and gets the Shardy
+// one's open dims as unspecified_dims. A mesh the module does not name, or an attribute that does
+// not parse or fit the shape, is an error naming the instruction.
 Status ImportFrontendShardings(Module& module, const std::map<std::string, SdyMesh>& meshes,
                                const std::set<Computation*>& manual_bodies) {
   for (Computation* c : module.computations()) {
     if (manual_bodies.count(c) != 0) continue;
     for (Instruction* inst : c->instructions()) {
-      if (inst->has_sharding() || !inst->attrs().frontend_attributes) continue;
+      if (!inst->attrs().frontend_attributes) continue;
       std::optional<std::string> value;
       for (const auto& [key, v] : *inst->attrs().frontend_attributes)
         if (key == "xla.sdy.sharding") value = v;
       if (!value) continue;
+      if (inst->has_sharding()) {
+        // A with_sharding_constraint JAX lowered with both forms: its GSPMD sharding is the
+        // closed equivalent, its Shardy one says which dims are open (P.UNCONSTRAINED, {?}), as
+        // the GSPMD lowering's unspecified_dims does.
+        SetConstraintOpenDims(inst, *value);
+        continue;
+      }
       auto fail = [&](std::string_view why) {
         return InvalidArgument("'", inst->name(), "': its xla.sdy.sharding ", *value, " ", why);
       };
@@ -428,7 +451,7 @@ Status ImportShardyManualComputations(Module& module) {
   bool frontend_shardings = false;
   for (Computation* c : module.computations()) {
     for (Instruction* inst : c->instructions()) {
-      if (!inst->has_sharding() && inst->attrs().frontend_attributes) {
+      if ((!inst->has_sharding() || IsTarget(*inst, "Sharding")) && inst->attrs().frontend_attributes) {
         for (const auto& [key, v] : *inst->attrs().frontend_attributes) frontend_shardings |= key == "xla.sdy.sharding";
       }
       if (inst->opcode() != Opcode::kCustomCall || !inst->attrs().custom_call_target) continue;

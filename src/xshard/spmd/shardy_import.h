@@ -63,7 +63,8 @@ StatusOr<HloSharding> SdyToHloSharding(const SdyMesh& mesh, const SdyTensorShard
 // the instructions of each manual computation body (and what it calls) the manual sharding, as
 // JAX's GSPMD lowering writes them. Instructions outside those bodies annotated only with an
 // xla.sdy.sharding frontend attribute (XLA's Shardy round-trip form) get its GSPMD sharding (open
-// dims closed). A module with neither is left unchanged.
+// dims closed); Sharding custom-calls (with_sharding_constraint) that carry both forms get the
+// Shardy one's open dims as unspecified_dims. A module with neither is left unchanged.
 // A shard_map nested in another is manual over both sets of axes (the outer ones form the manual
 // subgroup on both sides of its boundaries, as JAX's GSPMD lowering writes them).
 // Forms not handled (sub-axes, unreduced axes, other xla.sdy targets) return

@@ -214,5 +214,36 @@ ENTRY main {
   EXPECT_NE(s.message().find("names mesh 'other'"), std::string::npos) << s.message();
 }
 
+// with_sharding_constraint with P.UNCONSTRAINED dims, as JAX 0.10 lowers it by default: a
+// Sharding custom-call with the closed GSPMD sharding and the Shardy one whose open dims ({?})
+// JAX's GSPMD lowering of the same program writes as unspecified_dims (copied from it).
+TEST(ImportShardyTest, ConstraintOpenDimsBecomeUnspecifiedDims) {
+  auto module =
+      ParseHloModule(R"(HloModule m, frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<["data"=4, "model"=2]>}}
+ENTRY main {
+  x = f32[16,32] parameter(0), sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate}, frontend_attributes={xla.sdy.sharding="#sdy.sharding<@mesh, [{\"data\"}, {}]>"}
+  a = f32[16,32] custom-call(x), custom_call_target="Sharding", sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate}, frontend_attributes={xla.sdy.sharding="#sdy.sharding_per_value<[<@mesh, [{\"data\"}, {?}]>]>"}
+  t = f32[32,16] transpose(a), dimensions={1,0}
+  b = f32[32,16] custom-call(t), custom_call_target="Sharding", sharding={devices=[1,4,2]<=[8] last_tile_dim_replicate}, frontend_attributes={xla.sdy.sharding="#sdy.sharding_per_value<[<@mesh, [{?}, {\"data\"}]>]>"}
+  c = f32[32,16] custom-call(b), custom_call_target="Sharding", sharding={replicated}, frontend_attributes={xla.sdy.sharding="#sdy.sharding_per_value<[<@mesh, [{?}, {?}]>]>"}
+  ROOT d = f32[32,16] custom-call(c), custom_call_target="Sharding", sharding={replicated}, frontend_attributes={xla.sdy.sharding="#sdy.sharding_per_value<[<@mesh, [{}, {}]>]>"}
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status().message();
+  ASSERT_TRUE(ImportShardyManualComputations(**module).ok());
+  auto config = [&](std::string_view name) -> std::string {
+    for (const Instruction* inst : (*module)->entry()->instructions()) {
+      if (inst->name() == name) return inst->attrs().backend_config.value_or("none");
+    }
+    return "missing";
+  };
+  EXPECT_EQ(config("a"), "\"unspecified_dims=[1]\"");
+  EXPECT_EQ(config("b"), "\"unspecified_dims=[0]\"");
+  EXPECT_EQ(config("c"), "\"unspecified_dims=[0,1]\"");
+  EXPECT_EQ(config("d"), "none");
+  EXPECT_EQ(config("x"), "none");
+  EXPECT_EQ((*module)->entry()->root()->operand(0)->sharding()->ToString(), "{replicated}");
+}
+
 }  // namespace
 }  // namespace xs

@@ -227,6 +227,31 @@ TEST(WindowHaloTest, DynamicUpdateSliceIntoShardedBaseIsLocal) {
       4);
 }
 
+// A decode step's cache write (bench/xla_compare decode_wsc_loop): the cache f32[4,8,16] sharded
+// over batch (2) and sequence (4), the new token's f32[4,1,16] over batch alone. The update spans
+// the batch dim whole, so each device writes its own rows' piece where the position falls in its
+// sequence shard: no collective (the rule handler gathered the sequence dim: 768 B per device).
+// Also an uneven batch (5 rows over 2) and starts that clamp.
+TEST(WindowHaloTest, DynamicUpdateSliceKeepsTheBatchDimSharded) {
+  for (const char* start : {"5", "0", "7", "30", "-2"}) {
+    const PartitionResult r = PartitionAndCompare(
+        StrCat("ENTRY e {\n  a = f32[4,8,16] parameter(0), sharding={devices=[2,4,1]<=[8]}\n",
+               "  u = f32[4,1,16] parameter(1),", " sharding={devices=[2,1,1,4]<=[8] last_tile_dim_replicate}\n",
+               "  i = s32[] constant(", start, ")\n  z = s32[] constant(0)\n",
+               "  ROOT d = f32[4,8,16] dynamic-update-slice(a, u, z, i, z),", " sharding={devices=[2,4,1]<=[8]}\n}\n"),
+        8);
+    EXPECT_TRUE(CollectiveKinds(r).empty()) << start;
+  }
+  const PartitionResult r = PartitionAndCompare(
+      "ENTRY e {\n  a = f32[5,12,3] parameter(0), sharding={devices=[2,2,1]<=[4]}\n"
+      "  u = f32[5,4,3] parameter(1), sharding={devices=[2,1,1,2]<=[4] last_tile_dim_replicate}\n"
+      "  i = s32[] constant(4)\n  z = s32[] constant(0)\n"
+      "  ROOT d = f32[5,12,3] dynamic-update-slice(a, u, z, i, z),"
+      " sharding={devices=[2,2,1]<=[4]}\n}\n",
+      4);
+  EXPECT_TRUE(CollectiveKinds(r).empty());
+}
+
 // jnp.cummax and a reverse jnp.cumsum of one value (bench/xla_compare cum_ops): windows over the
 // whole dim, so the last tile's window would receive every other tile. The dim is gathered
 // instead (the same bytes as that halo), once: the second cumulative op reads the cached copy.
