@@ -133,6 +133,19 @@ Status PrepareCustomCall(const Instruction& inst, Step& step, const Program& pro
       "Sharding",       "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.FuncResultSharding",
       "ShardBarrierFrom", "ShardBarrierTo",     "MoveToHost",           "MoveToDevice",
       "PinToDevice",    "PinToDeviceSram",      "LayoutConstraint"};
+  // JAX's host callbacks (jax.debug.print / debug.callback, pure_callback, io_callback) call a
+  // Python function of the process that traced them, by an address in their backend_config.
+  static constexpr std::string_view kPythonCallbacks[] = {"xla_ffi_python_cpu_callback", "xla_ffi_python_gpu_callback",
+                                                          "xla_ffi_partitioned_python_cpu_callback",
+                                                          "xla_python_cpu_callback", "xla_python_gpu_callback"};
+  if (std::find(std::begin(kPythonCallbacks), std::end(kPythonCallbacks), target) != std::end(kPythonCallbacks)) {
+    return UnsupportedInstruction(inst,
+                                  StrCat("custom_call_target=\"", target,
+                                         "\" is a Python host callback (jax.debug.print, jax.debug.callback, "
+                                         "jax.pure_callback or io_callback), which only the JAX process that traced it "
+                                         "can call: remove it from the jitted function (return the values to print or "
+                                         "check instead) and export again"));
+  }
   if (std::find(std::begin(kIdentities), std::end(kIdentities), target) == std::end(kIdentities)) {
     std::string known;
     for (std::string_view t : kIdentities) known += StrCat(t, ", ");

@@ -69,6 +69,27 @@ ENTRY main {
   EXPECT_TRUE(Contains(e.status(), "custom_call_target=\"foo\""));
 }
 
+// jax.debug.print / debug.callback / pure_callback / io_callback lower to a custom-call into the
+// Python process that traced them (JAX 0.10.2's form, copied from jax.debug.print's lowering):
+// refused in one line naming the instruction, what it is and what to do, not a list of targets.
+TEST(Executable, PythonCallbackIsRefusedNamingWhatToDo) {
+  std::unique_ptr<Module> m = ParseOrFail(R"(
+HloModule f
+ENTRY main {
+  p = f32[2] parameter(0)
+  debug_print.1 = () custom-call(p), custom_call_target="xla_ffi_python_cpu_callback", operand_layout_constraints={f32[2]}, custom_call_has_side_effect=true, api_version=API_VERSION_TYPED_FFI
+  ROOT r = f32[2] negate(p)
+})");
+  StatusOr<std::unique_ptr<Executable>> e = Executable::Create(*m);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().message(),
+            "unsupported: instruction 'debug_print.1' (custom-call) is not supported by the executor; "
+            "custom_call_target=\"xla_ffi_python_cpu_callback\" is a Python host callback (jax.debug.print, "
+            "jax.debug.callback, jax.pure_callback or io_callback), which only the JAX process that traced "
+            "it can call: remove it from the jitted function (return the values to print or check instead) "
+            "and export again");
+}
+
 // A constant printed as {...} (JAX 0.4's lowered.as_text drops large constants) parses, but has no
 // values: running it is an error naming the constant and how to print it whole, not a run on
 // zeros (which gave NaN for x / arange(1, 65) and no error). One in a called computation too.

@@ -52,7 +52,14 @@ Status Dispatch(const Instruction& inst, Context& ctx) {
       op != Opcode::kParameter) {
     ctx.Note(StrCat("%", inst.name(), " (", OpcodeName(op), "): ", s.message(),
                     "; computed on replicated operands"));
-    s = HandleReplicated(inst, ctx);
+    const Status fallback = HandleReplicated(inst, ctx);
+    // When the fallback fails too, its error alone would hide the cause (a call whose body could
+    // not be partitioned reads "cannot reshard ... (no partitioned form)"): name both.
+    if (!fallback.ok()) {
+      return fallback.WithMessage(
+          StrCat(fallback.message(), "; partitioning it as ", OpcodeName(op), " first failed: ", s.message()));
+    }
+    s = fallback;
   }
   return s;
 }
