@@ -82,8 +82,15 @@ DType DTypeOfNumpy(const InArray& array) {
                         "or complex64/128"));
 }
 
-Array ToArray(const InArray& array) {
-  const DType dtype = DTypeOfNumpy(array);
+Array ToArray(const InArray& array, std::optional<DType> as) {
+  DType dtype = DTypeOfNumpy(array);
+  if (as) {
+    if (DTypeSize(*as) != DTypeSize(dtype)) {
+      Raise(InvalidArgument("an array of ", DTypeName(dtype), " elements cannot hold ", DTypeName(*as), " values (",
+                            DTypeSize(dtype), " against ", DTypeSize(*as), " bytes each)"));
+    }
+    dtype = *as;
+  }
   std::vector<int64_t> dims(array.ndim());
   for (size_t i = 0; i < array.ndim(); ++i) dims[i] = static_cast<int64_t>(array.shape(i));
   Shape shape(dtype, std::move(dims));

@@ -6,6 +6,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
+#include <optional>
 #include <utility>
 
 #include "xshard/base/status.h"
@@ -35,8 +36,10 @@ T Unwrap(StatusOr<T> value) {
 // The xshard element type of a numpy array's dtype; ValueError names unsupported ones.
 DType DTypeOfNumpy(const InArray& array);
 // An Array over the numpy array's memory when it is 64-byte aligned (no copy: the numpy array
-// must outlive the Array), else a copy.
-Array ToArray(const InArray& array);
+// must outlive the Array), else a copy. `as`, when given, is the element type its bytes hold
+// instead of the dtype's (bf16 arrives as its uint16 bits: numpy has no bfloat16); ValueError
+// when the element sizes differ.
+Array ToArray(const InArray& array, std::optional<DType> as = std::nullopt);
 // A numpy array that takes over `array`'s storage (no copy), or a copy of a view.
 nb::object ToNumpy(Array array);
 

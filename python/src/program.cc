@@ -118,6 +118,20 @@ T Interruptible(RunMonitor& monitor, const std::function<T()>& work) {
   return std::move(*result);
 }
 
+// The arguments as Arrays; those at the indices `bf16` are uint16 arrays holding bf16 bits.
+std::vector<Array> ToArrays(const std::vector<InArray>& args, const std::vector<int64_t>& bf16) {
+  std::vector<Array> arrays;
+  arrays.reserve(args.size());
+  for (const InArray& a : args) arrays.push_back(ToArray(a));
+  for (int64_t i : bf16) {
+    if (i < 0 || i >= static_cast<int64_t>(args.size())) {
+      Raise(InvalidArgument("bf16 argument index ", i, " is out of range for ", args.size(), " arguments"));
+    }
+    arrays[i] = ToArray(args[i], DType::kBF16);
+  }
+  return arrays;
+}
+
 // A compiled program plus the client it runs on.
 class Program {
  public:
@@ -126,11 +140,10 @@ class Program {
 
   const ShardedProgram& program() const { return *program_; }
 
-  // Runs on global numpy arrays; returns (outputs, per-device outputs of unassembled leaves).
-  nb::list Run(const std::vector<InArray>& args) const {
-    std::vector<Array> arrays;
-    arrays.reserve(args.size());
-    for (const InArray& a : args) arrays.push_back(ToArray(a));
+  // Runs on global numpy arrays (those at the indices `bf16`: uint16 arrays of bf16 bits);
+  // returns (outputs, per-device outputs of unassembled leaves).
+  nb::list Run(const std::vector<InArray>& args, const std::vector<int64_t>& bf16) const {
+    std::vector<Array> arrays = ToArrays(args, bf16);
     RunMonitor monitor(program_->num_devices());
     SpmdRunOptions options;
     options.monitor = &monitor;
@@ -168,10 +181,9 @@ class Program {
   // timed run is Run() on the global arrays instead (shard, execute, assemble: what a call from
   // Python does, less the binding). iters < 0: adaptive, as bench run (>= 10 runs and >= 1 s,
   // or 3 runs once 10 s passed, at most 10000).
-  std::vector<double> Time(const std::vector<InArray>& args, int64_t warmup, int64_t iters,
-                           bool whole_call) const {
-    std::vector<Array> arrays;
-    for (const InArray& a : args) arrays.push_back(ToArray(a));
+  std::vector<double> Time(const std::vector<InArray>& args, int64_t warmup, int64_t iters, bool whole_call,
+                           const std::vector<int64_t>& bf16) const {
+    std::vector<Array> arrays = ToArrays(args, bf16);
     std::vector<double> ms;
     RunMonitor monitor(program_->num_devices());
     SpmdRunOptions options;
@@ -252,13 +264,14 @@ void ApplyShardings(Module& module, const std::vector<nb::object>& in,
                               root->name(), "' has ", leaves.size(),
                               " outputs; give one sharding per output"));
       }
+      // A None entry keeps the text's sharding of that output, else leaves it to propagation
+      // ({unknown}), as a None in jax.jit's out_shardings.
+      const std::optional<HloSharding>& written = root->sharding();
+      const bool has_written = written && written->IsTuple() && written->tuple_elements().size() == leaves.size();
       std::vector<HloSharding> elements;
       for (size_t i = 0; i < out.size(); ++i) {
         std::optional<HloSharding> s = ShardingArg(out[i], leaves[i].IsTuple() ? 0 : leaves[i].rank());
-        if (!s) {
-          Raise(InvalidArgument("out_shardings[", i, "] is None: a tuple root takes a sharding "
-                                "for every output (HloSharding.replicate() for replicated)"));
-        }
+        if (!s) s = has_written ? written->tuple_elements()[i] : HloSharding::Unknown();
         elements.push_back(*s);
       }
       root->set_sharding(HloSharding::Tuple(std::move(elements)));
@@ -322,18 +335,24 @@ nb::dict CollectiveDict(const spmd::CollectiveRecord& c) {
 void BindProgram(nb::module_& m) {
   nb::class_<Program>(m, "_Program")
       .def_prop_ro("num_devices", [](const Program& p) { return p.program().num_devices(); })
-      .def("run", &Program::Run, "args"_a)
-      .def("time", &Program::Time, "args"_a, "warmup"_a = 3, "iters"_a = -1, "whole_call"_a = false)
-      .def("as_text", [](const Program& p, bool spmd) {
-             return PrintHloModule(spmd ? p.program().spmd_module() : p.program().global_module());
-           }, "spmd"_a = false)
+      .def("run", &Program::Run, "args"_a, "bf16"_a = std::vector<int64_t>{})
+      .def("time", &Program::Time, "args"_a, "warmup"_a = 3, "iters"_a = -1, "whole_call"_a = false,
+           "bf16"_a = std::vector<int64_t>{})
+      .def(
+          "as_text",
+          [](const Program& p, bool spmd) {
+            return PrintHloModule(spmd ? p.program().spmd_module() : p.program().global_module());
+          },
+          "spmd"_a = false)
       .def("report_text", [](const Program& p) { return spmd::FormatReport(p.program().report()); })
-      .def("collectives", [](const Program& p) {
+      .def("collectives",
+           [](const Program& p) {
              nb::list out;
              for (const auto& c : p.program().report().collectives) out.append(CollectiveDict(c));
              return out;
            })
-      .def("memory", [](const Program& p) {
+      .def("memory",
+           [](const Program& p) {
              const spmd::PartitionReport& r = p.program().report();
              nb::dict d;
              d["before_peak_bytes"] = r.before.peak_bytes;
@@ -342,12 +361,14 @@ void BindProgram(nb::module_& m) {
              return d;
            })
       .def("warnings", [](const Program& p) { return p.program().report().warnings; })
-      .def("argument_shapes", [](const Program& p) {
+      .def("argument_shapes",
+           [](const Program& p) {
              std::vector<std::string> out;
              for (const Shape& s : p.program().argument_shapes()) out.push_back(s.ToString(false));
              return out;
            })
-      .def("output_shapes", [](const Program& p) {
+      .def("output_shapes",
+           [](const Program& p) {
              std::vector<std::string> out;
              for (const Shape& s : p.program().output_shapes()) out.push_back(s.ToString(false));
              return out;

@@ -100,16 +100,63 @@ class Timing:
         return head + "".join(f"  {label:<8}{v:10.3f} ms\n" for label, v in rows)
 
 
-def _arg(a: Any, i: int) -> np.ndarray:
+# The numpy dtype of each xshard element type a program's parameter may have.
+_NUMPY_DTYPES = {"pred": np.bool_, "s8": np.int8, "s16": np.int16, "s32": np.int32,
+                 "s64": np.int64, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32,
+                 "u64": np.uint64, "f16": np.float16, "f32": np.float32, "f64": np.float64,
+                 "c64": np.complex64, "c128": np.complex128}
+if _bfloat16 is not None:
+    _NUMPY_DTYPES["bf16"] = _bfloat16
+
+# The element types a Python scalar may become, as JAX's weak types: an int any number, a float
+# any floating or complex type, a complex a complex one, a bool only pred.
+_PYTHON_SCALAR_TYPES = {
+    bool: ("pred",),
+    int: ("s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
+          "c64", "c128"),
+    float: ("f16", "bf16", "f32", "f64", "c64", "c128"),
+    complex: ("c64", "c128"),
+}
+
+
+def _python_scalar(a: Any, i: int, element_type: Optional[str]) -> Optional[np.ndarray]:
+    """A Python bool / int / float / complex as a 0-d array of the parameter's element type (JAX
+    takes them as weakly typed values), or None when it is not one or cannot be one."""
+    kind = type(a)
+    if kind not in _PYTHON_SCALAR_TYPES or element_type not in _PYTHON_SCALAR_TYPES[kind]:
+        return None
+    dtype = _NUMPY_DTYPES.get(element_type)
+    if dtype is None:
+        return None
+    try:
+        return np.asarray(a, dtype=dtype)
+    except OverflowError as e:
+        raise ValueError(f"argument {i}: the Python {kind.__name__} {a!r} does not fit the "
+                         f"parameter's element type {element_type}") from e
+
+
+def _arg(a: Any, i: int, element_type: Optional[str] = None) -> np.ndarray:
     if type(a) is np.ndarray:
         return native_byte_order(a, f"argument {i}")
     if isinstance(a, ShardedArray):
         return np.asarray(a)
-    a = np.asarray(a)
-    if _bfloat16 is not None and a.dtype == _bfloat16:
-        raise NotImplementedError("bfloat16 arguments are not supported from Python yet; "
-                                  "convert them with .astype(numpy.float32)")
-    return native_byte_order(a, f"argument {i}")
+    scalar = _python_scalar(a, i, element_type)
+    if scalar is not None:
+        return scalar
+    return native_byte_order(np.asarray(a), f"argument {i}")
+
+
+def _bf16_bits(arrays: list) -> list:
+    """The indices of the bfloat16 arrays in `arrays`, which it replaces with their bits (uint16
+    views: numpy, and so the binding, has no bfloat16)."""
+    if _bfloat16 is None:
+        return []
+    indices = []
+    for i, a in enumerate(arrays):
+        if a.dtype == _bfloat16:
+            arrays[i] = a.view(np.uint16)
+            indices.append(i)
+    return indices
 
 
 class Compiled:
@@ -122,6 +169,9 @@ class Compiled:
         self.source = source
         self._bf16_outputs = [i for i, s in enumerate(program.output_shapes())
                               if s.startswith("bf16")]
+        # Each parameter's element type ("f32"; None for a tuple), for Python scalar arguments.
+        self._in_types = [None if s.startswith("(") else s.split("[", 1)[0]
+                          for s in program.argument_shapes()]
 
     @property
     def num_devices(self) -> int:
@@ -149,15 +199,23 @@ class Compiled:
         Arguments that are 64-byte aligned C-contiguous numpy arrays are read in place (every
         output of a previous call is); outputs take over the runtime's buffers (no copy)."""
         try:
-            outs = self._run([_arg(a, i) for i, a in enumerate(args)])
+            outs = self._run(self._arrays(args))
         except TypeError:
-            for i, a in enumerate(args):  # name the argument nanobind could not convert
-                check_dtype(np.asarray(a), f"argument {i}")
-            raise
+            arrays = self._arrays(args)  # bf16 arrays go as their bits, with their indices
+            bf16 = _bf16_bits(arrays)
+            if not bf16:
+                for i, a in enumerate(arrays):  # name the argument nanobind could not convert
+                    check_dtype(a, f"argument {i}")
+                raise
+            outs = self._run(arrays, bf16)
         for i in self._bf16_outputs:
             if _bfloat16 is not None and isinstance(outs[i], np.ndarray):
                 outs[i] = outs[i].view(_bfloat16)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _arrays(self, args: Sequence[Any]) -> list:
+        types = self._in_types
+        return [_arg(a, i, types[i] if i < len(types) else None) for i, a in enumerate(args)]
 
     def as_text(self, spmd: bool = False) -> str:
         """The global program after sharding propagation, or (spmd=True) the partitioned program
@@ -180,8 +238,10 @@ class Compiled:
         the outputs), in C++: a call from Python costs that plus the binding."""
         if warmup < 0 or (iters is not None and iters < 1):
             raise ValueError(f"warmup={warmup}, iters={iters}: need warmup >= 0 and iters >= 1")
-        samples = self._program.time([_arg(a, i) for i, a in enumerate(args)], warmup,
-                                     -1 if iters is None else iters, whole_call)
+        arrays = self._arrays(args)
+        bf16 = _bf16_bits(arrays)
+        samples = self._program.time(arrays, warmup, -1 if iters is None else iters, whole_call,
+                                     bf16)
         return Timing(samples, warmup)
 
     def __repr__(self) -> str:
