@@ -116,14 +116,23 @@ StatusOr<VjpResult> Vjp(const TensorFn& fn, const std::vector<Tensor>& primals) 
   XS_ASSIGN_OR_RETURN(Jaxpr v, VjpJaxpr(f, wrt));
   auto vjp = std::make_shared<const Jaxpr>(std::move(v));
   size_t n_out = f.outvars.size();
+  std::vector<AVal> out_avals;
+  for (const Atom& o : f.outvars) out_avals.push_back(o.aval());
   XS_ASSIGN_OR_RETURN(std::vector<Tensor> outs, EvalJaxpr(f, primals));
   VjpResult result;
   result.outputs = outs;
-  result.backward = [vjp, primals, n_out](const std::vector<Tensor>& cts)
-      -> StatusOr<std::vector<Tensor>> {
+  result.backward = [vjp, primals, n_out, out_avals](const std::vector<Tensor>& cts) -> StatusOr<std::vector<Tensor>> {
     if (cts.size() != n_out) {
       return InvalidArgument("Vjp backward: ", cts.size(), " cotangents for ", n_out,
                              " outputs; give one per output");
+    }
+    XS_RETURN_IF_ERROR(FirstError(cts));
+    for (size_t i = 0; i < n_out; ++i) {
+      // As jax.vjp's pullback: each cotangent has its output's shape and dtype.
+      if (cts[i].dtype() != out_avals[i].dtype || cts[i].dims() != out_avals[i].dims) {
+        return InvalidArgument("Vjp backward: cotangent ", i, " is ", cts[i].aval().ToString(), " but output ", i,
+                               " is ", out_avals[i].ToString(), "; give each cotangent its output's shape and dtype");
+      }
     }
     std::vector<Tensor> in = primals;
     in.insert(in.end(), cts.begin(), cts.end());

@@ -188,6 +188,19 @@ Out CustomVjpCall(const std::string& prim, const std::vector<AVal>& in, const Pa
                            bwd->invars.size(), ") and return one cotangent per input (",
                            bwd->outvars.size(), " for ", in.size(), ")");
   }
+  // As jax.custom_vjp: the cotangent of a float input is typed like it (an integer input's is
+  // ignored).
+  for (size_t i = 0; i < in.size(); ++i) {
+    const AVal& ct = bwd->outvars[i].aval();
+    if ((IsFloating(in[i].dtype) || IsComplex(in[i].dtype)) && (ct.dtype != in[i].dtype || ct.dims != in[i].dims)) {
+      return InvalidArgument(prim, ": bwd_jaxpr returns ", ct.ToString(),
+                             " as the cotangent of "
+                             "input ",
+                             i, " ", in[i].ToString(),
+                             "; the backward function must "
+                             "return one cotangent per input with that input's shape and dtype");
+    }
+  }
   return OutAVals(*call);
 }
 

@@ -95,7 +95,8 @@ std::vector<Tensor> Bind(const std::string& primitive, const std::vector<Tensor>
                          Params params = {});
 Tensor Bind1(const std::string& primitive, const std::vector<Tensor>& inputs, Params params = {});
 
-// Elementwise, unary.
+// Elementwise, unary. Exp, Log, Tanh, Logistic, Sqrt, Rsqrt, Sin and Cos convert a bool or
+// integer operand to f32 first, as jnp does.
 Tensor Neg(const Tensor& x);
 Tensor Exp(const Tensor& x);
 Tensor Log(const Tensor& x);
@@ -107,7 +108,7 @@ Tensor Abs(const Tensor& x);
 Tensor Sign(const Tensor& x);
 Tensor Sin(const Tensor& x);
 Tensor Cos(const Tensor& x);
-Tensor Relu(const Tensor& x);        // max(x, 0.0)
+Tensor Relu(const Tensor& x);  // jax.nn.relu: max(x, 0), derivative 0 at 0
 Tensor IntegerPow(const Tensor& x, int64_t y);
 Tensor StopGradient(const Tensor& x);
 
@@ -167,7 +168,8 @@ Tensor Squeeze(const Tensor& x, std::vector<int64_t> axes);
 Tensor ExpandDims(const Tensor& x, int64_t axis);
 Tensor Slice(const Tensor& x, std::vector<int64_t> start, std::vector<int64_t> limit,
              std::vector<int64_t> strides = {});
-// lax.dynamic_slice: `start` holds one integer scalar Tensor per dim.
+// lax.dynamic_slice: `start` holds one integer scalar Tensor per dim; a negative index counts
+// from the end (i + size), then starts are clamped so that the slice fits, as in JAX.
 Tensor DynamicSlice(const Tensor& x, const std::vector<Tensor>& start,
                     std::vector<int64_t> sizes);
 Tensor DynamicUpdateSlice(const Tensor& x, const Tensor& update, const std::vector<Tensor>& start);
@@ -175,7 +177,8 @@ Tensor Concatenate(const std::vector<Tensor>& xs, int64_t axis);
 // lax.pad with (low, high, interior) per dim.
 Tensor Pad(const Tensor& x, double value, std::vector<std::vector<int64_t>> config);
 
-// Reductions over `axes` ({}: all; negative axes count from the end).
+// Reductions over `axes` ({}: all; negative axes count from the end). As jnp: Sum adds bool and
+// narrow integers as int32 (uint32) and f16 / bf16 in f32; Mean of bool / integers is f32.
 Tensor Sum(const Tensor& x, std::vector<int64_t> axes = {});
 Tensor Max(const Tensor& x, std::vector<int64_t> axes = {});
 Tensor Min(const Tensor& x, std::vector<int64_t> axes = {});
@@ -191,7 +194,7 @@ Tensor DotGeneral(const Tensor& a, const Tensor& b, std::vector<int64_t> lhs_con
                   std::vector<int64_t> rhs_contracting, std::vector<int64_t> lhs_batch = {},
                   std::vector<int64_t> rhs_batch = {},
                   std::optional<DType> preferred_element_type = std::nullopt);
-// jnp.matmul for rank 1 / 2 operands (x @ y).
+// jnp.matmul (x @ y): rank-1 operands are vectors, leading (batch) dims broadcast.
 Tensor Matmul(const Tensor& a, const Tensor& b);
 // jnp.einsum for two operands without repeated indices within one operand: "ij,jk->ik",
 // "bij,bjk->bik".

@@ -43,17 +43,32 @@ Tensor Matmul(const Tensor& a, const Tensor& b) {
         "Matmul: ", p[0].aval().ToString(), " @ ", p[1].aval().ToString(), ": the contracted dims ",
         ka, " and ", kb, " differ; transpose or reshape an operand"));
   }
-  if (ra <= 2 && rb <= 2) {
-    return DotGeneral(p[0], p[1], {ra - 1}, {rb == 1 ? 0 : rb - 2}, {}, {}, t);
+  // One operand without batch dims: a single contraction gives jnp's layout (a's leading dims,
+  // then b's), as (b, m, k) @ (k, n) -> (b, m, n) and (k,) @ (b, k, n) -> (b, n).
+  if (rb <= 2) return DotGeneral(p[0], p[1], {ra - 1}, {rb == 1 ? 0 : rb - 2}, {}, {}, t);
+  if (ra == 1) return DotGeneral(p[0], p[1], {0}, {rb - 2}, {}, {}, t);
+  // Both batched: the batch dims (all but the last two) broadcast by numpy rules.
+  std::vector<int64_t> ba(p[0].dims().begin(), p[0].dims().end() - 2);
+  std::vector<int64_t> bb(p[1].dims().begin(), p[1].dims().end() - 2);
+  size_t nb = std::max(ba.size(), bb.size());
+  ba.insert(ba.begin(), nb - ba.size(), 1);
+  bb.insert(bb.begin(), nb - bb.size(), 1);
+  std::vector<int64_t> batch_dims;
+  for (size_t i = 0; i < nb; ++i) {
+    if (ba[i] != bb[i] && ba[i] != 1 && bb[i] != 1) {
+      return Tensor::FromStatus(InvalidArgument("Matmul: the batch dims of ", p[0].aval().ToString(), " @ ",
+                                                p[1].aval().ToString(),
+                                                " do not broadcast (numpy rules: equal or 1); reshape an operand"));
+    }
+    batch_dims.push_back(ba[i] == 1 ? bb[i] : ba[i]);
   }
-  if (ra != rb) {
-    return Tensor::FromStatus(InvalidArgument("Matmul: batched operands ", p[0].aval().ToString(),
-                                              " and ", p[1].aval().ToString(),
-                                              " need one rank; reshape the batch dims"));
-  }
-  std::vector<int64_t> batch(ra - 2);
+  std::vector<int64_t> da = batch_dims, db = batch_dims;
+  da.insert(da.end(), p[0].dims().end() - 2, p[0].dims().end());
+  db.insert(db.end(), p[1].dims().end() - 2, p[1].dims().end());
+  std::vector<int64_t> batch(nb);
   std::iota(batch.begin(), batch.end(), 0);
-  return DotGeneral(p[0], p[1], {ra - 1}, {rb - 2}, batch, batch, t);
+  int64_t r = static_cast<int64_t>(nb) + 2;
+  return DotGeneral(BroadcastTo(p[0], da), BroadcastTo(p[1], db), {r - 1}, {r - 2}, batch, batch, t);
 }
 
 Tensor Einsum(const std::string& spec, const Tensor& a, const Tensor& b) {

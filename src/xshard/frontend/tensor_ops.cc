@@ -25,6 +25,18 @@ DType PromoteStrong(DType a, DType b) {
   if ((a == DType::kBF16 && b == DType::kF16) || (a == DType::kF16 && b == DType::kBF16)) {
     return DType::kF32;
   }
+  if (ca == 1 && IsUnsignedInteger(a) != IsUnsignedInteger(b)) {
+    // JAX's lattice: a signed type wider than the unsigned one holds both; otherwise the signed
+    // type of twice the unsigned width (u8 + s8 = s16, u32 + s32 = s64), and past 64 bits the
+    // default float (u64 + s64 = f32 with x64 off).
+    DType u = IsUnsignedInteger(a) ? a : b, sgn = IsUnsignedInteger(a) ? b : a;
+    int uw = DTypeBitWidth(u);
+    if (DTypeBitWidth(sgn) > uw) return sgn;
+    if (uw <= 8) return DType::kS16;
+    if (uw <= 16) return DType::kS32;
+    if (uw <= 32) return DType::kS64;
+    return DType::kF32;
+  }
   return DTypeBitWidth(a) >= DTypeBitWidth(b) ? a : b;
 }
 
@@ -113,21 +125,35 @@ using internal::Binary;
 #define XS_FE_UNARY(Name, prim) \
   Tensor Name(const Tensor& x) { return Bind1(prim, {x}); }
 XS_FE_UNARY(Neg, "neg")
-XS_FE_UNARY(Exp, "exp")
-XS_FE_UNARY(Log, "log")
-XS_FE_UNARY(Tanh, "tanh")
-XS_FE_UNARY(Logistic, "logistic")
-XS_FE_UNARY(Sqrt, "sqrt")
-XS_FE_UNARY(Rsqrt, "rsqrt")
 XS_FE_UNARY(Abs, "abs")
 XS_FE_UNARY(Sign, "sign")
-XS_FE_UNARY(Sin, "sin")
-XS_FE_UNARY(Cos, "cos")
 XS_FE_UNARY(StopGradient, "stop_gradient")
 XS_FE_UNARY(LogicalNot, "not")
 #undef XS_FE_UNARY
 
-Tensor Relu(const Tensor& x) { return Maximum(x, Tensor::Weak(0)); }
+// Transcendental functions: as jnp (promote_args_inexact), a bool or integer operand is converted
+// to f32 first (jnp.exp(arange(3)) is f32).
+#define XS_FE_FLOAT_UNARY(Name, prim)                                                \
+  Tensor Name(const Tensor& x) {                                                     \
+    if (x.ok() && internal::Category(x.dtype()) < 2) {                               \
+      return Bind1(prim, {internal::ConvertTo(x, DType::kF32, x.aval().weak_type)}); \
+    }                                                                                \
+    return Bind1(prim, {x});                                                         \
+  }
+XS_FE_FLOAT_UNARY(Exp, "exp")
+XS_FE_FLOAT_UNARY(Log, "log")
+XS_FE_FLOAT_UNARY(Tanh, "tanh")
+XS_FE_FLOAT_UNARY(Logistic, "logistic")
+XS_FE_FLOAT_UNARY(Sqrt, "sqrt")
+XS_FE_FLOAT_UNARY(Rsqrt, "rsqrt")
+XS_FE_FLOAT_UNARY(Sin, "sin")
+XS_FE_FLOAT_UNARY(Cos, "cos")
+#undef XS_FE_FLOAT_UNARY
+
+// jax.nn.relu: max(x, 0) whose derivative at 0 is 0 (JAX's custom_jvp; the derivative of
+// Maximum(x, 0.0) there is 0.5). A select on x <= 0 has that derivative, keeps NaN and an integer
+// x's dtype.
+Tensor Relu(const Tensor& x) { return Where(Le(x, Tensor::WeakInt(0)), Tensor::WeakInt(0), x); }
 Tensor IntegerPow(const Tensor& x, int64_t y) { return Bind1("integer_pow", {x}, {{"y", y}}); }
 
 Tensor Add(const Tensor& a, const Tensor& b) { return Binary("add", a, b); }
@@ -256,16 +282,41 @@ Tensor Slice(const Tensor& x, std::vector<int64_t> start, std::vector<int64_t> l
   return Bind1("slice", {x}, std::move(params));
 }
 
+namespace {
+// lax's allow_negative_indices: a negative start index counts from the end of its dim (i + size,
+// as Python indexing), before the usual clamping. A concrete index is normalized now, a traced
+// one with lt / add / select_n, as JAX traces it.
+std::vector<Tensor> WrapNegativeStarts(const Tensor& x, const std::vector<Tensor>& start) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < start.size(); ++i) {
+    const Tensor& s = start[i];
+    if (!x.ok() || !s.ok() || static_cast<int64_t>(i) >= x.rank() || s.rank() != 0 || !IsSignedInteger(s.dtype())) {
+      out.push_back(s);
+      continue;
+    }
+    int64_t size = x.dims()[i];
+    const TensorImpl& impl = *s.impl();
+    if (!impl.trace && impl.value && !impl.sharding) {
+      double v = impl.value->GetDouble(0);
+      out.push_back(v < 0 ? Tensor::FromArray(Array::Full(s.dtype(), {}, v + size)) : s);
+    } else {
+      out.push_back(Where(Lt(s, Tensor::WeakInt(0)), s + Tensor::WeakInt(size), s));
+    }
+  }
+  return out;
+}
+}  // namespace
+
 Tensor DynamicSlice(const Tensor& x, const std::vector<Tensor>& start,
                     std::vector<int64_t> sizes) {
   std::vector<Tensor> in = {x};
-  for (const Tensor& s : start) in.push_back(s);
+  for (const Tensor& s : WrapNegativeStarts(x, start)) in.push_back(s);
   return Bind1("dynamic_slice", in, {{"slice_sizes", IntList(sizes)}});
 }
 
 Tensor DynamicUpdateSlice(const Tensor& x, const Tensor& update, const std::vector<Tensor>& start) {
   std::vector<Tensor> in = {x, update};
-  for (const Tensor& s : start) in.push_back(s);
+  for (const Tensor& s : WrapNegativeStarts(x, start)) in.push_back(s);
   return Bind1("dynamic_update_slice", in);
 }
 
@@ -288,16 +339,34 @@ Tensor Reduce(const char* prim, const Tensor& x, std::vector<int64_t> axes) {
 }
 }  // namespace
 
-Tensor Sum(const Tensor& x, std::vector<int64_t> axes) { return Reduce("reduce_sum", x, axes); }
+namespace {
+bool IsHalf(DType t) { return t == DType::kF16 || t == DType::kBF16; }
+}  // namespace
+
+// jnp.sum: bool and integers narrower than 32 bits are summed as int32 / uint32, f16 and bf16 in
+// f32 and rounded back once.
+Tensor Sum(const Tensor& x, std::vector<int64_t> axes) {
+  if (!x.ok()) return x;
+  DType t = x.dtype();
+  if (t == DType::kPred || (IsInteger(t) && DTypeBitWidth(t) < 32)) {
+    return Reduce("reduce_sum", Astype(x, IsUnsignedInteger(t) ? DType::kU32 : DType::kS32), axes);
+  }
+  if (IsHalf(t)) return Astype(Reduce("reduce_sum", Astype(x, DType::kF32), axes), t);
+  return Reduce("reduce_sum", x, axes);
+}
 Tensor Max(const Tensor& x, std::vector<int64_t> axes) { return Reduce("reduce_max", x, axes); }
 Tensor Min(const Tensor& x, std::vector<int64_t> axes) { return Reduce("reduce_min", x, axes); }
 
+// jnp.mean: bool and integers averaged in f32; f16 and bf16 summed and divided in f32.
 Tensor Mean(const Tensor& x, std::vector<int64_t> axes) {
   if (!x.ok()) return x;
   axes = internal::NormalizeAxes(x, axes, true);
   int64_t n = 1;
   for (int64_t a : axes) n *= (a >= 0 && a < x.rank()) ? x.dims()[a] : 1;
-  return Sum(x, axes) / static_cast<double>(n);
+  DType t = x.dtype();
+  bool upcast = IsHalf(t) || internal::Category(t) < 2;
+  Tensor mean = Reduce("reduce_sum", upcast ? Astype(x, DType::kF32) : x, axes) / static_cast<double>(n);
+  return IsHalf(t) ? Astype(mean, t) : mean;
 }
 
 Tensor Argmax(const Tensor& x, int64_t axis) {
