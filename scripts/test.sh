@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
-scripts/python-env.sh
+# JAX too: the Python package's JAX cases and xla_compare_quick compare xshard with it.
+XSHARD_PYTHON_JAX=1 scripts/python-env.sh
 jobs=$(nproc)
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DXSHARD_BUILD_PYTHON=ON \

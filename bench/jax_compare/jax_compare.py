@@ -70,6 +70,14 @@ def venv_exists():
     return (VENV / "bin" / "python").exists()
 
 
+def venv_has_jax():
+    """Whether the venv exists and its python imports jax (a checkout's .venv may not have it)."""
+    if not venv_exists():
+        return False
+    return subprocess.run([str(VENV / "bin" / "python"), "-c", "import jax, ml_dtypes"],
+                          capture_output=True).returncode == 0
+
+
 def reexec_in_venv(argv, script=__file__):
     """Runs `script` (default: this one) with the venv's python unless it already is (creating the
     venv first). bench/xla_compare shares this venv."""

@@ -25,19 +25,24 @@ class Program:
     dtype: str = "f32"            # f32, bf16 or f16: picks the tolerance
     quick: bool = False           # in the ctest's fast subset
     context_mesh: bool = False    # lower under jax.set_mesh(mesh) (shard_map / constraints without a mesh)
+    device_order: Optional[tuple] = None  # the mesh's devices as indices into jax.devices() (None: 0..N-1)
+    donate_argnums: tuple = ()    # jit's donate_argnums (input_output_alias in the HLO)
 
     @property
     def devices(self):
         return int(np.prod(self.mesh_shape))
 
     def mesh(self):
-        return Mesh(np.array(jax.devices()[:self.devices]).reshape(self.mesh_shape), self.axis_names)
+        order = self.device_order if self.device_order is not None else range(self.devices)
+        return Mesh(np.array([jax.devices()[i] for i in order]).reshape(self.mesh_shape), self.axis_names)
 
     def jitted(self):
         """(jax.jit(f, in_shardings, out_shardings), in_shardings) over this program's mesh."""
         mesh = self.mesh()
         in_sh = tuple(NamedSharding(mesh, s) for s in self.in_specs)
         kwargs = {"in_shardings": in_sh}
+        if self.donate_argnums:
+            kwargs["donate_argnums"] = self.donate_argnums
         if self.out_specs is not None:
             kwargs["out_shardings"] = jax.tree.map(lambda s: NamedSharding(mesh, s), self.out_specs,
                                                    is_leaf=lambda s: isinstance(s, P))
@@ -362,4 +367,8 @@ def all_programs():
     from programs_bytes import bytes_programs  # noqa: E402
     from programs_heldout import heldout_programs  # noqa: E402  (held out: names ho_, --only ho_)
     from programs_recent import recent_programs  # noqa: E402
-    return progs + more_programs() + bytes_programs() + recent_programs() + heldout_programs()
+    from programs_api import api_programs  # noqa: E402
+    from programs_numerics import numerics_programs  # noqa: E402
+    from programs_models import models_programs  # noqa: E402
+    return (progs + more_programs() + bytes_programs() + recent_programs() + api_programs() + numerics_programs()
+            + models_programs() + heldout_programs())

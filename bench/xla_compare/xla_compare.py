@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 import jax_compare  # noqa: E402  (venv logic only; no JAX import at module level)
 import collectives  # noqa: E402
 
-DEVICES = 8
+DEVICES = 16  # the largest mesh of the suite (programs take the first N, or device_order)
 # allclose tolerances: rtol, and atol as a fraction of max |JAX output| (summation order differs).
 TOLERANCE = {"f32": (1e-3, 1e-4), "bf16": (1.6e-2, 1e-2), "f16": (1e-2, 1e-3)}
 SKIP = 77  # ctest's skip code (--skip-without-venv)
@@ -147,8 +147,8 @@ def main(argv):
     if args.setup:
         jax_compare.setup_venv()
         return 0
-    if args.skip_without_venv and not jax_compare.venv_exists():
-        print(f"skipped: no venv at {jax_compare.VENV} (create it with {sys.argv[0]} --setup)")
+    if args.skip_without_venv and not jax_compare.venv_has_jax():
+        print(f"skipped: no venv with JAX at {jax_compare.VENV} (create it with {sys.argv[0]} --setup)")
         return SKIP
     jax_compare.reexec_in_venv(argv, script=__file__)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # no GSPMD deprecation warnings
