@@ -5,6 +5,7 @@
 #include "xshard/text/parser.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 #include "xshard/text/literal_text.h"
@@ -353,6 +354,27 @@ Status Parser::ParseOperands(CompState& st, InstrInfo& info, int depth) {
 
 }  // namespace text_internal
 
+namespace {
+
+// Where an MLIR module or function starts (`module @name ...`, `module {`, `module attributes`,
+// `func.func`, a `#loc` alias, the generic `"builtin.module"`), or nullopt for anything else.
+std::optional<size_t> MlirStart(std::string_view text) {
+  const size_t at = text.find_first_not_of(" \t\r\n");
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string_view head = text.substr(at);
+  if (head.starts_with("func.func") || head.starts_with("#loc") || head.starts_with("\"builtin.module\"")) {
+    return at;
+  }
+  if (!head.starts_with("module")) return std::nullopt;
+  const size_t next = head.find_first_not_of(" \t", 6);
+  if (next == 6 || next == std::string_view::npos) return std::nullopt;  // "moduleX", or nothing after
+  return head[next] == '@' || head[next] == '{' || head.substr(next).starts_with("attributes")
+             ? std::optional<size_t>(at)
+             : std::nullopt;
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<Module>> ParseHloModule(std::string_view text, std::string_view filename) {
   // XLA's lexer rejects a byte order mark as it rejects any byte that starts no token; say what
   // it is, since editors hide it.
@@ -360,6 +382,16 @@ StatusOr<std::unique_ptr<Module>> ParseHloModule(std::string_view text, std::str
     return Lexer(text, filename)
         .ErrorAt(0, "the text starts with a UTF-8 byte order mark (bytes EF BB BF), which XLA's HLO "
                     "parser does not accept either; save the file as UTF-8 without a BOM");
+  }
+  // MLIR (StableHLO or MHLO) is what jax.jit(f).lower(...).as_text() prints by default: say so,
+  // and how to get HLO text, instead of failing on its first token.
+  if (std::optional<size_t> at = MlirStart(text)) {
+    return Lexer(text, filename)
+        .ErrorAt(*at,
+                 "the text is MLIR (StableHLO or MHLO, what jax.jit(f).lower(...).as_text() prints "
+                 "by default), not HLO text; xshard reads HLO text: write "
+                 "jax.jit(f).lower(...).as_text(dialect='hlo') (from Python, xshard.from_jax "
+                 "takes the function itself)");
   }
   text_internal::Parser parser(text, filename);
   return parser.Run();

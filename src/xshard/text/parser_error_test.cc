@@ -165,6 +165,28 @@ TEST(ParserErrorFormat, ByteOrderMarkIsNamed) {
       << m.status().message();
 }
 
+// StableHLO text (what jax.jit(f).lower(x).as_text() prints by default) is named as MLIR, with
+// the way to get HLO text, at its first token; words that merely start like it are HLO errors.
+TEST(ParserErrorFormat, MlirTextIsNamedWithTheWayToGetHlo) {
+  for (const char* text :
+       {"module @jit_f attributes {mhlo.num_partitions = 1 : i32} {\n  func.func public @main() {\n  }\n}\n",
+        "\n  module {\n}\n", "module attributes {} {\n}\n", "func.func @main() {\n}\n",
+        "#loc = loc(unknown)\nmodule @m {\n}\n"}) {
+    auto m = ParseHloModule(text, "f.mlir");
+    ASSERT_FALSE(m.ok()) << text;
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(m.status().message().find("error: the text is MLIR (StableHLO or MHLO"), std::string::npos)
+        << m.status().message();
+    EXPECT_NE(m.status().message().find("as_text(dialect='hlo')"), std::string::npos);
+  }
+  auto m = ParseHloModule("\n  module {\n}\n", "f.mlir");
+  EXPECT_NE(m.status().message().find("f.mlir:2:3: error"), std::string::npos) << m.status().message();
+  for (const char* text : {"modules m\n", "HloModule module\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n"}) {
+    auto h = ParseHloModule(text, "h.hlo");
+    EXPECT_EQ(h.status().message().find("MLIR"), std::string::npos) << h.status().message();
+  }
+}
+
 TEST(ParserErrorFormat, DeepNestingIsRejectedWithoutRecursingForever) {
   std::string shape(200, '(');
   shape += std::string(200, ')');
