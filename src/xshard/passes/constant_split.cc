@@ -11,6 +11,13 @@ namespace {
 
 bool IsScalar(const Instruction& inst) { return !inst.shape().IsTuple() && inst.shape().rank() == 0; }
 
+// A constant whose literal is too large to copy per use (a weight closed over by a jitted
+// function): it stays shared, and what is computed from it is still copied.
+constexpr int64_t kMaxCopiedLiteralBytes = int64_t{1} << 20;
+bool LargeLiteral(const Instruction& inst) {
+  return inst.opcode() == Opcode::kConstant && inst.shape().byte_size() > kMaxCopiedLiteralBytes;
+}
+
 bool Movable(const Instruction& inst) {
   return !HasSideEffect(inst) && inst.control_predecessors().empty() && inst.control_successors().empty();
 }
@@ -67,7 +74,7 @@ class Splitter {
   }
 
   bool Splittable(const Instruction* o) const {
-    return !IsScalar(*o) && (constant_.contains(o) || expansion_.contains(o));
+    return !IsScalar(*o) && !LargeLiteral(*o) && (constant_.contains(o) || expansion_.contains(o));
   }
 
   // Whether `o` and the splittable values it is computed from are read by one instruction each:

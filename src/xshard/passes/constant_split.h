@@ -16,7 +16,8 @@ namespace xs {
 // each copy is now computed locally in the sharding of its own user, and the CSE after
 // partitioning merges the copies that end up alike.
 //
-// Scalars are not copied (they are never sharded), nor is anything with control edges. The
+// Scalars are not copied (they are never sharded), nor is anything with control edges, nor a
+// constant whose literal is over 1 MiB (what is computed from it is, reading the one literal). The
 // originals left without users are removed. Returns true when anything was copied.
 // Example: `z = broadcast(0); a = compare(x, z); b = compare(y, z)` becomes
 // `z = broadcast(0); a = compare(x, z); z.1 = broadcast(0); b = compare(y, z.1)`.

@@ -143,5 +143,32 @@ ENTRY e {
   EXPECT_EQ(Get(*m, "b")->user_count(), 1);
 }
 
+// A literal over 1 MiB is read by every copy of what is computed from it, never copied itself.
+TEST(SplitConstantsTest, ALargeLiteralIsSharedByTheCopies) {
+  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
+ENTRY e {
+  x = f32[600,600] parameter(0)
+  w = f32[600,600] constant({...})
+  s = f32[600,600] constant({...})
+  n = f32[600,600] negate(w)
+  a = f32[600,600] add(x, n)
+  b = f32[600,600] multiply(x, n)
+  c = f32[600,600] add(x, w)
+  d = f32[600,600] subtract(x, w)
+  ROOT t = (f32[600,600], f32[600,600], f32[600,600], f32[600,600], f32[600,600]) tuple(a, b, c, d, s)
+})");
+  ASSERT_TRUE(Split(*m));
+  const Instruction* na = Get(*m, "a")->operand(1);
+  const Instruction* nb = Get(*m, "b")->operand(1);
+  EXPECT_NE(na, nb);                        // the negate is copied per use ...
+  EXPECT_EQ(na->operand(0), Get(*m, "w"));  // ... reading the one 1.4 MB literal
+  EXPECT_EQ(nb->operand(0), Get(*m, "w"));
+  EXPECT_EQ(Get(*m, "c")->operand(1), Get(*m, "w"));
+  EXPECT_EQ(Get(*m, "d")->operand(1), Get(*m, "w"));
+  int constants = 0;
+  for (const Instruction* inst : m->entry()->instructions()) constants += inst->opcode() == Opcode::kConstant;
+  EXPECT_EQ(constants, 2);
+}
+
 }  // namespace
 }  // namespace xs
