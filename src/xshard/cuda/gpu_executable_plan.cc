@@ -32,7 +32,7 @@ bool IsIdentityCustomCall(const Instruction& inst) {
   static constexpr std::string_view kIdentities[] = {
       "Sharding",         "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.FuncResultSharding",
       "ShardBarrierFrom", "ShardBarrierTo",       "MoveToHost",           "MoveToDevice",
-      "PinToDevice",      "PinToDeviceSram",      "LayoutConstraint"};
+      "PinToDevice",      "PinToDeviceSram",      "LayoutConstraint",     "annotate_device_placement"};
   const std::string target = inst.attrs().custom_call_target.value_or("");
   return inst.operand_count() == 1 &&
          std::find(std::begin(kIdentities), std::end(kIdentities), target) != std::end(kIdentities);
@@ -367,7 +367,8 @@ Action Planner::PlanCollective(const Step& step, Action act, GpuComputation& c) 
               op == Opcode::kCollectivePermuteStart;
   if (IsCollectiveStart(op) && inst.shape().IsTuple() && inst.shape().tuple_size() >= 2) {
     act.out = NewLeaves(inst.shape().tuple_shape(1), &act.out_bytes);
-    out = locs_[step.operands[0]];
+    out.clear();  // (operands, result, context...): a combined start's operands form a tuple
+    for (const auto& o : step.operands) out.insert(out.end(), locs_[o].begin(), locs_[o].end());
     out.insert(out.end(), act.out.begin(), act.out.end());
     for (int i = 2; i < inst.shape().tuple_size(); ++i) {
       for (const Loc& l : NewLeaves(inst.shape().tuple_shape(i))) out.push_back(l);

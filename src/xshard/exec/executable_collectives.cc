@@ -186,7 +186,13 @@ Status RunCollective(const Step& step, Frame& frame, RunContext& ctx) {
   }
   if (IsStart(inst.opcode()) && inst.shape().IsTuple() && &core != &inst.shape()) {
     std::vector<Slot> parts;
-    parts.push_back(frame.slots[step.operands[0]]);
+    if (step.operands.size() == 1) {
+      parts.push_back(frame.slots[step.operands[0]]);
+    } else {  // a combined start: ((operands...), (results...), ...)
+      std::vector<Slot> ins;
+      for (size_t i = 0; i < step.operands.size(); ++i) ins.push_back(frame.slots[step.operands[i]]);
+      parts.push_back(TupleSlot(std::move(ins)));
+    }
     parts.push_back(std::move(result));
     for (int i = 2; i < inst.shape().tuple_size(); ++i) parts.push_back(ZeroSlot(inst.shape().tuple_shape(i), ctx));
     result = TupleSlot(std::move(parts));

@@ -130,9 +130,9 @@ Status PrepareCustomCall(const Instruction& inst, Step& step, const Program& pro
   // one device, propagation barriers, and memory-space / layout hints (host offloading, pinning),
   // which have no effect on a host run.
   static constexpr std::string_view kIdentities[] = {
-      "Sharding",       "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.FuncResultSharding",
-      "ShardBarrierFrom", "ShardBarrierTo",     "MoveToHost",           "MoveToDevice",
-      "PinToDevice",    "PinToDeviceSram",      "LayoutConstraint"};
+      "Sharding",         "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.FuncResultSharding",
+      "ShardBarrierFrom", "ShardBarrierTo",       "MoveToHost",           "MoveToDevice",
+      "PinToDevice",      "PinToDeviceSram",      "LayoutConstraint",     "annotate_device_placement"};
   // JAX's host callbacks (jax.debug.print / debug.callback, pure_callback, io_callback) call a
   // Python function of the process that traced them, by an address in their backend_config.
   static constexpr std::string_view kPythonCallbacks[] = {"xla_ffi_python_cpu_callback", "xla_ffi_python_gpu_callback",
@@ -145,6 +145,14 @@ Status PrepareCustomCall(const Instruction& inst, Step& step, const Program& pro
                                          "jax.pure_callback or io_callback), which only the JAX process that traced it "
                                          "can call: remove it from the jitted function (return the values to print or "
                                          "check instead) and export again"));
+  }
+  if (target == "CustomSPMDPartitioning") {
+    return UnsupportedInstruction(
+        inst,
+        "custom_call_target=\"CustomSPMDPartitioning\" is a jax.experimental.custom_partitioning op: its "
+        "lowering and partitioner are Python functions of the JAX process that traced it (backend_config "
+        "holds their address), which xshard cannot call: call the op's plain JAX implementation instead "
+        "and export again");
   }
   if (std::find(std::begin(kIdentities), std::end(kIdentities), target) == std::end(kIdentities)) {
     std::string known;

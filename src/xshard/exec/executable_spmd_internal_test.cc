@@ -97,7 +97,7 @@ ENTRY main {
 
 TEST(SpmdInternalOps, IdentityCustomCallsPassTheirOperandThrough) {
   for (std::string_view target : {"ShardBarrierFrom", "ShardBarrierTo", "MoveToHost", "MoveToDevice", "PinToDevice",
-                                  "LayoutConstraint"}) {
+                                  "LayoutConstraint", "annotate_device_placement"}) {
     const std::string text = StrCat("HloModule m\nENTRY main {\n  p = f32[10] parameter(0)\n  c = f32[10] custom-call(p), ",
                                     "custom_call_target=\"", target, "\"\n  ROOT n = f32[10] negate(c)\n}\n");
     StatusOr<std::vector<Array>> r = RunText(text, {Iota10()});

@@ -90,6 +90,27 @@ ENTRY main {
             "and export again");
 }
 
+// jax.experimental.custom_partitioning lowers to a CustomSPMDPartitioning custom-call whose
+// backend_config is the address of its Python callbacks (JAX 0.10.2's form, copied): refused in one
+// line saying what it is and what to do, not a list of supported targets.
+TEST(Executable, CustomPartitioningIsRefusedNamingWhatToDo) {
+  std::unique_ptr<Module> m = ParseOrFail(R"(
+HloModule f
+ENTRY main {
+  a.1 = f32[16,16]{1,0} parameter(0)
+  custom_partitioning.1 = f32[16,16]{1,0} custom-call(a.1), custom_call_target="CustomSPMDPartitioning", api_version=API_VERSION_STATUS_RETURNING, backend_config="140310476566544"
+  ROOT r = f32[16,16] negate(custom_partitioning.1)
+})");
+  StatusOr<std::unique_ptr<Executable>> e = Executable::Create(*m);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().message(),
+            "unsupported: instruction 'custom_partitioning.1' (custom-call) is not supported by the executor; "
+            "custom_call_target=\"CustomSPMDPartitioning\" is a jax.experimental.custom_partitioning op: its "
+            "lowering and partitioner are Python functions of the JAX process that traced it (backend_config "
+            "holds their address), which xshard cannot call: call the op's plain JAX implementation instead "
+            "and export again");
+}
+
 // A constant printed as {...} (JAX 0.4's lowered.as_text drops large constants) parses, but has no
 // values: running it is an error naming the constant and how to print it whole, not a run on
 // zeros (which gave NaN for x / arange(1, 65) and no error). One in a called computation too.

@@ -13,7 +13,10 @@
 namespace xs {
 namespace {
 
+// The array leaves of `shape`: tokens carry no data and are no argument or output, as in the
+// executor's own argument and output lists.
 void AppendLeaves(const Shape& shape, std::vector<Shape>* out) {
+  if (shape.IsToken()) return;
   if (!shape.IsTuple()) {
     out->push_back(shape);
     return;
@@ -21,8 +24,10 @@ void AppendLeaves(const Shape& shape, std::vector<Shape>* out) {
   for (const Shape& e : shape.tuple_shapes()) AppendLeaves(e, out);
 }
 
-// One sharding per leaf of `shape` (a non-tuple sharding of a tuple applies to every leaf).
+// One sharding per array leaf of `shape` (a non-tuple sharding of a tuple applies to every leaf;
+// a token's element of a tuple sharding is skipped with it).
 void AppendLeafShardings(const Shape& shape, const HloSharding& s, std::vector<HloSharding>* out) {
+  if (shape.IsToken()) return;
   if (!shape.IsTuple()) {
     out->push_back(s);
     return;
@@ -52,6 +57,12 @@ bool NeedsPartitioning(const Module& module) {
   for (const Computation* c : module.computations()) {
     for (const Instruction* inst : c->instructions()) {
       if (inst->has_sharding()) return true;
+      // A shard_map in Shardy's form (its boundaries carry the shardings) means per-device code
+      // even when no value is annotated.
+      if (inst->opcode() == Opcode::kCustomCall) {
+        const std::string& target = inst->attrs().custom_call_target.value_or("");
+        if (target == "xla.sdy.GlobalToLocalShape" || target == "xla.sdy.LocalToGlobalShape") return true;
+      }
       // Shardy's round-trip form: the sharding only in a frontend attribute (imported at partitioning).
       if (const auto& fa = inst->attrs().frontend_attributes) {
         for (const auto& [key, value] : *fa)

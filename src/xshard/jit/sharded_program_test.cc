@@ -225,11 +225,46 @@ ENTRY main {
   EXPECT_NE(r.status().message().find("replica_count=2"), std::string::npos) << r.status().message();
 }
 
+// Token parameters and results (JAX's ordered effects thread one through main) carry no data:
+// the program's arguments and outputs are the array leaves only, as for a one-device run. A
+// tuple sharding has an element for the token leaf, which is skipped with it.
+TEST(ShardedProgramTest, TokenParametersAndResultsAreNotArguments) {
+  auto module = ParseOrFail(R"(
+HloModule tok, num_partitions=2
+ENTRY main {
+  t = token[] parameter(0)
+  p = f32[4] parameter(1), sharding={devices=[2]<=[2]}
+  n = f32[4] negate(p), sharding={devices=[2]<=[2]}
+  ROOT r = (token[], f32[4]) tuple(t, n), sharding={{maximal device=0}, {devices=[2]<=[2]}}
+})");
+  StatusOr<std::unique_ptr<ShardedProgram>> program = ShardedProgram::Compile(*module, 2);
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  ASSERT_EQ((*program)->argument_shapes().size(), 1u);
+  EXPECT_EQ((*program)->argument_shapes()[0].ToString(false), "f32[4]");
+  auto client = MakeClient(2);
+  StatusOr<ShardedResult> r = (*program)->Run(*client, {Array::FromVector<float>({4}, {1, -2, 3, -4})});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->outputs.size(), 1u);
+  EXPECT_EQ(r->outputs[0], Array::FromVector<float>({4}, {-1, 2, -3, 4}));
+}
+
 TEST(ShardedProgramTest, ModulesWithoutShardingsOrAlreadyScheduledNeedNoPartitioning) {
   EXPECT_FALSE(NeedsPartitioning(*ParseOrFail("HloModule m\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}")));
   EXPECT_FALSE(NeedsPartitioning(*ParseOrFail(
       "HloModule m, is_scheduled=true, num_partitions=2\nENTRY e {\n  ROOT p = f32[2] parameter(0), "
       "sharding={devices=[2]<=[2]}\n}")));
+  // A shard_map in Shardy's form with no value annotated: its boundaries hold the shardings.
+  EXPECT_TRUE(NeedsPartitioning(*ParseOrFail(R"(HloModule m
+body {
+  ROOT x = f32[1] parameter(0)
+}
+ENTRY e {
+  p = f32[2] parameter(0)
+  g = (f32[1]) custom-call(p), custom_call_target="xla.sdy.GlobalToLocalShape", frontend_attributes={xla.sdy.in_shardings="#sdy.sharding_per_value<[<mesh<[\"x\"=2]>, [{\"x\"}]>]>",xla.sdy.manual_axes="#sdy<manual_axes{\"x\"}>"}
+  g0 = f32[1] get-tuple-element(g), index=0
+  c = f32[1] call(g0), to_apply=body
+  ROOT l = f32[2] custom-call(c), custom_call_target="xla.sdy.LocalToGlobalShape", frontend_attributes={xla.sdy.manual_axes="#sdy<manual_axes{\"x\"}>",xla.sdy.out_shardings="#sdy.sharding_per_value<[<mesh<[\"x\"=2]>, [{\"x\"}]>]>"}
+})")));
 }
 
 TEST(ShardedProgramTest, ReplicatedReferenceKeepsOnlyTheManualBoundaries) {

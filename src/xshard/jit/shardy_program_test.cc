@@ -62,6 +62,12 @@ void ExpectJaxOutputs(const std::string& hlo, const std::string& name) {
 
 class ShardyProgramTest : public ::testing::TestWithParam<const char*> {};
 
+// A shard_map whose boundaries name their mesh inline (`<mesh<["a"=4, "b"=2]>, ...>`, the form of
+// XLA's shardy_xla_pass_test ShardMap) in a module with no xla.sdy.meshes and no sharding={...}:
+// each device doubles its [2,4] block of p0, multiplies it by its [4,3] rows of p1 and psums over
+// 'b'. Expected: 2 * p0 @ p1, computed by numpy (inputs: default_rng(7), uniform [-1, 1)).
+TEST(ShardyProgramTest, InlineMeshWithoutModuleMeshes) { ExpectJaxOutputs("inline_mesh.hlo", "inline_mesh"); }
+
 TEST_P(ShardyProgramTest, MatchesJaxOutputs) { ExpectJaxOutputs(std::string(GetParam()) + ".hlo", GetParam()); }
 
 // The same programs lowered with jax_use_shardy_partitioner=False (tests/data/shardy/gspmd): a

@@ -95,8 +95,8 @@ StatusOr<OpShardingRule> GetRule(const Instruction& inst) {
 
 bool IsPassThroughCustomCall(std::string_view target) {
   return target == "Sharding" || target == "xla.sdy.FuncResultSharding" || target == "X64Combine" ||
-         target == "LayoutConstraint" ||
-         target == "PinToDevice" || target == "MoveToHost" || target == "MoveToDevice";
+         target == "LayoutConstraint" || target == "PinToDevice" || target == "MoveToHost" ||
+         target == "MoveToDevice" || target == "annotate_device_placement";
 }
 
 std::optional<int> BatchPartitionableDims(const Instruction& inst) {

@@ -18,7 +18,7 @@ StatusOr<OpShardingRule> GetRule(const Instruction& inst);
 
 // Custom-call targets whose result is their operand, dim for dim ("Sharding", "X64Combine",
 // "LayoutConstraint", and the memory-placement markers "PinToDevice", "MoveToHost",
-// "MoveToDevice"): shardings pass straight through them.
+// "MoveToDevice", "annotate_device_placement"): shardings pass straight through them.
 bool IsPassThroughCustomCall(std::string_view target);
 // A custom-call JAX marks batch-partitionable (frontend attribute num_batch_dims="k", which its
 // LAPACK / cuSOLVER lowerings carry): the leading k dims of every operand and result are one

@@ -175,9 +175,15 @@ StatusOr<PlannedCollective> PlanOne(const Instruction& inst, const CollectiveOpI
   for (const Instruction* o : inst.operands()) FlattenLeaves(o->shape(), operands);
 
   if (info.kind == CollectiveKind::kCollectivePermute) {
-    if (inst.operand_count() != 1) {
-      return UnsupportedInstruction(inst, "only the one-operand form of collective-permute is "
-                                          "supported (not the in-place dynamic-slice form)");
+    // Four operands (input, output, input and output start indices) are XLA's in-place form, as
+    // shape inference reads them; other counts are the combined form (XLA's collective-permute
+    // combiner), one result per operand, each moved as a one-operand permute would move it
+    // (CheckShapes below pairs them up).
+    if (inst.operand_count() == 4) {
+      return UnsupportedInstruction(inst,
+                                    "the in-place form of collective-permute (input, output "
+                                    "and start indices) is not supported; only the one-operand "
+                                    "and combined (one result per operand) forms are");
     }
     XS_ASSIGN_OR_RETURN(op.pairs, ResolvePermutePairs(attrs.channel_id.has_value(),
                                                       attrs.source_target_pairs.value_or(

@@ -473,6 +473,50 @@ TEST(SpmdExecutor, CollectivePermuteSwapsTwoDevices) {
   EXPECT_THAT(I32Executor(r->outputs[1][0]), ElementsAre(0, 1));
 }
 
+TEST(SpmdExecutor, CombinedCollectivePermuteMovesEveryOperand) {
+  // XLA's combiner form: one collective-permute of two operands, a tuple of two results, each
+  // operand moved as a one-operand permute with the same pairs would move it. Chain 0->1->2:
+  // device d holds p0 = [10d, 10d + 1], p1 = [-d]; device 0 gets zeros.
+  const std::string text = Hlo("num_partitions=3", R"(
+  p0 = s32[2] parameter(0)
+  p1 = s32[1] parameter(1)
+  ROOT cp = (s32[2], s32[1]) collective-permute(p0, p1), channel_id=1, source_target_pairs={{0,1},{1,2}})");
+  std::vector<std::vector<Array>> args(3);
+  for (int32_t d = 0; d < 3; ++d) {
+    args[d].push_back(Array::FromVector<int32_t>({2}, {10 * d, 10 * d + 1}));
+    args[d].push_back(Array::FromVector<int32_t>({1}, {-d}));
+  }
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, args);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(0, 0));
+  EXPECT_THAT(I32Executor(r->outputs[0][1]), ElementsAre(0));
+  EXPECT_THAT(I32Executor(r->outputs[1][0]), ElementsAre(0, 1));
+  EXPECT_THAT(I32Executor(r->outputs[1][1]), ElementsAre(0));
+  EXPECT_THAT(I32Executor(r->outputs[2][0]), ElementsAre(10, 11));
+  EXPECT_THAT(I32Executor(r->outputs[2][1]), ElementsAre(-1));
+}
+
+TEST(SpmdExecutor, CombinedCollectivePermuteStartDoneSwapsTwoDevices) {
+  // The -start / -done form of a combined permute (hlo_parser_test's
+  // CombinedCollectivePermuteStartAndDone): ((operands), (results)); 0 <-> 1.
+  const std::string text = Hlo("num_partitions=2", R"(
+  p0 = s32[2] parameter(0)
+  p1 = s32[2] parameter(1)
+  start = ((s32[2], s32[2]), (s32[2], s32[2])) collective-permute-start(p0, p1), channel_id=1, source_target_pairs={{0,1},{1,0}}
+  ROOT done = (s32[2], s32[2]) collective-permute-done(start))");
+  std::vector<std::vector<Array>> args(2);
+  for (int32_t d = 0; d < 2; ++d) {
+    args[d].push_back(Array::FromVector<int32_t>({2}, {d, d + 10}));
+    args[d].push_back(Array::FromVector<int32_t>({2}, {d + 20, d + 30}));
+  }
+  StatusOr<SpmdResult> r = RunSpmdExecutor(text, args);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_THAT(I32Executor(r->outputs[0][0]), ElementsAre(1, 11));
+  EXPECT_THAT(I32Executor(r->outputs[0][1]), ElementsAre(21, 31));
+  EXPECT_THAT(I32Executor(r->outputs[1][0]), ElementsAre(0, 10));
+  EXPECT_THAT(I32Executor(r->outputs[1][1]), ElementsAre(20, 30));
+}
+
 TEST(SpmdExecutor, CollectiveBroadcastFromDeviceThreeToEight) {
   const std::string text = Hlo("num_partitions=8", R"(
   p = s32[1] parameter(0)

@@ -97,9 +97,9 @@ Status HandleCustomCall(const Instruction& inst, Context& ctx) {
     }
     return ctx.Finish(inst, x, "Sharding annotation");
   }
-  static constexpr std::string_view kIdentities[] = {"ShardBarrierFrom", "ShardBarrierTo", "MoveToHost",
-                                                      "MoveToDevice",     "PinToDevice",    "PinToDeviceSram",
-                                                      "LayoutConstraint"};
+  static constexpr std::string_view kIdentities[] = {
+      "ShardBarrierFrom", "ShardBarrierTo",  "MoveToHost",       "MoveToDevice",
+      "PinToDevice",      "PinToDeviceSram", "LayoutConstraint", "annotate_device_placement"};
   if (std::find(std::begin(kIdentities), std::end(kIdentities), target) != std::end(kIdentities) &&
       inst.operand_count() == 1 && inst.operand(0)->shape().Compatible(inst.shape())) {
     return ctx.Finish(inst, ctx.Get(inst.operand(0)), StrCat(target, " (an identity)"));

@@ -310,6 +310,22 @@ TEST(CustomCallHandlerTest, ShardingCustomCallReshardsItsOperand) {
   for (const Instruction* inst : r.module->entry()->instructions()) EXPECT_NE(inst->opcode(), Opcode::kCustomCall);
 }
 
+// jit(out_shardings=NamedSharding(mesh, P("x"), memory_kind="pinned_host")) as JAX 0.10 lowers it
+// (copied): an unannotated annotate_device_placement custom-call places the output in host memory,
+// and the root reads it directly. It is an identity on the sharding, as XLA's plan (no collective)
+// shows: the output stays tiled over the 4 devices, not gathered.
+TEST(CustomCallHandlerTest, AnnotateDevicePlacementKeepsItsOperandsSharding) {
+  PartitionResult r = Check(R"(ENTRY e {
+  x = f32[16,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  s = f32[16,8] sine(x)
+  p = f32[16,8] custom-call(s), custom_call_target="annotate_device_placement", custom_call_has_side_effect=true, frontend_attributes={_xla_buffer_placement="pinned_host"}
+  r = f32[16,8] reshape(p), sharding={devices=[4,1]<=[4]}
+  ROOT t = (f32[16,8]) tuple(p), sharding={{devices=[4,1]<=[4]}}
+})",
+                            4);
+  EXPECT_TRUE(CollectiveKinds(r).empty());
+}
+
 TEST(FallbackTest, OpWithoutAPartitionedFormRunsReplicatedWithAWarning) {
   // bitcast has no partitioned form (kOpReplicatedForm): the partitioner gathers its operand and
   // warns.

@@ -112,10 +112,20 @@ class SdyReader {
   StatusOr<SdyTensorSharding> TensorSharding() {
     SdyTensorSharding s;
     XS_RETURN_IF_ERROR(Expect("<"));
-    if (!Consume("@")) {
-      return Unsupported("sdy sharding with an inline mesh in '", text_, "'", kFix);
+    if (Consume("mesh<")) {  // an inline mesh: named by its text
+      XS_ASSIGN_OR_RETURN(SdyMesh mesh, MeshBody());
+      std::vector<std::string> axes;
+      for (size_t a = 0; a < mesh.axis_names.size(); ++a) {
+        axes.push_back(StrCat("\"", mesh.axis_names[a], "\"=", mesh.axis_sizes[a]));
+      }
+      s.mesh = StrCat("mesh<[", StrJoin(axes, ", "), "]",
+                      mesh.device_ids.empty() ? "" : StrCat(", device_ids=[", StrJoin(mesh.device_ids, ","), "]"), ">");
+      s.inline_mesh = std::move(mesh);
+    } else if (!Consume("@")) {
+      return Error("expected '@mesh' or 'mesh<[...]>'");
+    } else {
+      XS_ASSIGN_OR_RETURN(s.mesh, Identifier());
     }
-    XS_ASSIGN_OR_RETURN(s.mesh, Identifier());
     XS_RETURN_IF_ERROR(Expect(","));
     XS_RETURN_IF_ERROR(Expect("["));
     while (!Consume("]")) {

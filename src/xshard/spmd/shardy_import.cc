@@ -66,7 +66,11 @@ struct ShardyContext {
     return it == outer_axes.end() ? kNone : it->second;
   }
 
+  // Meshes written inline in a sharding (`<mesh<["a"=2]>, [...]>`), by their text.
+  mutable std::map<std::string, SdyMesh> inline_meshes;
+
   StatusOr<const SdyMesh*> MeshOf(const SdyTensorSharding& s, const Instruction& inst) const {
+    if (s.inline_mesh) return &inline_meshes.emplace(s.mesh, *s.inline_mesh).first->second;
     auto it = meshes.find(s.mesh);
     if (it == meshes.end()) {
       return InvalidArgument("'", inst.name(), "' uses sdy mesh @", s.mesh,
@@ -414,12 +418,15 @@ Status ImportFrontendShardings(Module& module, const std::map<std::string, SdyMe
       std::vector<HloSharding> shardings;
       for (size_t i = 0; i < leaves.size(); ++i) {
         auto mesh = meshes.find(per_value[i].mesh);
-        if (mesh == meshes.end()) return fail(StrCat("names mesh '", per_value[i].mesh, "', which xla.sdy.meshes does not define"));
+        if (mesh == meshes.end() && !per_value[i].inline_mesh) {
+          return fail(StrCat("names mesh '", per_value[i].mesh, "', which xla.sdy.meshes does not define"));
+        }
         if (!leaves[i].IsArray() || leaves[i].rank() != static_cast<int64_t>(per_value[i].dims.size())) {
           return fail(StrCat("does not fit the shape ", leaves[i].ToString(false)));
         }
-        XS_ASSIGN_OR_RETURN(HloSharding h, SdyToHloSharding(mesh->second, per_value[i],
-                                                            static_cast<int>(leaves[i].rank()), {}));
+        XS_ASSIGN_OR_RETURN(HloSharding h,
+                            SdyToHloSharding(per_value[i].inline_mesh ? *per_value[i].inline_mesh : mesh->second,
+                                             per_value[i], static_cast<int>(leaves[i].rank()), {}));
         shardings.push_back(std::move(h));
       }
       inst->set_sharding(shardings.size() == 1 && !inst->shape().IsTuple() ? std::move(shardings[0])
@@ -431,23 +438,104 @@ Status ImportFrontendShardings(Module& module, const std::map<std::string, SdyMe
 
 int64_t ShardyMeshDevices(const Module& module) {
   int64_t n = 1;
+  auto add = [&n](const SdyMesh& mesh) {
+    int64_t size = 1;
+    for (int64_t a : mesh.axis_sizes) size *= a;
+    n = std::max(n, size);
+  };
+  // Meshes written inline in the shard_map boundaries' shardings.
+  for (const Computation* c : module.computations()) {
+    for (const Instruction* inst : c->instructions()) {
+      if (inst->opcode() != Opcode::kCustomCall || !inst->attrs().frontend_attributes) continue;
+      for (const auto& [key, v] : *inst->attrs().frontend_attributes) {
+        if (key != "xla.sdy.in_shardings" && key != "xla.sdy.out_shardings") continue;
+        StatusOr<std::vector<SdyTensorSharding>> per_value = ParseSdyShardingPerValue(v);
+        if (!per_value.ok()) continue;
+        for (const SdyTensorSharding& s : *per_value) {
+          if (s.inline_mesh) add(*s.inline_mesh);
+        }
+      }
+    }
+  }
   for (const auto& [name, value] : module.config().other) {
     if (name != "frontend_attributes") continue;
     std::optional<std::string> text = HeaderAttribute(value, "xla.sdy.meshes");
     if (!text) continue;
     StatusOr<std::map<std::string, SdyMesh>> meshes = ParseSdyMeshes(*text);
     if (!meshes.ok()) continue;
-    for (const auto& [mesh_name, mesh] : *meshes) {
-      int64_t size = 1;
-      for (int64_t a : mesh.axis_sizes) size *= a;
-      n = std::max(n, size);
-    }
+    for (const auto& [mesh_name, mesh] : *meshes) add(mesh);
   }
   return n;
 }
 
+namespace {
+
+// jax.experimental.shard_alike's Shardy form: `() custom-call(v), custom_call_target=
+// "xla.sdy.ShardingGroup"` with frontend attribute xla.sdy.sharding_group_id="N : i64" for each
+// value of group N. Rewritten into its GSPMD form: v's users read a `Sharding` custom-call of v
+// with sharding {unknown shard_as N}, and the group marker is removed.
+Status ImportShardingGroup(Instruction* group) {
+  Computation* c = group->parent();
+  XS_ASSIGN_OR_RETURN(std::string id_text, FrontendAttribute(*group, "xla.sdy.sharding_group_id"));
+  int64_t id = 0;
+  std::string_view digits(id_text);
+  digits = digits.substr(0, digits.find_first_not_of("-0123456789"));
+  if (group->operand_count() != 1 || group->operand(0)->shape().IsTuple() || group->user_count() != 0 ||
+      group->IsRoot() || !ParseInt64(digits, &id)) {
+    return Unsupported("'", group->name(), "' (xla.sdy.ShardingGroup, group id '", id_text,
+                       "') is not the form JAX writes for shard_alike: one array operand, no users, "
+                       "an integer xla.sdy.sharding_group_id",
+                       kImportFix);
+  }
+  Instruction* value = group->operand(0);
+  const std::string name = group->name();
+  group->DropAllControlDependencies();
+  XS_RETURN_IF_ERROR(c->RemoveInstruction(group));
+  std::vector<Instruction*> users = value->users();
+  const bool root = value->IsRoot();
+  Instruction* alike =
+      AddCustomCall(c, "Sharding", value->shape(), value, HloSharding::Unknown().WithShardAs(id), name);
+  for (Instruction* u : users) {
+    for (int i = 0; i < u->operand_count(); ++i)
+      if (u->operand(i) == value) u->ReplaceOperandWith(i, alike);
+  }
+  if (root) c->set_root(alike);
+  return OkStatus();
+}
+
+// JAX's Shardy lowering wraps each result given an out_sharding (P() included) in an
+// xla.sdy.FuncResultSharding custom-call, and compiles the others (out_shardings None, or
+// UnspecifiedValue) with allow_spmd_sharding_propagation_to_output true for them, which the HLO
+// text does not carry: the root tuple's sharding says {replicated} there. Those elements become
+// {unknown} (left to propagation, as XLA's compile of the module does) when the root reads at least
+// one FuncResultSharding (the form that marks every specified result).
+void OpenUnspecifiedResults(Module& module) {
+  Computation* entry = module.entry();
+  Instruction* root = entry == nullptr ? nullptr : entry->root();
+  if (root == nullptr || root->opcode() != Opcode::kTuple || !root->has_sharding() || !root->sharding()->IsTuple() ||
+      root->sharding()->tuple_elements().size() != static_cast<size_t>(root->operand_count())) {
+    return;
+  }
+  bool marked = false;
+  for (const Instruction* op : root->operands()) {
+    if (op->shape().IsTuple()) return;
+    marked |= IsTarget(*op, "xla.sdy.FuncResultSharding");
+  }
+  if (!marked) return;
+  std::vector<HloSharding> elements = root->sharding()->tuple_elements();
+  bool changed = false;
+  for (int i = 0; i < root->operand_count(); ++i) {
+    if (IsTarget(*root->operand(i), "xla.sdy.FuncResultSharding") || !elements[i].IsReplicated()) continue;
+    elements[i] = HloSharding::Unknown();
+    changed = true;
+  }
+  if (changed) root->set_sharding(HloSharding::Tuple(std::move(elements)));
+}
+
+}  // namespace
+
 Status ImportShardyManualComputations(Module& module) {
-  std::vector<Instruction*> to_local, to_global;
+  std::vector<Instruction*> to_local, to_global, groups;
   bool frontend_shardings = false;
   for (Computation* c : module.computations()) {
     for (Instruction* inst : c->instructions()) {
@@ -461,11 +549,15 @@ Status ImportShardyManualComputations(Module& module) {
         to_local.push_back(inst);
       } else if (target == "xla.sdy.LocalToGlobalShape") {
         to_global.push_back(inst);
+      } else if (target == "xla.sdy.ShardingGroup") {
+        groups.push_back(inst);
       } else {
         return Unsupported("custom-call target ", target, " at '", inst->name(), "'", kImportFix);
       }
     }
   }
+  for (Instruction* group : groups) XS_RETURN_IF_ERROR(ImportShardingGroup(group));
+  OpenUnspecifiedResults(module);
   if (to_local.empty() && to_global.empty() && !frontend_shardings) return OkStatus();
 
   ShardyContext ctx;
@@ -479,10 +571,8 @@ Status ImportShardyManualComputations(Module& module) {
     // No shard_maps: only instructions annotated the Shardy way (none when the module names no mesh).
     return ctx.meshes.empty() ? OkStatus() : ImportFrontendShardings(module, ctx.meshes, {});
   }
-  if (ctx.meshes.empty()) {
-    return InvalidArgument("module '", module.name(), "' has xla.sdy shard_map custom-calls but no "
-                           "xla.sdy.meshes frontend attribute naming their meshes");
-  }
+  // A boundary naming a mesh that xla.sdy.meshes lacks fails in ReadBoundary (MeshOf); meshes
+  // written inline need no module attribute.
 
   for (Instruction* g2l : to_local) CopyCallAttributes(BodyCallOf(*g2l), g2l, "xla.sdy.in_shardings");
   // Bodies first (their boundaries are still recognizable), then the boundaries.

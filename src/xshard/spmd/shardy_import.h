@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,9 +32,11 @@ struct SdyDimSharding {
   friend bool operator==(const SdyDimSharding&, const SdyDimSharding&) = default;
 };
 
-// `<@mesh, [{"x"}, {}], replicated={"y"}>`.
+// `<@mesh, [{"x"}, {}], replicated={"y"}>`, or with the mesh written inline,
+// `<mesh<["x"=2]>, [...]>`: then `mesh` is that text (`mesh<["x"=2]>`) and `inline_mesh` the mesh.
 struct SdyTensorSharding {
   std::string mesh;
+  std::optional<SdyMesh> inline_mesh;
   std::vector<SdyDimSharding> dims;
   std::vector<std::string> replicated;
   std::vector<std::string> unreduced;
@@ -43,7 +46,7 @@ struct SdyTensorSharding {
 // The module attribute xla.sdy.meshes: `{mesh = #sdy.mesh<["x"=8]>, m2 = #sdy.mesh<[...]>}`.
 // Errors name the text and the position that does not parse.
 StatusOr<std::map<std::string, SdyMesh>> ParseSdyMeshes(std::string_view text);
-// `#sdy.sharding<@mesh, [...]>` or the bare `<@mesh, [...]>`.
+// `#sdy.sharding<@mesh, [...]>` or the bare `<@mesh, [...]>` (or `mesh<[...]>` for `@mesh`).
 StatusOr<SdyTensorSharding> ParseSdyTensorSharding(std::string_view text);
 // `#sdy.sharding_per_value<[<@mesh, [...]>, ...]>`.
 StatusOr<std::vector<SdyTensorSharding>> ParseSdyShardingPerValue(std::string_view text);
@@ -67,13 +70,17 @@ StatusOr<HloSharding> SdyToHloSharding(const SdyMesh& mesh, const SdyTensorShard
 // Shardy one's open dims as unspecified_dims. A module with neither is left unchanged.
 // A shard_map nested in another is manual over both sets of axes (the outer ones form the manual
 // subgroup on both sides of its boundaries, as JAX's GSPMD lowering writes them).
+// shard_alike's xla.sdy.ShardingGroup markers become Sharding custom-calls {unknown shard_as N}
+// (its GSPMD form). Root tuple elements that JAX left unspecified (no xla.sdy.FuncResultSharding
+// while others have one; the root's sharding says {replicated}) become {unknown}: open outputs.
 // Forms not handled (sub-axes, unreduced axes, other xla.sdy targets) return
 // Unimplemented naming the instruction and suggesting jax_use_shardy_partitioner=False.
 Status ImportShardyManualComputations(Module& module);
 
-// The most devices a mesh of the module's xla.sdy.meshes frontend attribute spans (the product of
-// its axis sizes), or 1 when it names none or they do not parse (the device count of a module
-// annotated the Shardy way, where the instructions' sharding={...} would otherwise name it).
+// The most devices a mesh of the module's xla.sdy.meshes frontend attribute, or one written
+// inline in a shard_map boundary's shardings, spans (the product of its axis sizes), or 1 when
+// there is none or they do not parse (the device count of a module annotated the Shardy way,
+// where the instructions' sharding={...} would otherwise name it).
 int64_t ShardyMeshDevices(const Module& module);
 
 }  // namespace xs

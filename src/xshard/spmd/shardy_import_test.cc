@@ -56,11 +56,26 @@ TEST(SdyParseTest, ShardingsWithOpenDimsSeveralAxesAndReplicated) {
   EXPECT_EQ(*manual, (std::vector<std::string>{"x", "y"}));
 }
 
-TEST(SdyParseTest, RefusesSubAxesAndInlineMeshes) {
+TEST(SdyParseTest, RefusesSubAxes) {
   auto sub = ParseSdyTensorSharding(R"(<@mesh, [{"x":(1)2}]>)");
   ASSERT_FALSE(sub.ok());
   EXPECT_NE(sub.status().message().find("jax_use_shardy_partitioner=False"), std::string::npos);
-  EXPECT_FALSE(ParseSdyTensorSharding(R"(<mesh<["x"=2]>, [{"x"}]>)").ok());
+  EXPECT_FALSE(ParseSdyTensorSharding(R"(<mesh, [{"x"}]>)").ok());
+}
+
+// Shardy's inline mesh (`<mesh<[...]>, [...]>`, as XLA's shardy_xla_pass_test writes it): the
+// mesh is read in place and named by its text.
+TEST(SdyParseTest, InlineMeshes) {
+  SdyTensorSharding s = Parse(R"(<mesh<[\"a\"=4, \"b\"=2]>, [{\"a\"}, {}], replicated={\"b\"}>)");
+  ASSERT_TRUE(s.inline_mesh.has_value());
+  EXPECT_EQ(*s.inline_mesh, (SdyMesh{{"a", "b"}, {4, 2}, {}}));
+  EXPECT_EQ(s.mesh, R"(mesh<["a"=4, "b"=2]>)");
+  EXPECT_EQ(s.dims[0].axes, std::vector<std::string>{"a"});
+  EXPECT_EQ(s.replicated, std::vector<std::string>{"b"});
+  SdyTensorSharding ids = Parse(R"(#sdy.sharding<mesh<["x"=2], device_ids=[1, 0]>, [{"x"}]>)");
+  ASSERT_TRUE(ids.inline_mesh.has_value());
+  EXPECT_EQ(*ids.inline_mesh, (SdyMesh{{"x"}, {2}, {1, 0}}));
+  EXPECT_EQ(ids.mesh, R"(mesh<["x"=2], device_ids=[1,0]>)");
 }
 
 TEST(SdyToHloShardingTest, GlobalShardingsAsJaxWritesThem) {
@@ -167,21 +182,120 @@ TEST(ImportShardyTest, FreeAxesAtABoundaryAreDropped) {
   EXPECT_EQ(to_shard->operand(0)->sharding()->ToString(), "{devices=[2,1,4]<=[8] last_tile_dim_replicate}");
 }
 
+// The boundaries' shardings name their mesh inline and the module has no xla.sdy.meshes: the
+// import reads the inline mesh (a=4, b=2), and it gives the device count.
+TEST(ImportShardyTest, InlineMeshesNeedNoModuleMeshes) {
+  std::string text(kPsum);
+  text.replace(0, text.find('\n'), "HloModule m");
+  for (size_t at; (at = text.find("<@mesh,")) != std::string::npos;) {
+    text.replace(at, 7, R"(<mesh<[\"x\"=2, \"y\"=4]>,)");
+  }
+  auto module = ParseHloModule(text);
+  ASSERT_TRUE(module.ok()) << module.status().message();
+  EXPECT_EQ(ShardyMeshDevices(**module), 8);
+  Status s = ImportShardyManualComputations(**module);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const Instruction* root = (*module)->entry()->root();
+  ASSERT_EQ(*root->attrs().custom_call_target, "SPMDShardToFullShape");
+  const Instruction* to_shard = root->operand(0)->operand(0)->operand(0);
+  ASSERT_EQ(*to_shard->attrs().custom_call_target, "SPMDFullToShardShape");
+  EXPECT_EQ(to_shard->operand(0)->sharding()->ToString(), "{devices=[2,1,4]<=[8] last_tile_dim_replicate}");
+}
+
 TEST(ImportShardyTest, RefusesOtherSdyTargetsAndLeavesGspmdModulesAlone) {
   auto module = ParseHloModule(R"(HloModule m
 ENTRY main {
   a = f32[8] parameter(0)
-  ROOT b = f32[8] custom-call(a), custom_call_target="xla.sdy.ShardingGroup"
+  ROOT b = f32[8] custom-call(a), custom_call_target="xla.sdy.PropagationBarrier"
 }
 )");
   ASSERT_TRUE(module.ok());
   Status s = ImportShardyManualComputations(**module);
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(s.message().find("xla.sdy.ShardingGroup"), std::string::npos);
+  EXPECT_NE(s.message().find("xla.sdy.PropagationBarrier"), std::string::npos);
   EXPECT_NE(s.message().find("jax_use_shardy_partitioner=False"), std::string::npos);
   auto plain = ParseHloModule("HloModule m\nENTRY main {\n  ROOT a = f32[8] parameter(0)\n}\n");
   ASSERT_TRUE(plain.ok());
   EXPECT_TRUE(ImportShardyManualComputations(**plain).ok());
+}
+
+// jax.experimental.shard_alike(a, b) as JAX 0.10 lowers it by default (copied): a `()`
+// xla.sdy.ShardingGroup custom-call per value. Rewritten into the form JAX's GSPMD lowering of the
+// same program writes: the users read a Sharding custom-call of each value, {unknown shard_as 0}.
+TEST(ImportShardyTest, ShardingGroupsBecomeShardAsAnnotations) {
+  constexpr std::string_view kText =
+      R"(HloModule jit_f, frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<["x"=2, "y"=4]>}}
+ENTRY main.1 {
+  x.1 = f32[16,16]{1,0} parameter(0), sharding={replicated}, frontend_attributes={xla.sdy.sharding="#sdy.sharding<@mesh, [{}, {}]>"}
+  sin.1 = f32[16,16]{1,0} sine(x.1)
+  sharding_constraint.1 = f32[16,16]{1,0} custom-call(sin.1), custom_call_target="Sharding", sharding={devices=[2,4]<=[8]}, frontend_attributes={xla.sdy.sharding="#sdy.sharding_per_value<[<@mesh, [{\"x\"}, {\"y\"}]>]>"}
+  shard_alike.2 = () custom-call(sharding_constraint.1), custom_call_target="xla.sdy.ShardingGroup", custom_call_has_side_effect=true, frontend_attributes={xla.sdy.sharding_group_id="0 : i64"}
+  y.1 = f32[16,16]{1,0} parameter(1), sharding={replicated}, frontend_attributes={xla.sdy.sharding="#sdy.sharding<@mesh, [{}, {}]>"}
+  cos.1 = f32[16,16]{1,0} cosine(y.1)
+  shard_alike.3 = () custom-call(cos.1), custom_call_target="xla.sdy.ShardingGroup", custom_call_has_side_effect=true, frontend_attributes={xla.sdy.sharding_group_id="0 : i64"}
+  add.1 = f32[16,16]{1,0} add(sharding_constraint.1, cos.1)
+  ROOT tuple.1 = (f32[16,16]{1,0}, f32[16,16]{1,0}) tuple(add.1, cos.1)
+}
+)";
+  auto module = ParseHloModule(kText);
+  ASSERT_TRUE(module.ok()) << module.status().message();
+  Status s = ImportShardyManualComputations(**module);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const Instruction* root = (*module)->entry()->root();
+  ASSERT_EQ(root->opcode(), Opcode::kTuple);
+  const Instruction* add = root->operand(0);
+  ASSERT_EQ(add->operand_count(), 2);
+  for (const Instruction* alike : {add->operand(0), add->operand(1), root->operand(1)}) {
+    ASSERT_EQ(*alike->attrs().custom_call_target, "Sharding") << alike->name();
+    EXPECT_EQ(alike->sharding()->ToString(), "{unknown shard_as 0}") << alike->name();
+  }
+  EXPECT_EQ(add->operand(0)->operand(0)->name(), "sharding_constraint.1");
+  EXPECT_EQ(add->operand(1)->operand(0)->name(), "cos.1");
+  EXPECT_EQ(root->operand(1), add->operand(1));
+  for (const Instruction* inst : (*module)->entry()->instructions()) {
+    EXPECT_NE(inst->attrs().custom_call_target.value_or(""), "xla.sdy.ShardingGroup") << inst->name();
+  }
+}
+
+// jit(f, out_shardings=(NamedSharding(mesh, P("y", "x")), NamedSharding(mesh, P()), None)) as
+// JAX 0.10 lowers it by default (copied): the specified results read FuncResultSharding
+// custom-calls, the None one does not, and the root's sharding says {replicated} for it. XLA
+// compiles it with propagation to that output allowed (its program returns f32[16,8] pieces of
+// the transpose on the 2 x 4 mesh): it becomes {unknown}; P() stays replicated.
+TEST(ImportShardyTest, ResultsWithoutFuncResultShardingAreOpen) {
+  constexpr std::string_view kText =
+      R"(HloModule jit_f, frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<["x"=2, "y"=4]>}}
+region_0.1 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main.0 {
+  x.1 = f32[16,16]{1,0} parameter(0), sharding={devices=[2,1,4]<=[8] last_tile_dim_replicate}, frontend_attributes={xla.sdy.sharding="#sdy.sharding<@mesh, [{\"x\"}, {}]>"}
+  tanh.2 = f32[16,16]{1,0} tanh(x.1)
+  tanh.3 = f32[16,16]{1,0} custom-call(tanh.2), custom_call_target="xla.sdy.FuncResultSharding", custom_call_has_side_effect=true, frontend_attributes={xla.sdy.sharding="#sdy.sharding_per_value<[<@mesh, [{\"y\"}, {\"x\"}]>]>"}
+  constant.1 = f32[] constant(0)
+  reduce_sum.8 = f32[16]{0} reduce(x.1, constant.1), dimensions={0}, to_apply=region_0.1
+  reduce_sum.9 = f32[16]{0} custom-call(reduce_sum.8), custom_call_target="xla.sdy.FuncResultSharding", custom_call_has_side_effect=true, frontend_attributes={xla.sdy.sharding="#sdy.sharding_per_value<[<@mesh, [{}]>]>"}
+  transpose.1 = f32[16,16]{0,1} transpose(x.1), dimensions={1,0}
+  reshape.6 = f32[16,16]{1,0} reshape(transpose.1)
+  ROOT tuple.1 = (f32[16,16]{1,0}, f32[16]{0}, f32[16,16]{1,0}) tuple(tanh.3, reduce_sum.9, reshape.6), sharding={{devices=[4,2]<=[2,4]T(1,0)}, {replicated}, {replicated}}
+}
+)";
+  auto module = ParseHloModule(kText);
+  ASSERT_TRUE(module.ok()) << module.status().message();
+  Status s = ImportShardyManualComputations(**module);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ((*module)->entry()->root()->sharding()->ToString(),
+            "{{devices=[4,2]<=[2,4]T(1,0)}, {replicated}, {unknown}}");
+  // Without any FuncResultSharding (a GSPMD-form module) the root's sharding is the contract.
+  std::string gspmd(kText);
+  gspmd.replace(gspmd.find("tuple(tanh.3, reduce_sum.9"), 26, "tuple(tanh.2, reduce_sum.8");
+  auto plain = ParseHloModule(gspmd);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  ASSERT_TRUE(ImportShardyManualComputations(**plain).ok());
+  EXPECT_EQ((*plain)->entry()->root()->sharding()->ToString(),
+            "{{devices=[4,2]<=[2,4]T(1,0)}, {replicated}, {replicated}}");
 }
 
 // XLA's Shardy round-trip form: the sharding only in an xla.sdy.sharding frontend attribute
