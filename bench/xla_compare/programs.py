@@ -368,7 +368,8 @@ def all_programs():
     from programs_heldout import heldout_programs  # noqa: E402  (held out: names ho_, --only ho_)
     from programs_recent import recent_programs  # noqa: E402
     from programs_api import api_programs  # noqa: E402
+    from programs_api2 import api2_programs  # noqa: E402
     from programs_numerics import numerics_programs  # noqa: E402
     from programs_models import models_programs  # noqa: E402
-    return (progs + more_programs() + bytes_programs() + recent_programs() + api_programs() + numerics_programs()
-            + models_programs() + heldout_programs())
+    return (progs + more_programs() + bytes_programs() + recent_programs() + api_programs() + api2_programs()
+            + numerics_programs() + models_programs() + heldout_programs())
