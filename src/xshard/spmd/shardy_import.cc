@@ -235,6 +235,15 @@ StatusOr<HloSharding> ManualLike(const SdyMesh& mesh, const std::vector<std::str
   return SdyToHloSharding(mesh, open, static_cast<int>(shape.dims().size()), manual);
 }
 
+// The one tensor sharding of an xla.sdy.sharding value (`#sdy.sharding_per_value<[x]>` with one
+// entry, or a bare `#sdy.sharding<...>`), or nullopt.
+std::optional<SdyTensorSharding> OneTensorSharding(const std::string& value) {
+  StatusOr<std::vector<SdyTensorSharding>> per_value = ParseSdyShardingPerValue(value);
+  if (per_value.ok() && per_value->size() == 1) return (*per_value)[0];
+  if (StatusOr<SdyTensorSharding> single = ParseSdyTensorSharding(value); single.ok()) return *single;
+  return std::nullopt;
+}
+
 // The sharding Shardy wrote on an array instruction of a manual body (its xla.sdy.sharding
 // frontend attribute) inside the manual axes, with its open dims; nullopt when there is none or
 // it does not convert (the caller then uses the plain manual sharding).
@@ -243,13 +252,7 @@ std::optional<std::pair<HloSharding, uint64_t>> BodySharding(const Instruction& 
   if (!inst.shape().IsArray() || !inst.attrs().frontend_attributes) return std::nullopt;
   for (const auto& [key, value] : *inst.attrs().frontend_attributes) {
     if (key != "xla.sdy.sharding") continue;
-    StatusOr<std::vector<SdyTensorSharding>> per_value = ParseSdyShardingPerValue(value);
-    std::optional<SdyTensorSharding> one;
-    if (per_value.ok() && per_value->size() == 1) {
-      one = (*per_value)[0];
-    } else if (StatusOr<SdyTensorSharding> single = ParseSdyTensorSharding(value); single.ok()) {
-      one = *single;
-    }
+    const std::optional<SdyTensorSharding> one = OneTensorSharding(value);
     const int rank = inst.shape().rank();
     if (!one || static_cast<int>(one->dims.size()) != rank) return std::nullopt;
     StatusOr<HloSharding> s = SdyToHloSharding(mesh, *one, rank, manual);
@@ -359,13 +362,7 @@ void CopyCallAttributes(const Instruction* call, Instruction* boundary, std::str
 // backend_config of its own gets them as unspecified_dims.
 void SetConstraintOpenDims(Instruction* inst, const std::string& value) {
   if (!IsTarget(*inst, "Sharding") || !inst->shape().IsArray() || inst->attrs().backend_config) return;
-  StatusOr<std::vector<SdyTensorSharding>> per_value = ParseSdyShardingPerValue(value);
-  std::optional<SdyTensorSharding> one;
-  if (per_value.ok() && per_value->size() == 1) {
-    one = (*per_value)[0];
-  } else if (StatusOr<SdyTensorSharding> single = ParseSdyTensorSharding(value); single.ok()) {
-    one = *single;
-  }
+  const std::optional<SdyTensorSharding> one = OneTensorSharding(value);
   if (!one || static_cast<int64_t>(one->dims.size()) != inst->shape().rank()) return;
   SetUnspecifiedDims(inst, OpenDims(*one));
 }
