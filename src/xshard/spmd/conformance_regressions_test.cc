@@ -14,22 +14,21 @@ namespace {
 
 using xs::testing::ParseOrFail;
 
-// spmd_partitioner_test/PartitionCollectivePermute: a collective-permute inside a partially
-// manual region (data dim split 2 ways, manual over 4) was refused. Its pairs stay inside the
-// manual subgroups, so it runs on the local pieces as written. Device d holds x[d] squared; the
-// pairs rotate each half (0->6, 2->0, ...; 1->7, 3->1, ...) and the result, reassembled, is x^2
-// rolled left by 2: for x = 1..8, [9 16 25 36 49 64 1 4].
-TEST(ConformanceRegressionTest, PartiallyManualCollectivePermuteRunsOnTheLocalPieces) {
-  std::unique_ptr<Module> global = ParseOrFail(R"(HloModule m, num_partitions=8
+// The module of the two tests below: x = 1..8 squared in a region manual over 4 devices with the
+// data dim split 2 ways, then a collective-permute whose attributes end with `permute_attrs` (its
+// sharding, or nothing), rotating each half by 2 pieces: [9 16 25 36 49 64 1 4], one element per device.
+void ExpectPermutedSquares(const std::string& permute_attrs) {
+  std::unique_ptr<Module> global = ParseOrFail(StrCat(R"(HloModule m, num_partitions=8
 ENTRY main {
   x = s32[8] parameter(0), sharding={devices=[8]<=[8]}
   c = s32[8] copy(x), sharding={devices=[4,2]<=[8] last_tile_dim_replicate}
   m = s32[2] custom-call(c), custom_call_target="SPMDFullToShardShape", sharding={devices=[1,4,2]<=[8] last_tile_dims={manual, replicated}}
   l = s32[2] copy(m), sharding={devices=[2,4]<=[4,2]T(1,0) last_tile_dims={manual}}
   sq = s32[2] multiply(l, l), sharding={devices=[2,4]<=[4,2]T(1,0) last_tile_dims={manual}}
-  p = s32[2] collective-permute(sq), channel_id=1, source_target_pairs={{0,6},{2,0},{4,2},{6,4},{1,7},{3,1},{5,3},{7,5}}, sharding={devices=[2,4]<=[4,2]T(1,0) last_tile_dims={manual}}
+  p = s32[2] collective-permute(sq), channel_id=1, source_target_pairs={{0,6},{2,0},{4,2},{6,4},{1,7},{3,1},{5,3},{7,5}})",
+                                                      permute_attrs, R"(
   ROOT f = s32[8] custom-call(p), custom_call_target="SPMDShardToFullShape", sharding={devices=[8]<=[8]}
-})");
+})"));
   StatusOr<PartitionResult> r = Partition(*global, 8);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_NE(PrintHloModule(*r->module).find("s32[1] collective-permute("), std::string::npos)
@@ -42,6 +41,15 @@ ENTRY main {
     ASSERT_EQ((*out)[d][0].num_elements(), 1);
     EXPECT_EQ((*out)[d][0].GetDouble(0), want[d]) << "device " << d;
   }
+}
+
+// spmd_partitioner_test/PartitionCollectivePermute: a collective-permute inside a partially
+// manual region (data dim split 2 ways, manual over 4) was refused. Its pairs stay inside the
+// manual subgroups, so it runs on the local pieces as written. Device d holds x[d] squared; the
+// pairs rotate each half (0->6, 2->0, ...; 1->7, 3->1, ...) and the result, reassembled, is x^2
+// rolled left by 2: for x = 1..8, [9 16 25 36 49 64 1 4].
+TEST(ConformanceRegressionTest, PartiallyManualCollectivePermuteRunsOnTheLocalPieces) {
+  ExpectPermutedSquares(", sharding={devices=[2,4]<=[4,2]T(1,0) last_tile_dims={manual}}");
 }
 
 // An all-reduce whose group joins devices holding different tiles of a partially manual value has
@@ -122,28 +130,7 @@ ENTRY main {
 // the manual subgroup, and partitioning refused the reshard; it now keeps its operand's manual
 // subgroup and tiles, and runs on the local pieces as above.
 TEST(ConformanceRegressionTest, UnannotatedPartiallyManualCollectivePermuteKeepsItsOperandsTiles) {
-  std::unique_ptr<Module> global = ParseOrFail(R"(HloModule m, num_partitions=8
-ENTRY main {
-  x = s32[8] parameter(0), sharding={devices=[8]<=[8]}
-  c = s32[8] copy(x), sharding={devices=[4,2]<=[8] last_tile_dim_replicate}
-  m = s32[2] custom-call(c), custom_call_target="SPMDFullToShardShape", sharding={devices=[1,4,2]<=[8] last_tile_dims={manual, replicated}}
-  l = s32[2] copy(m), sharding={devices=[2,4]<=[4,2]T(1,0) last_tile_dims={manual}}
-  sq = s32[2] multiply(l, l), sharding={devices=[2,4]<=[4,2]T(1,0) last_tile_dims={manual}}
-  p = s32[2] collective-permute(sq), channel_id=1, source_target_pairs={{0,6},{2,0},{4,2},{6,4},{1,7},{3,1},{5,3},{7,5}}
-  ROOT f = s32[8] custom-call(p), custom_call_target="SPMDShardToFullShape", sharding={devices=[8]<=[8]}
-})");
-  StatusOr<PartitionResult> r = Partition(*global, 8);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_NE(PrintHloModule(*r->module).find("s32[1] collective-permute("), std::string::npos)
-      << PrintHloModule(*r->module);
-  StatusOr<std::vector<std::vector<Array>>> out =
-      testing::RunPartitioned(*r, {Array::FromVector<int32_t>({8}, {1, 2, 3, 4, 5, 6, 7, 8})});
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
-  const std::vector<int32_t> want = {9, 16, 25, 36, 49, 64, 1, 4};
-  for (int d = 0; d < 8; ++d) {
-    ASSERT_EQ((*out)[d][0].num_elements(), 1);
-    EXPECT_EQ((*out)[d][0].GetDouble(0), want[d]) << "device " << d;
-  }
+  ExpectPermutedSquares("");
 }
 
 // all_gather then psum_scatter over the manual 4-way axis of a shard_map whose 2-way axis stays
