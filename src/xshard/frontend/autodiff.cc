@@ -113,6 +113,8 @@ const RuleTable& Rules() {
     AddStructuralRules(*t);
     AddLinalgRules(*t);
     AddCallRules(*t);
+    AddMathRules(*t);
+    AddControlRules(*t);
     return t;
   }();
   return *table;

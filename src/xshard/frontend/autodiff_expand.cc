@@ -124,6 +124,14 @@ StatusOr<Params> ExpandParams(const Params& params) {
     if (auto* sub = std::get_if<std::shared_ptr<const Jaxpr>>(&p); sub && *sub) {
       XS_ASSIGN_OR_RETURN(Jaxpr x, Expand(**sub));
       p = std::shared_ptr<const Jaxpr>(std::make_shared<Jaxpr>(std::move(x)));
+    } else if (auto* subs = std::get_if<JaxprList>(&p)) {
+      JaxprList expanded;
+      for (const auto& s : *subs) {
+        if (!s) return InvalidArgument("a null jaxpr in a jaxpr tuple parameter");
+        XS_ASSIGN_OR_RETURN(Jaxpr x, Expand(*s));
+        expanded.push_back(std::make_shared<const Jaxpr>(std::move(x)));
+      }
+      p = std::move(expanded);
     }
   }
   return out;

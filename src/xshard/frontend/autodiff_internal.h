@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -102,6 +103,20 @@ using CtSource = std::function<StatusOr<std::vector<Ct>>(
     Emitter& e, const std::vector<Atom>& outs, const std::vector<bool>& out_active)>;
 StatusOr<VjpParts> EmitVjp(Emitter& e, const Jaxpr& f, const std::vector<Atom>& args,
                            const std::vector<bool>& active, const CtSource& make_ct_outs);
+
+// The VJP of `inner` split in two closed jaxprs: forward (inner's invars -> outvars + residuals)
+// and backward (residuals + one cotangent per differentiable outvar -> cotangents of the active
+// invars, zeros where none). Used by pjit's rule and by cond's (vjp_rules_control.cc).
+struct Split {
+  std::shared_ptr<Jaxpr> forward, backward;
+  std::vector<AVal> residual_avals;       // the forward's extra outputs
+  std::vector<int64_t> residual_sources;  // per backward residual input: the invar it is, or
+                                          // -1 - k for the forward's k-th extra output
+  std::vector<size_t> ct_outputs;         // outvars that take a cotangent, in order
+};
+StatusOr<Split> SplitVjp(const Jaxpr& inner, const std::vector<bool>& active);
+void AddMathRules(RuleTable& t);     // vjp_rules_math.cc
+void AddControlRules(RuleTable& t);  // vjp_rules_control.cc
 
 // Param accessors; a missing or mistyped param is an error naming the primitive.
 StatusOr<IntList> GetInts(const Eqn& eqn, const std::string& name);

@@ -182,6 +182,17 @@ class Printer {
           return StrCat("((", PyList(v[0]), ", ", PyList(v[1]), "), (", PyList(v[2]), ", ",
                         PyList(v[3]), "))");
         }
+        if (prim == "gather" && name == "dimension_numbers" && v.size() == 5) {
+          return StrCat("GatherDimensionNumbers(offset_dims=", PyTuple(v[0]), ", collapsed_slice_dims=", PyTuple(v[1]),
+                        ", start_index_map=", PyTuple(v[2]), ", operand_batching_dims=", PyTuple(v[3]),
+                        ", start_indices_batching_dims=", PyTuple(v[4]), ")");
+        }
+        if (prim.rfind("scatter", 0) == 0 && name == "dimension_numbers" && v.size() == 5) {
+          return StrCat("ScatterDimensionNumbers(update_window_dims=", PyTuple(v[0]),
+                        ", inserted_window_dims=", PyTuple(v[1]), ", scatter_dims_to_operand_dims=", PyTuple(v[2]),
+                        ", operand_batching_dims=", PyTuple(v[3]), ", scatter_indices_batching_dims=", PyTuple(v[4]),
+                        ")");
+        }
         if (prim == "conv_general_dilated" && name == "dimension_numbers" && v.size() == 3) {
           return StrCat("ConvDimensionNumbers(lhs_spec=", PyTuple(v[0]), ", rhs_spec=",
                         PyTuple(v[1]), ", out_spec=", PyTuple(v[2]), ")");
@@ -193,6 +204,14 @@ class Printer {
       }
       std::string operator()(const std::shared_ptr<const fe::Jaxpr>& j) const {
         return j ? self->JaxprText(*j, indent) : "None";
+      }
+      // A tuple of jaxprs (cond's branches): one per line, inside parentheses.
+      std::string operator()(const JaxprList& js) const {
+        std::string out = "(";
+        for (const auto& j : js) {
+          StrAppend(&out, "\n", std::string(indent + 2, ' '), j ? self->JaxprText(*j, indent + 2) : "None");
+        }
+        return StrCat(out, "\n", std::string(indent, ' '), ")");
       }
     };
     return std::visit(Visitor{this, prim, name, indent}, p);
@@ -206,7 +225,7 @@ class Printer {
     std::string head = StrCat(StrJoin(lhs, " "), " = ", e.primitive);
     bool nested = false;
     for (const auto& [k, p] : e.params)
-      nested |= std::holds_alternative<std::shared_ptr<const fe::Jaxpr>>(p);
+      nested |= std::holds_alternative<std::shared_ptr<const fe::Jaxpr>>(p) || std::holds_alternative<JaxprList>(p);
     std::vector<std::string> ins;
     for (const Atom& a : e.inputs) ins.push_back(AtomText(a));
     std::string args = StrCat(" ", StrJoin(ins, " "));

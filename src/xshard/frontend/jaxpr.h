@@ -57,11 +57,13 @@ struct Atom {
 struct Jaxpr;
 
 // A primitive parameter. Nested tuples of ints (dot_general's dimension_numbers, padding
-// pairs) are IntLists; None is std::monostate.
+// pairs) are IntLists; None is std::monostate; a tuple of jaxprs (cond's branches) is a
+// JaxprList.
 using IntList = std::vector<int64_t>;
 using IntLists = std::vector<IntList>;
-using Param = std::variant<std::monostate, bool, int64_t, double, std::string, DType, IntList,
-                           IntLists, std::shared_ptr<const Jaxpr>>;
+using JaxprList = std::vector<std::shared_ptr<const Jaxpr>>;
+using Param = std::variant<std::monostate, bool, int64_t, double, std::string, DType, IntList, IntLists,
+                           std::shared_ptr<const Jaxpr>, JaxprList>;
 // Sorted by name, as JAX prints them.
 using Params = std::map<std::string, Param>;
 

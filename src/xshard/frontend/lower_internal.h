@@ -23,10 +23,16 @@ using LowerRule = std::function<StatusOr<std::vector<Op>>(Lowerer& L, const Eqn&
                                                           std::vector<Op> in)>;
 // The rule of every primitive with a lowering (lower_rules.cc).
 const std::map<std::string, LowerRule>& LowerRules();
+// The rules of primitives_extra.cc's primitives (lower_rules_extra.cc), added to `rules`.
+void AddExtraLowerRules(std::map<std::string, LowerRule>& rules);
 
 class Lowerer {
  public:
   Lowerer(ModuleBuilder& mb, ComputationBuilder& b) : mb_(mb), b_(b) {}
+  // A lowerer for a nested computation `b` (a branch or loop body of `parent`'s module): it
+  // shares the parent's reducers and computation names, and has its own constants.
+  Lowerer(Lowerer& parent, ComputationBuilder& b)
+      : mb_(parent.mb_), b_(b), root_(parent.root_ ? parent.root_ : &parent) {}
   ComputationBuilder& b() { return b_; }
 
   // Lowers `j`'s equations with `args` bound to its invars; returns its outputs.
@@ -71,6 +77,7 @@ class Lowerer {
 
   // A two-parameter scalar computation applying `op` (add / maximum / minimum), one per kind.
   ComputationBuilder& Reducer(Opcode op, DType t) {
+    if (root_) return root_->Reducer(op, t);
     auto key = std::make_pair(static_cast<int>(op), static_cast<int>(t));
     auto it = reducers_.find(key);
     if (it != reducers_.end()) return *it->second;
@@ -80,6 +87,7 @@ class Lowerer {
     return r;
   }
   ComputationBuilder& NewComputation(const std::string& prefix) {
+    if (root_) return root_->NewComputation(prefix);
     return mb_.AddComputation(StrCat(prefix, "_", extra_++));
   }
 
@@ -93,6 +101,7 @@ class Lowerer {
 
   ModuleBuilder& mb_;
   ComputationBuilder& b_;
+  Lowerer* root_ = nullptr;
   std::map<std::pair<int, int>, ComputationBuilder*> reducers_;
   std::map<std::string, Op> constants_;
   std::map<std::pair<Instruction*, std::vector<int64_t>>, Op> splats_;

@@ -98,26 +98,43 @@ LowerRule ReduceRule(Opcode op, double init_float) {
   };
 }
 
-// argmax as JAX lowers it: a variadic reduce over (values, iota indices) keeping the larger
-// value (NaN wins) and, on ties, the smaller index.
-StatusOr<std::vector<Op>> ArgMax(Lowerer& L, const Eqn& e, std::vector<Op> in) {
+// argmax / argmin as JAX lowers them: a variadic reduce over (values, iota indices) keeping the
+// larger (smaller) value (NaN wins) and, on ties, the smaller index.
+StatusOr<std::vector<Op>> ArgSelect(Lowerer& L, const Eqn& e, std::vector<Op> in, bool is_max) {
   XS_ASSIGN_OR_RETURN(IntList axes, GetInts(e.primitive, e.params, "axes"));
   XS_ASSIGN_OR_RETURN(DType it, GetDType(e.primitive, e.params, "index_dtype"));
-  if (axes.size() != 1) return InvalidArgument("argmax: needs exactly one axis");
+  if (axes.size() != 1) return InvalidArgument(e.primitive, ": needs exactly one axis");
   const AVal& src = e.inputs[0].aval();
-  ComputationBuilder& r = L.NewComputation("argmax");
+  ComputationBuilder& r = L.NewComputation(e.primitive);
   Shape vs(src.dtype, {}), is(it, {});
   Op va = r.Parameter(0, vs, "a"), ia = r.Parameter(1, is, "ia");
   Op vb = r.Parameter(2, vs, "b"), ib = r.Parameter(3, is, "ib");
-  Op pick = r.Or(r.Or(r.Compare(va, vb, ComparisonDirection::kGt),
-                      r.Compare(va, va, ComparisonDirection::kNe)),
-                 r.And(r.Compare(va, vb, ComparisonDirection::kEq),
-                       r.Compare(ia, ib, ComparisonDirection::kLt)));
+  Op better = r.Compare(va, vb, is_max ? ComparisonDirection::kGt : ComparisonDirection::kLt);
+  if (IsFloating(src.dtype)) better = r.Or(better, r.Compare(va, va, ComparisonDirection::kNe));
+  Op pick =
+      r.Or(better, r.And(r.Compare(va, vb, ComparisonDirection::kEq), r.Compare(ia, ib, ComparisonDirection::kLt)));
   r.Tuple({r.Select(pick, va, vb), r.Select(pick, ia, ib)});
   Op idx = L.b().Iota(Shape(it, src.dims), axes[0]);
-  Op lowest = L.b().Constant(Array::Full(src.dtype, {}, -std::numeric_limits<double>::infinity()));
-  Op red = L.b().Reduce({in[0], idx}, {lowest, L.b().Constant(Array::Full(it, {}, 0))}, r, axes);
+  double init;
+  if (IsFloating(src.dtype)) {
+    init = (is_max ? -1 : 1) * std::numeric_limits<double>::infinity();
+  } else if (src.dtype == DType::kPred) {
+    init = is_max ? 0 : 1;
+  } else {
+    int bits = DTypeBitWidth(src.dtype);
+    bool u = IsUnsignedInteger(src.dtype);
+    init =
+        is_max ? (u ? 0 : -std::ldexp(1.0, bits - 1)) : (u ? std::ldexp(1.0, bits) - 1 : std::ldexp(1.0, bits - 1) - 1);
+  }
+  Op start = L.b().Constant(Array::Full(src.dtype, {}, init));
+  Op red = L.b().Reduce({in[0], idx}, {start, L.b().Constant(Array::Full(it, {}, 0))}, r, axes);
   return std::vector<Op>{L.b().GetTupleElement(red, 1)};
+}
+StatusOr<std::vector<Op>> ArgMax(Lowerer& L, const Eqn& e, std::vector<Op> in) {
+  return ArgSelect(L, e, std::move(in), true);
+}
+StatusOr<std::vector<Op>> ArgMin(Lowerer& L, const Eqn& e, std::vector<Op> in) {
+  return ArgSelect(L, e, std::move(in), false);
 }
 
 StatusOr<std::vector<Op>> Slice(Lowerer& L, const Eqn& e, std::vector<Op> in) {
@@ -317,6 +334,9 @@ const std::map<std::string, LowerRule>& LowerRules() {
     (*r)["stop_gradient"] = Identity;
     (*r)["pjit"] = InlineRule("jaxpr");
     (*r)["custom_vjp_call"] = InlineRule("call_jaxpr");
+    (*r)["reduce_prod"] = ReduceRule(Opcode::kMultiply, 1);
+    (*r)["argmin"] = ArgMin;
+    AddExtraLowerRules(*r);
     return r;
   }();
   return *rules;

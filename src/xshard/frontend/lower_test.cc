@@ -66,11 +66,11 @@ TEST(LowerTest, UnknownPrimitiveIsNamed) {
   Var x{0, AVal{DType::kF32, {2}}};
   Var y{1, AVal{DType::kF32, {2}}};
   j.invars = {x};
-  j.eqns.push_back(Eqn{"cumsum", {Atom::OfVar(x)}, {y}, {}});
+  j.eqns.push_back(Eqn{"cumlogsumexp", {Atom::OfVar(x)}, {y}, {}});
   j.outvars = {Atom::OfVar(y)};
   StatusOr<std::unique_ptr<Module>> m = LowerJaxpr(j, {});
   ASSERT_FALSE(m.ok());
-  EXPECT_THAT(m.status().message(), HasSubstr("primitive 'cumsum' has no HLO lowering rule"));
+  EXPECT_THAT(m.status().message(), HasSubstr("primitive 'cumlogsumexp' has no HLO lowering rule"));
 }
 
 // The region between SPMDFullToShardShape and SPMDShardToFullShape is manual; the stacked input

@@ -44,6 +44,8 @@ StatusOr<NamedSharding> ParseNamedShardingText(std::string_view text);
 // The contraction / windowing / call / autodiff-only rules (primitives_contract.cc), added to
 // `table`.
 void AddContractionRules(std::map<std::string, Rule>& table);
+// The math, indexing, sorting and control-flow rules (primitives_extra.cc).
+void AddExtraRules(std::map<std::string, Rule>& table);
 
 }  // namespace xs::fe::internal
 

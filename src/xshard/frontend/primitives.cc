@@ -1,5 +1,6 @@
 // AbstractEval: the primitive table (JAX's names and parameters) with the elementwise and
-// shape-manipulation rules; contractions, windows and calls are in primitives_contract.cc.
+// shape-manipulation rules; contractions, windows and calls are in primitives_contract.cc, the
+// extra math, gather / scatter-add, sort / top_k and control flow in primitives_extra.cc.
 #include <algorithm>
 #include <set>
 
@@ -360,7 +361,7 @@ const std::map<std::string, Rule>& Table() {
     (*t)["squeeze"] = Squeeze;
     (*t)["expand_dims"] = ExpandDims;
     (*t)["transpose"] = Transpose;
-    for (const char* p : {"reduce_sum", "reduce_max", "reduce_min", "argmax", "argmin"})
+    for (const char* p : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin"})
       (*t)[p] = Reduce;
     (*t)["slice"] = Slice;
     (*t)["dynamic_slice"] = DynamicSlice;
@@ -371,6 +372,7 @@ const std::map<std::string, Rule>& Table() {
     (*t)["sharding_constraint"] = Identity;
     (*t)["stop_gradient"] = Identity;
     AddContractionRules(*t);
+    AddExtraRules(*t);
     return t;
   }();
   return *table;

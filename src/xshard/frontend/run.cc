@@ -88,6 +88,10 @@ Status CollectMeshes(const Jaxpr& j, std::optional<Mesh>& mesh) {
       if (const auto* sub = std::get_if<std::shared_ptr<const Jaxpr>>(&p)) {
         if (*sub) XS_RETURN_IF_ERROR(CollectMeshes(**sub, mesh));
       }
+      if (const auto* subs = std::get_if<JaxprList>(&p)) {
+        for (const auto& sub : *subs)
+          if (sub) XS_RETURN_IF_ERROR(CollectMeshes(*sub, mesh));
+      }
     }
     if (e.primitive != "sharding_constraint") continue;
     auto it = e.params.find("sharding");
@@ -247,6 +251,9 @@ void AppendParamsKey(std::string& key, const Params& params) {
     else if (const auto* str = std::get_if<std::string>(&p)) StrAppend(&key, *str);
     else if (const auto* j = std::get_if<std::shared_ptr<const Jaxpr>>(&p)) {
       if (*j) StrAppend(&key, PrintJaxpr(**j));
+    } else if (const auto* js = std::get_if<JaxprList>(&p)) {
+      for (const auto& j : *js)
+        if (j) StrAppend(&key, PrintJaxpr(*j), ";");
     }
     key += ' ';
   }

@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "xshard/base/status.h"
@@ -158,6 +159,25 @@ Tensor operator*(int a, const Tensor& b);
 Tensor operator/(const Tensor& a, int b);
 Tensor operator/(int a, const Tensor& b);
 
+// Comparisons as in jnp (x > 0.0 is `gt x 0.0`; a bool Tensor): Tensor with Tensor, or with a
+// C++ scalar on either side (weak-typed, as the arithmetic operators).
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, double b);
+Tensor operator<=(const Tensor& a, double b);
+Tensor operator>(const Tensor& a, double b);
+Tensor operator>=(const Tensor& a, double b);
+Tensor operator<(const Tensor& a, int b);
+Tensor operator<=(const Tensor& a, int b);
+Tensor operator>(const Tensor& a, int b);
+Tensor operator>=(const Tensor& a, int b);
+Tensor operator<(double a, const Tensor& b);
+Tensor operator>(double a, const Tensor& b);
+Tensor operator<(int a, const Tensor& b);
+Tensor operator>(int a, const Tensor& b);
+
 // Types and shapes.
 Tensor Astype(const Tensor& x, DType dtype);  // convert_element_type[new_dtype weak_type=False]
 Tensor BroadcastTo(const Tensor& x, std::vector<int64_t> dims);  // numpy rules
@@ -205,6 +225,60 @@ Tensor Conv(const Tensor& x, const Tensor& kernel, std::vector<int64_t> strides 
 // flax avg_pool / max_pool on NHWC input, VALID padding.
 Tensor AvgPool(const Tensor& x, std::vector<int64_t> window, std::vector<int64_t> strides);
 Tensor MaxPool(const Tensor& x, std::vector<int64_t> window, std::vector<int64_t> strides);
+
+// More jnp / jax.nn / lax math (tensor_math.cc), each a JAX-named equation or JAX's composition
+// of them, differentiable where JAX's is.
+Tensor Square(const Tensor& x);    // jnp.square: `square`
+Tensor Log1p(const Tensor& x);     // `log1p`; bool / integer operands convert to f32 first
+Tensor Expm1(const Tensor& x);     // `expm1`
+Tensor Erf(const Tensor& x);       // lax.erf / jax.scipy.special.erf: `erf`
+Tensor Erfc(const Tensor& x);      // lax.erfc: `erfc` (lowered as 1 - erf)
+Tensor IsFinite(const Tensor& x);  // jnp.isfinite: `is_finite` (bool; always true for integers)
+// jnp.clip(x, lo, hi): max(lo, x) then min(hi, .) (C++ doubles are weak-typed literals).
+Tensor Clip(const Tensor& x, const Tensor& lo, const Tensor& hi);
+Tensor Clip(const Tensor& x, double lo, double hi);
+// jax.nn.softmax over `axis` (the max is shifted out under stop_gradient, as JAX's softmax).
+Tensor Softmax(const Tensor& x, int64_t axis = -1);
+// jax.nn.logsumexp over `axes` ({}: all): a max under stop_gradient (0 where not finite),
+// log(sum(exp(x - max))) + max.
+Tensor Logsumexp(const Tensor& x, std::vector<int64_t> axes = {});
+// jnp.var / jnp.std with ddof (divides by n - ddof); integers are computed in f32. (jnp.var is
+// Variance here: `Var` names the jaxpr variable type.)
+Tensor Variance(const Tensor& x, std::vector<int64_t> axes = {}, int64_t ddof = 0);
+Tensor Std(const Tensor& x, std::vector<int64_t> axes = {}, int64_t ddof = 0);
+// jnp.prod: `reduce_prod` (bool and narrow integers as int32, as Sum).
+Tensor Prod(const Tensor& x, std::vector<int64_t> axes = {});
+// jax.nn.gelu: approximate (tanh form) or exact (erfc form), traced inline as JAX 0.10 does.
+Tensor Gelu(const Tensor& x, bool approximate = true);
+Tensor Silu(const Tensor& x);  // jax.nn.silu: x * logistic(x) in a `pjit[name=silu]`, as JAX
+// jax.nn.softplus: log(1 + exp(x)) in a `pjit[name=softplus]`, stable for large |x|, derivative
+// logistic(x) everywhere. (JAX's body is a custom_jvp logaddexp(x, 0), which this front end has
+// no primitive for: here x + log1p(exp(-x)) for x > 0, log1p(exp(x)) otherwise.)
+Tensor Softplus(const Tensor& x);
+Tensor Argmin(const Tensor& x, int64_t axis);
+// lax.cumsum / cumprod / cummax / cummin[axis reverse] (jnp.cumsum is reverse=false); lowered as
+// JAX does, to a reduce-window spanning the axis padded n - 1 before (after when reverse).
+Tensor Cumsum(const Tensor& x, int64_t axis = 0, bool reverse = false);
+Tensor Cumprod(const Tensor& x, int64_t axis = 0, bool reverse = false);
+Tensor Cummax(const Tensor& x, int64_t axis = 0, bool reverse = false);
+Tensor Cummin(const Tensor& x, int64_t axis = 0, bool reverse = false);
+// jax.nn.one_hot(ids, n): eq of ids[..., None] with an iota, converted to `dtype`; ids outside
+// 0..n-1 give all-zero rows.
+Tensor OneHot(const Tensor& ids, int64_t n, DType dtype = DType::kF32);
+// jnp.take(x, indices, axis): a `gather` (mode fill: out-of-bounds rows are NaN for floats);
+// negative indices count from the end. The result has x's dims with `axis` replaced by
+// indices' dims.
+Tensor Take(const Tensor& x, const Tensor& indices, int64_t axis = 0);
+// jnp.take_along_axis(x, indices, axis): indices has x's rank and x's dims except along `axis`.
+Tensor TakeAlongAxis(const Tensor& x, const Tensor& indices, int64_t axis);
+// jnp.sort / jnp.argsort along `axis`: stable, NaNs (of either sign) last and -0.0 equal to 0.0,
+// as JAX's comparator.
+Tensor Sort(const Tensor& x, int64_t axis = -1);
+Tensor Argsort(const Tensor& x, int64_t axis = -1);
+// lax.top_k: the k largest along the last dim and their int32 indices (ties: lower index
+// first; XLA's total order, so +NaN is the largest and -NaN the smallest). Errors: k outside
+// 0..last dim (both results are the error Tensor).
+std::pair<Tensor, Tensor> TopK(const Tensor& x, int64_t k);
 
 // Creation (eager unless a trace is active, where they are equations).
 Tensor Iota(DType dtype, std::vector<int64_t> dims, int64_t dimension = 0);

@@ -180,7 +180,7 @@ TEST(UserProgramsTest, RmsNormAndItsGradientsMatchJax) {
 //   s = einsum("bqd,bkd->bqk", q, k) / sqrt(8.); mask = arange(4)[:, None] >= arange(4)[None]
 //   p = softmax(where(mask, s, -1e9), -1); out = einsum("bqk,bkd->bqd", p, v)
 //   loss = sum(out ** 2); grad argnums (wq, x)
-Tensor Softmax(const Tensor& s, int64_t axis) { return Exp(LogSoftmax(s, axis)); }
+// (Softmax: the library's jax.nn.softmax, tensor.h.)
 
 TEST(UserProgramsTest, CausalAttentionAndGradMatchJax) {
   Tensor x = Det({2, 4, 8}, 0.3);

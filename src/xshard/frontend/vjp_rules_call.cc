@@ -23,16 +23,7 @@ StatusOr<std::shared_ptr<const Jaxpr>> GetJaxpr(const Eqn& eqn, const std::strin
 
 bool Differentiable(const AVal& a) { return IsFloating(a.dtype) || IsComplex(a.dtype); }
 
-// The VJP of `inner` split in two closed jaxprs: forward (inner's invars -> outvars + residuals)
-// and backward (residuals + one cotangent per differentiable outvar -> cotangents of the active
-// invars, zeros where none).
-struct Split {
-  std::shared_ptr<Jaxpr> forward, backward;
-  std::vector<AVal> residual_avals;       // the forward's extra outputs
-  std::vector<int64_t> residual_sources;  // per backward residual input: the invar it is, or
-                                          // -1 - k for the forward's k-th extra output
-  std::vector<size_t> ct_outputs;  // outvars that take a cotangent, in order
-};
+}  // namespace
 
 StatusOr<Split> SplitVjp(const Jaxpr& inner, const std::vector<bool>& active) {
   Jaxpr joint;
@@ -120,8 +111,6 @@ StatusOr<Split> SplitVjp(const Jaxpr& inner, const std::vector<bool>& active) {
   b.outvars = ct_results;
   return split;
 }
-
-}  // namespace
 
 void AddCallRules(RuleTable& t) {
   t["sharding_constraint"] = {[](Emitter&, RuleInput& r) -> StatusOr<Backward> {
