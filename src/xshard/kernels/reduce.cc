@@ -61,6 +61,42 @@ void ScanLoop(const std::byte* in_bytes, std::byte* out_bytes, const std::byte* 
   }
 }
 
+// The suffix scan of [outer, len, inner] along len: y[j] = Op(y[j + 1], x[j]), y[len] = init
+// (a reverse cumulative window, JAX's cumsum(reverse=True) and the transpose of cumsum). The
+// window walk folds init, x[j], ..., x[len - 1] from the left; this folds the same elements from
+// the right, which is the same value for the kinds it runs (integer add and multiply, max, min,
+// and, or) and within rounding for float add and multiply.
+template <class Op, class S>
+void SuffixScanLoop(const std::byte* in_bytes, std::byte* out_bytes, const std::byte* init_bytes, int64_t outer,
+                    int64_t len, int64_t inner) {
+  const S* in = reinterpret_cast<const S*>(in_bytes);
+  S* out = reinterpret_cast<S*>(out_bytes);
+  S init;
+  std::memcpy(&init, init_bytes, sizeof(S));
+  if (len == 0) return;
+  for (int64_t o = 0; o < outer; ++o) {
+    const S* x = in + o * len * inner;
+    S* y = out + o * len * inner;
+    if (inner == 1) {
+      S acc = init;
+      for (int64_t j = len; j-- > 0;) {
+        acc = internal::StoreAs<S>(Op::Apply(ToCompute(acc), ToCompute(x[j])));
+        y[j] = acc;
+      }
+      continue;
+    }
+    const S* xl = x + (len - 1) * inner;
+    S* yl = y + (len - 1) * inner;
+    for (int64_t c = 0; c < inner; ++c) yl[c] = internal::StoreAs<S>(Op::Apply(ToCompute(init), ToCompute(xl[c])));
+    for (int64_t j = len - 1; j-- > 0;) {
+      const S* next = y + (j + 1) * inner;
+      const S* xj = x + j * inner;
+      S* yj = y + j * inner;
+      for (int64_t c = 0; c < inner; ++c) yj[c] = internal::StoreAs<S>(Op::Apply(ToCompute(next[c]), ToCompute(xj[c])));
+    }
+  }
+}
+
 // The input offset (`*off`) of window element `wi` of output `oi` over dims [0, r); false when it
 // falls on padding or a dilation hole.
 inline bool WindowElementOffset(const Window& window, const std::vector<int64_t>& in_dims,
@@ -151,6 +187,10 @@ using ScanLoopFn = void (*)(const std::byte*, std::byte*, const std::byte*, int6
 template <class Op, class S>
 struct ScanKernel {
   static constexpr ScanLoopFn fn = &ScanLoop<Op, S>;
+};
+template <class Op, class S>
+struct SuffixScanKernel {
+  static constexpr ScanLoopFn fn = &SuffixScanLoop<Op, S>;
 };
 template <class Op, class S>
 struct WindowKernel {
@@ -713,6 +753,21 @@ std::optional<int> PrefixScanDim(const std::vector<int64_t>& in_dims, const Wind
   return scan;
 }
 
+std::optional<int> SuffixScanDim(const std::vector<int64_t>& in_dims, const Window& window) {
+  if (window.dims.size() != in_dims.size()) return std::nullopt;
+  std::optional<int> scan;
+  for (size_t d = 0; d < in_dims.size(); ++d) {
+    const WindowDim& w = window.dims[d];
+    if (w.stride != 1 || w.lhs_dilation != 1 || w.rhs_dilation != 1 || w.window_reversal || w.pad_low != 0) {
+      return std::nullopt;
+    }
+    if (w.size == 1 && w.pad_high == 0) continue;  // one element: this dim is not reduced
+    if (scan || w.size < 1 || w.size < in_dims[d] || w.pad_high != w.size - 1) return std::nullopt;
+    scan = static_cast<int>(d);
+  }
+  return scan;
+}
+
 StatusOr<std::vector<Array>> ReduceWindow(std::span<const Array* const> inputs,
                                           std::span<const Array* const> inits,
                                           const Window& window, const Combiner& reducer) {
@@ -736,6 +791,17 @@ StatusOr<std::vector<Array>> ReduceWindow(std::span<const Array* const> inputs,
     }
   }
   if (!scan && reducer.kind != CombineKind::kGeneric) {
+    if (const std::optional<int> suffix = SuffixScanDim(in_dims, window)) {
+      if (ScanLoopFn scan_loop = FindTypedKernel<ScanLoopFn, SuffixScanKernel>(reducer.kind, inputs[0]->dtype())) {
+        const int64_t len = in_dims[*suffix],
+                      inner = Product(std::vector<int64_t>(in_dims.begin() + *suffix + 1, in_dims.end()));
+        const int64_t outer = len * inner == 0 ? 0 : Product(out_dims) / (len * inner);
+        std::vector<Array> outs;
+        outs.emplace_back(Shape(inputs[0]->dtype(), out_dims));
+        scan_loop(inputs[0]->data(), outs[0].data(), inits[0]->data(), outer, len, inner);
+        return outs;
+      }
+    }
     if (WindowLoopFn window_loop = FindTypedKernel<WindowLoopFn, WindowKernel>(reducer.kind, inputs[0]->dtype())) {
       std::vector<Array> outs;
       outs.emplace_back(Shape(inputs[0]->dtype(), out_dims));

@@ -38,10 +38,16 @@ std::vector<int64_t> WindowOutputDims(const std::vector<int64_t>& dims, const Wi
 // window is one element with no padding. nullopt for any other window (and for the all-ones
 // window, which has no scan dim).
 std::optional<int> PrefixScanDim(const std::vector<int64_t>& in_dims, const Window& window);
+// The same for a suffix scan (JAX's reverse cumulative ops and cumsum's transpose): output o
+// combines inputs o..n-1 (pad_low = 0, pad_high = size - 1).
+std::optional<int> SuffixScanDim(const std::vector<int64_t>& in_dims, const Window& window);
 
 // reduce-window(inputs..., inits...) with one WindowDim per input dim. A prefix-scan window
 // (PrefixScanDim) runs in one pass: output o is output o - 1 combined with input o, the same
-// combines in the same order as walking each window, in linear time instead of quadratic.
+// combines in the same order as walking each window, in linear time instead of quadratic. A
+// suffix scan (SuffixScanDim) with a typed reducer runs in one pass from the end: exact for
+// integers, max, min and the logical kinds, within rounding for float sums and products (the
+// walk's order cannot be kept in one pass); other reducers walk each window.
 StatusOr<std::vector<Array>> ReduceWindow(std::span<const Array* const> inputs,
                                           std::span<const Array* const> inits,
                                           const Window& window, const Combiner& reducer);

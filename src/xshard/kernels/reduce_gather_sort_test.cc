@@ -323,6 +323,69 @@ TEST(ReduceWindow, TypedWindowsMatchTheGenericWalkBitForBit) {
   }
 }
 
+// A suffix-scan window along `d` (JAX's cumsum(reverse=True), and cumsum's transpose).
+Window SuffixWindow(int d, int64_t len, int64_t extra = 0) {
+  Window w;
+  w.dims.assign(3, WindowDim{});
+  w.dims[d].size = len + extra;
+  w.dims[d].pad_high = len + extra - 1;
+  return w;
+}
+
+TEST(ReduceWindow, SuffixWindowsGiveEachSuffixInOnePass) {
+  const std::vector<int64_t> dims = {3, 50, 4};
+  std::vector<float> v(600);
+  std::vector<int32_t> iv(600);
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = std::sin(static_cast<float>(i) * 1.7f) * std::pow(10.0f, static_cast<float>(i % 7) - 3.0f);
+    iv[i] = static_cast<int32_t>((i * 7919) % 1000) - 500;
+  }
+  Array x = F32(dims, v);
+  Array xi = Array::FromVector<int32_t>(dims, iv);
+  Array zero = Array::Scalar<float>(0.0f), izero = Array::Scalar<int32_t>(3);  // a non-identity init
+  Array ninf = Array::Scalar<float>(-std::numeric_limits<float>::infinity());
+  const Array* in[] = {&x};
+  const Array* iin[] = {&xi};
+  const Array* init[] = {&zero};
+  const Array* iinit[] = {&izero};
+  const Array* minit[] = {&ninf};
+  const int64_t stride[3] = {200, 4, 1};
+  for (int d = 0; d < 3; ++d) {
+    for (int64_t extra : {int64_t{0}, int64_t{13}}) {
+      const Window w = SuffixWindow(d, dims[d], extra);
+      ASSERT_EQ(SuffixScanDim(dims, w), d);
+      ASSERT_EQ(PrefixScanDim(dims, w), std::nullopt);
+      const std::vector<float> sum = Values<float>((*ReduceWindow(in, init, w, {CombineKind::kAdd, nullptr}))[0]);
+      const std::vector<float> walked =
+          Values<float>((*ReduceWindow(in, init, w, {CombineKind::kGeneric, AddFn()}))[0]);
+      const std::vector<float> mx = Values<float>((*ReduceWindow(in, minit, w, {CombineKind::kMaximum, nullptr}))[0]);
+      const std::vector<int32_t> isum =
+          Values<int32_t>((*ReduceWindow(iin, iinit, w, {CombineKind::kAdd, nullptr}))[0]);
+      ASSERT_EQ(sum.size(), v.size());
+      ASSERT_EQ(isum.size(), v.size());
+      for (int64_t i = 0; i < 600; ++i) {
+        const int64_t pos = (i / stride[d]) % dims[d];
+        double exact = 0.0, magnitude = 0.0;
+        float best = -std::numeric_limits<float>::infinity();
+        int32_t itotal = 3;
+        for (int64_t j = pos; j < dims[d]; ++j) {
+          const size_t k = static_cast<size_t>(i + (j - pos) * stride[d]);
+          exact += v[k];
+          magnitude += std::fabs(v[k]);
+          best = std::max(best, v[k]);
+          itotal += iv[k];
+        }
+        const size_t u = static_cast<size_t>(i);
+        ASSERT_EQ(isum[u], itotal) << "dim " << d << " element " << i;
+        ASSERT_EQ(mx[u], best) << "dim " << d << " element " << i;
+        // Float sums are reassociated: within a few ulps of the magnitudes summed, like the walk.
+        ASSERT_NEAR(sum[u], exact, 1e-6 * magnitude + 1e-30) << "dim " << d << " element " << i;
+        ASSERT_NEAR(walked[u], exact, 1e-6 * magnitude + 1e-30) << "dim " << d << " element " << i;
+      }
+    }
+  }
+}
+
 TEST(ReduceWindow, OnlyWindowsCoveringEachWholePrefixAreScans) {
   const std::vector<int64_t> dims = {4};
   auto window = [](int64_t size, int64_t low, int64_t high, int64_t stride = 1) {
@@ -334,6 +397,11 @@ TEST(ReduceWindow, OnlyWindowsCoveringEachWholePrefixAreScans) {
   EXPECT_EQ(PrefixScanDim(dims, window(9, 8, 0)), 0);
   EXPECT_EQ(PrefixScanDim(dims, window(2, 1, 0)), std::nullopt);   // a sliding pair
   EXPECT_EQ(PrefixScanDim(dims, window(4, 0, 3)), std::nullopt);   // a suffix (reverse) scan
+  EXPECT_EQ(SuffixScanDim(dims, window(4, 0, 3)), 0);
+  EXPECT_EQ(SuffixScanDim(dims, window(9, 0, 8)), 0);
+  EXPECT_EQ(SuffixScanDim(dims, window(4, 3, 0)), std::nullopt);  // a prefix scan
+  EXPECT_EQ(SuffixScanDim(dims, window(2, 0, 1)), std::nullopt);  // a sliding pair
+  EXPECT_EQ(SuffixScanDim(dims, window(4, 0, 3, 2)), std::nullopt);
   EXPECT_EQ(PrefixScanDim(dims, window(4, 3, 0, 2)), std::nullopt);
   EXPECT_EQ(PrefixScanDim(dims, window(1, 0, 0)), std::nullopt);   // no dim reduced
   Window two;
