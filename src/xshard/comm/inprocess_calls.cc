@@ -169,6 +169,12 @@ void Fill(const CollectiveCall& call, const OpSpec& spec, CollectiveAlgorithm al
   d.tuple_out.clear();
   for (const auto& v : spec.tuple_in) d.tuple_in.push_back(v.data);
   for (const auto& v : spec.tuple_out) d.tuple_out.push_back(v.data);
+  // bf16 sums and products accumulate in f32 (ReduceMany), which the stepped algorithms' bf16
+  // partials between steps would undo: they run direct.
+  if (d.dtype == DType::kBF16 && (d.reduction == ReductionKind::kSum || d.reduction == ReductionKind::kProduct) &&
+      d.kind != CollectiveKind::kAllGather) {
+    d.algorithm = CollectiveAlgorithm::kDirect;
+  }
 }
 
 

@@ -182,6 +182,7 @@ void InProcessCommunicator::Reset() {
     }
     slot.left.store(0);
     slot.calls = 0;
+    slot.completed_early.clear();
   }
   std::lock_guard<std::mutex> lock(s.mu);
   s.abort_status = OkStatus();
@@ -206,7 +207,12 @@ Status InProcessCommunicator::Finish(int64_t rank, uint64_t handle) {
   }
   inprocess::State& s = *state_;
   if (s.aborted.load(std::memory_order_seq_cst)) return s.AbortStatus();
-  const Slot& me = s.slots[rank];
+  Slot& me = s.slots[rank];
+  if (auto it = std::find(me.completed_early.begin(), me.completed_early.end(), handle);
+      it != me.completed_early.end()) {
+    me.completed_early.erase(it);
+    return OkStatus();
+  }
   if (handle > me.calls || handle + kCallDepth <= me.calls ||
       me.Of(handle).done.load(std::memory_order_seq_cst) >= handle) {
     Status e = FailedPrecondition("device ", s.DeviceId(rank), " finishes collective #", handle,
@@ -240,6 +246,16 @@ StatusOr<uint64_t> InProcessCommunicator::Post(const CollectiveCall& call,
     return local;
   }
 
+  if (me.calls + 1 > kCallDepth) {
+    // The call this one's CallSlot last held, if this rank has not finished it: more than
+    // kCallDepth - 1 asynchronous calls are in flight. Complete that (oldest) one now, as its
+    // -done would; its peers started it before any later call, so it can complete.
+    const uint64_t prev = me.calls + 1 - kCallDepth;
+    if (me.Of(prev).done.load(std::memory_order_seq_cst) < prev) {
+      XS_RETURN_IF_ERROR(Complete(rank, prev));
+      me.completed_early.push_back(prev);
+    }
+  }
   const uint64_t k = ++me.calls;
   CallSlot& cs = me.Of(k);
   Desc& d = cs.desc;
@@ -248,14 +264,6 @@ StatusOr<uint64_t> InProcessCommunicator::Post(const CollectiveCall& call,
     // The previous user of this CallSlot was call k - kCallDepth: its group (and only its group)
     // may still read the descriptor and staging.
     const uint64_t prev = k - kCallDepth;
-    if (cs.done.load(std::memory_order_seq_cst) < prev) {
-      Status e = FailedPrecondition(op, " (channel ", call.channel_id, ") on device ",
-                                    s.DeviceId(rank), ": ", kCallDepth - 1,
-                                    " asynchronous collectives are started and not finished; "
-                                    "finish one (its -done) before starting another");
-      s.Abort(e);
-      return e;
-    }
     const WaitResult r = s.Wait(rank, d.group, Counter::kDone, prev, prev, true, &culprit);
     if (r == WaitResult::kAborted) return s.AbortStatus();
     if (r != WaitResult::kReady) {

@@ -58,8 +58,9 @@ struct Desc {
 constexpr int kStepBits = 20;
 inline uint64_t StepValue(uint64_t call, uint64_t step) { return (call << kStepBits) + step; }
 
-// Calls a rank keeps descriptors for: call k uses CallSlot k % kCallDepth, so a rank may have up
-// to kCallDepth - 1 asynchronous calls started and not finished when it starts another.
+// Calls a rank keeps descriptors for: call k uses CallSlot k % kCallDepth. A rank that starts
+// call k while call k - kCallDepth is still unfinished completes that one first (every device
+// starts the same calls in the same order, so its peers have started it too).
 constexpr uint64_t kCallDepth = 16;
 
 // One call's state on one rank. Its counters hold values of that call (they only grow, since the
@@ -82,6 +83,9 @@ struct alignas(64) Slot {
   AlignedBytes scratch;
   std::vector<const std::byte*> pointers;  // owner-only scratch lists for the algorithms
   std::vector<ChunkRef> refs;
+  // Owner-only: asynchronous calls that a later Post completed to reuse their CallSlot (more than
+  // kCallDepth - 1 in flight); their own Finish is then a no-op.
+  std::vector<uint64_t> completed_early;
 
   CallSlot& Of(uint64_t k) { return call[k % kCallDepth]; }
   const CallSlot& Of(uint64_t k) const { return call[k % kCallDepth]; }

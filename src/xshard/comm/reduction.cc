@@ -311,10 +311,14 @@ void ReduceMany(ReductionKind reduction, DType dtype, std::byte* dst,
   }
   CombineFn fn = LookupFast(reduction, dtype);
   XS_CHECK(fn != nullptr, "ReduceMany: ", ReductionKindName(reduction), " on ", DTypeName(dtype));
-  if (IsNarrowFloat(dtype)) {
+  const bool bf16_accumulates =
+      dtype == DType::kBF16 && (reduction == ReductionKind::kSum || reduction == ReductionKind::kProduct);
+  if (IsNarrowFloat(dtype) || bf16_accumulates) {
     // XLA's CPU backend reduces a narrow float collective in its wide type (f16; f32 for
-    // f8e8m0fnu), each step rounded there, and rounds to the narrow type once at the end.
-    const DType wide = dtype == DType::kF8E8M0FNU ? DType::kF32 : DType::kF16;
+    // f8e8m0fnu), each step rounded there, and rounds to the narrow type once at the end. bf16
+    // sums and products are promoted to f32 the same way (XLA's all-reduce / reduce-scatter
+    // promotion; min and max are exact either way, and f16 stays f16).
+    const DType wide = dtype == DType::kF8E8M0FNU || dtype == DType::kBF16 ? DType::kF32 : DType::kF16;
     const kernels::UnaryKernel widen = *kernels::FindConvertKernel(dtype, wide);
     const kernels::UnaryKernel narrow = *kernels::FindConvertKernel(wide, dtype);
     const CombineFn wide_fn = LookupFast(reduction, wide);

@@ -204,6 +204,30 @@ Array NarrowArray(DType t, const std::vector<double>& v) {
   return a;
 }
 
+TEST(ReductionTest, Bf16SumsAccumulateInF32AndRoundOnce) {
+  // One 256 and fifteen 1s: 271 in f32, rounded once to bf16 (spacing 2 at 256: a tie, to even
+  // 272). Rounding every step would stay at 256. Max is exact in bf16; f16 sums stay f16 (XLA's
+  // CPU backend promotes bf16 sums and products only).
+  std::vector<Array> parts;
+  parts.push_back(Array::Full(DType::kBF16, {3}, 256.0));
+  for (int i = 0; i < 15; ++i) parts.push_back(Array::Full(DType::kBF16, {3}, 1.0));
+  std::vector<const std::byte*> srcs;
+  for (const Array& p : parts) srcs.push_back(p.data());
+  Array out(Shape(DType::kBF16, {3}));
+  ReduceMany(ReductionKind::kSum, DType::kBF16, out.data(), srcs, 3);
+  for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(out.GetDouble(i), 272.0);
+  ReduceMany(ReductionKind::kMax, DType::kBF16, out.data(), srcs, 3);
+  EXPECT_EQ(out.GetDouble(0), 256.0);
+  std::vector<Array> halves;
+  halves.push_back(Array::Full(DType::kF16, {1}, 2048.0));
+  for (int i = 0; i < 4; ++i) halves.push_back(Array::Full(DType::kF16, {1}, 1.0));
+  std::vector<const std::byte*> hsrcs;
+  for (const Array& p : halves) hsrcs.push_back(p.data());
+  Array hout(Shape(DType::kF16, {1}));
+  ReduceMany(ReductionKind::kSum, DType::kF16, hout.data(), hsrcs, 1);
+  EXPECT_EQ(hout.GetDouble(0), 2048.0);  // f16 spacing is 2 at 2048: each + 1 ties back to even
+}
+
 TEST(ReductionTest, NarrowFloatsReduceInF16AndRoundOnceCombinesRoundEachStep) {
   // e4m3fn spacing is 2 at 16: ReduceMany adds 16 + 0.5 + 0.5 + 0.5 + 0.5 = 18 in f16, as XLA's
   // CPU backend runs the all-reduce, then rounds once (18); pairwise Combine rounds each step

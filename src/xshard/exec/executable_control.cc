@@ -2,6 +2,7 @@
 // call), while, conditional (pred and indexed), custom-call (Sharding / SPMD shape markers as
 // identities) and copy-start / -done. Collectives and async pairs: executable_collectives.cc.
 #include <algorithm>
+#include <cstdio>
 
 #include "xshard/exec/executable_plan.h"
 #include "xshard/exec/run_monitor.h"
@@ -120,6 +121,11 @@ Status RunIdentity(const Step& step, Frame& frame, RunContext&) {
   return OkStatus();
 }
 
+Status RunNoResults(const Step& step, Frame& frame, RunContext&) {
+  frame.slots[step.out] = TupleSlot({});
+  return OkStatus();
+}
+
 Status PrepareCustomCall(const Instruction& inst, Step& step, const Program& program) {
   bool handled = false;
   XS_RETURN_IF_ERROR(PrepareExtraCustomCall(inst, step, program, &handled));
@@ -139,6 +145,16 @@ Status PrepareCustomCall(const Instruction& inst, Step& step, const Program& pro
                                                           "xla_ffi_partitioned_python_cpu_callback",
                                                           "xla_python_cpu_callback", "xla_python_gpu_callback"};
   if (std::find(std::begin(kPythonCallbacks), std::end(kPythonCallbacks), target) != std::end(kPythonCallbacks)) {
+    if (inst.shape().IsTuple() && inst.shape().tuple_size() == 0) {
+      // No results (jax.debug.print, jax.debug.callback): the program's values do not depend on
+      // it, so it is skipped, with one line saying so.
+      std::fprintf(stderr,
+                   "xshard: note: %s (a jax.debug.print or debug.callback: a Python host callback) is skipped; "
+                   "only the JAX process that traced it can call it\n",
+                   inst.name().c_str());
+      step.run = &RunNoResults;
+      return OkStatus();
+    }
     return UnsupportedInstruction(inst,
                                   StrCat("custom_call_target=\"", target,
                                          "\" is a Python host callback (jax.debug.print, jax.debug.callback, "

@@ -70,9 +70,11 @@ ENTRY main {
 }
 
 // jax.debug.print / debug.callback / pure_callback / io_callback lower to a custom-call into the
-// Python process that traced them (JAX 0.10.2's form, copied from jax.debug.print's lowering):
-// refused in one line naming the instruction, what it is and what to do, not a list of targets.
-TEST(Executable, PythonCallbackIsRefusedNamingWhatToDo) {
+// Python process that traced them (JAX 0.10.2's form, copied from jax.debug.print's lowering). One
+// with no results (debug.print, debug.callback) is skipped: the program's values do not depend on
+// it. One with results (pure_callback, io_callback) is refused in one line naming the
+// instruction, what it is and what to do, not a list of targets.
+TEST(Executable, PythonCallbackWithoutResultsIsSkippedWithResultsRefused) {
   std::unique_ptr<Module> m = ParseOrFail(R"(
 HloModule f
 ENTRY main {
@@ -81,9 +83,22 @@ ENTRY main {
   ROOT r = f32[2] negate(p)
 })");
   StatusOr<std::unique_ptr<Executable>> e = Executable::Create(*m);
-  ASSERT_FALSE(e.ok());
-  EXPECT_EQ(e.status().message(),
-            "unsupported: instruction 'debug_print.1' (custom-call) is not supported by the executor; "
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  Array x = Array::FromVector<float>({2}, {1.5f, -2.0f});
+  StatusOr<std::vector<Array>> out = (*e)->Run(std::span<const Array>(&x, 1));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0], Array::FromVector<float>({2}, {-1.5f, 2.0f}));
+  std::unique_ptr<Module> pure = ParseOrFail(R"(
+HloModule f
+ENTRY main {
+  p = f32[2] parameter(0)
+  cb.1 = (f32[2]) custom-call(p), custom_call_target="xla_ffi_python_cpu_callback", operand_layout_constraints={f32[2]}, custom_call_has_side_effect=false, api_version=API_VERSION_TYPED_FFI
+  ROOT r = f32[2] get-tuple-element(cb.1), index=0
+})");
+  StatusOr<std::unique_ptr<Executable>> refused = Executable::Create(*pure);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            "unsupported: instruction 'cb.1' (custom-call) is not supported by the executor; "
             "custom_call_target=\"xla_ffi_python_cpu_callback\" is a Python host callback (jax.debug.print, "
             "jax.debug.callback, jax.pure_callback or io_callback), which only the JAX process that traced "
             "it can call: remove it from the jitted function (return the values to print or check instead) "

@@ -523,9 +523,37 @@ std::vector<Array> InitOutputs(std::span<const Array* const> inits,
   return outs;
 }
 
+// Sums and products of bf16 / f16 accumulate in f32 and round once at the end, as XLA's CPU
+// backend computes them (its float normalization runs the reduction in f32 between converts):
+// rounding every step to the narrow type stalls a long sum (a bf16 running sum of ones stops at
+// 256). True for those, with the inputs and inits widened into `wide`.
+bool WidenNarrowAccumulation(std::span<const Array* const> inputs, std::span<const Array* const> inits,
+                             CombineKind kind, std::vector<Array>* wide) {
+  if (kind != CombineKind::kAdd && kind != CombineKind::kMultiply) return false;
+  if (inputs.size() != 1 || inits.size() != 1) return false;
+  const DType t = inputs[0]->dtype();
+  if (t != DType::kBF16 && t != DType::kF16) return false;
+  wide->clear();
+  wide->push_back(inputs[0]->Convert(DType::kF32));
+  wide->push_back(inits[0]->Convert(DType::kF32));
+  return true;
+}
+
+std::vector<Array> NarrowOutputs(std::vector<Array> outs, DType t) {
+  for (Array& o : outs) o = o.Convert(t);
+  return outs;
+}
+
 }  // namespace
 
 StatusOr<ReduceRangeFn> FindReduceRange(CombineKind kind, DType dtype) {
+  if ((kind == CombineKind::kAdd || kind == CombineKind::kMultiply) &&
+      (dtype == DType::kBF16 || dtype == DType::kF16)) {
+    // Accumulated in f32 by Reduce (WidenNarrowAccumulation); a fused loop's range steps
+    // would round each step.
+    return Unimplemented("fused ", kind == CombineKind::kAdd ? "sums" : "products", " of ", DTypeName(dtype),
+                         " (they accumulate in f32 outside fused loops)");
+  }
   ReduceRangeFn f = nullptr;
   switch (kind) {
     case CombineKind::kAdd: f = ResolveRange<ops::Add>(dtype); break;
@@ -608,6 +636,12 @@ StatusOr<std::vector<Array>> Reduce(std::span<const Array* const> inputs,
                                     std::span<const Array* const> inits,
                                     const std::vector<int64_t>& dims, const Combiner& reducer) {
   XS_RETURN_IF_ERROR(CheckOperands("reduce", inputs, inits, reducer));
+  if (std::vector<Array> wide; WidenNarrowAccumulation(inputs, inits, reducer.kind, &wide)) {
+    const Array* win[] = {&wide[0]};
+    const Array* winit[] = {&wide[1]};
+    XS_ASSIGN_OR_RETURN(std::vector<Array> outs, Reduce(win, winit, dims, reducer));
+    return NarrowOutputs(std::move(outs), inputs[0]->dtype());
+  }
   const std::vector<int64_t>& in_dims = inputs[0]->dims();
   std::vector<bool> reduced(in_dims.size(), false);
   for (int64_t d : dims) {
@@ -663,6 +697,12 @@ StatusOr<std::vector<Array>> ReduceReference(std::span<const Array* const> input
                                              const std::vector<int64_t>& dims,
                                              const Combiner& reducer) {
   XS_RETURN_IF_ERROR(CheckOperands("reduce", inputs, inits, reducer));
+  if (std::vector<Array> wide; WidenNarrowAccumulation(inputs, inits, reducer.kind, &wide)) {
+    const Array* win[] = {&wide[0]};
+    const Array* winit[] = {&wide[1]};
+    XS_ASSIGN_OR_RETURN(std::vector<Array> outs, ReduceReference(win, winit, dims, reducer));
+    return NarrowOutputs(std::move(outs), inputs[0]->dtype());
+  }
   const std::vector<int64_t>& in_dims = inputs[0]->dims();
   std::vector<int64_t> out_dims, kept, red_dims;
   for (size_t d = 0; d < in_dims.size(); ++d) {
@@ -772,6 +812,12 @@ StatusOr<std::vector<Array>> ReduceWindow(std::span<const Array* const> inputs,
                                           std::span<const Array* const> inits,
                                           const Window& window, const Combiner& reducer) {
   XS_RETURN_IF_ERROR(CheckOperands("reduce-window", inputs, inits, reducer));
+  if (std::vector<Array> wide; WidenNarrowAccumulation(inputs, inits, reducer.kind, &wide)) {
+    const Array* win[] = {&wide[0]};
+    const Array* winit[] = {&wide[1]};
+    XS_ASSIGN_OR_RETURN(std::vector<Array> outs, ReduceWindow(win, winit, window, reducer));
+    return NarrowOutputs(std::move(outs), inputs[0]->dtype());
+  }
   const std::vector<int64_t>& in_dims = inputs[0]->dims();
   if (window.dims.size() != in_dims.size()) {
     return InvalidArgument("reduce-window: window has ", window.dims.size(),

@@ -386,6 +386,56 @@ TEST(ReduceWindow, SuffixWindowsGiveEachSuffixInOnePass) {
   }
 }
 
+// bf16 / f16 sums and products accumulate in f32 and round once, as XLA's CPU backend runs them:
+// a bf16 running sum of ones rounded every step would stop at 256.
+TEST(Reduce, NarrowFloatSumsAccumulateInF32AndRoundOnce) {
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(DTypeName(t));
+    const int64_t n = 4096;
+    Array ones = Array::Full(t, {2, n}, 1.0);
+    Array zero = Array::Scalar<float>(0.0f).Convert(t);
+    const Array* in[] = {&ones};
+    const Array* init[] = {&zero};
+    for (const Array& r : {(*Reduce(in, init, {1}, {CombineKind::kAdd, nullptr}))[0],
+                           (*ReduceReference(in, init, {1}, {CombineKind::kAdd, nullptr}))[0]}) {
+      ASSERT_EQ(r.dtype(), t);
+      EXPECT_EQ(r.GetDouble(0), 4096.0);
+      EXPECT_EQ(r.GetDouble(1), 4096.0);
+    }
+    // A cumulative sum (prefix and suffix windows) and a pooling window: each output is its
+    // window's exact count rounded once to the narrow type.
+    const Array zero3 = zero;
+    const Array* init3[] = {&zero3};
+    Array ones3 = Array::Full(t, {1, n, 1}, 1.0);
+    const Array* in3[] = {&ones3};
+    const Window prefix = ScanWindow(1, n), suffix = SuffixWindow(1, n);
+    const Array p = (*ReduceWindow(in3, init3, prefix, {CombineKind::kAdd, nullptr}))[0];
+    const Array s = (*ReduceWindow(in3, init3, suffix, {CombineKind::kAdd, nullptr}))[0];
+    Window pool;
+    pool.dims.assign(3, WindowDim{});
+    pool.dims[1].size = 1000;
+    const Array w = (*ReduceWindow(in3, init3, pool, {CombineKind::kAdd, nullptr}))[0];
+    ASSERT_EQ(p.dtype(), t);
+    for (int64_t j = 0; j < n; ++j) {
+      const double want_p = Array::Scalar<float>(static_cast<float>(j + 1)).Convert(t).GetDouble(0);
+      const double want_s = Array::Scalar<float>(static_cast<float>(n - j)).Convert(t).GetDouble(0);
+      ASSERT_EQ(p.GetDouble(j), want_p) << j;
+      ASSERT_EQ(s.GetDouble(j), want_s) << j;
+    }
+    ASSERT_EQ(w.num_elements(), n - 999);
+    EXPECT_EQ(w.GetDouble(0), Array::Scalar<float>(1000.0f).Convert(t).GetDouble(0));
+    // Max stays in the narrow type (exact either way).
+    Array ninf = Array::Scalar<float>(-1e4f).Convert(t);
+    const Array* minit[] = {&ninf};
+    EXPECT_EQ((*Reduce(in, minit, {1}, {CombineKind::kMaximum, nullptr}))[0].GetDouble(0), 1.0);
+  }
+  // Fused loops leave narrow float sums to Reduce; f32 and max stay fusible.
+  EXPECT_FALSE(FindReduceRange(CombineKind::kAdd, DType::kBF16).ok());
+  EXPECT_FALSE(FindReduceRange(CombineKind::kMultiply, DType::kF16).ok());
+  EXPECT_TRUE(FindReduceRange(CombineKind::kMaximum, DType::kBF16).ok());
+  EXPECT_TRUE(FindReduceRange(CombineKind::kAdd, DType::kF32).ok());
+}
+
 TEST(ReduceWindow, OnlyWindowsCoveringEachWholePrefixAreScans) {
   const std::vector<int64_t> dims = {4};
   auto window = [](int64_t size, int64_t low, int64_t high, int64_t stride = 1) {

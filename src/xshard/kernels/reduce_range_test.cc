@@ -23,9 +23,12 @@ TEST(ReduceRange, RangesInOrderEqualReduce) {
     CombineKind kind;
   };
   const std::vector<Case> cases = {
-      {DType::kF32, {7, 33}, {1}, CombineKind::kAdd},      {DType::kF32, {7, 33}, {0}, CombineKind::kAdd},
-      {DType::kBF16, {5, 9, 11}, {0, 2}, CombineKind::kAdd}, {DType::kF32, {4, 6, 5}, {1}, CombineKind::kMaximum},
-      {DType::kS32, {300}, {0}, CombineKind::kMultiply},   {DType::kF64, {3, 4}, {}, CombineKind::kMinimum},
+      {DType::kF32, {7, 33}, {1}, CombineKind::kAdd},
+      {DType::kF32, {7, 33}, {0}, CombineKind::kAdd},
+      {DType::kBF16, {5, 9, 11}, {0, 2}, CombineKind::kMaximum},
+      {DType::kF32, {4, 6, 5}, {1}, CombineKind::kMaximum},
+      {DType::kS32, {300}, {0}, CombineKind::kMultiply},
+      {DType::kF64, {3, 4}, {}, CombineKind::kMinimum},
   };
   for (const Case& c : cases) {
     Array in(c.t, c.dims);

@@ -239,6 +239,40 @@ TEST(AsyncCommunicator, ADeviceThatNeverStartsFailsEveryFinishWithinTheTimeout) 
   }
 }
 
+TEST(AsyncCommunicator, MoreCallsInFlightThanCallSlotsCompleteTheOldestFirst) {
+  // 40 started all-reduces (a backward pass's gradient reductions, all started before any -done)
+  // with mixed sizes: starting one while 15 are in flight completes the oldest, whose -done is
+  // then a no-op; every result is right and finishing in reverse order works too.
+  auto client = MakeClient(4, std::chrono::milliseconds(10000));
+  std::vector<std::vector<float>> got(4);
+  Status st = client->Run(std::vector<int64_t>{0, 1, 2, 3}, [&](int64_t r, Communicator& comm) -> Status {
+    constexpr int kCalls = 40;
+    std::vector<Array> ins, outs;
+    std::vector<uint64_t> handles(kCalls, 0);
+    for (int i = 0; i < kCalls; ++i) {
+      const int64_t n = i % 3 == 0 ? 40000 : 5;
+      ins.emplace_back(DType::kF32, std::vector<int64_t>{n});
+      outs.emplace_back(DType::kF32, std::vector<int64_t>{n});
+      for (int64_t j = 0; j < n; ++j) ins.back().SetDouble(j, static_cast<double>(r + i));
+    }
+    for (int i = 0; i < kCalls; ++i) {
+      CollectiveCall c(r, "all-reduce", i + 1);
+      c.async_handle = &handles[i];
+      XS_RETURN_IF_ERROR(comm.AllReduce(c, DeviceGroups::All(4), ConstBufferView::Of(ins[i]), BufferView::Of(outs[i]),
+                                        ReductionKind::kSum));
+    }
+    for (int i = kCalls; i-- > 0;) XS_RETURN_IF_ERROR(comm.Finish(r, handles[i]));
+    for (int i = 0; i < kCalls; ++i)
+      got[r].push_back(static_cast<float>(outs[i].GetDouble(outs[i].num_elements() - 1)));
+    return OkStatus();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  for (int64_t r = 0; r < 4; ++r) {
+    ASSERT_EQ(got[r].size(), 40u);
+    for (int i = 0; i < 40; ++i) EXPECT_EQ(got[r][i], 6.0f + 4.0f * i) << r << " call " << i;
+  }
+}
+
 TEST(AsyncCommunicator, FinishingAHandleTwiceIsAnError) {
   auto client = MakeClient(2, std::chrono::milliseconds(2000));
   auto result = client->RunPerRank(std::vector<int64_t>{0, 1},
