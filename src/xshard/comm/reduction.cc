@@ -325,13 +325,13 @@ void ReduceMany(ReductionKind reduction, DType dtype, std::byte* dst,
     const int64_t wes = DTypeSize(wide), tile = 4096;
     std::vector<std::byte> acc(static_cast<size_t>(tile * wes)), next(acc.size());
     for (int64_t start = 0; start < count; start += tile) {
-      const int64_t n = std::min(tile, count - start);
-      widen(srcs[0] + start, acc.data(), n);
+      const int64_t n = std::min(tile, count - start), off = start * es;
+      widen(srcs[0] + off, acc.data(), n);
       for (size_t j = 1; j < srcs.size(); ++j) {
-        widen(srcs[j] + start, next.data(), n);
+        widen(srcs[j] + off, next.data(), n);
         wide_fn(acc.data(), acc.data(), next.data(), n);
       }
-      narrow(acc.data(), dst + start, n);
+      narrow(acc.data(), dst + off, n);
     }
     return;
   }

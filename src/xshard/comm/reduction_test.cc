@@ -228,6 +228,28 @@ TEST(ReductionTest, Bf16SumsAccumulateInF32AndRoundOnce) {
   EXPECT_EQ(hout.GetDouble(0), 2048.0);  // f16 spacing is 2 at 2048: each + 1 ties back to even
 }
 
+// Past the first 4096-element tile of the widened loop every element still reduces its own
+// sources: element i of source j holds (i % 61) + j, so the sum of three is 3 (i % 61) + 3 (exact
+// in bf16 and f16: at most 183).
+TEST(ReductionTest, WidenedReductionsOfManyTilesReduceEveryElementInPlace) {
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    const int64_t n = 3 * 4096 + 17;
+    std::vector<Array> parts;
+    for (int j = 0; j < 3; ++j) {
+      Array a(Shape(t, {n}));
+      for (int64_t i = 0; i < n; ++i) a.SetDouble(i, static_cast<double>(i % 61 + j));
+      parts.push_back(std::move(a));
+    }
+    std::vector<const std::byte*> srcs;
+    for (const Array& p : parts) srcs.push_back(p.data());
+    Array out(Shape(t, {n}));
+    ReduceMany(ReductionKind::kSum, t, out.data(), srcs, n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(out.GetDouble(i), static_cast<double>(3 * (i % 61) + 3)) << DTypeName(t) << " element " << i;
+    }
+  }
+}
+
 TEST(ReductionTest, NarrowFloatsReduceInF16AndRoundOnceCombinesRoundEachStep) {
   // e4m3fn spacing is 2 at 16: ReduceMany adds 16 + 0.5 + 0.5 + 0.5 + 0.5 = 18 in f16, as XLA's
   // CPU backend runs the all-reduce, then rounds once (18); pairwise Combine rounds each step

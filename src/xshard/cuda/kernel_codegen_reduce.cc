@@ -38,12 +38,37 @@ StatusOr<std::string> CombinerLambda(const Instruction& inst, const std::vector<
   return codegen::ScalarLambda(inst, *c, "comb", params, types);
 }
 
-// Code over the n operands of a reducer `comb` (CombinerLambda), for the block-per-row kernels:
-// operand k's expression of a term comes from a Term. Pointers: n inputs, n inits, n results.
+// A bf16 / f16 sum or product of one operand accumulates in f32 and rounds once when stored, as
+// the CPU executor (kernels::Reduce / ReduceWindow) and XLA's CPU backend (float normalization)
+// compute it: rounding every step stalls a long sum (a bf16 running sum of ones stops at 256).
+// The f32 combiner for such an `inst` of n operands of `types`, or nullopt (fold in the element
+// types with the inlined reducer).
+std::optional<std::string> WidenedCombiner(const Instruction& inst, const std::vector<DType>& types) {
+  if (types.size() != 1 || (types[0] != DType::kBF16 && types[0] != DType::kF16)) return std::nullopt;
+  StatusOr<kernels::CombineKind> kind = codegen::TypedCombiner(inst);
+  if (!kind.ok() || (*kind != kernels::CombineKind::kAdd && *kind != kernels::CombineKind::kMultiply)) {
+    return std::nullopt;
+  }
+  return std::string("auto comb = [&](const float a0, const float x0, float& r0) { r0 = a0 ") +
+         (*kind == kernels::CombineKind::kAdd ? "+" : "*") + " x0; };";
+}
+
+// The types the running values of `types` are kept in: f32 where `widened`, else their own.
+std::vector<DType> AccumulatorTypes(const std::vector<DType>& types, bool widened) {
+  return widened ? std::vector<DType>(types.size(), DType::kF32) : types;
+}
+
+// Code over the n operands of a reducer `comb` (CombinerLambda, or WidenedCombiner's), for the
+// scan and block-per-row kernels: operand k's expression of a term comes from a Term. Running
+// values (acc, shared totals) have the accumulator types; inputs and inits are converted to them
+// when read (Input, Init) and results rounded back when written (Store). Pointers: n inputs, n
+// inits, n results.
 class Operands {
  public:
   using Term = std::function<std::string(int)>;
-  explicit Operands(const std::vector<DType>& types) : types_(types), n_(static_cast<int>(types.size())) {}
+  Operands(const std::vector<DType>& types, const std::vector<DType>& acc)
+      : types_(types), acc_(acc), n_(static_cast<int>(types.size())) {}
+  explicit Operands(const std::vector<DType>& types) : Operands(types, types) {}
 
   static Term Named(const std::string& var) {
     return [var](int k) { return var + std::to_string(k); };
@@ -51,27 +76,39 @@ class Operands {
   static Term Indexed(const std::string& var, const std::string& at) {
     return [var, at](int k) { return var + std::to_string(k) + "[" + at + "]"; };
   }
-  // Input k at `at`, the init (0-d), result k at `at`.
-  Term Input(const std::string& at) const { return [this, at](int k) { return Ptr(k, 0, true) + "[" + at + "]"; }; }
-  Term Init() const { return [this](int k) { return Ptr(k, 1, true) + "[0]"; }; }
+  // Input k at `at`, the init (0-d), both in the accumulator type; result k at `at` (storage).
+  Term Input(const std::string& at) const {
+    return [this, at](int k) { return ToAcc(k, Ptr(k, 0, true) + "[" + at + "]"); };
+  }
+  Term Init() const {
+    return [this](int k) { return ToAcc(k, Ptr(k, 1, true) + "[0]"); };
+  }
   Term Result(const std::string& at) const { return [this, at](int k) { return Ptr(k, 2, false) + "[" + at + "]"; }; }
 
-  // "T0 var0 = from(0); ..."
+  // "A0 var0 = from(0); ..." in the accumulator types.
   std::string Declare(const std::string& var, const Term& from) const {
     std::string c;
-    for (int k = 0; k < n_; ++k) c += CType(types_[k]) + " " + var + std::to_string(k) + " = " + from(k) + "; ";
+    for (int k = 0; k < n_; ++k) c += CType(acc_[k]) + " " + var + std::to_string(k) + " = " + from(k) + "; ";
     return c;
   }
-  // "to(0) = from(0); ..."
+  // "to(0) = from(0); ..." between running values.
   std::string Assign(const Term& to, const Term& from) const {
     std::string c;
     for (int k = 0; k < n_; ++k) c += to(k) + " = " + from(k) + "; ";
     return c;
   }
+  // "result(0) = from(0); ...", rounded to the element types.
+  std::string Store(const Term& result, const Term& from) const {
+    std::string c;
+    for (int k = 0; k < n_; ++k) {
+      c += result(k) + " = " + (acc_[k] == types_[k] ? from(k) : codegen::FromCompute(types_[k], from(k))) + "; ";
+    }
+    return c;
+  }
   // acc = comb(acc, x), operand by operand.
   std::string Fold(const std::string& acc, const Term& x) const {
     std::string c = "{ ";
-    for (int k = 0; k < n_; ++k) c += CType(types_[k]) + " r" + std::to_string(k) + "; ";
+    for (int k = 0; k < n_; ++k) c += CType(acc_[k]) + " r" + std::to_string(k) + "; ";
     c += "comb(";
     for (int k = 0; k < n_; ++k) c += acc + std::to_string(k) + ", ";
     for (int k = 0; k < n_; ++k) c += x(k) + ", ";
@@ -86,8 +123,8 @@ class Operands {
     *used = (len + chunk - 1) / chunk;
     std::string b;
     for (int k = 0; k < n_; ++k) {
-      b += "  __shared__ " + CType(types_[k]) + " tot" + std::to_string(k) + "[256];\n";
-      b += "  __shared__ " + CType(types_[k]) + " lane" + std::to_string(k) + "[32];\n";
+      b += "  __shared__ " + CType(acc_[k]) + " tot" + std::to_string(k) + "[256];\n";
+      b += "  __shared__ " + CType(acc_[k]) + " lane" + std::to_string(k) + "[32];\n";
     }
     b += "  const int t = (int)threadIdx.x;\n";
     b += "  const idx_t lo = (idx_t)t * " + Int(chunk) + ";\n";
@@ -109,7 +146,10 @@ class Operands {
   std::string Ptr(int k, int slot, bool is_const) const {
     return "((" + std::string(is_const ? "const " : "") + CType(types_[k]) + "*)a.p[" + std::to_string(slot * n_ + k) + "])";
   }
-  std::vector<DType> types_;
+  std::string ToAcc(int k, const std::string& e) const {
+    return acc_[k] == types_[k] ? e : codegen::ToCompute(types_[k], e);
+  }
+  std::vector<DType> types_, acc_;
   int n_;
 };
 
@@ -144,7 +184,7 @@ StatusOr<GeneratedKernel> GenericReduceBlockPerRow(
   b += ops.LaneTotals(used);
   b += "      if (t == 0) {\n        " + ops.Declare("acc", ops.Init()) + "\n";
   b += "        for (int l = 0; l * 8 < " + Int(used) + "; ++l) " + ops.Fold("acc", Operands::Indexed("lane", "l")) + "\n";
-  b += "        " + ops.Assign(ops.Result("row"), Operands::Named("acc")) + "\n";
+  b += "        " + ops.Store(ops.Result("row"), Operands::Named("acc")) + "\n";
   b += "      }\n      __syncwarp();\n    }\n    __syncthreads();\n  }\n}\n";
   LaunchDims launch;
   launch.grid = std::min<int64_t>(rows, codegen::kMaxGrid);
@@ -232,14 +272,14 @@ constexpr int64_t kScanRowsForThreads = 32768;  // ~256 threads on each of an H2
 constexpr int64_t kScanLenForBlocks = 512;
 
 StatusOr<GeneratedKernel> PrefixScanWindow(const Instruction& inst, const std::vector<DType>& types,
-                                           const std::string& comb, int scan_dim) {
+                                           const std::string& comb, bool widened, int scan_dim) {
   const int n = static_cast<int>(types.size());
   const Shape& in = inst.operand(0)->shape();
   int64_t inner = 1;
   for (int d = scan_dim + 1; d < in.rank(); ++d) inner *= in.dim(d);
   const int64_t len = in.dim(scan_dim);
   const int64_t rows = len == 0 ? 0 : in.num_elements() / len;
-  const Operands ops(types);
+  const Operands ops(types, AccumulatorTypes(types, widened));
   const std::string row_base = "(row / " + Int(inner) + ") * " + Int(len * inner) + " + row % " + Int(inner);
   std::string b = "extern \"C\" __global__ void __launch_bounds__(256) " + std::string(codegen::kName) + "(xs_args<" +
                   std::to_string(3 * n) + "> a) {\n  typedef long long idx_t;\n  " + comb + "\n";
@@ -252,8 +292,8 @@ StatusOr<GeneratedKernel> PrefixScanWindow(const Instruction& inst, const std::v
     b += "    idx_t p = " + row_base + ";\n";
     b += "    " + ops.Declare("acc", ops.Init()) + "\n";
     b += "    for (idx_t j = 0; j < " + Int(len) + "; ++j, p += " + Int(inner) + ") {\n";
-    b += "      " + ops.Fold("acc", ops.Input("p")) + "\n      " +
-         ops.Assign(ops.Result("p"), Operands::Named("acc")) + "\n    }\n  }\n}\n";
+    b += "      " + ops.Fold("acc", ops.Input("p")) + "\n      " + ops.Store(ops.Result("p"), Operands::Named("acc")) +
+         "\n    }\n  }\n}\n";
     launch.grid = codegen::GridFor(rows);
     strategy = "reduce_window_scan_thread_per_row";
   } else {
@@ -281,7 +321,8 @@ StatusOr<GeneratedKernel> PrefixScanWindow(const Instruction& inst, const std::v
     // Each chunk again from its prefix, writing every result.
     b += "    if (t < " + Int(used) + ") {\n      " + ops.Declare("acc", Operands::Indexed("tot", "t")) + "\n";
     b += "      for (idx_t j = lo; j < hi; ++j) {\n        const idx_t p = base + j * " + Int(inner) + ";\n";
-    b += "        " + ops.Fold("acc", ops.Input("p")) + "\n        " + ops.Assign(ops.Result("p"), acc) + "\n      }\n    }\n";
+    b += "        " + ops.Fold("acc", ops.Input("p")) + "\n        " + ops.Store(ops.Result("p"), acc) +
+         "\n      }\n    }\n";
     b += "    __syncthreads();\n  }\n}\n";
     launch.grid = std::min<int64_t>(rows, codegen::kMaxGrid);
     strategy = "reduce_window_scan_block_per_row";
@@ -291,8 +332,10 @@ StatusOr<GeneratedKernel> PrefixScanWindow(const Instruction& inst, const std::v
 
 // reduce-window of n operands with any reducer (the reducer computation inlined): one thread
 // per output element walks its window in row-major order from the init values, in the element
-// types, skipping padding and dilation holes, as the CPU does (bit-identical). Naive: no reuse
-// of overlapping windows. Pointers: n inputs, n inits, n results.
+// types (f32 for a bf16 / f16 sum or product: WidenedCombiner), skipping padding and dilation
+// holes, as the CPU does (bit-identical; the CPU folds a suffix-scan window, a reverse cumsum,
+// from its end instead, so float sums there agree within rounding). Naive: no reuse of
+// overlapping windows. Pointers: n inputs, n inits, n results.
 StatusOr<GeneratedKernel> ReduceWindow(const Instruction& inst) {
   const int n = inst.operand_count() / 2;
   const Shape& in = inst.operand(0)->shape();
@@ -310,10 +353,17 @@ StatusOr<GeneratedKernel> ReduceWindow(const Instruction& inst) {
     types.push_back(s.dtype());
   }
   const Shape& out = n == 1 && inst.shape().IsArray() ? inst.shape() : inst.shape().tuple_shapes()[0];
-  XS_ASSIGN_OR_RETURN(std::string comb, CombinerLambda(inst, types));
-  if (const std::optional<int> scan = kernels::PrefixScanDim(in.dims(), window_attr); scan && out.dims() == in.dims()) {
-    return PrefixScanWindow(inst, types, comb, *scan);
+  const std::optional<std::string> widened = WidenedCombiner(inst, types);
+  std::string comb;
+  if (widened) {
+    comb = *widened;
+  } else {
+    XS_ASSIGN_OR_RETURN(comb, CombinerLambda(inst, types));
   }
+  if (const std::optional<int> scan = kernels::PrefixScanDim(in.dims(), window_attr); scan && out.dims() == in.dims()) {
+    return PrefixScanWindow(inst, types, comb, widened.has_value(), *scan);
+  }
+  const Operands ops(types, AccumulatorTypes(types, widened.has_value()));
   const std::vector<WindowDim>& w = window_attr.dims;
   std::vector<int64_t> is(in.rank(), 1);
   for (int d = in.rank() - 2; d >= 0; --d) is[d] = is[d + 1] * in.dim(d + 1);
@@ -327,10 +377,7 @@ StatusOr<GeneratedKernel> ReduceWindow(const Instruction& inst) {
   for (int d = out.rank() - 1; d >= 0; --d) {
     b += "    const idx_t o" + std::to_string(d) + " = q % " + Int(out.dim(d)) + "; q /= " + Int(out.dim(d)) + ";\n";
   }
-  for (int k = 0; k < n; ++k) {
-    b += "    " + CType(types[k]) + " acc" + std::to_string(k) + " = ((const " + CType(types[k]) + "*)a.p[" +
-         std::to_string(n + k) + "])[0];\n";
-  }
+  b += "    " + ops.Declare("acc", ops.Init()) + "\n";
   b += "    for (idx_t k = 0; k < " + Int(window) + "; ++k) {\n      idx_t r = k, src = 0;\n      bool inside = true;\n";
   for (int d = in.rank() - 1; d >= 0; --d) {
     const WindowDim& wd = w[d];
@@ -342,21 +389,8 @@ StatusOr<GeneratedKernel> ReduceWindow(const Instruction& inst) {
     }
     b += "        if (pos < 0 || pos >= " + Int(in.dim(d)) + ") inside = false;\n        src += pos * " + Int(is[d]) + "; }\n";
   }
-  std::string call = "comb(";
-  for (int k = 0; k < n; ++k) call += StrCat("acc", k) + ", ";
-  for (int k = 0; k < n; ++k) call += "((const " + CType(types[k]) + "*)a.p[" + std::to_string(k) + "])[src], ";
-  std::string decl;
-  for (int k = 0; k < n; ++k) {
-    decl += CType(types[k]) + " r" + std::to_string(k) + "; ";
-    call += StrCat("r", k) + (k + 1 < n ? ", " : "); ");
-  }
-  b += "      if (inside) { " + decl + call;
-  for (int k = 0; k < n; ++k) b += StrCat("acc", k) + " = " + StrCat("r", k) + "; ";
-  b += "}\n    }\n";
-  for (int k = 0; k < n; ++k) {
-    b += "    ((" + CType(types[k]) + "*)a.p[" + std::to_string(2 * n + k) + "])[i] = acc" + std::to_string(k) + ";\n";
-  }
-  b += "  }\n}\n";
+  b += "      if (inside) " + ops.Fold("acc", ops.Input("src")) + "\n    }\n";
+  b += "    " + ops.Store(ops.Result("i"), Operands::Named("acc")) + "\n  }\n}\n";
   LaunchDims launch;
   launch.grid = codegen::GridFor(out.num_elements());
   return codegen::Finish("reduce_window", std::move(b), launch, 3 * n, "reduce_window");

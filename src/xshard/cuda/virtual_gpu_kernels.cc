@@ -83,19 +83,25 @@ extern "C" __global__ void xs_collective_reduce(const ReduceArgs a) {
     const i64 so = r * a.src_row_stride + c;
     S* out = reinterpret_cast<S*>(a.out) + r * a.row_elems + c;
     if (a.vec) {
-      V16 acc = *reinterpret_cast<const V16*>(reinterpret_cast<const S*>(a.src[0]) + so);
-      S* av = reinterpret_cast<S*>(&acc);
+      constexpr int kE = 16 / (int)sizeof(S);
+      V16 v = *reinterpret_cast<const V16*>(reinterpret_cast<const S*>(a.src[0]) + so);
+      S* sv = reinterpret_cast<S*>(&v);
+      C acc[kE];
+#pragma unroll
+      for (int e = 0; e < kE; ++e) acc[e] = Load(sv[e]);
       for (int j = 1; j < a.n; ++j) {
         const V16 b = *reinterpret_cast<const V16*>(reinterpret_cast<const S*>(a.src[j]) + so);
         const S* bv = reinterpret_cast<const S*>(&b);
 #pragma unroll
-        for (int e = 0; e < 16 / (int)sizeof(S); ++e) av[e] = Store(Op(Load(av[e]), Load(bv[e])));
+        for (int e = 0; e < kE; ++e) acc[e] = Round(Op(acc[e], Load(bv[e])));
       }
-      *reinterpret_cast<V16*>(out) = acc;
+#pragma unroll
+      for (int e = 0; e < kE; ++e) sv[e] = Store(acc[e]);
+      *reinterpret_cast<V16*>(out) = v;
     } else {
-      S acc = reinterpret_cast<const S*>(a.src[0])[so];
-      for (int j = 1; j < a.n; ++j) acc = Store(Op(Load(acc), Load(reinterpret_cast<const S*>(a.src[j])[so])));
-      *out = acc;
+      C acc = Load(reinterpret_cast<const S*>(a.src[0])[so]);
+      for (int j = 1; j < a.n; ++j) acc = Round(Op(acc, Load(reinterpret_cast<const S*>(a.src[j])[so])));
+      *out = Store(acc);
     }
   }
 }
@@ -130,23 +136,31 @@ TypeInfo InfoOf(DType t) {
   }
 }
 
-// Load / Store between the storage type S and the compute type C, as comm/reduction.cc does.
+// Load / Store between the storage type S and the compute type C, and Round, what a running
+// value goes through after each step, as comm/reduction.cc's ReduceMany does: f16 rounds to f16
+// every step; bf16 stays in f32 until stored (its sums and products accumulate in f32, as XLA's
+// CPU backend promotes them; min and max are exact either way).
 std::string Conversions(const TypeInfo& info) {
   switch (info.family) {
     case Family::kF16:
       return "typedef float C;\n"
              "__device__ C Load(S v) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(v)); return f; }\n"
-             "__device__ S Store(C f) { S h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n";
+             "__device__ S Store(C f) { S h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+             "__device__ C Round(C f) { return Load(Store(f)); }\n";
     case Family::kBF16:
       return "typedef float C;\n"
-             "__device__ C Load(S v) { union { unsigned int u; float f; } x; x.u = (unsigned int)v << 16; return x.f; }\n"
+             "__device__ C Load(S v) {\n"
+             "  union { unsigned int u; float f; } x; x.u = (unsigned int)v << 16; return x.f;\n"
+             "}\n"
              "__device__ S Store(C f) {\n"
              "  union { float f; unsigned int u; } x; x.f = f; unsigned int u = x.u;\n"
              "  if ((u & 0x7fffffffu) > 0x7f800000u) return (S)((u >> 16) | 0x40u);\n"
              "  u += 0x7fffu + ((u >> 16) & 1u);\n"
-             "  return (S)(u >> 16);\n}\n";
+             "  return (S)(u >> 16);\n}\n"
+             "__device__ C Round(C f) { return f; }\n";
     default:
-      return "typedef S C;\n__device__ C Load(S v) { return v; }\n__device__ S Store(C v) { return v; }\n";
+      return "typedef S C;\n__device__ C Load(S v) { return v; }\n__device__ S Store(C v) { return v; }\n"
+             "__device__ C Round(C v) { return v; }\n";
   }
 }
 

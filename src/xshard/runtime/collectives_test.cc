@@ -520,20 +520,27 @@ TEST(CollectivesAgreementTest, RingAndRecursiveDoublingAgreeWithDirectOnRandomDa
   }
 }
 
-TEST(CollectivesDTypeTest, Bf16AllReduceRoundsAfterEveryStepLikeXla) {
-  // 256 + 1 + 1 in bf16 (8 significant bits): 256 + 1 rounds to 256 (tie to even), again for
-  // the third value, so the sum in bf16 is 256 while an f32 accumulator would give 258.
+TEST(CollectivesDTypeTest, Bf16AllReduceSumsInF32AndF16RoundsEveryStepLikeXla) {
+  // XLA's CPU backend promotes a bf16 all-reduce sum to f32 (convert, f32 all-reduce, convert):
+  // jax.lax.psum of bf16 [256, 1, 1] over 3 devices gives 258, where rounding to bf16 (8
+  // significant bits) after each step would give 256 (256 + 1 ties to even, twice). An f16 sum
+  // stays f16 and rounds every step: psum of f16 [2048, 1, 1] gives 2048 (JAX 0.10.2 on CPU),
+  // where f32 would give 2050 (exact in f16).
   auto client = Client::Create(OptsCollectives(3));
   ASSERT_TRUE(client.ok());
-  std::vector<Array> out(3);
+  std::vector<Array> bf(3), half(3);
   Status st = (*client)->RunOnAllDevices([&](int64_t r, Communicator& comm) -> Status {
     Array x = Array::FromVector<BFloat16>({1}, {FloatToBFloat16(r == 0 ? 256.0f : 1.0f)});
-    XS_ASSIGN_OR_RETURN(out[r], AllReduce(comm, CollectiveCall(r), DeviceGroups::All(3), x,
-                                          ReductionKind::kSum));
+    XS_ASSIGN_OR_RETURN(bf[r], AllReduce(comm, CollectiveCall(r, "", 1), DeviceGroups::All(3), x, ReductionKind::kSum));
+    Array h = Array(Shape(DType::kF16, {1}));
+    h.SetDouble(0, r == 0 ? 2048.0 : 1.0);
+    XS_ASSIGN_OR_RETURN(half[r],
+                        AllReduce(comm, CollectiveCall(r, "", 2), DeviceGroups::All(3), h, ReductionKind::kSum));
     return OkStatus();
   });
   ASSERT_TRUE(st.ok()) << st.ToString();
-  for (const Array& a : out) EXPECT_EQ(BFloat16ToFloat(a.values<BFloat16>()[0]), 256.0f);
+  for (const Array& a : bf) EXPECT_EQ(BFloat16ToFloat(a.values<BFloat16>()[0]), 258.0f);
+  for (const Array& a : half) EXPECT_EQ(a.GetDouble(0), 2048.0);
 }
 
 TEST(CollectivesDTypeTest, PredAndComplexReductions) {
