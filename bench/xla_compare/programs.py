@@ -371,5 +371,6 @@ def all_programs():
     from programs_api2 import api2_programs  # noqa: E402
     from programs_numerics import numerics_programs  # noqa: E402
     from programs_models import models_programs  # noqa: E402
+    from programs_probe5 import probe5_programs  # noqa: E402  (probes: names p5_, --only p5_)
     return (progs + more_programs() + bytes_programs() + recent_programs() + api_programs() + api2_programs()
-            + numerics_programs() + models_programs() + heldout_programs())
+            + numerics_programs() + models_programs() + heldout_programs() + probe5_programs())
