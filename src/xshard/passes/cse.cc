@@ -19,6 +19,23 @@ bool Mergeable(const Instruction& inst) {
          inst.control_predecessors().empty() && inst.control_successors().empty();
 }
 
+// A synchronous collective computes a function of its operand on every device of its groups, and
+// every device runs the same program: two with the same operands and attributes (groups, channel,
+// reducer, dims) give the same values, so the second is the first's result and one communication
+// less, as XLA merges a shard_map's repeated `pmax` of one value. Async pairs and collectives
+// inside called computations (SameComputation) stay apart.
+bool MergeableCollective(const Instruction& inst) {
+  switch (inst.opcode()) {
+    case Opcode::kAllReduce:
+    case Opcode::kAllGather:
+    case Opcode::kReduceScatter:
+    case Opcode::kAllToAll:
+    case Opcode::kCollectivePermute: break;
+    default: return false;
+  }
+  return !HasSideEffect(inst) && inst.control_predecessors().empty() && inst.control_successors().empty();
+}
+
 bool SameComputation(const Computation& a, const Computation& b, int depth);
 
 // The same computations, in order, by SameComputation.
@@ -106,7 +123,7 @@ StatusOr<bool> EliminateCommonSubexpressions(Module& module, const CseOptions& o
         generated.insert(inst);
         continue;
       }
-      if (!Mergeable(*inst)) continue;
+      if (!Mergeable(*inst) && !MergeableCollective(*inst)) continue;
       Key key{static_cast<int>(inst->opcode()), inst->shape().ToString(),
               std::vector<const Instruction*>(inst->operands().begin(), inst->operands().end())};
       std::vector<Instruction*>& bucket = seen[key];

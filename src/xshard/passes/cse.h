@@ -10,9 +10,12 @@ namespace xs {
 // shape, operands, attributes (constants: the same literal), called computations (the same one,
 // or two that compute the same function instruction by instruction: JAX writes a reducer per
 // reduce) and sharding.
-// Parameters, side-effecting ops, random number ops and collectives (each has its own channel)
-// are never merged. The duplicates are left without users (run RemoveDeadCode afterwards).
-// Returns true when anything was merged. Example: two `partition-id()` become one.
+// Parameters, side-effecting ops, random number ops and async collectives are never merged; two
+// synchronous collectives (all-reduce, all-gather, reduce-scatter, all-to-all,
+// collective-permute) are when their operands and attributes, channel included, are equal: every
+// device runs both on the same values (a shard_map that takes `pmax` of one value twice).
+// The duplicates are left without users (run RemoveDeadCode afterwards). Returns true when
+// anything was merged. Example: two `partition-id()` become one.
 struct CseOptions {
   // Leaves values computed from constants and iotas alone (an iota, a constant, and the
   // broadcasts, converts, reshapes, transposes, slices and elementwise ops of such values only):

@@ -56,11 +56,20 @@ ENTRY e {
   EXPECT_NE(m->GetComputation("sum"), nullptr);
 }
 
-TEST(CseTest, MergesEqualInstructionsButNotCollectives) {
+// Equal synchronous collectives of one value are one communication, as XLA merges a shard_map's
+// repeated pmax (bench/xla_compare p5_vocab_parallel_xent: XLA's program has one); another
+// channel, other groups, another reducer or an async pair keeps them apart.
+TEST(CseTest, MergesEqualInstructionsAndEqualCollectivesOfOneValue) {
   std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m, num_partitions=2
 sum { a = f32[] parameter(0)
  b = f32[] parameter(1)
  ROOT s = f32[] add(a, b) }
+sum2 { a = f32[] parameter(0)
+ b = f32[] parameter(1)
+ ROOT s = f32[] add(a, b) }
+max { a = f32[] parameter(0)
+ b = f32[] parameter(1)
+ ROOT s = f32[] maximum(a, b) }
 ENTRY e {
   p1 = u32[] partition-id()
   p2 = u32[] partition-id()
@@ -69,8 +78,21 @@ ENTRY e {
   c3 = s32[2] constant({0, 5})
   x = f32[4] parameter(0)
   r1 = f32[4] all-reduce(x), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=sum
-  r2 = f32[4] all-reduce(x), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=sum
-  ROOT t = (u32[], u32[], s32[2], s32[2], s32[2], f32[4], f32[4]) tuple(p1, p2, c1, c2, c3, r1, r2)
+  r2 = f32[4] all-reduce(x), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=sum2
+  r3 = f32[4] all-reduce(x), channel_id=2, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=sum
+  r4 = f32[4] all-reduce(x), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=max
+  r5 = f32[4] all-reduce(x), channel_id=1, replica_groups={{0},{1}}, use_global_device_ids=true, to_apply=sum
+  g1 = f32[8] all-gather(x), channel_id=3, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
+  g2 = f32[8] all-gather(x), channel_id=3, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
+  q1 = f32[4] collective-permute(x), channel_id=4, source_target_pairs={{0,1},{1,0}}
+  q2 = f32[4] collective-permute(x), channel_id=4, source_target_pairs={{0,1},{1,0}}
+  q3 = f32[4] collective-permute(x), channel_id=4, source_target_pairs={{0,1}}
+  s1 = f32[4] all-reduce-start(x), channel_id=5, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=sum
+  d1 = f32[4] all-reduce-done(s1)
+  s2 = f32[4] all-reduce-start(x), channel_id=5, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=sum
+  d2 = f32[4] all-reduce-done(s2)
+  ROOT t = (u32[], u32[], s32[2], s32[2], s32[2], f32[4], f32[4], f32[4], f32[4], f32[4], f32[8], f32[8],
+            f32[4], f32[4], f32[4], f32[4], f32[4]) tuple(p1, p2, c1, c2, c3, r1, r2, r3, r4, r5, g1, g2, q1, q2, q3, d1, d2)
 })");
   StatusOr<bool> changed = EliminateCommonSubexpressions(*m);
   ASSERT_TRUE(changed.ok());
@@ -79,7 +101,16 @@ ENTRY e {
   EXPECT_EQ(t->operand(1)->name(), "p1");
   EXPECT_EQ(t->operand(3)->name(), "c1");
   EXPECT_EQ(t->operand(4)->name(), "c3");
-  EXPECT_EQ(t->operand(6)->name(), "r2");
+  EXPECT_EQ(t->operand(6)->name(), "r1");  // the same reducer, written twice
+  EXPECT_EQ(t->operand(7)->name(), "r3");  // another channel
+  EXPECT_EQ(t->operand(8)->name(), "r4");  // another reducer
+  EXPECT_EQ(t->operand(9)->name(), "r5");  // other groups
+  EXPECT_EQ(t->operand(11)->name(), "g1");
+  EXPECT_EQ(t->operand(13)->name(), "q1");
+  EXPECT_EQ(t->operand(14)->name(), "q3");  // other pairs
+  EXPECT_EQ(t->operand(16)->name(), "d2");  // async pairs stay two
+  ASSERT_TRUE(RemoveDeadCode(*m).ok());
+  EXPECT_TRUE(Verify(*m).ok()) << Verify(*m).ToString();
 }
 
 // JAX writes a reducer per reduce (region_0, region_1 with the same add): reduces that differ only
