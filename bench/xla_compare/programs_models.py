@@ -820,9 +820,11 @@ def models_programs():
                 _grad_accum, M222, A3, [P("fsdp"), P(), P(None, "fsdp"), P(None, ("data", "fsdp")),
                                         P(None, ("data", "fsdp"))],
                 (P("fsdp"), P(), P(None, "fsdp"), P()), _grad_accum_args),
+        # f16 tolerance: the f32 master weights take f16 gradients, and JAX's own runs of it on sharded
+        # and unsharded inputs differ by 7.8e-4 (one f16 rounding of the gradient sums), past f32's.
         Program("loss_scale_skip", "dynamic loss scaling, f16 compute, isfinite + lax.cond skip over 3 steps, batch over x",
                 _plain(_loss_scale_loop), M8, AX, [P(), P(), P(), P(None, "x"), P(None, "x"), P()], None,
-                _loss_scale_args),
+                _loss_scale_args, "f16"),
         Program("top_k_p_sample", "temperature / top-k / top-p filtering and categorical sampling, batch over data",
                 _top_k_p, M42, A2, [P("data", "model"), P()], None, lambda: [_rand((VB, VV), 824, scale=3.0), _key(825)]),
         Program("spec_decode_accept", "speculative decoding accept / reject and residual resampling, batch over x",

@@ -16,8 +16,8 @@ bf16 and f16). Then edge probes: padding of uneven shards under reductions / sor
 wider than a shard, dilated windows, empty shards, misaligned reshapes, merged and reversed mesh
 axes in shard_map, collectives of bf16 / int8 / bool / uint32 / complex, per-device control flow
 in shard_map, batching-dim gathers and scatters, low-precision accumulation (bf16 / f16 lax.reduce,
-cumsum, where XLA:CPU computes in f32, and bf16 / f16 all-reduce, bf16 in f32 and f16 rounded at each
-step), XLA's integer and float edge
+every step rounded in the order of XLA:CPU's tree rewrite; cumsum, which XLA:CPU scans in f32; bf16 /
+f16 all-reduce, bf16 in f32 and f16 rounded at each step), XLA's integer and float edge
 semantics (division by zero, saturating conversions, NaN propagation), big per-device sizes past
 the kernels' threading thresholds, lax.composite,
 jax.debug.print, donation with resharded outputs, a beam search loop and an LM train step.

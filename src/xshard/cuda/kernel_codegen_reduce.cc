@@ -38,9 +38,10 @@ StatusOr<std::string> CombinerLambda(const Instruction& inst, const std::vector<
   return codegen::ScalarLambda(inst, *c, "comb", params, types);
 }
 
-// A bf16 / f16 sum or product of one operand accumulates in f32 and rounds once when stored, as
-// the CPU executor (kernels::Reduce / ReduceWindow) and XLA's CPU backend (float normalization)
-// compute it: rounding every step stalls a long sum (a bf16 running sum of ones stops at 256).
+// A bf16 / f16 sum or product of one operand in a reduce-window accumulates in f32 and rounds once
+// when stored, as the CPU executor's kernels::ReduceWindow computes it (XLA's CPU backend scans
+// long windows in f32): rounding every step stalls a long sum (a bf16 running sum of ones stops
+// at 256).
 // The f32 combiner for such an `inst` of n operands of `types`, or nullopt (fold in the element
 // types with the inlined reducer).
 std::optional<std::string> WidenedCombiner(const Instruction& inst, const std::vector<DType>& types) {

@@ -386,9 +386,10 @@ TEST(ReduceWindow, SuffixWindowsGiveEachSuffixInOnePass) {
   }
 }
 
-// bf16 / f16 sums and products accumulate in f32 and round once, as XLA's CPU backend runs them:
-// a bf16 running sum of ones rounded every step would stop at 256.
-TEST(Reduce, NarrowFloatSumsAccumulateInF32AndRoundOnce) {
+// bf16 / f16 sums of many ones: a reduce in XLA's tree order and a cumulative or pooling window
+// (accumulated in f32) count them exactly where a running sum rounded every step would stop at
+// 256 (bf16) or 2048 (f16).
+TEST(Reduce, NarrowFloatSumsOfManyOnesDoNotStall) {
   for (DType t : {DType::kBF16, DType::kF16}) {
     SCOPED_TRACE(DTypeName(t));
     const int64_t n = 4096;
@@ -434,6 +435,58 @@ TEST(Reduce, NarrowFloatSumsAccumulateInF32AndRoundOnce) {
   EXPECT_FALSE(FindReduceRange(CombineKind::kMultiply, DType::kF16).ok());
   EXPECT_TRUE(FindReduceRange(CombineKind::kMaximum, DType::kBF16).ok());
   EXPECT_TRUE(FindReduceRange(CombineKind::kAdd, DType::kF32).ok());
+}
+
+// bf16 / f16 sums and products of lax.reduce take XLA's CPU values bit for bit: every step
+// rounded to the narrow type, after XLA's tree rewrite (windows of 32 along each reduced dim
+// longer than 32, the windows' results reduced in turn). Expected values printed by JAX 0.10.2
+// on the CPU (jax.jit(lambda v: jax.lax.reduce(v, init, op, dims))); accumulating in f32 would
+// give 2050 for the first and 2080 for the second.
+TEST(Reduce, NarrowFloatSumsTakeXlaCpuTreeOrderAndRoundEveryStep) {
+  auto reduce = [](DType t, const std::vector<int64_t>& dims, const std::vector<std::pair<int64_t, double>>& set,
+                   const std::vector<int64_t>& rdims, CombineKind kind = CombineKind::kAdd, double init_value = 0.0,
+                   double fill = 1.0) {
+    Array x = Array::Full(t, dims, fill);
+    for (const auto& [i, v] : set) x.SetDouble(i, v);
+    Array init(Shape(t, {}));
+    init.SetDouble(0, init_value);
+    const Array* in[] = {&x};
+    const Array* is[] = {&init};
+    Array fast = (*Reduce(in, is, rdims, {kind, nullptr}))[0];
+    Array ref = (*ReduceReference(in, is, rdims, {kind, nullptr}))[0];
+    std::vector<double> out;
+    for (int64_t i = 0; i < fast.num_elements(); ++i) {
+      EXPECT_EQ(fast.GetDouble(i), ref.GetDouble(i)) << i;
+      out.push_back(fast.GetDouble(i));
+    }
+    return out;
+  };
+  using V = std::vector<double>;
+  const DType f16 = DType::kF16, bf16 = DType::kBF16;
+  // f16 2048 followed by ones: at most 32 elements reduce in order (2048 + 1 rounds back to 2048).
+  EXPECT_EQ(reduce(f16, {3}, {{0, 2048}}, {0}), V{2048});
+  EXPECT_EQ(reduce(f16, {32}, {{0, 2048}}, {0}), V{2048});
+  EXPECT_EQ(reduce(f16, {33}, {{0, 2048}}, {0}), V{2064});
+  EXPECT_EQ(reduce(f16, {48}, {{0, 2048}}, {0}), V{2072});
+  EXPECT_EQ(reduce(f16, {64}, {{0, 2048}}, {0}), V{2080});
+  EXPECT_EQ(reduce(f16, {65}, {{0, 2048}}, {0}), V{2096});
+  EXPECT_EQ(reduce(f16, {100}, {{0, 2048}}, {0}), V{2130});
+  EXPECT_EQ(reduce(f16, {129}, {{0, 2048}}, {0}), V{2160});
+  EXPECT_EQ(reduce(f16, {1000}, {{0, 2048}}, {0}), V{3028});
+  EXPECT_EQ(reduce(f16, {33}, {{7, 2048}}, {0}), V{2072});
+  EXPECT_EQ(reduce(f16, {33}, {{15, 2048}}, {0}), V{2080});
+  EXPECT_EQ(reduce(f16, {33}, {{32, 2048}}, {0}), V{2080});
+  // Several reduced dims, and a reduced major dim.
+  EXPECT_EQ(reduce(f16, {40, 50}, {{0, 2048}}, {0, 1}), V{3548});
+  EXPECT_EQ(reduce(f16, {3, 70, 40}, {{0, 2048}, {2800, 2048}, {2800 + 5 * 40 + 3, -1000}, {5600, 2048}}, {1, 2}),
+            (V{4468, 3744, 4468}));
+  EXPECT_EQ(reduce(f16, {70, 3}, {{0, 2048}, {1, 2048}, {2, 2048}}, {0}), (V{2100, 2100, 2100}));
+  // bf16, an init other than 0 (counted once per window, as XLA does), products.
+  EXPECT_EQ(reduce(bf16, {3}, {{0, 256}}, {0}), V{256});
+  EXPECT_EQ(reduce(bf16, {1000}, {{0, 256}}, {0}), V{1232});
+  EXPECT_EQ(reduce(bf16, {1000}, {{0, 256}}, {0}, CombineKind::kAdd, 3.0), V{1336});
+  EXPECT_EQ(reduce(f16, {100}, {}, {0}, CombineKind::kMultiply, 1.0, 1.01), V{2.62890625});
+  EXPECT_EQ(reduce(bf16, {100}, {}, {0}, CombineKind::kMultiply, 1.0, 1.01), V{2.03125});
 }
 
 TEST(ReduceWindow, OnlyWindowsCoveringEachWholePrefixAreScans) {
