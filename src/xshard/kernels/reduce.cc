@@ -527,6 +527,13 @@ std::vector<Array> InitOutputs(std::span<const Array* const> inits,
   return outs;
 }
 
+// `a` in `to` by the vectorized conversion kernels (Array::Convert goes element by element).
+Array ConvertFast(const Array& a, DType to) {
+  Array out(Shape(to, a.dims()));
+  (*FindConvertKernel(a.dtype(), to))(a.data(), out.data(), a.num_elements());
+  return out;
+}
+
 // Sums and products of bf16 / f16 in a reduce-window (cumsum, pooling) accumulate in f32 and
 // round once at the end, which XLA's CPU backend approaches (it rewrites a long cumulative window
 // into blocks computed in f32): rounding every step to the narrow type stalls a long sum (a bf16
@@ -538,13 +545,13 @@ bool WidenNarrowAccumulation(std::span<const Array* const> inputs, std::span<con
   const DType t = inputs[0]->dtype();
   if (t != DType::kBF16 && t != DType::kF16) return false;
   wide->clear();
-  wide->push_back(inputs[0]->Convert(DType::kF32));
-  wide->push_back(inits[0]->Convert(DType::kF32));
+  wide->push_back(ConvertFast(*inputs[0], DType::kF32));
+  wide->push_back(ConvertFast(*inits[0], DType::kF32));
   return true;
 }
 
 std::vector<Array> NarrowOutputs(std::vector<Array> outs, DType t) {
-  for (Array& o : outs) o = o.Convert(t);
+  for (Array& o : outs) o = ConvertFast(o, t);
   return outs;
 }
 
