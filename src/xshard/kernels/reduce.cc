@@ -606,7 +606,9 @@ std::vector<float> TreeFoldRows(std::vector<float> x, std::vector<int64_t> rd, f
   const size_t r = rd.size();
   std::vector<float> next;
   while (true) {
-    if (std::all_of(rd.begin(), rd.end(), [](int64_t n) { return n <= kTreeReductionWindow; })) {
+    // (An empty reduced dim leaves every output its init.)
+    if (std::all_of(rd.begin(), rd.end(), [](int64_t n) { return n <= kTreeReductionWindow; }) ||
+        std::find(rd.begin(), rd.end(), 0) != rd.end()) {
       std::vector<float> acc(static_cast<size_t>(count), init);
       for (int64_t row = 0, rows = Product(rd); row < rows; ++row) {
         NarrowSteps<kBF16, kAdd>(acc.data(), x.data() + row * count, count);

@@ -487,6 +487,9 @@ TEST(Reduce, NarrowFloatSumsTakeXlaCpuTreeOrderAndRoundEveryStep) {
   EXPECT_EQ(reduce(bf16, {1000}, {{0, 256}}, {0}, CombineKind::kAdd, 3.0), V{1336});
   EXPECT_EQ(reduce(f16, {100}, {}, {0}, CombineKind::kMultiply, 1.0, 1.01), V{2.62890625});
   EXPECT_EQ(reduce(bf16, {100}, {}, {0}, CombineKind::kMultiply, 1.0, 1.01), V{2.03125});
+  // An empty reduced dim next to a long one: the init.
+  EXPECT_EQ(reduce(f16, {0, 100, 2}, {}, {0, 1}, CombineKind::kAdd, 5.0), (V{5, 5}));
+  EXPECT_EQ(reduce(bf16, {3, 0}, {}, {0}, CombineKind::kAdd, 2.0), V{});
 }
 
 TEST(ReduceWindow, OnlyWindowsCoveringEachWholePrefixAreScans) {
