@@ -155,3 +155,41 @@ ENTRY e {
     out = double(np.arange(5, dtype=np.int32))  # uneven: 5 elements over 2 devices
     assert out.dtype == np.int32
     assert out.tolist() == [0, 2, 4, 6, 8]
+
+
+MLP_HLO = """
+HloModule mlp
+ENTRY main {
+  x = f32[8,16] parameter(0)
+  w1 = f32[16,32] parameter(1)
+  w2 = f32[32,8] parameter(2)
+  h = f32[8,32] dot(x, w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  t = f32[8,32] tanh(h)
+  ROOT y = f32[8,8] dot(t, w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+"""
+
+
+@pytest.mark.parametrize("order", [[7, 5, 3, 1, 6, 4, 2, 0], [3, 6, 0, 5, 7, 1, 4, 2]])
+def test_a_mesh_over_permuted_devices_plans_as_the_iota_mesh(order):
+    # Mesh(device_ids) in any order: x over data, w1 columns and w2 rows over model (Megatron's
+    # MLP). The shardings become explicit device lists; the plan is the iota mesh's, one all-reduce
+    # of the second dot's partial sums over each row of the mesh, and the outputs are numpy's.
+    def build(ids):
+        mesh = xshard.Mesh(np.array(ids).reshape(4, 2), ("data", "model"))
+        return xshard.compile(MLP_HLO, in_shardings=[NamedSharding(mesh, P("data", None)),
+                                                     NamedSharding(mesh, P(None, "model")),
+                                                     NamedSharding(mesh, P("model", None))])
+    permuted, iota = build(order), build(list(range(8)))
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    w1 = rng.standard_normal((16, 32)).astype(np.float32) * 0.3
+    w2 = rng.standard_normal((32, 8)).astype(np.float32) * 0.3
+    want = np.tanh(x @ w1) @ w2
+    np.testing.assert_allclose(permuted(x, w1, w2), want, rtol=1e-5, atol=1e-5)
+    got = permuted.report().collectives
+    assert [c.kind for c in got] == [c.kind for c in iota.report().collectives] == ["all-reduce"]
+    assert got[0].bytes == iota.report().collectives[0].bytes
+    # The groups are the mesh's rows (model 0's device first), ordered by their smallest device.
+    rows = sorted((order[2 * r:2 * r + 2] for r in range(4)), key=min)
+    assert got[0].groups == "{" + ",".join("{%d,%d}" % (a, b) for a, b in rows) + "}"

@@ -207,7 +207,13 @@ Status Engine::ReadAnnotations() {
   }
   if (!explicit_count) num_devices_ = first_tiled > 0 ? first_tiled : max_device;
   num_devices_ = std::max<int64_t>(1, num_devices_);
-  TileMesh::Builder builder(num_devices_);
+  // The device order comes from the leaves in the order CheckAnnotation adds them.
+  std::vector<HloSharding> hints;
+  for (const auto& [id, s] : annotations) {
+    if (!s->IsTuple()) hints.push_back(*s);
+    for (const HloSharding& l : s->tuple_elements()) hints.push_back(l);
+  }
+  TileMesh::Builder builder(num_devices_, hints);
   for (const auto& [id, s] : annotations) {
     XS_RETURN_IF_ERROR(CheckAnnotation(id, *s, explicit_count, builder));
   }

@@ -329,13 +329,28 @@ TEST(PropagationTest, ConditionalBranchesShareTheResultSharding) {
 }
 
 TEST(PropagationTest, ShardingsOffTheCommonMeshAreCopiedVerbatim) {
-  // Device order 0,3,1,2 has no iota form: kept as is and copied through elementwise ops only.
-  Outcome r = Propagate(Module8(kToOutput, "  x = f32[8,4] parameter(0), sharding={devices=[4,1,2]0,3,1,2,4,5,6,7 last_tile_dim_replicate}\n"
-                                       "  n = f32[8,4] negate(x)\n  ROOT t = f32[4,8] transpose(n), dimensions={1,0}\n"));
+  // Device order 0,3,1,2 has no iota form, and no device order makes it one next to y's iota
+  // list: kept as is and copied through elementwise ops only.
+  Outcome r = Propagate(
+      Module8(kToOutput,
+              "  y = f32[8] parameter(1), sharding={devices=[8]<=[8]}\n"
+              "  x = f32[8,4] parameter(0), sharding={devices=[4,1,2]0,3,1,2,4,5,6,7 last_tile_dim_replicate}\n"
+              "  n = f32[8,4] negate(x)\n  ROOT t = f32[4,8] transpose(n), dimensions={1,0}\n"));
   ASSERT_TRUE(r.result.ok());
   EXPECT_EQ(r.Sharding("n"), "{devices=[4,1,2]0,3,1,2,4,5,6,7 last_tile_dim_replicate}");
   EXPECT_EQ(r.Sharding("t"), "{replicated}");
   EXPECT_EQ(r.result->notes.size(), 1u);
+}
+
+TEST(PropagationTest, AMeshOverPermutedDevicesPropagatesThroughEveryOp) {
+  // The same list alone: the mesh takes its device order and the transpose keeps the tiling.
+  Outcome r = Propagate(
+      Module8(kToOutput,
+              "  x = f32[8,4] parameter(0), sharding={devices=[4,1,2]0,3,1,2,4,5,6,7 last_tile_dim_replicate}\n"
+              "  n = f32[8,4] negate(x)\n  ROOT t = f32[4,8] transpose(n), dimensions={1,0}\n"));
+  ASSERT_TRUE(r.result.ok());
+  EXPECT_EQ(r.Sharding("t"), "{devices=[1,4,2]0,3,1,2,4,5,6,7 last_tile_dim_replicate}");
+  EXPECT_TRUE(r.result->notes.empty());
 }
 
 TEST(PropagationTest, AnnotationsThatDoNotFitAreErrorsNamingTheInstruction) {

@@ -76,7 +76,80 @@ std::vector<int64_t> PrimeFactors(int64_t n) {
   return out;
 }
 
+// Whether an assignment (distinct ids >= 0 by construction) holds exactly devices 0..n-1.
+bool IsDevicePermutation(const TileAssignment& ta, int64_t n) {
+  if (ta.num_devices() != n) return false;
+  const std::vector<int64_t>& devices = ta.devices();
+  return *std::max_element(devices.begin(), devices.end()) < n;
+}
+
+// Rows of the trailing replicated dim of a tiled sharding (1 when it has none).
+int64_t ReplicatedGroupSize(const HloSharding& s) {
+  const std::vector<SubgroupType>& types = s.subgroup_types();
+  if (s.ReplicateOnLastTileDim() || (!types.empty() && types.back() == SubgroupType::kReplicated)) {
+    const TileAssignment& ta = s.tile_assignment();
+    return ta.dim(ta.num_dims() - 1);
+  }
+  return 1;
+}
+
+// Adds `s` to a scratch copy of `b` for each hint; the number that were expressible.
+int CountExpressible(TileMesh::Builder b, const std::vector<HloSharding>& hints) {
+  int n = 0;
+  for (const HloSharding& s : hints) n += s.IsTiled() && b.Add(s);
+  return n;
+}
+
+// The device order that numbers devices along the axes of `hints`' explicit lists: devices sorted
+// by their tile index (the position in the tile assignment, replicated groups merged) in each hint
+// in turn, then by id. Empty when every full-size tiled hint has an iota form.
+std::vector<int64_t> OrderFromHints(int64_t n, const std::vector<HloSharding>& hints) {
+  bool explicit_list = false;
+  for (const HloSharding& s : hints) {
+    explicit_list |= s.IsTiled() && s.tile_assignment().num_devices() == n && !s.tile_assignment().FindIota();
+  }
+  if (!explicit_list) return {};
+  std::vector<std::vector<int64_t>> keys(n);
+  for (const HloSharding& s : hints) {
+    if (!s.IsTiled() || s.tile_assignment().num_devices() != n) continue;
+    if (!IsDevicePermutation(s.tile_assignment(), n)) continue;  // reported where it is checked
+    const std::vector<int64_t>& devices = s.tile_assignment().devices();
+    const int64_t group = ReplicatedGroupSize(s);
+    for (int64_t pos = 0; pos < n; ++pos) keys[devices[pos]].push_back(pos / group);
+  }
+  std::vector<int64_t> order(n);
+  for (int64_t d = 0; d < n; ++d) order[d] = d;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return keys[a] < keys[b]; });
+  return order;
+}
+
 }  // namespace
+
+HloSharding MapShardingDevices(const HloSharding& s, const std::vector<int64_t>& map) {
+  if (!s.IsTiled()) return s;
+  const TileAssignment& ta = s.tile_assignment();
+  std::vector<int64_t> devices = ta.devices();
+  for (int64_t& d : devices) d = map[d];
+  const int64_t group = ReplicatedGroupSize(s);
+  if (group > 1) {
+    for (auto it = devices.begin(); it != devices.end(); it += group) std::sort(it, it + group);
+  }
+  StatusOr<TileAssignment> mapped = TileAssignment::FromDevices(ta.dims(), std::move(devices));
+  XS_CHECK(mapped.ok(), "MapShardingDevices: ", mapped.status().ToString());
+  TileAssignment t = *std::move(mapped);
+  if (std::optional<IotaForm> iota = t.FindIota()) t = t.ToIota();
+  if (s.ReplicateOnLastTileDim()) return HloSharding::Tile(std::move(t), true);
+  if (!s.subgroup_types().empty()) return HloSharding::Subgroup(std::move(t), s.subgroup_types());
+  return HloSharding::Tile(std::move(t));
+}
+
+TileMesh::Builder::Builder(int64_t num_devices, const std::vector<HloSharding>& hints) : Builder(num_devices) {
+  std::vector<int64_t> order = OrderFromHints(num_devices, hints);
+  if (order.empty()) return;
+  Builder permuted(num_devices);
+  permuted.order_ = std::move(order);
+  if (CountExpressible(permuted, hints) > CountExpressible(*this, hints)) order_ = std::move(permuted.order_);
+}
 
 uint64_t AxesSharding::DimAxes() const {
   uint64_t m = 0;
@@ -106,8 +179,18 @@ std::string AxesSharding::ToString() const {
 
 bool TileMesh::Builder::Add(const HloSharding& sharding) {
   if (!sharding.IsTiled()) return true;
+  if (sharding.tile_assignment().num_devices() != num_devices_) return false;
+  if (!order_.empty()) {
+    if (!IsDevicePermutation(sharding.tile_assignment(), num_devices_)) return false;
+    std::vector<int64_t> inverse(order_.size());
+    for (size_t i = 0; i < order_.size(); ++i) inverse[order_[i]] = static_cast<int64_t>(i);
+    return AddLogical(MapShardingDevices(sharding, inverse));
+  }
+  return AddLogical(sharding);
+}
+
+bool TileMesh::Builder::AddLogical(const HloSharding& sharding) {
   const TileAssignment& ta = sharding.tile_assignment();
-  if (ta.num_devices() != num_devices_) return false;
   std::optional<std::vector<int64_t>> cuts = CutsOf(ta);
   if (!cuts) return false;
   std::vector<int64_t> merged = cuts_;
@@ -133,6 +216,11 @@ TileMesh TileMesh::Builder::Build() const {
       mesh.strides_.push_back(stride);
     }
   }
+  if (!order_.empty()) {
+    mesh.order_ = order_;
+    mesh.inverse_.resize(order_.size());
+    for (size_t i = 0; i < order_.size(); ++i) mesh.inverse_[order_[i]] = static_cast<int64_t>(i);
+  }
   return mesh;
 }
 
@@ -149,10 +237,29 @@ int64_t TileMesh::SizeOf(uint64_t axes) const {
 }
 
 std::string TileMesh::ToString() const {
-  return StrCat("[", StrJoin(sizes_, ","), "]");
+  std::string out = StrCat("[", StrJoin(sizes_, ","), "]");
+  if (permuted()) StrAppend(&out, " order=", StrJoin(order_, ","));
+  return out;
+}
+
+std::vector<int64_t> TileMesh::Signature() const {
+  std::vector<int64_t> out = sizes_;
+  if (permuted()) {
+    out.push_back(-1);
+    out.insert(out.end(), order_.begin(), order_.end());
+  }
+  return out;
 }
 
 std::optional<AxesSharding> TileMesh::ToAxes(const HloSharding& s, int rank) const {
+  if (permuted() && s.IsTiled()) {
+    if (!IsDevicePermutation(s.tile_assignment(), num_devices_)) return std::nullopt;
+    return LogicalToAxes(MapShardingDevices(s, inverse_), rank);
+  }
+  return LogicalToAxes(s, rank);
+}
+
+std::optional<AxesSharding> TileMesh::LogicalToAxes(const HloSharding& s, int rank) const {
   AxesSharding out;
   out.dims.resize(rank);
   if (s.IsReplicated() && !s.IsTuple()) return out;
@@ -225,8 +332,9 @@ HloSharding TileMesh::ToHloSharding(const AxesSharding& s) const {
   }
   StatusOr<TileAssignment> ta = TileAssignment::FromIota(tile_dims, IotaForm{sizes_, perm});
   XS_CHECK(ta.ok(), "TileMesh::ToHloSharding built a bad iota form: ", ta.status().ToString());
-  if (s.manual == 0) return HloSharding::Tile(*std::move(ta), rest != 0);
-  return HloSharding::Subgroup(*std::move(ta), std::move(types));
+  HloSharding out = s.manual == 0 ? HloSharding::Tile(*std::move(ta), rest != 0)
+                                  : HloSharding::Subgroup(*std::move(ta), std::move(types));
+  return permuted() ? MapShardingDevices(out, order_) : out;
 }
 
 }  // namespace xs

@@ -14,6 +14,15 @@
 // work per sharding does not grow with the device count. An annotation that is not an iota form,
 // or whose cuts conflict with earlier ones, is not expressible on the mesh; propagation then only
 // copies it verbatim through ops that keep every dim.
+//
+// Device order: a mesh built over a permuted device list (torch_xla's Mesh(device_ids=...),
+// jax.sharding.Mesh over a reordered device array) gives explicit device lists with no iota form.
+// The mesh then carries a device order, logical position -> device id, and everything above holds
+// for the logical positions: {devices=[4,2]7,5,3,1,6,4,2,0} over the order 7,5,3,1,6,4,2,0 is the
+// logical iota [4,2]<=[8]. The order is read off the annotations (Builder's hints): the devices
+// sorted by their tile indices in each annotation in turn, which numbers them along the mesh's
+// axes whatever the order within replicated groups, and it is kept only when it makes more
+// annotations expressible than the identity does.
 #ifndef XSHARD_SHARDING_TILE_MESH_H_
 #define XSHARD_SHARDING_TILE_MESH_H_
 
@@ -50,6 +59,10 @@ class TileMesh {
   class Builder {
    public:
     explicit Builder(int64_t num_devices) : num_devices_(num_devices), cuts_{1, num_devices} {}
+    // A builder whose device order is chosen from `hints` (the leaf shardings that will be added,
+    // in priority order): the identity, or a permutation when some hint is an explicit device
+    // list with no iota form and the permutation makes more of the hints expressible.
+    Builder(int64_t num_devices, const std::vector<HloSharding>& hints);
     // Adds the cuts of a (leaf) sharding. Returns false, adding nothing, for a tiled sharding that
     // is not an iota form over num_devices devices or whose cuts conflict with those added
     // before; non-tiled shardings add nothing and return true.
@@ -57,8 +70,10 @@ class TileMesh {
     TileMesh Build() const;
 
    private:
+    bool AddLogical(const HloSharding& sharding);
     int64_t num_devices_;
     std::vector<int64_t> cuts_;  // ascending
+    std::vector<int64_t> order_;  // logical position -> device id; empty: the identity
   };
 
   // A mesh of `num_devices` (>= 1) with no annotations: its device count split into prime axes.
@@ -73,8 +88,17 @@ class TileMesh {
   }
   // Product of the sizes of a set of axes.
   int64_t SizeOf(uint64_t axes) const;
-  // "[2,2,2]".
+  // "[2,2,2]", with " order=7,5,3,..." for a permuted mesh.
   std::string ToString() const;
+
+  // Whether devices are numbered in an order other than 0..N-1 (see the file comment).
+  bool permuted() const { return !order_.empty(); }
+  // The device at a logical position (row-major over the axes) and the position of a device.
+  int64_t Physical(int64_t logical) const { return order_.empty() ? logical : order_[logical]; }
+  int64_t Logical(int64_t device) const { return order_.empty() ? device : inverse_[device]; }
+  // Axis sizes, then (permuted meshes) -1 and the device order: equal for meshes that give the
+  // same shardings and groups (cache keys).
+  std::vector<int64_t> Signature() const;
 
   // The axes view of a leaf sharding of a rank-`rank` value: replicated -> no axes; manual -> all
   // axes manual; tiled -> its dims' axes. nullopt for other kinds (maximal, unknown, unreduced,
@@ -83,17 +107,24 @@ class TileMesh {
   std::optional<AxesSharding> ToAxes(const HloSharding& sharding, int rank) const;
   // The HloSharding of an axes view, in XLA's canonical iota form: e.g. dim 0 on axis 2 of
   // [2,2,2], rank 2 -> {devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}. Costs O(rank):
-  // the tile assignment stays in iota form.
+  // the tile assignment stays in iota form (O(N) on a permuted mesh: an explicit device list).
   HloSharding ToHloSharding(const AxesSharding& axes) const;
 
  private:
   friend class Builder;
+  std::optional<AxesSharding> LogicalToAxes(const HloSharding& sharding, int rank) const;
   struct Raw {};
   explicit TileMesh(Raw) {}
   int64_t num_devices_ = 1;
   std::vector<int64_t> sizes_;    // major to minor
-  std::vector<int64_t> strides_;  // device-id stride of each axis
+  std::vector<int64_t> strides_;  // logical-position stride of each axis
+  std::vector<int64_t> order_, inverse_;  // logical -> device, device -> logical; empty: identity
 };
+
+// `s` (a tiled sharding over as many devices as `map` has entries) with every device d replaced
+// by map[d]; the groups of a trailing replicated dim are sorted, as XLA's PartialTile sorts them.
+// Other kinds are returned unchanged.
+HloSharding MapShardingDevices(const HloSharding& s, const std::vector<int64_t>& map);
 
 }  // namespace xs
 

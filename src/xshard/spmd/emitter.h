@@ -28,8 +28,8 @@ struct PropagationResult;
 namespace xs::spmd {
 
 // What a reshard decision depends on besides the partition count: the value's global shape, its
-// sharding and pending partial-reduction axes, the target, and the sizes of the mesh the axes
-// refer to. `kind` names the decision (the caller's numbering).
+// sharding and pending partial-reduction axes, the target, and the mesh the axes refer to (its
+// TileMesh::Signature). `kind` names the decision (the caller's numbering).
 struct ReshardKey {
   int kind = 0;
   DType dtype = DType::kF32;
@@ -71,7 +71,7 @@ struct ModuleState {
   // Reshard decisions are pure functions of their key, and a module repeats the same few
   // (shape, sharding, target) triples, so each is worked out (O(N) host work) once.
   std::unordered_map<ReshardKey, ReshardDecision, ReshardKeyHash> reshard_memo;
-  // GroupsOverAxes results by (mesh sizes, axes): the explicit lists are O(N) to build.
+  // GroupsOverAxes results by (mesh signature, axes): the explicit lists are O(N) to build.
   std::map<std::pair<std::vector<int64_t>, std::vector<int>>, ReplicaGroups> groups_over_axes;
 
   // A scalar reducer computation "(x, y) -> x <op> y" in the SPMD module (one per op and type).

@@ -85,7 +85,7 @@ Instruction* Emitter::PerTile(const ShardLayout& layout, int d, const std::vecto
 }
 
 ReplicaGroups Emitter::GroupsOver(const std::vector<int>& axes) {
-  auto key = std::make_pair(mesh().axis_sizes(), axes);
+  auto key = std::make_pair(mesh().Signature(), axes);
   auto it = state_->groups_over_axes.find(key);
   if (it == state_->groups_over_axes.end()) {
     it = state_->groups_over_axes.emplace(std::move(key), GroupsOverAxes(mesh(), axes)).first;

@@ -123,7 +123,7 @@ ReshardKey MakeReshardKey(ReshardDecisionKind kind, const ModuleState& state, co
   key.from = from;
   key.to = to;
   if (partial) key.partial = partial->axes;
-  key.mesh = state.mesh.axis_sizes();
+  key.mesh = state.mesh.Signature();
   return key;
 }
 

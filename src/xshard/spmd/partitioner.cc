@@ -120,7 +120,6 @@ void AddLeaves(const HloSharding& s, std::vector<HloSharding>& out) {
 
 // The common mesh of every sharding in the module, entry parameters first (they win conflicts).
 TileMesh BuildMesh(const Module& module, int64_t n) {
-  TileMesh::Builder builder(n);
   std::vector<HloSharding> leaves;
   for (const Instruction* p : module.entry()->parameters()) {
     if (p != nullptr && p->sharding()) AddLeaves(*p->sharding(), leaves);
@@ -130,10 +129,13 @@ TileMesh BuildMesh(const Module& module, int64_t n) {
       if (inst->sharding()) AddLeaves(*inst->sharding(), leaves);
     }
   }
+  std::vector<HloSharding> canonical;
   for (const HloSharding& s : leaves) {
     StatusOr<HloSharding> c = spmd::CanonicalSharding(s);
-    if (c.ok()) builder.Add(*c);
+    if (c.ok()) canonical.push_back(*std::move(c));
   }
+  TileMesh::Builder builder(n, canonical);
+  for (const HloSharding& s : canonical) builder.Add(s);
   return builder.Build();
 }
 

@@ -281,12 +281,13 @@ void ComputeViews(Op& op, const TileMesh& mesh) {
 }
 
 std::optional<TileMesh> LocalMesh(const Op& op, int64_t n) {
-  TileMesh::Builder builder(n);
-  for (const HloSharding& s : op.result_targets) {
-    if (!builder.Add(s)) return std::nullopt;
-  }
+  std::vector<HloSharding> shardings = op.result_targets;
   for (size_t i = 0; i < op.operands.size(); ++i) {
-    if (Participates(op, static_cast<int>(i)) && !builder.Add(op.operands[i].sharding())) return std::nullopt;
+    if (Participates(op, static_cast<int>(i))) shardings.push_back(op.operands[i].sharding());
+  }
+  TileMesh::Builder builder(n, shardings);
+  for (const HloSharding& s : shardings) {
+    if (!builder.Add(s)) return std::nullopt;
   }
   return builder.Build();
 }

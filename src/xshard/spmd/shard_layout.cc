@@ -218,7 +218,8 @@ std::vector<int64_t> MeshStrides(const TileMesh& mesh) {
 int64_t IndexAlongAxes(const TileMesh& mesh, int64_t device, const std::vector<int>& axes) {
   const std::vector<int64_t> strides = MeshStrides(mesh);
   int64_t index = 0;
-  for (int a : axes) index = index * mesh.axis_size(a) + (device / strides[a]) % mesh.axis_size(a);
+  const int64_t logical = mesh.Logical(device);
+  for (int a : axes) index = index * mesh.axis_size(a) + (logical / strides[a]) % mesh.axis_size(a);
   return index;
 }
 
@@ -293,7 +294,16 @@ ReplicaGroups GroupsOverAxes(const TileMesh& mesh, const std::vector<int>& axes)
   StatusOr<TileAssignment> ta =
       TileAssignment::FromIota({out.num_groups, group_size}, IotaForm{mesh.axis_sizes(), perm});
   XS_CHECK(ta.ok(), "GroupsOverAxes: ", ta.status().ToString());
-  return GroupsOf(*ta);
+  if (!mesh.permuted()) return GroupsOf(*ta);
+  // Logical positions to devices; groups ordered by their smallest device.
+  std::vector<std::vector<int64_t>> groups = GroupsOf(*ta).groups;
+  for (std::vector<int64_t>& g : groups) {
+    for (int64_t& d : g) d = mesh.Physical(d);
+  }
+  std::sort(groups.begin(), groups.end(), [](const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+    return *std::min_element(a.begin(), a.end()) < *std::min_element(b.begin(), b.end());
+  });
+  return MakeReplicaGroups(std::move(groups));
 }
 
 }  // namespace xs::spmd

@@ -92,14 +92,17 @@ std::optional<PartitionExpr> TileIndexExpr(const ShardLayout& layout, int d);
 // are that (every axis of the row-major mesh contributes linearly); nullopt otherwise. O(N * axes).
 std::optional<PartitionExpr> AffineOverMesh(const TileMesh& mesh, const std::vector<int64_t>& values);
 
-// Device-id strides of a mesh's axes (row-major: the last axis has stride 1).
+// Logical-position strides of a mesh's axes (row-major: the last axis has stride 1); device ids
+// when the mesh is not permuted.
 std::vector<int64_t> MeshStrides(const TileMesh& mesh);
-// Index of `device` along `axes` read as one mixed-radix number, first axis major.
+// Index of `device` (its logical position) along `axes` read as one mixed-radix number, first
+// axis major.
 int64_t IndexAlongAxes(const TileMesh& mesh, int64_t device, const std::vector<int>& axes);
 // Replica groups over `axes`: the devices that agree on every other axis, each group ordered by
 // IndexAlongAxes(axes), groups ordered by their smallest device. Stored both as explicit lists
 // and as the iota form XLA prints (`[2,4]<=[4,2]T(1,0)`), which is derived from the axes alone:
-// iota(N).reshape(mesh sizes).transpose(other axes, axes).
+// iota(N).reshape(mesh sizes).transpose(other axes, axes). On a permuted mesh the groups hold the
+// devices at those logical positions (explicit lists, unless they happen to have an iota form).
 ReplicaGroups GroupsOverAxes(const TileMesh& mesh, const std::vector<int>& axes);
 // The rows of a 2-D assignment [groups, group size] as replica groups: the iota form when it has
 // one, as MakeReplicaGroups would find it, without sorting or searching the lists.

@@ -53,6 +53,25 @@ TEST(MeshGroupsTest, GroupsOverTheMajorAxisOfA4x2Mesh) {
   EXPECT_EQ(IndexAlongAxes(mesh, 6, {0, 1}), 3);
 }
 
+TEST(MeshGroupsTest, GroupsOfAPermutedMeshHoldItsDevices) {
+  // Mesh (data=4, model=2) over devices 7,5,3,1,6,4,2,0, as torch_xla's Mesh(device_ids=...)
+  // annotates it (replicated groups sorted): groups over `model` are the mesh's rows in column
+  // order, groups over `data` its columns, each ordered by its smallest device.
+  const std::vector<HloSharding> hints = {Parse("{devices=[4,1,2]5,7,1,3,4,6,0,2 last_tile_dim_replicate}"),
+                                          Parse("{devices=[2,1,4]2,3,6,7,0,1,4,5 last_tile_dim_replicate}")};
+  TileMesh::Builder b(8, hints);
+  for (const HloSharding& h : hints) ASSERT_TRUE(b.Add(h));
+  const TileMesh mesh = b.Build();
+  ASSERT_TRUE(mesh.permuted());
+  const std::vector<int> data = mesh.ToAxes(hints[0], 2)->dims[0], model = mesh.ToAxes(hints[1], 2)->dims[0];
+  EXPECT_EQ(GroupsOverAxes(mesh, model).Groups(), (std::vector<std::vector<int64_t>>{{2, 0}, {3, 1}, {6, 4}, {7, 5}}));
+  EXPECT_EQ(GroupsOverAxes(mesh, data).Groups(), (std::vector<std::vector<int64_t>>{{5, 1, 4, 0}, {7, 3, 6, 2}}));
+  EXPECT_FALSE(GroupsOverAxes(mesh, data).iota);
+  EXPECT_EQ(IndexAlongAxes(mesh, 6, data), 2);
+  EXPECT_EQ(IndexAlongAxes(mesh, 6, model), 0);
+  EXPECT_EQ(IndexAlongAxes(mesh, 0, model), 1);
+}
+
 TEST(MeshGroupsTest, ExplicitGroupsWithoutAnIotaFormStayExplicit) {
   ReplicaGroups g = MakeReplicaGroups({{3, 1}, {0, 2}});
   EXPECT_FALSE(g.iota);
