@@ -190,7 +190,9 @@ StatusOr<OpShardingRule> Reduce(const Instruction& inst) {
 }
 
 // reduce-window(inputs..., inits...) and select-and-scatter(operand, source, init): a dim with a
-// 1-wide window passes through; a windowed dim moves data (halo); dilation needs replication.
+// 1-wide window passes through; a windowed dim moves data (halo; a dilated reduce-window's too,
+// where the partitioner's window geometry allows it, window_halo.h); a dilated select-and-scatter
+// window needs replication.
 StatusOr<OpShardingRule> Windowed(const Instruction& inst) {
   const bool sas = inst.opcode() == Opcode::kSelectAndScatter;
   const int n = sas ? 1 : inst.operand_count() / 2;
@@ -212,7 +214,7 @@ StatusOr<OpShardingRule> Windowed(const Instruction& inst) {
       Factor(b, in.dim(d), FactorKind::kPassThrough, on);
       continue;
     }
-    if (w.lhs_dilation > 1 || w.rhs_dilation > 1) {
+    if (sas && (w.lhs_dilation > 1 || w.rhs_dilation > 1)) {
       for (const auto& [t, dim] : on)
         Factor(b, b.ShapeOf(t).dim(dim), FactorKind::kNeedReplication, {{t, dim}});
     } else {

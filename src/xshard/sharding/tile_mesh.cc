@@ -137,7 +137,7 @@ HloSharding MapShardingDevices(const HloSharding& s, const std::vector<int64_t>&
   StatusOr<TileAssignment> mapped = TileAssignment::FromDevices(ta.dims(), std::move(devices));
   XS_CHECK(mapped.ok(), "MapShardingDevices: ", mapped.status().ToString());
   TileAssignment t = *std::move(mapped);
-  if (std::optional<IotaForm> iota = t.FindIota()) t = t.ToIota();
+  if (t.FindIota()) t = t.ToIota();
   if (s.ReplicateOnLastTileDim()) return HloSharding::Tile(std::move(t), true);
   if (!s.subgroup_types().empty()) return HloSharding::Subgroup(std::move(t), s.subgroup_types());
   return HloSharding::Tile(std::move(t));

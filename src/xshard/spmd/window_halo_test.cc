@@ -169,20 +169,80 @@ TEST(WindowHaloTest, MaxPool) {
   EXPECT_EQ(r.report.collectives[0].bytes, 192);
 }
 
-// A 2x2 / stride 2 max pool's gradient (select-and-scatter) over H=16 on 4 devices: every window
-// lies in its own operand tile, the source f32[2,8,8,3] is split like the operand: no collective.
-// Overlapping 3-row windows (stride 1) are not local: gathered, still right.
+// A max pool's gradient (select-and-scatter) of x[2,16,8,3], x, the source and the result split by
+// `sharding` (default: H over 4 devices), the select a `direction` comparison, the scatter `scatter`.
+std::string SelectScatter(const std::string& window, int64_t out_h, int64_t out_w, const std::string& direction = "GE",
+                          const std::string& scatter = "add",
+                          const std::string& sharding = "{devices=[1,4,1,1]<=[4]}") {
+  return StrCat(
+      "sel {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = pred[] compare(a, b), direction=",
+      direction, "\n}\n", kAdd, kMax, "ENTRY e {\n  x = f32[2,16,8,3] parameter(0), sharding=", sharding,
+      "\n  s = f32[2,", out_h, ",", out_w, ",3] parameter(1), sharding=", sharding,
+      "\n  z = f32[] constant(0)\n  ROOT r = f32[2,16,8,3] select-and-scatter(x, s, z), window={", window,
+      "}, select=sel, scatter=", scatter, ", sharding=", sharding, "\n}\n");
+}
+
+// 2x2 at stride 2: every window lies in its own operand tile, the source f32[2,8,4,3] is split
+// like the operand: no collective.
 TEST(WindowHaloTest, SelectAndScatterInsideTiles) {
-  auto text = [](const std::string& window, int64_t out_h, int64_t out_w) {
-    return StrCat(
-        "ge {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = pred[] compare(a, b), direction=GE\n}\n",
-        kAdd, "ENTRY e {\n  x = f32[2,16,8,3] parameter(0), sharding={devices=[1,4,1,1]<=[4]}\n",
-        "  s = f32[2,", out_h, ",", out_w, ",3] parameter(1), sharding={devices=[1,4,1,1]<=[4]}\n",
-        "  z = f32[] constant(0)\n  ROOT r = f32[2,16,8,3] select-and-scatter(x, s, z), window={", window,
-        "}, select=ge, scatter=add, sharding={devices=[1,4,1,1]<=[4]}\n}\n");
-  };
-  EXPECT_TRUE(CollectiveKinds(PartitionAndCompare(text("size=1x2x2x1 stride=1x2x2x1", 8, 4), 4)).empty());
-  EXPECT_FALSE(CollectiveKinds(PartitionAndCompare(text("size=1x3x1x1", 14, 8), 4)).empty());
+  EXPECT_TRUE(CollectiveKinds(PartitionAndCompare(SelectScatter("size=1x2x2x1 stride=1x2x2x1", 8, 4), 4)).empty());
+}
+
+// 3 rows at stride 2 (7 windows; tiles of 4 operand rows and 2 source rows): tile k takes the
+// windows that touch its rows (tile 1: windows 1-3 over rows 2-8) and the rows they cover. From
+// the tile before: 2 operand rows (384 B: the union of rows 2-3 for tile 1, 6-7 for tile 2,
+// 10-11 for tile 3) and 1 source row (192 B: windows 1, 3, 5); from the tile after: 1 operand row
+// (192 B: rows 4, 8, 12). 768 B where gathering both took 2,880. Every select direction.
+TEST(WindowHaloTest, SelectAndScatterOverlappingWindowsExchangeHalos) {
+  for (const char* direction : {"GE", "GT", "LE", "LT"}) {
+    const PartitionResult r = PartitionAndCompare(SelectScatter("size=1x3x1x1 stride=1x2x1x1", 7, 8, direction), 4);
+    ASSERT_EQ(CollectiveKinds(r), (Kinds{"collective-permute", "collective-permute", "collective-permute"}));
+    EXPECT_EQ(r.report.TotalCollectiveBytes(), 768) << direction;
+  }
+  // Stride 1 with SAME padding (pad 1 each side), windows that reach one row either way.
+  PartitionResult same = PartitionAndCompare(SelectScatter("size=1x3x1x1 pad=0_0x1_1x0_0x0_0", 16, 8), 4);
+  for (const CollectiveRecord& c : same.report.collectives) EXPECT_EQ(c.kind, "collective-permute");
+  // Wider windows, strides, asymmetric padding and windows past the tiles (each against the
+  // one-device run, whose padding the local windows must never select).
+  for (const auto& [window, out_h] :
+       std::vector<std::pair<std::string, int64_t>>{{"size=1x5x1x1 stride=1x2x1x1 pad=0_0x2_2x0_0x0_0", 8},
+                                                    {"size=1x4x1x1 stride=1x3x1x1 pad=0_0x1_2x0_0x0_0", 6},
+                                                    {"size=1x7x1x1 stride=1x3x1x1 pad=0_0x3_3x0_0x0_0", 6},
+                                                    {"size=1x3x2x1 stride=1x2x1x1 pad=0_0x0_1x0_1x0_0", 8}}) {
+    const PartitionResult r = PartitionAndCompare(SelectScatter(window, out_h, 8), 4);
+    for (const CollectiveRecord& c : r.report.collectives) EXPECT_EQ(c.kind, "collective-permute") << window;
+  }
+  // Height over 4 and width over 2 (8 devices), 3x3 windows at stride 2 overlapping along both:
+  // one exchange per dim, the width's carrying the height's halo rows (the corners).
+  const PartitionResult both = PartitionAndCompare(
+      SelectScatter("size=1x3x3x1 stride=1x2x2x1", 7, 3, "GE", "add", "{devices=[1,4,2,1]<=[8]}"), 8);
+  for (const CollectiveRecord& c : both.report.collectives) EXPECT_EQ(c.kind, "collective-permute");
+  EXPECT_FALSE(both.report.collectives.empty());
+  // A select other than a comparison of its parameters, or a scatter other than an add, has no
+  // value the select never picks or needs every window's scatter: gathered, still right.
+  PartitionResult eq = PartitionAndCompare(SelectScatter("size=1x3x1x1 stride=1x2x1x1", 7, 8, "EQ"), 4);
+  EXPECT_EQ(CollectiveKinds(eq), (Kinds{"all-gather", "all-gather"}));
+  PartitionAndCompare(SelectScatter("size=1x3x1x1 stride=1x2x1x1", 7, 8, "GE", "max"), 4);
+}
+
+// Dilated windows (jax.lax.reduce_window's window_dilation and base_dilation): a 3-wide window
+// dilated by 2 reaches 2 rows either way, exchanged as halos (one [2,2,8,3] f32 block, 384 B,
+// from each neighbour, as XLA) instead of gathering the dim; the others against the one-device
+// run, halos or a gather as the geometry allows (base dilation by 3 over 16 rows makes 46
+// outputs, whose tiles start at different distances from their first element).
+TEST(WindowHaloTest, DilatedPools) {
+  PartitionResult r =
+      PartitionAndCompare(Pool(kAdd, "0", 16, 16, 4, "size=1x3x1x1 pad=0_0x2_2x0_0x0_0 rhs_dilate=1x2x1x1"), 4);
+  ASSERT_EQ(CollectiveKinds(r), (Kinds{"collective-permute", "collective-permute"}));
+  EXPECT_EQ(r.report.TotalCollectiveBytes(), 768);
+  PartitionAndCompare(
+      Pool(kMax, "-inf", 16, 16, 4, "size=1x3x1x1 stride=1x2x1x1 pad=0_0x1_1x0_0x0_0 lhs_dilate=1x2x1x1"), 4);
+  PartitionAndCompare(Pool(kMax, "-inf", 16, 46, 4, "size=1x2x1x1 pad=0_0x1_0x0_0x0_0 lhs_dilate=1x3x1x1"), 4);
+  PartitionAndCompare(Pool(kAdd, "0", 16, 6, 4, "size=1x3x1x1 stride=1x3x1x1 pad=0_0x3_3x0_0x0_0 rhs_dilate=1x3x1x1"),
+                      4);
+  PartitionAndCompare(Pool(kMax, "-inf", 13, 13, 4, "size=1x2x1x1 pad=0_0x2_2x0_0x0_0 rhs_dilate=1x4x1x1"), 4);
+  PartitionAndCompare(
+      Pool(kAdd, "0", 16, 29, 8, "size=1x3x1x1 pad=0_0x1_1x0_0x0_0 lhs_dilate=1x2x1x1 rhs_dilate=1x2x1x1"), 8);
 }
 
 // Average pool (sum window 3, stride 2, padding 1) over an uneven H (13 over 4 -> 7 rows).
