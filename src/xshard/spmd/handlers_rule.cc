@@ -180,12 +180,17 @@ StatusOr<Plan> ChoosePlan(Op& op, Context& ctx, const RuleConfig& config, std::o
       from_operands.push_back(ProjectToFactors(*op.operand_axes[i], op.rule.operands[i], op.rule, mesh));
     }
     // A: the result's factors, reductions from the operands. B: the operands' factors first.
-    // C: the result's factors, reductions unsharded.
-    FactorAxes a(nf), b(nf), c(nf);
-    uint64_t ua = op.manual, ub = op.manual, uc = op.manual;
+    // C: the result's factors, reductions unsharded. E: B with the last operand first (when two
+    // operands claim one axis for different factors, the other one keeps it: x P(x, y) @ w
+    // P(y, x) into P(y, x) keeps w's split, gathers x's rows and reduce-scatters the partial
+    // sums, where B keeps x's rows and all-reduces).
+    FactorAxes a(nf), b(nf), c(nf), e(nf);
+    uint64_t ua = op.manual, ub = op.manual, uc = op.manual, ue = op.manual;
     for (const FactorAxes& p : from_results) Take(a, ua, p, op.rule, false), Take(c, uc, p, op.rule, false);
     for (const FactorAxes& p : from_operands) Take(a, ua, p, op.rule, true), Take(b, ub, p, op.rule, false);
     for (const FactorAxes& p : from_results) Take(b, ub, p, op.rule, false);
+    for (auto p = from_operands.rbegin(); p != from_operands.rend(); ++p) Take(e, ue, *p, op.rule, false);
+    for (const FactorAxes& p : from_results) Take(e, ue, p, op.rule, false);
     for (int f = 0; f < nf; ++f) {
       if (op.rule.factors[f].kind == FactorKind::kReduction) c[f].clear();
     }
@@ -193,6 +198,7 @@ StatusOr<Plan> ChoosePlan(Op& op, Context& ctx, const RuleConfig& config, std::o
     // D: A with the axes it cannot keep moved to another factor.
     std::optional<FactorAxes> d = MoveDroppedAxes(a, candidates[candidates.size() - 3], op, mesh);
     if (d) candidates.push_back(Sanitize(*std::move(d), op, config, mesh));
+    if (from_operands.size() > 1) candidates.push_back(Sanitize(e, op, config, mesh));
   }
   candidates.push_back(FactorAxes(nf));
   // Shorter estimated time first; with config.fewest_bytes, fewer bytes, then fewer collectives.

@@ -68,6 +68,22 @@ TEST(DotHandlerTest, ContractingShardedOutputRowsShardedOnTheSameAxesIsAReduceSc
   EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"reduce-scatter"}));
 }
 
+TEST(DotHandlerTest, OperandsClaimingOneAxisKeepTheSplitThatLeadsToTheTarget) {
+  // x P(x, y) @ w P(y, x) into P(y, x) on a 2 x 4 mesh: both operands split K over y, and x's
+  // rows and w's columns both want x. Keeping w's columns: gather x's rows (f32[16,4], 128 B),
+  // multiply locally into partial sums f32[16,8] over y, reduce-scatter them over y along the
+  // rows (3/4 of 512 B = 384 B): the target, 512 B. Keeping x's rows all-reduces f32[8,16]
+  // (768 B) and still has to move the result (1 KiB in all; XLA: 896 B).
+  PartitionResult r = Check(R"(ENTRY e {
+  x = f32[16,16] parameter(0), sharding={devices=[2,4]<=[8]}
+  w = f32[16,16] parameter(1), sharding={devices=[4,2]<=[2,4]T(1,0)}
+  ROOT d = f32[16,16] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[4,2]<=[2,4]T(1,0)}
+})",
+                            8);
+  EXPECT_EQ(CollectiveKinds(r), (std::vector<std::string>{"all-gather", "reduce-scatter"}));
+  EXPECT_EQ(r.report.TotalCollectiveBytes(), 512);
+}
+
 TEST(DotHandlerTest, BatchDimShardedOnAllOperandsNeedsNoCollectives) {
   PartitionResult r = Check(R"(ENTRY e {
   x = f32[4,3,5] parameter(0), sharding={devices=[4,1,1]<=[4]}
