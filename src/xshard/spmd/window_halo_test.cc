@@ -4,6 +4,9 @@
 // device, worked out by hand in the comments) are pinned.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "xshard/base/strings.h"
 #include "xshard/spmd/run_partitioned.h"
 
@@ -169,17 +172,39 @@ TEST(WindowHaloTest, MaxPool) {
   EXPECT_EQ(r.report.collectives[0].bytes, 192);
 }
 
-// A max pool's gradient (select-and-scatter) of x[2,16,8,3], x, the source and the result split by
+// A max pool's gradient (select-and-scatter) of x[2,h,8,3], x, the source and the result split by
 // `sharding` (default: H over 4 devices), the select a `direction` comparison, the scatter `scatter`.
 std::string SelectScatter(const std::string& window, int64_t out_h, int64_t out_w, const std::string& direction = "GE",
-                          const std::string& scatter = "add",
-                          const std::string& sharding = "{devices=[1,4,1,1]<=[4]}") {
+                          const std::string& scatter = "add", const std::string& sharding = "{devices=[1,4,1,1]<=[4]}",
+                          int64_t h = 16) {
   return StrCat(
       "sel {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = pred[] compare(a, b), direction=",
-      direction, "\n}\n", kAdd, kMax, "ENTRY e {\n  x = f32[2,16,8,3] parameter(0), sharding=", sharding,
+      direction, "\n}\n", kAdd, kMax, "ENTRY e {\n  x = f32[2,", h, ",8,3] parameter(0), sharding=", sharding,
       "\n  s = f32[2,", out_h, ",", out_w, ",3] parameter(1), sharding=", sharding,
-      "\n  z = f32[] constant(0)\n  ROOT r = f32[2,16,8,3] select-and-scatter(x, s, z), window={", window,
+      "\n  z = f32[] constant(0)\n  ROOT r = f32[2,", h, ",8,3] select-and-scatter(x, s, z), window={", window,
       "}, select=sel, scatter=", scatter, ", sharding=", sharding, "\n}\n");
+}
+
+// Random windows (size 2-6, stride 1-4, any padding below the size, 13-33 rows over 2-8 devices,
+// every select direction), each against the one-device run with poisoned padding.
+TEST(WindowHaloTest, SelectAndScatterRandomWindows) {
+  std::mt19937 rng(20261202);
+  const char* directions[] = {"GE", "GT", "LE", "LT"};
+  int halos = 0;
+  for (int c = 0; c < 40; ++c) {
+    const int64_t h = std::vector<int64_t>{13, 16, 20, 33}[rng() % 4], n = int64_t{2} << (rng() % 3);
+    const int64_t size = 2 + rng() % 5, stride = 1 + rng() % 4, lo = rng() % size, hi = rng() % size;
+    const int64_t out = (h + lo + hi - size) / stride + 1;
+    const std::string window =
+        StrCat("size=1x", size, "x1x1 stride=1x", stride, "x1x1 pad=0_0x", lo, "_", hi, "x0_0x0_0");
+    const std::string sharding = StrCat("{devices=[1,", n, ",1,1]<=[", n, "]}");
+    const std::string text = SelectScatter(window, out, 8, directions[rng() % 4], "add", sharding, h);
+    SCOPED_TRACE(StrCat(h, " rows over ", n, ", window ", window));
+    const Kinds kinds = CollectiveKinds(PartitionAndCompare(text, n));
+    halos += !kinds.empty() &&
+             std::all_of(kinds.begin(), kinds.end(), [](const std::string& k) { return k == "collective-permute"; });
+  }
+  EXPECT_GE(halos, 20);  // most of them by halo exchange, not by gathering
 }
 
 // 2x2 at stride 2: every window lies in its own operand tile, the source f32[2,8,4,3] is split
