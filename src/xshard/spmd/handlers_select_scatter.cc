@@ -30,8 +30,8 @@ bool Trivial(const WindowDim& w) {
 }
 
 // The value the select computation never picks over a real element: -inf for (a, b) -> a >= b
-// or a > b (the first operand is the one kept), +inf for <= / <; nullopt for other selects and
-// for types without infinities.
+// or a > b (the first operand is the one kept), +inf for <= / <; nullopt for other selects
+// (total-order compares among them) and for types without infinities.
 std::optional<double> NeverSelected(const Instruction& inst) {
   const DType t = inst.shape().dtype();
   if (t != DType::kF32 && t != DType::kF64 && t != DType::kBF16 && t != DType::kF16) return std::nullopt;
@@ -41,7 +41,9 @@ std::optional<double> NeverSelected(const Instruction& inst) {
   }
   if (select == nullptr || select->num_parameters() != 2) return std::nullopt;
   const Instruction* root = select->root();
-  if (root == nullptr || root->opcode() != Opcode::kCompare || !root->attrs().comparison_direction) {
+  // A total-order compare puts -NaN below -inf (and +NaN above +inf): every fill may be picked.
+  if (root == nullptr || root->opcode() != Opcode::kCompare || !root->attrs().comparison_direction ||
+      root->attrs().comparison_type == ComparisonType::kTotalOrder) {
     return std::nullopt;
   }
   const bool straight = root->operand(0) == select->parameter(0) && root->operand(1) == select->parameter(1);

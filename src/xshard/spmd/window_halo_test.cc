@@ -247,6 +247,10 @@ TEST(WindowHaloTest, SelectAndScatterOverlappingWindowsExchangeHalos) {
   // value the select never picks or needs every window's scatter: gathered, still right.
   PartitionResult eq = PartitionAndCompare(SelectScatter("size=1x3x1x1 stride=1x2x1x1", 7, 8, "EQ"), 4);
   EXPECT_EQ(CollectiveKinds(eq), (Kinds{"all-gather", "all-gather"}));
+  // A total-order >= ranks -NaN below -inf: no padding value is safe, gathered.
+  PartitionResult total =
+      PartitionAndCompare(SelectScatter("size=1x3x1x1 stride=1x2x1x1", 7, 8, "GE, type=TOTALORDER"), 4);
+  EXPECT_EQ(CollectiveKinds(total), (Kinds{"all-gather", "all-gather"}));
   PartitionAndCompare(SelectScatter("size=1x3x1x1 stride=1x2x1x1", 7, 8, "GE", "max"), 4);
 }
 
