@@ -119,6 +119,19 @@ TEST(RuleRegistryTest, ConvolutionWithAKernelLargerThanTheResultLinksInputAndKer
             "m=3 need-replication, n=8 permutation, o=3 need-replication}");
 }
 
+// A transposed convolution's weight gradient (lhs dilation 2): no halo form, so every spatial dim
+// is its own and needs replication; the image's split does not reach the 2-wide result dims.
+TEST(RuleRegistryTest, TransposedConvolutionWeightGradientKeepsSpatialDimsApart) {
+  EXPECT_EQ(
+      RuleText(Entry("  x = f32[2,16,8,16] parameter(0)\n  g = f32[2,32,16,8] parameter(1)\n"
+                     "  ROOT c = f32[2,2,16,8] convolution(x, g), window={size=32x16 pad=1_1x1_1 lhs_dilate=2x2}, "
+                     "dim_labels=f01b_i01o->01bf\n"),
+               "c"),
+      "([j, l, o, i], [j, m, p, k]) -> ([n, q, i, k]) {i=16, j=2 reduction, k=8, l=16 need-replication, "
+      "m=32 need-replication, n=2 need-replication, o=8 need-replication, p=16 need-replication, "
+      "q=2 need-replication}");
+}
+
 TEST(RuleRegistryTest, TupleAndGetTupleElementPassLeaves) {
   const std::string hlo = Entry("  a = f32[4] parameter(0)\n  b = f32[2,3] parameter(1)\n"
                                 "  t = (f32[4], f32[2,3]) tuple(a, b)\n"

@@ -153,6 +153,13 @@ StatusOr<OpShardingRule> Convolution(const Instruction& inst) {
       // image): the input and kernel dims move together (halo), the small result dim is its own.
       Factor(b, in.dim(is), FactorKind::kPermutation, {{lhs, is}, {rhs, ks}});
       Factor(b, out.dim(os), FactorKind::kNeedReplication, {{res, os}});
+    } else if (k.dim(ks) > out.dim(os)) {
+      // The same for a transposed convolution's weight gradient (lhs dilation), which has no
+      // halo form: each dim on its own, so that the input's split does not land on the result's
+      // few rows (a 2-row kernel gradient split over 8 devices, then gathered for the output).
+      Factor(b, in.dim(is), FactorKind::kNeedReplication, {{lhs, is}});
+      Factor(b, k.dim(ks), FactorKind::kNeedReplication, {{rhs, ks}});
+      Factor(b, out.dim(os), FactorKind::kNeedReplication, {{res, os}});
     } else {
       Factor(b, in.dim(is), FactorKind::kPermutation, {{lhs, is}, {res, os}});
       Factor(b, k.dim(ks), FactorKind::kNeedReplication, {{rhs, ks}});
