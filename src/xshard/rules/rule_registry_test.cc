@@ -132,6 +132,18 @@ TEST(RuleRegistryTest, TransposedConvolutionWeightGradientKeepsSpatialDimsApart)
       "q=2 need-replication}");
 }
 
+// A kernel as wide as the result (jax.scipy.linalg.toeplitz: the 15 values of c and r slid
+// against an 8x8 identity): a result tile would need a halo of the kernel's width, so the result
+// is not tied to the input's split.
+TEST(RuleRegistryTest, ConvolutionWithAKernelAsWideAsTheResultKeepsSpatialDimsApart) {
+  EXPECT_EQ(RuleText(Entry("  x = f32[1,15,1] parameter(0)\n  k = f32[1,8,8] parameter(1)\n"
+                           "  ROOT c = f32[1,8,8] convolution(x, k), window={size=8}, "
+                           "dim_labels=b0f_io0->b0f\n"),
+                     "c"),
+            "([1, j, 1], [1, i, k]) -> ([1, l, i]) {i=8, j=15 need-replication, k=8 need-replication, "
+            "l=8 need-replication}");
+}
+
 TEST(RuleRegistryTest, TupleAndGetTupleElementPassLeaves) {
   const std::string hlo = Entry("  a = f32[4] parameter(0)\n  b = f32[2,3] parameter(1)\n"
                                 "  t = (f32[4], f32[2,3]) tuple(a, b)\n"

@@ -94,7 +94,9 @@ bool TrivialWindow(const WindowDim& w) {
 // feature and output feature. Spatial dims: pass-through for a 1-wide window, a reduction when
 // the window covers the whole input (a dot in disguise), a permutation of the input and kernel
 // dims with the result dim its own when the kernel is larger than the result (a weight
-// gradient), else a permutation (halo exchange) with the kernel's spatial dim replicated.
+// gradient), every dim its own when the kernel is as wide as the result or the input is dilated
+// with such a kernel, else a permutation (halo exchange) with the kernel's spatial dim
+// replicated.
 StatusOr<OpShardingRule> Convolution(const Instruction& inst) {
   if (!inst.attrs().conv_dims || inst.operand_count() != 2)
     return BadAttr(inst, "convolution needs dim_labels=");
@@ -153,10 +155,14 @@ StatusOr<OpShardingRule> Convolution(const Instruction& inst) {
       // image): the input and kernel dims move together (halo), the small result dim is its own.
       Factor(b, in.dim(is), FactorKind::kPermutation, {{lhs, is}, {rhs, ks}});
       Factor(b, out.dim(os), FactorKind::kNeedReplication, {{res, os}});
-    } else if (k.dim(ks) > out.dim(os)) {
+    } else if (k.dim(ks) >= out.dim(os)) {
       // The same for a transposed convolution's weight gradient (lhs dilation), which has no
       // halo form: each dim on its own, so that the input's split does not land on the result's
       // few rows (a 2-row kernel gradient split over 8 devices, then gathered for the output).
+      // And for a kernel exactly as wide as the result (a correlation building a Toeplitz
+      // matrix, say): each result tile's halo would be the kernel's width, nearly the whole
+      // input, so the result is not split along the input (XLA's propagation, too, splits a
+      // convolution's result spatially only when the kernel is smaller than it).
       Factor(b, in.dim(is), FactorKind::kNeedReplication, {{lhs, is}});
       Factor(b, k.dim(ks), FactorKind::kNeedReplication, {{rhs, ks}});
       Factor(b, out.dim(os), FactorKind::kNeedReplication, {{res, os}});
