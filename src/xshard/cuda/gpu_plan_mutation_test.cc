@@ -11,19 +11,21 @@
 #ifdef XSHARD_WITH_CUDA
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "xshard/base/strings.h"
 #include "xshard/cuda/gpu_executable.h"
 #include "xshard/cuda/gpu_executable_plan.h"
 #include "xshard/cuda/kernel_codegen.h"
 #include "xshard/cuda/kernel_codegen_test_util.h"
-#include "xshard/base/strings.h"
 #include "xshard/ir/computation.h"
 #include "xshard/ir/verifier.h"
 #include "xshard/testing/corpus.h"
@@ -138,6 +140,37 @@ Array RandomArgument(const Shape& shape, std::mt19937_64& rng) {
   return a;
 }
 
+// `args` with every real floating element multiplied by 1 + u 2^-20, u uniform in [-1, 1].
+std::vector<Array> Nudged(const std::vector<Array>& args, std::mt19937_64& rng) {
+  std::vector<Array> out = args;
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (Array& a : out) {
+    const DType t = a.dtype();
+    if (!IsFloating(t) || t == DType::kC64 || t == DType::kC128) continue;
+    for (int64_t k = 0; k < a.num_elements(); ++k) a.SetDouble(k, a.GetDouble(k) * (1 + u(rng) * 0x1p-20));
+  }
+  return out;
+}
+
+// Compare's verdict for real floating results, except that each element may also differ from
+// the CPU's by as much as the CPU's own result moves for nudged arguments (`nudged`): an
+// ill-conditioned element, not a kernel's fault. Complex results are compared as Compare does.
+std::string WithinSensitivity(const Array& got, const Array& want, const Array& nudged, double scale) {
+  const DType t = want.dtype();
+  if (t == DType::kC64 || t == DType::kC128 || got.dims() != want.dims() || nudged.dims() != want.dims()) {
+    return testing::Compare(got, want, scale);
+  }
+  const double rtol = t == DType::kF64 ? 1e-12 : t == DType::kF32 ? 1e-4 : t == DType::kF16 ? 2e-3 : 1.6e-2;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    const double g = got.GetDouble(i), w = want.GetDouble(i), n = nudged.GetDouble(i);
+    if (g == w || (std::isnan(g) && std::isnan(w))) continue;
+    if (std::fabs(g - w) <= scale * rtol * std::max(1.0, std::fabs(w)) + std::fabs(n - w)) continue;
+    return "element " + std::to_string(i) + ": " + std::to_string(g) + " vs CPU " + std::to_string(w) +
+           " (nudged arguments: " + std::to_string(n) + ")";
+  }
+  return "";
+}
+
 // Every value of `m` small (the emulator runs each thread in turn).
 bool Small(const Module& m) {
   int64_t total = 0;
@@ -204,8 +237,21 @@ TEST(GpuPlanMutations, SmallMutantsMatchTheCpuOnTheHost) {
     if (!got.ok() && got.status().code() == StatusCode::kUnimplemented) continue;
     ASSERT_TRUE(got.ok()) << mu.what << ": " << got.status().message();
     ASSERT_EQ(got->size(), want->size()) << mu.what;
+    // Random arguments make some results ill-conditioned (x / (sqrt(v) / b + c) with the
+    // denominator near 0, as in an AdamW step): there the GPU's other summation order in a dot
+    // moves the result by far more than the tolerance. A mismatch is judged against the CPU's own
+    // sensitivity: its results for arguments nudged by up to 2^-20 relative.
+    std::optional<std::vector<Array>> nudged;
     for (size_t r = 0; r < want->size(); ++r) {
-      EXPECT_EQ(testing::Compare((*got)[r], (*want)[r], testing::ReduceScale(*mu.module)), "") << mu.what << " result " << r;
+      std::string diff = testing::Compare((*got)[r], (*want)[r], testing::ReduceScale(*mu.module));
+      if (!diff.empty() && IsFloating((*want)[r].dtype())) {
+        if (!nudged) {
+          StatusOr<std::vector<Array>> n = mu.exe->Run(Nudged(args, rng), options);
+          nudged = n.ok() ? std::move(*n) : *want;
+        }
+        diff = WithinSensitivity((*got)[r], (*want)[r], (*nudged)[r], testing::ReduceScale(*mu.module));
+      }
+      EXPECT_EQ(diff, "") << mu.what << " result " << r;
     }
     ++ran;
   }

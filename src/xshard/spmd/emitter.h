@@ -164,20 +164,24 @@ class Emitter {
   // (nullptr: none) resharded to `to` gave `result` with `result_sharding`. Scratch emitters
   // remember nothing (their dry runs cost each reshard on its own). Instructions are never
   // removed while partitioning, so the pointers stay valid for the emitter's lifetime.
+  // Keyed by the value's instruction and global dims (a route may reshard the same instruction
+  // as a value of a padded shape: reshard_repad.cc).
   struct CachedReshard {
+    std::vector<int64_t> global_dims;
     HloSharding from_sharding;
     std::optional<std::vector<int>> partial;
     HloSharding to;
     Instruction* result = nullptr;
     HloSharding result_sharding;
   };
-  const CachedReshard* FindReshard(const Instruction* from, const HloSharding& from_sharding,
-                                   const std::vector<int>* partial, const HloSharding& to) const {
+  const CachedReshard* FindReshard(const Instruction* from, const std::vector<int64_t>& global_dims,
+                                   const HloSharding& from_sharding, const std::vector<int>* partial,
+                                   const HloSharding& to) const {
     auto [begin, end] = reshards_.equal_range(from);
     for (auto it = begin; it != end; ++it) {
       const CachedReshard& c = it->second;
-      if (c.from_sharding == from_sharding && c.to == to && c.partial.has_value() == (partial != nullptr) &&
-          (partial == nullptr || *c.partial == *partial)) {
+      if (c.global_dims == global_dims && c.from_sharding == from_sharding && c.to == to &&
+          c.partial.has_value() == (partial != nullptr) && (partial == nullptr || *c.partial == *partial)) {
         return &c;
       }
     }

@@ -46,6 +46,14 @@ const std::vector<std::pair<std::string, Route>>& TiledRoutes() {
       {"all-to-all + permute", internal::AllToAllPermuteRoute},
       {"all-to-all + halo + permute", internal::AllToAllHaloPermuteRoute},
       {"halo + gather", internal::RealignGatherRoute},
+      {"repad to the tile counts",
+       [](const PartitionedValue& v, const HloSharding& t, std::string_view why) {
+         return internal::RepadRoute(v, t, why, /*device_multiple=*/false);
+       }},
+      {"repad to the device count",
+       [](const PartitionedValue& v, const HloSharding& t, std::string_view why) {
+         return internal::RepadRoute(v, t, why, /*device_multiple=*/true);
+       }},
       {"full", internal::FullRoute},
       {"masked all-reduce", internal::MaskedAllReduceRoute}};
   return routes;
@@ -239,13 +247,15 @@ StatusOr<PartitionedValue> PartitionedValue::Reshard(const HloSharding& target_i
   if (!partial_ && sharding_ == target) return PartitionedValue(hlo_, global_shape_, target, emitter_);
   // The same value resharded the same way before in this computation: reuse that result.
   const std::vector<int>* partial_axes = partial_ ? &partial_->axes : nullptr;
-  if (const Emitter::CachedReshard* hit = emitter_->FindReshard(hlo_, sharding_, partial_axes, target)) {
+  if (const Emitter::CachedReshard* hit =
+          emitter_->FindReshard(hlo_, global_shape_.dims(), sharding_, partial_axes, target)) {
     return PartitionedValue(hit->result, global_shape_, hit->result_sharding, emitter_);
   }
   XS_ASSIGN_OR_RETURN(PartitionedValue r, ReshardArray(target, why));
   if (r.hlo_ != hlo_ && !r.partial_ && r.emitter_ == emitter_) {
-    emitter_->RememberReshard(hlo_, {sharding_, partial_ ? std::optional(partial_->axes) : std::nullopt,
-                                     target, r.hlo_, r.sharding_});
+    emitter_->RememberReshard(
+        hlo_, {global_shape_.dims(), sharding_, partial_ ? std::optional(partial_->axes) : std::nullopt, target, r.hlo_,
+               r.sharding_});
   }
   return r;
 }

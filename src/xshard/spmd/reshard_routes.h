@@ -100,6 +100,15 @@ StatusOr<RouteResult> AllToAllHaloPermuteRoute(const PartitionedValue& v, const 
 // out of order (target tile = source tile mod 2) take one permute of whole tiles first.
 StatusOr<RouteResult> RealignGatherRoute(const PartitionedValue& v, const HloSharding& target, std::string_view why);
 
+// Uneven dims whose source and target tiles do not line up (f32[29,37] from P('y','x') to
+// P('x','y') on (x=2, y=4): shards of 8 x 19 to 15 x 10): a halo exchange moves each source tile
+// to its block of the dims padded to a multiple of the device count (`device_multiple`) or of
+// the dim's two tile counts, the even routes reshard the padded value, and a last halo exchange
+// moves each target tile to its real place (reshard_repad.cc). Does not apply when the tiles
+// already line up, or when a block is further off than the halo exchanges reach.
+StatusOr<RouteResult> RepadRoute(const PartitionedValue& v, const HloSharding& target, std::string_view why,
+                                 bool device_multiple);
+
 // Helpers shared by the routes.
 // The local dims after gathering `count` pieces along `dim` are consistent with `after` when the
 // gathered buffer is exactly the new shard, or the dim ends up whole (the excess is padding).

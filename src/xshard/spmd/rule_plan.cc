@@ -179,7 +179,9 @@ void Cost(Plan& plan, const Op& op, ModuleState& state) {
   for (size_t i = 0; i < op.operands.size(); ++i) {
     const PartitionedValue& v = op.operands[i];
     // A reshard this computation already emitted for another user is reused, not moved again.
-    if (!v.partial() && v.emitter().FindReshard(v.hlo(), v.sharding(), nullptr, plan.operands[i]) != nullptr) continue;
+    if (!v.partial() &&
+        v.emitter().FindReshard(v.hlo(), v.global_shape().dims(), v.sharding(), nullptr, plan.operands[i]) != nullptr)
+      continue;
     if (!add(v.global_shape(), v.sharding(), std::nullopt, plan.operands[i])) return;
   }
   AddHaloCost(op, plan, state, &plan.bytes, &plan.collectives, &plan.latency_us);
