@@ -100,6 +100,10 @@ class Engine {
   // its operand's free axes into them, as its operand's Sharding custom-call did.
   bool BoundaryFromOperand(int id, int level);
   bool InferFromUsers(int id, int level);
+  // Concatenate and pad: clears the axes of a dim the op lengthens when every user needs that dim
+  // whole (a dynamic-slice along it: jnp.roll by a traced shift slices concatenate(x, x)).
+  // Gathering the shorter operands then moves less than splitting the result and gathering it.
+  void DropDimsEveryUserGathers(int id, FactorAxes& fa) const;
   bool ForwardGeneric(int id, int level);
   bool BackwardFrom(int id, int user, int level);
   // Accepts `cand` for leaf `leaf` of `id` when it improves it (improve.cc).

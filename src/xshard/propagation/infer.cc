@@ -347,6 +347,7 @@ bool Engine::ForwardGeneric(int id, int level) {
       }
       if (!movable || !free_dim) fa[f].clear();
     }
+    DropDimsEveryUserGathers(id, fa);
     for (int r = 0; r < static_cast<int>(rule.results.size()); ++r) {
       if (!rule.results[r].participates || rule.results[r].group != from.group) continue;
       AxesSharding cand = ProjectFromFactors(fa, rule.results[r], rule, mesh_);
@@ -355,6 +356,38 @@ bool Engine::ForwardGeneric(int id, int level) {
     }
   }
   return changed;
+}
+
+void Engine::DropDimsEveryUserGathers(int id, FactorAxes& fa) const {
+  const Node& n = nodes_[id];
+  const Instruction& inst = *n.inst;
+  if (inst.opcode() != Opcode::kConcatenate && inst.opcode() != Opcode::kPad) return;
+  if (inst.IsRoot() || n.user_ids.empty() || n.rule.results.size() != 1 || !inst.shape().IsArray()) return;
+  const TensorFactors& result = n.rule.results[0];
+  for (int d = 0; d < static_cast<int>(result.dims.size()); ++d) {
+    // A dim the op makes longer than its (first) operand's, split by a permutation factor.
+    if (result.dims[d].size() != 1 || inst.shape().dim(d) <= inst.operand(0)->shape().dim(d)) continue;
+    const int f = result.dims[d][0];
+    if (n.rule.factors[f].kind != FactorKind::kPermutation || fa[f].empty()) continue;
+    bool every_user_gathers = true;
+    for (size_t u = 0; u < n.user_ids.size() && every_user_gathers; ++u) {
+      const int uid = n.user_ids[u];
+      const Instruction* user = uid < 0 ? nullptr : nodes_[uid].inst;
+      every_user_gathers = user != nullptr;
+      for (int k = 0; every_user_gathers && user != nullptr && k < user->operand_count(); ++k) {
+        if (user->operand(k) != &inst) continue;
+        const OpShardingRule& ur = nodes_[uid].rule;
+        if (ur.operand_leaf_begin[k + 1] - ur.operand_leaf_begin[k] != 1) {
+          every_user_gathers = false;
+          break;
+        }
+        const TensorFactors& use = ur.operands[ur.OperandLeaf(k)];
+        every_user_gathers = use.participates && d < static_cast<int>(use.dims.size()) && !use.dims[d].empty() &&
+                             ur.factors[use.dims[d][0]].kind == FactorKind::kNeedReplication;
+      }
+    }
+    if (every_user_gathers) fa[f].clear();
+  }
 }
 
 }  // namespace xs::propagation_internal

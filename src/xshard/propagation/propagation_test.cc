@@ -440,5 +440,30 @@ TEST(PropagationTest, AConcatenateOnlyAnUnevenOutputReadsIsBuiltAsTheOutput) {
   EXPECT_EQ(r.Sharding("d"), "{devices=[8,1]<=[8]}");  // n reads it too
 }
 
+// jnp.roll(x, s) with a traced s: concatenate(x, x) read only by a dynamic-slice along the
+// concatenated dim, which needs that dim whole. The concatenate keeps x's other axes but not the
+// split of its rows (the partitioner gathers x, half the size, instead of splitting the
+// concatenate and gathering it); a concatenate something else reads keeps the split.
+TEST(PropagationTest, AConcatenateOnlyDynamicSlicesReadAlongItsDimIsNotSplitThere) {
+  Outcome r =
+      Propagate(Module8(kToOutput, std::string("  x = f32[16,4] parameter(0), sharding=") + kPab +
+                                       "\n  s = s32[] parameter(1), sharding={replicated}\n"
+                                       "  z = s32[] constant(0)\n"
+                                       "  c = f32[32,4] concatenate(x, x), dimensions={0}\n"
+                                       "  r = f32[16,4] dynamic-slice(c, s, z), dynamic_slice_sizes={16,4}\n"
+                                       "  p = f32[20,4] pad(x, z), padding=2_2x0_0\n"
+                                       "  q = f32[16,4] dynamic-slice(p, s, z), dynamic_slice_sizes={16,4}\n"
+                                       "  d = f32[32,4] concatenate(x, x), dimensions={0}\n"
+                                       "  e = f32[16,4] dynamic-slice(d, s, z), dynamic_slice_sizes={16,4}\n"
+                                       "  n = f32[32,4] negate(d)\n"
+                                       "  ROOT t = (f32[16,4], f32[16,4], f32[16,4], f32[32,4]) tuple(r, q, e, n)\n"));
+  ASSERT_TRUE(r.result.ok()) << r.result.status().message();
+  const std::string k_Pb = "{devices=[1,2,4]<=[4,2]T(1,0) last_tile_dim_replicate}";  // P(None, 'b')
+  EXPECT_EQ(r.Sharding("c"), k_Pb);
+  EXPECT_EQ(r.Sharding("r"), k_Pb);
+  EXPECT_EQ(r.Sharding("p"), k_Pb);
+  EXPECT_EQ(r.Sharding("d"), kPab);
+}
+
 }  // namespace
 }  // namespace xs
