@@ -85,9 +85,6 @@ Status HandleSlice(const Instruction& inst, Context& ctx) {
 
 namespace {
 
-// Floor of a / b for b > 0 (a may be negative).
-int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
 // Dim d of the pad, sharded on both sides with interior padding: output tile k (shards of L)
 // holds output positions [k*L, (k+1)*L); the first input element landing there is
 // lo[k] = ceil((k*L - low) / (I+1)), at local position off[k] = low + lo[k]*(I+1) - k*L (in

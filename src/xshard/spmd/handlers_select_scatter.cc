@@ -21,14 +21,6 @@
 namespace xs::spmd::internal {
 namespace {
 
-int64_t FloorDiv(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
-int64_t CeilDiv(int64_t a, int64_t b) { return -FloorDiv(-a, b); }
-
-bool Trivial(const WindowDim& w) {
-  return w.size == 1 && w.stride == 1 && w.pad_low == 0 && w.pad_high == 0 && w.lhs_dilation == 1 &&
-         w.rhs_dilation == 1 && !w.window_reversal;
-}
-
 // The value the select computation never picks over a real element: -inf for (a, b) -> a >= b
 // or a > b (the first operand is the one kept), +inf for <= / <; nullopt for other selects
 // (total-order compares among them) and for types without infinities.
@@ -240,7 +232,7 @@ Status HandleSelectAndScatter(const Instruction& inst, Context& ctx) {
   std::vector<int> overlapping;  // sharded dims whose windows cross tiles
   for (int d = 0; d < shape.rank(); ++d) {
     const WindowDim& w = inst.attrs().window->dims[d];
-    if (layout.tiles()[d] == 1 || Trivial(w)) continue;
+    if (layout.tiles()[d] == 1 || TrivialWindowDim(w)) continue;
     if (!WindowsStayInTile(w, shape.dim(d), source.global_shape().dim(d), layout.tiles()[d])) overlapping.push_back(d);
     windowed = true;
   }

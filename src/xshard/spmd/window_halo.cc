@@ -11,14 +11,7 @@
 namespace xs::spmd::internal {
 namespace {
 
-bool Trivial(const WindowDim& w) {
-  return w.size == 1 && w.stride == 1 && w.pad_low == 0 && w.pad_high == 0 && w.lhs_dilation == 1 &&
-         w.rhs_dilation == 1 && !w.window_reversal;
-}
-
 int64_t Ceil(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t FloorDiv(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
-int64_t CeilDiv(int64_t a, int64_t b) { return -FloorDiv(-a, b); }
 
 // The low padding of a result tile's local window: how far before its first input element the
 // tile's first window starts (0 without lhs dilation).
@@ -57,13 +50,13 @@ std::optional<WindowedDim> WindowedDimOf(const Instruction& inst, int operand, i
   if (inst.opcode() == Opcode::kConvolution && operand == 0 && inst.attrs().conv_dims) {
     const ConvolutionDimensionNumbers& cd = *inst.attrs().conv_dims;
     for (size_t i = 0; i < cd.input_spatial.size() && i < window->dims.size(); ++i) {
-      if (cd.input_spatial[i] != dim || Trivial(window->dims[i])) continue;
+      if (cd.input_spatial[i] != dim || TrivialWindowDim(window->dims[i])) continue;
       return WindowedDim{window->dims[i], static_cast<int>(cd.output_spatial[i])};
     }
     return std::nullopt;
   }
   if (inst.opcode() == Opcode::kReduceWindow && operand < inst.operand_count() / 2 &&
-      dim < static_cast<int>(window->dims.size()) && !Trivial(window->dims[dim])) {
+      dim < static_cast<int>(window->dims.size()) && !TrivialWindowDim(window->dims[dim])) {
     return WindowedDim{window->dims[dim], dim};
   }
   return std::nullopt;
@@ -253,7 +246,7 @@ void LocalizeWindows(Instruction& local, const Instruction& global) {
   const Shape& global_out = *ShapeLeaves(global.shape())[0];
   auto localize = [&](WindowDim& w, int in_dim, int out_dim) {
     const int64_t in = local.operand(0)->shape().dim(in_dim), out = local_out.dim(out_dim);
-    if (Trivial(w) || w.window_reversal ||
+    if (TrivialWindowDim(w) || w.window_reversal ||
         (in == global.operand(0)->shape().dim(in_dim) && out == global_out.dim(out_dim))) {
       return;
     }

@@ -13,6 +13,17 @@
 
 namespace xs::spmd::internal {
 
+// Floor and ceiling of a / b for b != 0, a of either sign (window positions before a tile's
+// start are negative).
+inline int64_t FloorDiv(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+inline int64_t CeilDiv(int64_t a, int64_t b) { return -FloorDiv(-a, b); }
+
+// A 1-wide window that moves nothing: stride 1, no padding, dilation or reversal.
+inline bool TrivialWindowDim(const WindowDim& w) {
+  return w.size == 1 && w.stride == 1 && w.pad_low == 0 && w.pad_high == 0 && w.lhs_dilation == 1 &&
+         w.rhs_dilation == 1 && !w.window_reversal;
+}
+
 // The window of dim `dim` of operand `operand` of a convolution (operand 0, its input) or
 // reduce-window (its inputs) and the result dim it produces; nullopt for every other op, operand
 // or dim, and for 1-wide windows (nothing to exchange).
