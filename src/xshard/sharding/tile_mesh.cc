@@ -147,8 +147,17 @@ TileMesh::Builder::Builder(int64_t num_devices, const std::vector<HloSharding>& 
   std::vector<int64_t> order = OrderFromHints(num_devices, hints);
   if (order.empty()) return;
   Builder permuted(num_devices);
-  permuted.order_ = std::move(order);
-  if (CountExpressible(permuted, hints) > CountExpressible(*this, hints)) order_ = std::move(permuted.order_);
+  permuted.SetOrder(std::move(order));
+  if (CountExpressible(permuted, hints) > CountExpressible(*this, hints)) {
+    order_ = std::move(permuted.order_);
+    inverse_ = std::move(permuted.inverse_);
+  }
+}
+
+void TileMesh::Builder::SetOrder(std::vector<int64_t> order) {
+  order_ = std::move(order);
+  inverse_.assign(order_.size(), 0);
+  for (size_t i = 0; i < order_.size(); ++i) inverse_[order_[i]] = static_cast<int64_t>(i);
 }
 
 uint64_t AxesSharding::DimAxes() const {
@@ -182,9 +191,7 @@ bool TileMesh::Builder::Add(const HloSharding& sharding) {
   if (sharding.tile_assignment().num_devices() != num_devices_) return false;
   if (!order_.empty()) {
     if (!IsDevicePermutation(sharding.tile_assignment(), num_devices_)) return false;
-    std::vector<int64_t> inverse(order_.size());
-    for (size_t i = 0; i < order_.size(); ++i) inverse[order_[i]] = static_cast<int64_t>(i);
-    return AddLogical(MapShardingDevices(sharding, inverse));
+    return AddLogical(MapShardingDevices(sharding, inverse_));
   }
   return AddLogical(sharding);
 }
@@ -216,11 +223,8 @@ TileMesh TileMesh::Builder::Build() const {
       mesh.strides_.push_back(stride);
     }
   }
-  if (!order_.empty()) {
-    mesh.order_ = order_;
-    mesh.inverse_.resize(order_.size());
-    for (size_t i = 0; i < order_.size(); ++i) mesh.inverse_[order_[i]] = static_cast<int64_t>(i);
-  }
+  mesh.order_ = order_;
+  mesh.inverse_ = inverse_;
   return mesh;
 }
 

@@ -71,9 +71,10 @@ class TileMesh {
 
    private:
     bool AddLogical(const HloSharding& sharding);
+    void SetOrder(std::vector<int64_t> order);
     int64_t num_devices_;
     std::vector<int64_t> cuts_;  // ascending
-    std::vector<int64_t> order_;  // logical position -> device id; empty: the identity
+    std::vector<int64_t> order_, inverse_;  // logical position -> device id and back; empty: the identity
   };
 
   // A mesh of `num_devices` (>= 1) with no annotations: its device count split into prime axes.
