@@ -46,7 +46,23 @@ std::optional<HloSharding> MatchingOperandSharding(const HloSharding& operand, c
     want.dims[d] = std::move(axes);
   }
   if (want == *o) return std::nullopt;
+  // Every axis once: on one dim or manual (a boundary whose sides disagree about which axes are
+  // manual has no such sharding; Boundary reports it).
+  uint64_t seen = want.manual;
+  for (const std::vector<int>& axes : want.dims) {
+    for (int a : axes) {
+      if (seen >> a & 1) return std::nullopt;
+      seen |= uint64_t{1} << a;
+    }
+  }
   return mesh.ToHloSharding(want);
+}
+
+// The manual axes of `s` over `rank` data dims on the mesh; nullopt off the mesh.
+std::optional<uint64_t> ManualAxes(const HloSharding& s, int rank, const TileMesh& mesh) {
+  std::optional<AxesSharding> a = mesh.ToAxes(s, rank);
+  if (!a) return std::nullopt;
+  return a->manual;
 }
 
 Status Boundary(const Instruction& inst, Context& ctx) {
@@ -59,6 +75,24 @@ Status Boundary(const Instruction& inst, Context& ctx) {
   // Propagation refines a boundary's open dims as it refines its operand's; should they still
   // differ, the operand moves to the pieces the boundary needs.
   const bool to_shard = inst.attrs().custom_call_target.value_or("") == "SPMDFullToShardShape";
+  // A region's boundary adds manual axes going in and drops them coming out: the region side's
+  // manual axes include the other side's.
+  const std::optional<uint64_t> operand_manual = ManualAxes(x.sharding(), inst.shape().rank(), ctx.state().mesh);
+  const std::optional<uint64_t> result_manual = ManualAxes(target, inst.shape().rank(), ctx.state().mesh);
+  if (operand_manual && result_manual) {
+    const uint64_t region = to_shard ? *result_manual : *operand_manual;
+    const uint64_t outside = to_shard ? *operand_manual : *result_manual;
+    if ((outside & ~region) != 0) {
+      return InvalidArgument(
+          *inst.attrs().custom_call_target, "'s ", to_shard ? "operand" : "result", " is manual over mesh axes its ",
+          to_shard ? "result (sharding " : "operand (sharding ", (to_shard ? target : x.sharding()).ToString(false),
+          ") is not manual over: ", to_shard ? "SPMDFullToShardShape enters" : "SPMDShardToFullShape leaves",
+          " a manual region, so the region side must be manual over every axis the other side is; "
+          "use ",
+          to_shard ? "SPMDShardToFullShape to leave the region" : "SPMDFullToShardShape to enter it",
+          ", or fix the shardings");
+    }
+  }
   if (std::optional<HloSharding> matching = MatchingOperandSharding(
           x.sharding(), target, to_shard, inst.shape().rank(), ctx.state().mesh);
       matching) {
