@@ -160,7 +160,7 @@ std::string WithinSensitivity(const Array& got, const Array& want, const Array& 
   if (t == DType::kC64 || t == DType::kC128 || got.dims() != want.dims() || nudged.dims() != want.dims()) {
     return testing::Compare(got, want, scale);
   }
-  const double rtol = t == DType::kF64 ? 1e-12 : t == DType::kF32 ? 1e-4 : t == DType::kF16 ? 2e-3 : 1.6e-2;
+  const double rtol = testing::RelativeTolerance(t);
   for (int64_t i = 0; i < want.num_elements(); ++i) {
     const double g = got.GetDouble(i), w = want.GetDouble(i), n = nudged.GetDouble(i);
     if (g == w || (std::isnan(g) && std::isnan(w))) continue;

@@ -420,6 +420,16 @@ StatusOr<std::vector<Array>> RunOnHost(const Executable& e, std::span<const Arra
   return RunWith(host, e, args, HostRunnable);
 }
 
+double RelativeTolerance(DType t) {
+  switch (t) {
+    case DType::kF32: return 1e-4;
+    case DType::kF64: return 1e-12;
+    case DType::kF16: return 2e-3;
+    case DType::kBF16: return 1.6e-2;
+    default: return 0;
+  }
+}
+
 std::string Compare(const Array& got, const Array& want, double scale) {
   if (got.dtype() != want.dtype() || got.dims() != want.dims()) {
     return "shape " + got.shape().ToString() + " vs " + want.shape().ToString();
@@ -450,11 +460,7 @@ std::string Compare(const Array& got, const Array& want, double scale) {
     }
     return "";
   }
-  double rtol = 0;
-  if (t == DType::kF32) rtol = 1e-4;
-  if (t == DType::kF64) rtol = 1e-12;
-  if (t == DType::kF16) rtol = 2e-3;
-  if (t == DType::kBF16) rtol = 1.6e-2;
+  const double rtol = RelativeTolerance(t);
   for (int64_t i = 0; i < want.num_elements(); ++i) {
     const double g = got.GetDouble(i), w = want.GetDouble(i);
     if (std::isnan(w) && std::isnan(g)) continue;

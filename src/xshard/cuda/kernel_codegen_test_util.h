@@ -91,6 +91,9 @@ StatusOr<std::vector<Array>> RunPlanOnHost(const GpuPlan& plan, std::span<const 
 // matches NaN); else what differs first. Reductions of n f16 / bf16 elements pass scale = n:
 // the CPU rounds its accumulator to 16 bits after every step, the GPU accumulates in f32.
 std::string Compare(const Array& got, const Array& want, double scale = 1);
+// Compare's relative tolerance for a real type (times max(1, |CPU value|) and the scale); 0 for
+// the types compared exactly.
+double RelativeTolerance(DType t);
 
 // The scale Compare needs for the results of `m`'s entry root: the largest count of elements
 // a f16 / bf16 reduce of the module combines into one, else 1.

@@ -369,24 +369,22 @@ void Engine::DropDimsEveryUserGathers(int id, FactorAxes& fa) const {
     if (result.dims[d].size() != 1 || inst.shape().dim(d) <= inst.operand(0)->shape().dim(d)) continue;
     const int f = result.dims[d][0];
     if (n.rule.factors[f].kind != FactorKind::kPermutation || fa[f].empty()) continue;
-    bool every_user_gathers = true;
-    for (size_t u = 0; u < n.user_ids.size() && every_user_gathers; ++u) {
-      const int uid = n.user_ids[u];
-      const Instruction* user = uid < 0 ? nullptr : nodes_[uid].inst;
-      every_user_gathers = user != nullptr;
-      for (int k = 0; every_user_gathers && user != nullptr && k < user->operand_count(); ++k) {
-        if (user->operand(k) != &inst) continue;
-        const OpShardingRule& ur = nodes_[uid].rule;
-        if (ur.operand_leaf_begin[k + 1] - ur.operand_leaf_begin[k] != 1) {
-          every_user_gathers = false;
-          break;
+    // Every use of the result by `uid` needs dim d whole (a need-replication factor there).
+    auto needs_whole = [&](int uid) {
+      if (uid < 0) return false;
+      const Node& u = nodes_[uid];
+      for (int k = 0; k < u.inst->operand_count(); ++k) {
+        if (u.inst->operand(k) != &inst) continue;
+        if (u.rule.operand_leaf_begin[k + 1] - u.rule.operand_leaf_begin[k] != 1) return false;
+        const TensorFactors& use = u.rule.operands[u.rule.OperandLeaf(k)];
+        if (!use.participates || d >= static_cast<int>(use.dims.size()) || use.dims[d].empty() ||
+            u.rule.factors[use.dims[d][0]].kind != FactorKind::kNeedReplication) {
+          return false;
         }
-        const TensorFactors& use = ur.operands[ur.OperandLeaf(k)];
-        every_user_gathers = use.participates && d < static_cast<int>(use.dims.size()) && !use.dims[d].empty() &&
-                             ur.factors[use.dims[d][0]].kind == FactorKind::kNeedReplication;
       }
-    }
-    if (every_user_gathers) fa[f].clear();
+      return true;
+    };
+    if (std::all_of(n.user_ids.begin(), n.user_ids.end(), needs_whole)) fa[f].clear();
   }
 }
 

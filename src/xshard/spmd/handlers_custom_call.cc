@@ -21,48 +21,30 @@ Instruction* Fit(Emitter& em, Instruction* x, const std::vector<int64_t>& dims) 
   return em.PadHigh(x, em.ZeroOf(x->shape().dtype()), padded);
 }
 
-// The operand sharding whose pieces are the boundary's pieces: each dim keeps the operand's
-// axes that are manual on the region side (they lead the dim) followed by the target's free axes
-// (FullToShard), or takes the target's axes other than the region's manual ones (ShardToFull).
-// nullopt when the operand already has it or either is off the mesh.
-std::optional<HloSharding> MatchingOperandSharding(const HloSharding& operand, const HloSharding& target,
-                                                   bool to_shard, int rank, const TileMesh& mesh) {
-  std::optional<AxesSharding> o = mesh.ToAxes(operand, rank), t = mesh.ToAxes(target, rank);
-  if (!o || !t) return std::nullopt;
-  AxesSharding want = *o;
-  const uint64_t region_manual = to_shard ? t->manual : o->manual;
-  for (int d = 0; d < rank; ++d) {
+// The operand sharding whose pieces are the boundary's pieces, from the operand's (`o`) and the
+// boundary's (`t`) axes: each dim keeps the operand's axes that are manual on the region side
+// (they lead the dim) followed by the target's free axes (FullToShard), or takes the target's
+// axes other than the region's manual ones (ShardToFull). nullopt when the operand already has it.
+std::optional<HloSharding> MatchingOperandSharding(const AxesSharding& o, const AxesSharding& t, bool to_shard,
+                                                   const TileMesh& mesh) {
+  AxesSharding want = o;
+  const uint64_t region_manual = to_shard ? t.manual : o.manual;
+  for (int d = 0; d < o.rank(); ++d) {
     std::vector<int> axes;
     if (to_shard) {
-      for (int a : o->dims[d]) {
+      for (int a : o.dims[d]) {
         if (region_manual >> a & 1) axes.push_back(a);
       }
-      axes.insert(axes.end(), t->dims[d].begin(), t->dims[d].end());
+      axes.insert(axes.end(), t.dims[d].begin(), t.dims[d].end());
     } else {
-      for (int a : t->dims[d]) {
+      for (int a : t.dims[d]) {
         if (!(region_manual >> a & 1)) axes.push_back(a);
       }
     }
     want.dims[d] = std::move(axes);
   }
-  if (want == *o) return std::nullopt;
-  // Every axis once: on one dim or manual (a boundary whose sides disagree about which axes are
-  // manual has no such sharding; Boundary reports it).
-  uint64_t seen = want.manual;
-  for (const std::vector<int>& axes : want.dims) {
-    for (int a : axes) {
-      if (seen >> a & 1) return std::nullopt;
-      seen |= uint64_t{1} << a;
-    }
-  }
+  if (want == o) return std::nullopt;
   return mesh.ToHloSharding(want);
-}
-
-// The manual axes of `s` over `rank` data dims on the mesh; nullopt off the mesh.
-std::optional<uint64_t> ManualAxes(const HloSharding& s, int rank, const TileMesh& mesh) {
-  std::optional<AxesSharding> a = mesh.ToAxes(s, rank);
-  if (!a) return std::nullopt;
-  return a->manual;
 }
 
 Status Boundary(const Instruction& inst, Context& ctx) {
@@ -72,16 +54,15 @@ Status Boundary(const Instruction& inst, Context& ctx) {
     return Unimplemented("manual-region boundary on a tuple or with a rank change");
   }
   const HloSharding target = ctx.TargetOf(inst);
-  // Propagation refines a boundary's open dims as it refines its operand's; should they still
-  // differ, the operand moves to the pieces the boundary needs.
   const bool to_shard = inst.attrs().custom_call_target.value_or("") == "SPMDFullToShardShape";
-  // A region's boundary adds manual axes going in and drops them coming out: the region side's
-  // manual axes include the other side's.
-  const std::optional<uint64_t> operand_manual = ManualAxes(x.sharding(), inst.shape().rank(), ctx.state().mesh);
-  const std::optional<uint64_t> result_manual = ManualAxes(target, inst.shape().rank(), ctx.state().mesh);
-  if (operand_manual && result_manual) {
-    const uint64_t region = to_shard ? *result_manual : *operand_manual;
-    const uint64_t outside = to_shard ? *operand_manual : *result_manual;
+  const TileMesh& mesh = ctx.state().mesh;
+  const std::optional<AxesSharding> o = mesh.ToAxes(x.sharding(), inst.shape().rank());
+  const std::optional<AxesSharding> t = mesh.ToAxes(target, inst.shape().rank());
+  if (o && t) {
+    // A region's boundary adds manual axes going in and drops them coming out: the region side's
+    // manual axes include the other side's (else no operand sharding has each axis once).
+    const uint64_t region = to_shard ? t->manual : o->manual;
+    const uint64_t outside = to_shard ? o->manual : t->manual;
     if ((outside & ~region) != 0) {
       return InvalidArgument(
           *inst.attrs().custom_call_target, "'s ", to_shard ? "operand" : "result", " is manual over mesh axes its ",
@@ -92,12 +73,12 @@ Status Boundary(const Instruction& inst, Context& ctx) {
           to_shard ? "SPMDShardToFullShape to leave the region" : "SPMDFullToShardShape to enter it",
           ", or fix the shardings");
     }
-  }
-  if (std::optional<HloSharding> matching = MatchingOperandSharding(
-          x.sharding(), target, to_shard, inst.shape().rank(), ctx.state().mesh);
-      matching) {
-    StatusOr<PartitionedValue> moved = x.Reshard(*matching, "manual-region boundary");
-    if (moved.ok()) x = *std::move(moved);
+    // Propagation refines a boundary's open dims as it refines its operand's; should they still
+    // differ, the operand moves to the pieces the boundary needs.
+    if (std::optional<HloSharding> matching = MatchingOperandSharding(*o, *t, to_shard, mesh); matching) {
+      StatusOr<PartitionedValue> moved = x.Reshard(*matching, "manual-region boundary");
+      if (moved.ok()) x = *std::move(moved);
+    }
   }
   XS_ASSIGN_OR_RETURN(Shape local, LocalShape(inst.shape(), target, em.num_partitions()));
   // Each device's piece on one side is its piece on the other: a piece smaller than the other

@@ -19,16 +19,17 @@ namespace {
 
 // Tile k of dim d of `v` (blocks of v's layout) takes global positions [k * block, k * block +
 // block) of the dim, the first min(block, real - k * block) of them real (the rest padding):
-// v's buffer with dim d replaced by those windows. nullopt (after `*reason`) when the windows
-// reach farther than the halo exchanges go.
+// v's buffer with dim d replaced by those windows (the buffer itself when its blocks are already
+// `block` long). nullopt (after `*reason`) when the windows reach farther than the halo
+// exchanges go.
 StatusOr<std::optional<Instruction*>> RepadWindows(const PartitionedValue& v, int d, int64_t tiles, int64_t block,
                                                    int64_t real, std::string_view why, std::string* reason) {
   Emitter& em = v.emitter();
   Instruction* x = v.hlo();
+  if (x->shape().dim(d) == block) return std::optional<Instruction*>(x);
   if (tiles == 1) {
     // One tile holds the whole dim: padding or cutting its end is local.
     std::vector<int64_t> dims = x->shape().dims();
-    if (dims[d] == block) return std::optional<Instruction*>(x);
     const bool grow = block > dims[d];
     dims[d] = block;
     return std::optional<Instruction*>(grow ? em.PadHigh(x, em.ZeroOf(x->shape().dtype()), dims) : em.Slice(x, dims));
@@ -77,36 +78,30 @@ StatusOr<RouteResult> RepadRoute(const PartitionedValue& v, const HloSharding& t
   }
   if (!any) return NotApplicable("the source and target tiles already line up (an even route moves them)");
   std::string reason;
-  // Source tiles to their padded blocks, one dim at a time (the value's global shape follows).
   std::vector<int64_t> dims = real;
   PartitionedValue cur = v;
+  // Dim d of `cur` in blocks of `block` over `tiles` tiles, the value's global dim d then
+  // `global` and its sharding `sharding`; false (with `reason`) when the halo cannot reach.
+  auto reblock = [&](int d, int64_t tiles, int64_t block, int64_t global,
+                     const HloSharding& sharding) -> StatusOr<bool> {
+    XS_ASSIGN_OR_RETURN(std::optional<Instruction*> x, RepadWindows(cur, d, tiles, block, real[d], why, &reason));
+    if (!x) return false;
+    dims[d] = global;
+    cur = PartitionedValue(*x, v.global_shape().WithDims(dims), sharding, &em);
+    return true;
+  };
+  // Source tiles to their padded blocks, one dim at a time.
   for (int d = 0; d < rank; ++d) {
-    const int64_t block = padded[d] / from.tiles()[d];
-    dims[d] = padded[d];
-    if (block != from.shard_dims()[d]) {
-      XS_ASSIGN_OR_RETURN(std::optional<Instruction*> x,
-                          RepadWindows(cur, d, from.tiles()[d], block, real[d], why, &reason));
-      if (!x) return NotApplicable(reason);
-      cur = PartitionedValue(*x, v.global_shape().WithDims(dims), s, &em);
-    } else {
-      cur = PartitionedValue(cur.hlo(), v.global_shape().WithDims(dims), s, &em);
-    }
+    XS_ASSIGN_OR_RETURN(bool moved, reblock(d, from.tiles()[d], padded[d] / from.tiles()[d], padded[d], s));
+    if (!moved) return NotApplicable(reason);
   }
   // The padded value's tiles line up: the even routes (or a gather, when nothing better fits:
   // then this route loses to the others on cost).
   XS_ASSIGN_OR_RETURN(cur, cur.Reshard(target, why));
   // Target tiles from their padded blocks to their real places.
   for (int d = 0; d < rank; ++d) {
-    const int64_t block = to.shard_dims()[d];
-    dims[d] = real[d];
-    if (block != padded[d] / to.tiles()[d]) {
-      XS_ASSIGN_OR_RETURN(std::optional<Instruction*> x,
-                          RepadWindows(cur, d, to.tiles()[d], block, real[d], why, &reason));
-      if (!x) return NotApplicable(reason);
-      cur = PartitionedValue(*x, v.global_shape().WithDims(dims), target, &em);
-    } else {
-      cur = PartitionedValue(cur.hlo(), v.global_shape().WithDims(dims), target, &em);
-    }
+    XS_ASSIGN_OR_RETURN(bool moved, reblock(d, to.tiles()[d], to.shard_dims()[d], real[d], target));
+    if (!moved) return NotApplicable(reason);
   }
   return cur;
 }
