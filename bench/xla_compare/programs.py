@@ -372,5 +372,8 @@ def all_programs():
     from programs_numerics import numerics_programs  # noqa: E402
     from programs_models import models_programs  # noqa: E402
     from programs_probe5 import probe5_programs  # noqa: E402  (probes: names p5_, --only p5_)
+    from programs_probe6a import probe6a_programs  # noqa: E402  (probes: names p6a_, --only p6a_)
+    from programs_probe6b import probe6b_programs  # noqa: E402  (probes: names p6b_, --only p6b_)
     return (progs + more_programs() + bytes_programs() + recent_programs() + api_programs() + api2_programs()
-            + numerics_programs() + models_programs() + heldout_programs() + probe5_programs())
+            + numerics_programs() + models_programs() + heldout_programs() + probe5_programs()
+            + probe6a_programs() + probe6b_programs())

@@ -85,24 +85,37 @@ def compare(want, save_dir, dtype, np, ml_dtypes):
             if not f.exists():
                 return False, float("inf"), f"out{i}.npy missing"
             got = np.load(f)
-        if got.dtype.kind == "V" and got.dtype.itemsize == 2:
-            got = got.view(ml_dtypes.bfloat16)
+        if got.dtype.kind == "V":
+            # numpy has no bf16 / float8 dtypes: .npy stores them as raw bytes ("V2", "V1"); read
+            # them as JAX's output type (ml_dtypes), or as bf16 for a 2-byte reference of another kind.
+            if ref.dtype.itemsize == got.dtype.itemsize and ref.dtype.kind == "V":
+                got = got.view(ref.dtype)
+            elif got.dtype.itemsize == 2:
+                got = got.view(ml_dtypes.bfloat16)
+            elif ref.dtype.itemsize == got.dtype.itemsize:
+                got = got.view(ref.dtype)
         if got.shape != ref.shape:
             agree = False
             msgs.append(f"out{i} shape {got.shape} != {ref.shape}")
             continue
         ref64, got64 = ref.astype(np.float64), got.astype(np.float64)
-        atol = atol_frac * max(float(np.max(np.abs(ref64), initial=0.0)), 1e-30)
         if ref.dtype.kind in "iub":
             atol, r = 0.0, 0.0
         else:
+            atol = atol_frac * max(float(np.max(np.abs(ref64[np.isfinite(ref64)]), initial=0.0)), 1e-30)
             r = rtol
-        ok = np.allclose(got64, ref64, rtol=r, atol=atol)
-        err = np.abs(got64 - ref64) / (atol + r * np.abs(ref64) + 1e-300)
+        # NaN where JAX has NaN agrees (a NaN-propagating max, 0/0); anywhere else it does not.
+        ok = np.allclose(got64, ref64, rtol=r, atol=atol, equal_nan=True)
+        both_nan = np.isnan(got64) & np.isnan(ref64)
+        with np.errstate(invalid="ignore"):
+            diff = np.where(both_nan | (got64 == ref64), 0.0, np.abs(got64 - ref64))
+        err = np.nan_to_num(diff / (atol + r * np.abs(np.nan_to_num(ref64)) + 1e-300), nan=np.inf)
         worst = max(worst, float(np.max(err, initial=0.0)))
         if not ok:
             agree = False
-            msgs.append(f"out{i} max |diff| {float(np.max(np.abs(got64 - ref64))):.4g}")
+            nan = int(np.count_nonzero(np.isnan(got64) != np.isnan(ref64)))
+            msgs.append(f"out{i} max |diff| {float(np.max(diff[~np.isnan(diff)], initial=0.0)):.4g}"
+                        + (f", {nan} NaN where the other has none" if nan else ""))
     return agree, worst, "; ".join(msgs)
 
 

@@ -144,8 +144,19 @@ StatusOr<CompiledModule> CompileModule(const Module& global, int64_t num_devices
   }));
   // Calls become part of their callers, as XLA inlines them before propagation: a value is then
   // sharded and resharded once across what were call boundaries.
-  XS_RETURN_IF_ERROR(passes.Run("inline-calls", options.inline_calls, out.global,
-                                [&] { return InlineCalls(g); }, /*name_errors=*/true));
+  // Then every loop body, branch and remaining call has one call site (FlattenCallGraph), so
+  // that each is sharded for its own caller.
+  XS_RETURN_IF_ERROR(passes.Run(
+      "inline-calls", true, out.global,
+      [&]() -> StatusOr<bool> {
+        bool inlined = false;
+        if (options.inline_calls) {
+          XS_ASSIGN_OR_RETURN(inlined, InlineCalls(g));
+        }
+        XS_ASSIGN_OR_RETURN(const bool flattened, FlattenCallGraph(g));
+        return inlined || flattened;
+      },
+      /*name_errors=*/true));
   // Batch dims that gathers and scatters spell out with an iota (JAX before batching dims,
   // PyTorch/XLA's torch.gather) become explicit, so that propagation and the partitioner keep them sharded.
   XS_RETURN_IF_ERROR(passes.Run(

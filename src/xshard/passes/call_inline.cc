@@ -2,11 +2,12 @@
 // nothing calls any more.
 #include "xshard/passes/call_inline.h"
 
-#include "xshard/passes/dce.h"
-
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+#include "xshard/passes/dce.h"
 
 namespace xs {
 namespace {
@@ -128,7 +129,79 @@ Status InlineOne(Instruction* call) {
   return caller->RemoveInstruction(call);
 }
 
+// Roles whose computation runs as control flow (once per call, on whole values); the others
+// apply a scalar computation per element.
+bool ControlFlowRole(const Instruction& inst, CallRole role) {
+  switch (role) {
+    case CallRole::kCondition:
+    case CallRole::kBody:
+    case CallRole::kTrueComputation:
+    case CallRole::kFalseComputation:
+    case CallRole::kBranch: return true;
+    case CallRole::kToApply: return inst.opcode() == Opcode::kCall;
+    case CallRole::kCalls: return inst.opcode() == Opcode::kAsyncStart;
+    default: return false;
+  }
+}
+
+std::string UnusedComputationName(const Module& module, const std::string& base) {
+  for (int n = 1;; ++n) {
+    std::string name = base + ".flat" + std::to_string(n);
+    if (module.GetComputation(name) == nullptr) return name;
+  }
+}
+
+// A copy of `c` (instructions, shardings, control edges, the same callees) added to `module`.
+Computation* CopyComputation(Module& module, const Computation& c) {
+  auto copy = std::make_unique<Computation>(UnusedComputationName(module, c.name()));
+  copy->set_execution_thread(c.execution_thread());
+  copy->set_async_sugar(c.is_async_sugar());
+  Computation* dst = module.AddComputation(std::move(copy));
+  std::unordered_map<const Instruction*, Instruction*> map;
+  const std::vector<Instruction*> insts = c.instructions();
+  for (const Instruction* inst : insts) map[inst] = dst->AddInstruction(inst->CloneWithNewOperands({}));
+  for (const Instruction* inst : insts) {
+    Instruction* to = map.at(inst);
+    for (Instruction* op : inst->operands()) to->AppendOperand(map.at(op));
+    for (Instruction* pred : inst->control_predecessors()) map.at(pred)->AddControlDependencyTo(to);
+  }
+  dst->set_root(c.root() == nullptr ? nullptr : map.at(c.root()));
+  return dst;
+}
+
 }  // namespace
+
+StatusOr<bool> FlattenCallGraph(Module& module) {
+  if (module.entry() == nullptr) return false;
+  // Callers before callees: a copied computation is visited after the call that claimed it, and
+  // its own callees are claimed (or copied) there.
+  std::vector<Computation*> work{module.entry()};
+  std::unordered_set<const Computation*> claimed{module.entry()};
+  bool changed = false;
+  for (size_t next = 0; next < work.size(); ++next) {
+    Computation* c = work[next];
+    for (Instruction* inst : c->MakeInstructionPostOrder()) {
+      std::vector<CalledComputation> calls = inst->calls();
+      bool copied = false;
+      for (CalledComputation& call : calls) {
+        if (!ControlFlowRole(*inst, call.role)) continue;
+        if (claimed.insert(call.computation).second) {
+          work.push_back(call.computation);
+          continue;
+        }
+        call.computation = CopyComputation(module, *call.computation);
+        claimed.insert(call.computation);
+        work.push_back(call.computation);
+        copied = true;
+      }
+      if (copied) {
+        inst->set_calls(std::move(calls));
+        changed = true;
+      }
+    }
+  }
+  return changed;
+}
 
 StatusOr<bool> InlineCalls(Module& module) {
   if (module.entry() == nullptr) return false;

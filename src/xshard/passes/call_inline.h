@@ -23,6 +23,15 @@ namespace xs {
 // only place that sharding is written). Returns true when anything was inlined.
 StatusOr<bool> InlineCalls(Module& module);
 
+// Gives every control-flow computation the entry reaches (a while body or condition, a
+// conditional branch, a called computation) one call site: a computation called from a second
+// place is copied for it, with its own callees copied in turn, as XLA's FlattenCallGraph does
+// before propagation. Two loops running one body (JAX writes a threefry loop once and calls it
+// for every random draw) then take each its own shardings, instead of one loop's reshards
+// around the other. Computations applied per element (reducers, comparators, scatter
+// combiners) stay shared. Returns true when anything was copied.
+StatusOr<bool> FlattenCallGraph(Module& module);
+
 }  // namespace xs
 
 #endif  // XSHARD_PASSES_CALL_INLINE_H_

@@ -1,12 +1,15 @@
 // InlineCalls on small modules written as HLO text: what is inlined, what stays a call, and that
 // the result is a valid module computing through the same operations.
+#include "xshard/passes/call_inline.h"
+
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "xshard/ir/verifier.h"
-#include "xshard/passes/call_inline.h"
+#include "xshard/testing/value_or_fail.h"
 #include "xshard/text/parse_test_util.h"
 #include "xshard/text/printer.h"
-#include "xshard/testing/value_or_fail.h"
 
 namespace xs {
 namespace {
@@ -159,6 +162,83 @@ ENTRY e {
   ASSERT_EQ(root->control_predecessors().size(), 1u);
   EXPECT_EQ(root->control_predecessors()[0]->opcode(), Opcode::kNegate);
   EXPECT_EQ(root->control_predecessors()[0]->parent(), m->entry());
+}
+
+// Two loops running one body and condition, a conditional with one computation for both
+// branches, and a nested loop in the shared body: each call site gets its own computation (the
+// copies' own loops too); the shared reducer stays one computation.
+TEST(FlattenCallGraphTest, EachLoopAndBranchGetsItsOwnComputation) {
+  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
+sum { a = f32[] parameter(0)
+ b = f32[] parameter(1)
+ ROOT s = f32[] add(a, b) }
+ib { p = (s32[], f32[4]) parameter(0)
+ i = s32[] get-tuple-element(p), index=0
+ one = s32[] constant(1)
+ j = s32[] add(i, one)
+ v = f32[4] get-tuple-element(p), index=1
+ n = f32[4] negate(v)
+ ROOT t = (s32[], f32[4]) tuple(j, n) }
+cnd { p = (s32[], f32[4]) parameter(0)
+ i = s32[] get-tuple-element(p), index=0
+ k = s32[] constant(3)
+ ROOT lt = pred[] compare(i, k), direction=LT }
+body { p = (s32[], f32[4]) parameter(0)
+ w = (s32[], f32[4]) while(p), condition=cnd, body=ib
+ i = s32[] get-tuple-element(w), index=0
+ one = s32[] constant(1)
+ j = s32[] add(i, one)
+ v = f32[4] get-tuple-element(w), index=1
+ z = f32[] constant(0)
+ r = f32[] reduce(v, z), dimensions={0}, to_apply=sum
+ b = f32[4] broadcast(r), dimensions={}
+ ROOT t = (s32[], f32[4]) tuple(j, b) }
+br { x = f32[4] parameter(0)
+ ROOT e = f32[4] exponential(x) }
+ENTRY e {
+  zero = s32[] constant(0)
+  x = f32[4] parameter(0)
+  y = f32[4] parameter(1)
+  a = (s32[], f32[4]) tuple(zero, x)
+  b = (s32[], f32[4]) tuple(zero, y)
+  w1 = (s32[], f32[4]) while(a), condition=cnd, body=body
+  w2 = (s32[], f32[4]) while(b), condition=cnd, body=body
+  v1 = f32[4] get-tuple-element(w1), index=1
+  v2 = f32[4] get-tuple-element(w2), index=1
+  k = s32[] parameter(2)
+  c = f32[4] conditional(k, v1, v2), branch_computations={br, br}
+  z = f32[] constant(0)
+  r = f32[] reduce(c, z), dimensions={0}, to_apply=sum
+  ROOT t = (f32[4], f32[4], f32[]) tuple(v1, c, r)
+})");
+  StatusOr<bool> changed = FlattenCallGraph(*m);
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(Verify(*m).ok()) << Verify(*m).ToString() << PrintHloModule(*m);
+  // Every control-flow computation is called from one place; the reducer from three.
+  std::map<const Computation*, int> sites;
+  for (const Computation* c : m->computations()) {
+    for (const Instruction* inst : c->instructions()) {
+      for (const CalledComputation& call : inst->calls()) ++sites[call.computation];
+    }
+  }
+  const Computation* sum = m->GetComputation("sum");
+  ASSERT_NE(sum, nullptr);
+  EXPECT_EQ(sites[sum], 3);
+  int control = 0;
+  for (const auto& [comp, n] : sites) {
+    if (comp == sum) continue;
+    EXPECT_EQ(n, 1) << comp->name();
+    ++control;
+  }
+  // Two outer loops (body + condition each), two inner loops (ib + cnd each), two branches.
+  EXPECT_EQ(control, 10);
+  const Instruction* w1 = m->entry()->GetInstruction("w1");
+  const Instruction* w2 = m->entry()->GetInstruction("w2");
+  EXPECT_EQ(w1->while_body()->name(), "body");
+  EXPECT_NE(w2->while_body(), w1->while_body());
+  EXPECT_EQ(CountOps(*w2->while_body(), Opcode::kReduce), 1);
+  EXPECT_FALSE(*FlattenCallGraph(*m));
 }
 
 }  // namespace

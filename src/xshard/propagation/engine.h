@@ -105,6 +105,15 @@ class Engine {
   // Gathering the shorter operands then moves less than splitting the result and gathering it.
   void DropDimsEveryUserGathers(int id, FactorAxes& fa) const;
   bool ForwardGeneric(int id, int level);
+  // The sharding every user that has one already holds this array value in (a tuple's element,
+  // as a loop body's root tied to the loop state; an elementwise user's result); nullopt when
+  // none has one or two disagree.
+  std::optional<AxesSharding> UsersAgreeOn(int id) const;
+  // An elementwise op whose operands split it differently (tanh(b) + a, a and b split on other
+  // dims) takes first the operand sharding its users already hold, as Shardy resolves such a
+  // conflict from the other side, instead of the first operand's and a reshard after it: the
+  // index of that source, or -1.
+  int SourceUsersAgreeWith(int id, const std::vector<const Leaf*>& sources) const;
   bool BackwardFrom(int id, int user, int level);
   // Accepts `cand` for leaf `leaf` of `id` when it improves it (improve.cc).
   bool Improve(int id, int leaf, const AxesSharding& cand, int level, bool aggressive,

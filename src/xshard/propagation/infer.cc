@@ -2,6 +2,7 @@
 // call edges and manual regions. Accepting a candidate: improve.cc; backward inference:
 // infer_backward.cc.
 #include <algorithm>
+#include <optional>
 
 #include "xshard/propagation/engine.h"
 
@@ -283,6 +284,12 @@ bool Engine::ForwardGeneric(int id, int level) {
       sources.push_back({k, l, o, l});
     }
   }
+  {
+    std::vector<const Leaf*> leaves;
+    for (const Source& s : sources) leaves.push_back(&nodes_[s.node].leaves[s.node_leaf]);
+    const int first = SourceUsersAgreeWith(id, leaves);
+    if (first > 0) std::rotate(sources.begin(), sources.begin() + first, sources.begin() + first + 1);
+  }
   if (level == 0 && n.policy.representative_at_level0 && sources.size() > 1) {
     // Per relation group (one per leaf of a tuple-shaped copy), only the most sharded source.
     auto tiles = [&](const Source& s) {
@@ -356,6 +363,53 @@ bool Engine::ForwardGeneric(int id, int level) {
     }
   }
   return changed;
+}
+
+std::optional<AxesSharding> Engine::UsersAgreeOn(int id) const {
+  const Node& n = nodes_[id];
+  const Instruction& inst = *n.inst;
+  std::optional<AxesSharding> want;
+  for (size_t j = 0; j < n.user_ids.size(); ++j) {
+    const int uid = n.user_ids[j];
+    if (uid < 0) continue;
+    const Node& u = nodes_[uid];
+    const Instruction& user = *u.inst;
+    // The leaf of the user that holds this value: a tuple's element (a loop body's root, tied to
+    // the loop state), or an elementwise user's result of the same shape.
+    const Leaf* leaf = nullptr;
+    if (user.opcode() == Opcode::kTuple) {
+      for (int k = 0; k < user.operand_count(); ++k) {
+        if (user.operand(k) != &inst) continue;
+        const int l = u.rule.operand_leaf_begin[k];
+        if (l < static_cast<int>(u.leaves.size())) leaf = &u.leaves[l];
+        break;
+      }
+    } else if (IsElementwise(user.opcode()) && user.shape().IsArray() && user.shape().dims() == inst.shape().dims() &&
+               u.leaves.size() == 1) {
+      leaf = &u.leaves[0];
+    }
+    if (leaf == nullptr || leaf->kind != Kind::kAxes || leaf->axes.rank() != inst.shape().rank()) continue;
+    if (want && *want != leaf->axes) return std::nullopt;  // users disagree: no preference
+    want = leaf->axes;
+  }
+  return want;
+}
+
+int Engine::SourceUsersAgreeWith(int id, const std::vector<const Leaf*>& sources) const {
+  const Instruction& inst = *nodes_[id].inst;
+  if (sources.size() < 2 || !IsElementwise(inst.opcode()) || !inst.shape().IsArray()) return -1;
+  auto split = [](const Leaf* l) { return l->kind == Kind::kAxes && l->axes.DimAxes() != 0; };
+  // Only a real conflict: two operands split the value differently.
+  const bool conflict = std::any_of(sources.begin() + 1, sources.end(), [&](const Leaf* l) {
+    return split(sources[0]) && split(l) && l->axes != sources[0]->axes;
+  });
+  if (!conflict) return -1;
+  const std::optional<AxesSharding> want = UsersAgreeOn(id);
+  if (!want) return -1;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (sources[i]->kind == Kind::kAxes && sources[i]->axes == *want) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 void Engine::DropDimsEveryUserGathers(int id, FactorAxes& fa) const {

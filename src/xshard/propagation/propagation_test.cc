@@ -465,5 +465,54 @@ TEST(PropagationTest, AConcatenateOnlyDynamicSlicesReadAlongItsDimIsNotSplitTher
   EXPECT_EQ(r.Sharding("d"), kPab);
 }
 
+// A loop whose body computes tanh(b) + a for the state a (P('a', None)) from b (P(None, 'a')): the
+// add takes a's split, which its user (the body's root, tied to the loop state) holds, not its
+// first operand's, so the body reshards tanh(b) once instead of resharding the add's operand and
+// then its result. With no user holding a sharding, the first operand still wins.
+TEST(PropagationTest, AnElementwiseConflictTakesTheSplitItsUserHolds) {
+  const std::string hlo = std::string(
+                              "HloModule m, num_partitions=8\n\n"
+                              "body {\n"
+                              "  p = (s32[], f32[16,16], f32[16,16]) parameter(0)\n"
+                              "  i = s32[] get-tuple-element(p), index=0\n"
+                              "  one = s32[] constant(1)\n"
+                              "  i1 = s32[] add(i, one)\n"
+                              "  a = f32[16,16] get-tuple-element(p), index=1\n"
+                              "  b = f32[16,16] get-tuple-element(p), index=2\n"
+                              "  t = f32[16,16] tanh(b)\n"
+                              "  na = f32[16,16] add(t, a)\n"
+                              "  nb = f32[16,16] multiply(a, a)\n"
+                              "  ROOT r = (s32[], f32[16,16], f32[16,16]) tuple(i1, na, nb)\n"
+                              "}\n\n"
+                              "cond {\n"
+                              "  p = (s32[], f32[16,16], f32[16,16]) parameter(0)\n"
+                              "  i = s32[] get-tuple-element(p), index=0\n"
+                              "  n = s32[] constant(5)\n"
+                              "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+                              "}\n\n"
+                              "ENTRY e {\n"
+                              "  x = f32[16,16] parameter(0), sharding=") +
+                          kPa_ +
+                          "\n"
+                          "  y = f32[16,16] parameter(1), sharding=" +
+                          k_Pa +
+                          "\n"
+                          "  z = s32[] constant(0)\n"
+                          "  init = (s32[], f32[16,16], f32[16,16]) tuple(z, x, y)\n"
+                          "  w = (s32[], f32[16,16], f32[16,16]) while(init), condition=cond, body=body\n"
+                          "  wa = f32[16,16] get-tuple-element(w), index=1\n"
+                          "  wb = f32[16,16] get-tuple-element(w), index=2\n"
+                          "  t2 = f32[16,16] tanh(y)\n"
+                          "  free = f32[16,16] add(t2, x)\n"
+                          "  ROOT o = (f32[16,16], f32[16,16], f32[16,16]) tuple(wa, wb, free)\n"
+                          "}\n";
+  Outcome r = Propagate(hlo);
+  ASSERT_TRUE(r.result.ok()) << r.result.status().message();
+  EXPECT_EQ(r.Sharding("a", "body"), kPa_);
+  EXPECT_EQ(r.Sharding("t", "body"), k_Pa);
+  EXPECT_EQ(r.Sharding("na", "body"), kPa_);  // was P(None, 'a'), its first operand's
+  EXPECT_EQ(r.Sharding("free"), k_Pa);        // no user holds one: the first operand's
+}
+
 }  // namespace
 }  // namespace xs
