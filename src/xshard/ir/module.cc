@@ -13,16 +13,17 @@ Computation* Module::AddComputation(std::unique_ptr<Computation> computation, bo
   XS_CHECK(computation != nullptr && computation->parent_ == nullptr,
            "AddComputation: null or already owned computation");
   Computation* c = computation.get();
-  if (GetComputation(c->name_) != nullptr || c->name_.empty()) {
+  if (by_name_.contains(c->name_) || c->name_.empty()) {
     std::string base = c->name_.empty() ? "computation" : c->name_;
-    for (int64_t n = 1;; ++n) {
-      std::string candidate = StrCat(base, ".", n);
-      if (GetComputation(candidate) == nullptr) {
+    for (int64_t& n = last_suffix_[base];;) {
+      std::string candidate = StrCat(base, ".", ++n);
+      if (!by_name_.contains(candidate)) {
         c->name_ = candidate;
         break;
       }
     }
   }
+  by_name_[c->name_] = c;
   c->parent_ = this;
   computations_.push_back(std::move(computation));
   if (is_entry) entry_ = c;
@@ -42,6 +43,7 @@ Status Module::RemoveComputation(Computation* computation) {
   if (it == computations_.end())
     return NotFound("computation is not in module '", name_, "'");
   if (entry_ == computation) entry_ = nullptr;
+  by_name_.erase(computation->name());
   computations_.erase(it);
   return OkStatus();
 }
@@ -53,9 +55,8 @@ std::vector<Computation*> Module::computations() const {
 }
 
 Computation* Module::GetComputation(std::string_view name) const {
-  for (const auto& c : computations_)
-    if (c->name() == name) return c.get();
-  return nullptr;
+  auto it = by_name_.find(std::string(name));
+  return it == by_name_.end() ? nullptr : it->second;
 }
 
 std::vector<Computation*> Module::MakeComputationPostOrder() const {

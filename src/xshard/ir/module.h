@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -72,6 +73,10 @@ class Module {
   ModuleConfig config_;
   std::vector<std::unique_ptr<Computation>> computations_;
   Computation* entry_ = nullptr;
+  // Names in use (a computation's name is fixed once it is in a module) and, per base name, the
+  // last ".N" suffix AddComputation gave: a partitioner adding a copy per call site stays linear.
+  std::unordered_map<std::string, Computation*> by_name_;
+  std::unordered_map<std::string, int64_t> last_suffix_;
 };
 
 }  // namespace xs

@@ -2,6 +2,7 @@
 // nothing calls any more.
 #include "xshard/passes/call_inline.h"
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -139,21 +140,32 @@ bool ControlFlowRole(const Instruction& inst, CallRole role) {
     case CallRole::kFalseComputation:
     case CallRole::kBranch: return true;
     case CallRole::kToApply: return inst.opcode() == Opcode::kCall;
-    case CallRole::kCalls: return inst.opcode() == Opcode::kAsyncStart;
+    // Not an async-start's computation: its async-update / async-done name the same one.
     default: return false;
   }
 }
 
-std::string UnusedComputationName(const Module& module, const std::string& base) {
-  for (int n = 1;; ++n) {
-    std::string name = base + ".flat" + std::to_string(n);
-    if (module.GetComputation(name) == nullptr) return name;
+// Fresh computation names "<name>.flat<n>", n counted per name.
+class CopyNames {
+ public:
+  explicit CopyNames(const Module& module) {
+    for (const Computation* c : module.computations()) taken_.insert(c->name());
   }
-}
+  std::string Next(const std::string& base) {
+    for (int& n = next_[base];;) {
+      std::string name = base + ".flat" + std::to_string(++n);
+      if (taken_.insert(name).second) return name;
+    }
+  }
+
+ private:
+  std::unordered_set<std::string> taken_;
+  std::unordered_map<std::string, int> next_;
+};
 
 // A copy of `c` (instructions, shardings, control edges, the same callees) added to `module`.
-Computation* CopyComputation(Module& module, const Computation& c) {
-  auto copy = std::make_unique<Computation>(UnusedComputationName(module, c.name()));
+Computation* CopyComputation(Module& module, const Computation& c, CopyNames& names) {
+  auto copy = std::make_unique<Computation>(names.Next(c.name()));
   copy->set_execution_thread(c.execution_thread());
   copy->set_async_sugar(c.is_async_sugar());
   Computation* dst = module.AddComputation(std::move(copy));
@@ -178,6 +190,14 @@ StatusOr<bool> FlattenCallGraph(Module& module) {
   std::vector<Computation*> work{module.entry()};
   std::unordered_set<const Computation*> claimed{module.entry()};
   bool changed = false;
+  // Copies multiply along nested shared calls (a body running two loops of a body running two
+  // loops ...): past a budget of copied instructions the remaining sites stay shared, which is
+  // valid, only sharded alike.
+  int64_t budget = 0;
+  for (const Computation* c : module.computations()) budget += c->instruction_count();
+  budget = std::max<int64_t>(4 * budget, 20000);
+  int64_t copies_left = std::max<int64_t>(4 * module.computation_count(), 1000);
+  CopyNames names(module);
   for (size_t next = 0; next < work.size(); ++next) {
     Computation* c = work[next];
     for (Instruction* inst : c->MakeInstructionPostOrder()) {
@@ -189,7 +209,9 @@ StatusOr<bool> FlattenCallGraph(Module& module) {
           work.push_back(call.computation);
           continue;
         }
-        call.computation = CopyComputation(module, *call.computation);
+        budget -= call.computation->instruction_count();
+        if (budget < 0 || --copies_left < 0) continue;
+        call.computation = CopyComputation(module, *call.computation, names);
         claimed.insert(call.computation);
         work.push_back(call.computation);
         copied = true;

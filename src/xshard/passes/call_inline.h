@@ -29,7 +29,9 @@ StatusOr<bool> InlineCalls(Module& module);
 // before propagation. Two loops running one body (JAX writes a threefry loop once and calls it
 // for every random draw) then take each its own shardings, instead of one loop's reshards
 // around the other. Computations applied per element (reducers, comparators, scatter
-// combiners) stay shared. Returns true when anything was copied.
+// combiners) stay shared, and so do the sites left when the copies would pass four times the
+// module's instructions or computations (nested shared loops multiply them). Returns true when
+// anything was copied.
 StatusOr<bool> FlattenCallGraph(Module& module);
 
 }  // namespace xs

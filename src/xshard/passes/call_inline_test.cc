@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <string>
 
 #include "xshard/ir/verifier.h"
 #include "xshard/testing/value_or_fail.h"
@@ -239,6 +240,33 @@ ENTRY e {
   EXPECT_NE(w2->while_body(), w1->while_body());
   EXPECT_EQ(CountOps(*w2->while_body(), Opcode::kReduce), 1);
   EXPECT_FALSE(*FlattenCallGraph(*m));
+}
+
+// Thirty levels of bodies that each run two loops of the next (2^30 call sites if every one were
+// copied, as a fuzzed or generated module can nest them): copying stops at its budget, leaving
+// the rest shared, and the module stays valid.
+TEST(FlattenCallGraphTest, NestedSharedLoopsStopAtTheCopyBudget) {
+  std::string text =
+      "HloModule m\ncond { p = s32[] parameter(0)\n c = s32[] constant(3)\n"
+      " ROOT lt = pred[] compare(p, c), direction=LT }\n"
+      "L30 { p = s32[] parameter(0)\n one = s32[] constant(1)\n ROOT a = s32[] add(p, one) }\n";
+  for (int i = 29; i >= 0; --i) {
+    const std::string next = "L" + std::to_string(i + 1);
+    text += (i == 0 ? std::string("ENTRY e") : "L" + std::to_string(i)) + " { p = s32[] parameter(0)\n" +
+            " w1 = s32[] while(p), condition=cond, body=" + next + "\n" +
+            " ROOT w2 = s32[] while(w1), condition=cond, body=" + next + " }\n";
+  }
+  std::unique_ptr<Module> m = ParseOrFail(text);
+  const int before = m->computation_count();
+  StatusOr<bool> changed = FlattenCallGraph(*m);
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(Verify(*m).ok()) << Verify(*m).ToString();
+  int64_t instructions = 0;
+  for (const Computation* c : m->computations()) instructions += c->instruction_count();
+  EXPECT_GT(m->computation_count(), before);
+  EXPECT_LT(instructions, 50000);
+  EXPECT_LE(m->computation_count(), before + 1000);
 }
 
 }  // namespace

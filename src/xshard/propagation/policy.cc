@@ -104,8 +104,7 @@ PolicyTable MakeTable() {
           Opcode::kBatchNormInference,
           Opcode::kBatchNormTraining,
           Opcode::kRaggedDot,
-          Opcode::kScaledDot,
-          Opcode::kTopK},
+          Opcode::kScaledDot},
          [](OpPolicy& p) { p.partitionable = false; });
   return t;
 }

@@ -514,5 +514,19 @@ TEST(PropagationTest, AnElementwiseConflictTakesTheSplitItsUserHolds) {
   EXPECT_EQ(r.Sharding("free"), k_Pa);        // no user holds one: the first operand's
 }
 
+// top_k of scores split (batch 'a', database 'b'): the batch dim passes its split on to both
+// results (values and indices), the sorted dim is whole, as under Shardy; a gather of values at
+// those indices then stays batch-split instead of running on the whole batch.
+TEST(PropagationTest, TopKKeepsTheBatchSplit) {
+  Outcome r = Propagate(Module8(kToOutput, std::string("  x = f32[8,16] parameter(0), sharding=") + kPab +
+                                               "\n  t = (f32[8,5], s32[8,5]) topk(x), k=5, largest=true\n"
+                                               "  v = f32[8,5] get-tuple-element(t), index=0\n"
+                                               "  i = s32[8,5] get-tuple-element(t), index=1\n"
+                                               "  ROOT o = (f32[8,5], s32[8,5]) tuple(v, i)\n"));
+  ASSERT_TRUE(r.result.ok()) << r.result.status().message();
+  EXPECT_EQ(r.Sharding("v"), kPa_);
+  EXPECT_EQ(r.Sharding("i"), kPa_);
+}
+
 }  // namespace
 }  // namespace xs

@@ -1,7 +1,9 @@
 // Convolutions whose kernel spatial dims are sharded like the input's (a weight gradient: the
 // "kernel" is the output gradient, as large as the image, and the window slides over all of it):
 // each partition convolves its input rows plus a halo with its own kernel rows into a partial
-// result, and the partial results are summed (XLA's windowed reduction with ExchangeHalo).
+// result, and the partial results are summed (XLA's windowed reduction with ExchangeHalo). The
+// contracted feature dims may be split alike (the batch of a weight gradient), and a depthwise
+// weight gradient's batch groups pass through whole.
 #include <algorithm>
 
 #include "xshard/base/strings.h"
@@ -21,10 +23,7 @@ struct SplitDim {
 
 StatusOr<bool> TryWindowReductionConv(const Instruction& inst, Context& ctx, const RuleConfig& config) {
   const Attributes& attrs = inst.attrs();
-  if (!attrs.conv_dims || !attrs.window || attrs.feature_group_count != 1 || attrs.batch_group_count != 1 ||
-      !config.reducer) {
-    return false;
-  }
+  if (!attrs.conv_dims || !attrs.window || !config.reducer) return false;
   const ConvolutionDimensionNumbers& cd = *attrs.conv_dims;
   const PartitionedValue& lhs = ctx.Get(inst.operand(0));
   const PartitionedValue& rhs = ctx.Get(inst.operand(1));
@@ -45,6 +44,16 @@ StatusOr<bool> TryWindowReductionConv(const Instruction& inst, Context& ctx, con
     split.push_back(SplitDim{is, ks, static_cast<int>(i), ra->dims[ks], {}});
   }
   if (split.empty()) return false;
+  // The contracted feature dims may be split alike too (a weight gradient over a batch split on
+  // data: the image's batch is the contracted "feature" dim): their axes join the partial sum.
+  // Not with feature groups, whose grouping a split would cut; batch groups (a depthwise weight
+  // gradient) stay whole, as the checks below keep every other dim unsplit.
+  Axes feature_axes;
+  const int in_f = static_cast<int>(cd.input_feature), k_f = static_cast<int>(cd.kernel_input_feature);
+  if (!la->dims[in_f].empty() && la->dims[in_f] == ra->dims[k_f] && attrs.feature_group_count == 1) {
+    lhs_ok[in_f] = rhs_ok[k_f] = true;
+    feature_axes = la->dims[in_f];
+  }
   for (int d = 0; d < la->rank(); ++d) {
     if (!la->dims[d].empty() && !lhs_ok[d]) return false;
   }
@@ -75,6 +84,7 @@ StatusOr<bool> TryWindowReductionConv(const Instruction& inst, Context& ctx, con
   }
   Axes partial;
   for (const SplitDim& s : split) partial.insert(partial.end(), s.axes.begin(), s.axes.end());
+  partial.insert(partial.end(), feature_axes.begin(), feature_axes.end());
   std::sort(partial.begin(), partial.end());
   const HloSharding target = ctx.TargetOf(inst);
   const int64_t mine = halo_bytes + static_cast<int64_t>(2 * split.size()) +
@@ -83,8 +93,13 @@ StatusOr<bool> TryWindowReductionConv(const Instruction& inst, Context& ctx, con
   if (mine >= kImpossibleCost || mine > RulePlanCost(inst, ctx, config)) return false;
 
   Emitter& em = ctx.em();
+  // Padding rows of an uneven split feature dim must add nothing, on both sides (0 * NaN).
   Instruction* x = lhs.hlo();
   std::vector<int> kernel_dims;
+  if (!feature_axes.empty()) {
+    XS_ASSIGN_OR_RETURN(x, lhs.PadWithValue(nullptr, {in_f}));
+    kernel_dims.push_back(k_f);
+  }
   for (const SplitDim& s : split) {
     XS_ASSIGN_OR_RETURN(x, MaskedWindow(PartitionedValue(x, lhs.global_shape(), lhs.sharding(), &em), s.halo,
                                         nullptr, "convolution over a sharded kernel: input window"));

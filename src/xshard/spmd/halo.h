@@ -21,6 +21,14 @@ struct DimWindow {
   std::vector<int64_t> lo;
   std::vector<int64_t> needed;
   int64_t size = 0;
+  // Windows with lhs dilation whose result tiles start their first window at different distances
+  // before their first input element (result tiles of odd length over a dilation of 2): tile k's
+  // local window starts shift[k] positions earlier than its own first window, so that one local
+  // low padding (`local_pad_low`) serves every tile. Its local result then holds `extra` more
+  // elements, its own starting at shift[k] / stride. Empty `shift`: every tile starts alike.
+  std::vector<int64_t> shift;
+  int64_t local_pad_low = 0;
+  int64_t extra = 0;
 };
 
 // Pairs (source, target) that move tile k + shift of `dim` to the devices holding tile k, every

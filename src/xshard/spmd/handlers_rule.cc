@@ -288,13 +288,24 @@ Status PartitionByRule(const Instruction& inst, Context& ctx, const RuleConfig& 
   }
   std::unique_ptr<Instruction> clone = inst.CloneWithNewOperands(locals);
   std::vector<Shape> results = LocalResultShapes(op, best, state.num_partitions);
+  // Result tiles whose windows start unlike (lhs dilation over tiles of odd length) compute a
+  // few extra leading results, cut off after the op (AddShifted).
+  std::vector<ShiftedResult> shifts;
+  if (config.halo_windows && !inst.shape().IsTuple()) {
+    shifts = ShiftedResults(inst, op.operands[0].global_shape(), best.operands[0], state.num_partitions);
+    for (const ShiftedResult& s : shifts) {
+      std::vector<int64_t> dims = results[0].dims();
+      dims[s.result_dim] += s.win.extra;
+      results[0] = results[0].WithDims(std::move(dims));
+    }
+  }
   clone->set_shape(inst.shape().IsTuple() ? Shape::Tuple(results) : results[0]);
   clone->set_sharding(std::nullopt);
   std::vector<CalledComputation> calls;
   for (const CalledComputation& c : inst.calls()) calls.push_back({c.role, state.Clone(*c.computation)});
   clone->set_calls(std::move(calls));
   XS_RETURN_IF_ERROR(Localize(*clone, inst));
-  Instruction* local = em.AddInstruction(std::move(clone));
+  XS_ASSIGN_OR_RETURN(Instruction * local, AddShifted(std::move(clone), shifts, best.results[0], inst.shape(), em));
   if (!inst.shape().IsTuple()) {
     std::optional<PartialReduction> partial;
     if (!best.partial.empty()) partial = PartialReduction{best.partial, config.reducer()};

@@ -4,7 +4,9 @@
 // outputs' padding, verify the SPMD module and fill the report. The table is in handler_table.cc.
 #include "xshard/spmd/partitioner.h"
 
+#include <algorithm>
 #include <optional>
+#include <unordered_map>
 
 #include "xshard/base/strings.h"
 #include "xshard/ir/verifier.h"
@@ -179,6 +181,46 @@ StatusOr<Instruction*> MaskOutputs(const spmd::PartitionedValue& v) {
 
 }  // namespace
 
+namespace {
+
+// The partitioner writes a computation for every call site of each called computation (a loop
+// body run by two loops is partitioned twice, each for its own shardings), so computations that
+// call each other from several places multiply. Refuses a module whose expanded size passes
+// kMaxExpandedInstructions, naming the computation reached by the most call paths.
+constexpr int64_t kMaxExpandedInstructions = 1'000'000;
+
+Status CheckExpandedSize(const Module& global) {
+  const std::vector<Computation*> order = global.MakeComputationPostOrder();  // callees first
+  std::unordered_map<const Computation*, int64_t> paths;
+  paths[global.entry()] = 1;
+  int64_t total = 0;
+  const Computation* most = nullptr;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const Computation* c = *it;
+    const int64_t n = paths[c];
+    if (n == 0) continue;
+    total = std::min(total + n * std::min<int64_t>(c->instruction_count(), kMaxExpandedInstructions),
+                     kMaxExpandedInstructions + 1);
+    if (most == nullptr || n > paths[most]) most = c;
+    for (const Instruction* inst : c->instructions()) {
+      for (const CalledComputation& call : inst->calls()) {
+        int64_t& p = paths[call.computation];
+        p = std::min(p + n, kMaxExpandedInstructions + 1);
+      }
+    }
+  }
+  if (total <= kMaxExpandedInstructions) return OkStatus();
+  return InvalidArgument(
+      "module '", global.name(), "' expands to more than ", kMaxExpandedInstructions,
+      " instructions once each called computation is partitioned for its own call site (computation '", most->name(),
+      "' alone is reached by ", paths[most] > kMaxExpandedInstructions ? "over " : "",
+      std::min(paths[most], kMaxExpandedInstructions),
+      " call paths); call shared loop bodies, branches and "
+      "functions from fewer places (nested loops that each run a shared body twice double it per level)");
+}
+
+}  // namespace
+
 Status CheckPartitionInput(const Module& global, int64_t num_partitions) {
   if (num_partitions < 1) {
     return InvalidArgument("the partition count must be >= 1, got ", num_partitions);
@@ -186,7 +228,7 @@ Status CheckPartitionInput(const Module& global, int64_t num_partitions) {
   if (global.entry() == nullptr) return InvalidArgument("module '", global.name(), "' has no entry");
   Status valid = Verify(global);
   if (!valid.ok()) return InvalidArgument(valid.message());
-  return OkStatus();
+  return CheckExpandedSize(global);
 }
 
 StatusOr<PropagationResult> PropagateForPartitioning(Module& global, int64_t num_partitions,

@@ -279,16 +279,36 @@ StatusOr<RouteResult> MaskedAllReduceRoute(const PartitionedValue& v, const HloS
                                            std::string_view why) {
   const HloSharding& s = v.sharding();
   Emitter& em = v.emitter();
-  if (!target.IsReplicated() || !s.IsTiled() || !s.subgroup_types().empty() || s.ReplicateOnLastTileDim() ||
-      s.tile_assignment().num_devices() != em.num_partitions()) {
-    return NotApplicable("needs every element on exactly one device and a replicated target");
+  const int rank = v.global_shape().rank();
+  // The dims gathered and the mesh axes the all-reduce runs over: every dim and every device for
+  // a replicated target and a source with each element on one device (any device order); else,
+  // on the mesh's axes, the dims whose axes the target drops (the others keep theirs).
+  std::vector<bool> gathered(rank, true);
+  std::vector<int> over;
+  if (target.IsReplicated() && s.IsTiled() && s.subgroup_types().empty() && !s.ReplicateOnLastTileDim() &&
+      s.tile_assignment().num_devices() == em.num_partitions()) {
+    over = AllAxes(em.mesh());
+  } else {
+    const std::optional<AxesSharding> c = em.mesh().ToAxes(s, rank);
+    const std::optional<AxesSharding> want = em.mesh().ToAxes(target, rank);
+    if (!c || !want || c->manual != 0 || want->manual != 0) {
+      return NotApplicable("needs every element on one device of each group and a target that drops whole dims' axes");
+    }
+    for (int d = 0; d < rank; ++d) {
+      gathered[d] = want->dims[d] != c->dims[d];
+      if (!gathered[d]) continue;
+      if (!want->dims[d].empty()) return NotApplicable("a dim keeps some of its axes or takes others");
+      over.insert(over.end(), c->dims[d].begin(), c->dims[d].end());
+    }
+    if (over.empty()) return NotApplicable("no dim is gathered");
   }
   XS_ASSIGN_OR_RETURN(ShardLayout layout, v.Layout());
   const Shape& local = v.hlo()->shape();
   const DType dtype = local.dtype();
   std::vector<int> padded_dims;
-  std::vector<int64_t> padded(local.rank());
-  for (int d = 0; d < local.rank(); ++d) {
+  std::vector<int64_t> padded = local.dims();
+  for (int d = 0; d < rank; ++d) {
+    if (!gathered[d]) continue;
     padded_dims.push_back(d);
     // Room for the last piece that holds real elements (it starts before dims[d]); pieces that
     // start past it are all zeros, and the clamped start dynamic-update-slice gives them lands
@@ -296,19 +316,23 @@ StatusOr<RouteResult> MaskedAllReduceRoute(const PartitionedValue& v, const HloS
     padded[d] = layout.tiles()[d] > 1 ? layout.dims()[d] + layout.shard_dims()[d] - 1 : layout.dims()[d];
   }
   // Zeros (false) in the padding, placed at the piece's offset in a zero buffer of about the
-  // global shape, then summed (or-ed) over every device and cut to the global shape.
+  // gathered dims' global size, then summed (or-ed) over the group and cut to the global size.
   XS_ASSIGN_OR_RETURN(Instruction* piece, v.PadWithValue(nullptr, padded_dims));
   const Shape full_shape(dtype, padded);
   Instruction* full = em.Broadcast(em.ZeroOf(dtype), full_shape, {});
   std::vector<Instruction*> operands = {full, piece};
-  for (int d = 0; d < local.rank(); ++d) operands.push_back(em.TileStart(layout, d));
+  for (int d = 0; d < rank; ++d) operands.push_back(gathered[d] ? em.TileStart(layout, d) : em.ZeroOf(DType::kS32));
   Instruction* placed = em.Add(Opcode::kDynamicUpdateSlice, full_shape, std::move(operands));
   Computation* reducer =
       em.scratch() ? nullptr : em.state().Reducer(dtype == DType::kPred ? Opcode::kOr : Opcode::kAdd, dtype);
-  Instruction* x = em.AllReduce(placed, reducer, em.GroupsOver(AllAxes(em.mesh())),
+  Instruction* x = em.AllReduce(placed, reducer, em.GroupsOver(over),
                                 Why(why, "sum the zero-padded pieces (cheaper than gathering them)"));
-  x = em.Slice(x, v.global_shape().dims());
-  return PartitionedValue(x, v.global_shape(), HloSharding::Replicate(), &em);
+  std::vector<int64_t> cut = local.dims();
+  for (int d = 0; d < rank; ++d) {
+    if (gathered[d]) cut[d] = v.global_shape().dim(d);
+  }
+  x = em.Slice(x, cut);
+  return PartitionedValue(x, v.global_shape(), target, &em);
 }
 
 StatusOr<PartitionedValue> ResolvePartial(const PartitionedValue& v, const HloSharding& target,

@@ -135,10 +135,12 @@ std::string RouteReason(std::string_view why, std::string_view what);
 StatusOr<RouteResult> FullRoute(const PartitionedValue& v, const HloSharding& target,
                                 std::string_view why);
 
-// To replication when every element lives on exactly one device: each device zeroes its
-// padding, places its piece at its offset in a zero buffer of the (padded) global shape, and one
-// all-reduce sums them. Cheaper than gathering when the pieces are mostly padding (a row sliced
-// out of a dim split over more devices than it has rows: XLA's plan for `x[0]`).
+// Gathers dims by summing: each device zeroes its padding, places its piece at its offset in a
+// zero buffer of the gathered dims' (padded) global size, and one all-reduce over the devices
+// that split those dims sums them. Cheaper than gathering when the pieces are mostly padding (a
+// row sliced out of a dim split over more devices than it has rows: XLA's plan for `x[0]`).
+// Applies to a replicated target when every element lives on exactly one device, and on the
+// mesh's axes to a target that drops the axes of some dims and keeps the others' as they are.
 StatusOr<RouteResult> MaskedAllReduceRoute(const PartitionedValue& v, const HloSharding& target,
                                            std::string_view why);
 

@@ -159,13 +159,23 @@ TEST_F(RoutesTest, FullRouteAppliesWithoutManualSubgroupsOnly) {
                                 S("{devices=[1,2,4]<=[8] last_tile_dims={manual}}"), ""));
 }
 
-TEST_F(RoutesTest, MaskedAllReduceNeedsAReplicatedTargetAndNoReplicas) {
+// To replication from any device order with every element on one device; on the mesh's axes
+// also from a partly replicated source, and to a target that keeps some dims' axes (the
+// all-reduce runs over the dropped axes only). Not when a dim takes other axes.
+TEST_F(RoutesTest, MaskedAllReduceGathersDimsWhoseAxesTheTargetDrops) {
   ExpectApplies(MaskedAllReduceRoute(Value({1, 8}, "{devices=[8,1]<=[8]}"), S("{replicated}"), ""), "{replicated}",
                 {1, 8});
   EXPECT_EQ(Collectives(), std::vector<Opcode>{Opcode::kAllReduce});
   ExpectNotApplicable(MaskedAllReduceRoute(Value({8, 8}, "{devices=[8,1]<=[8]}"), S("{devices=[1,8]<=[8]}"), ""));
-  ExpectNotApplicable(MaskedAllReduceRoute(Value({8, 8}, "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"),
-                                           S("{replicated}"), ""));
+  ExpectApplies(
+      MaskedAllReduceRoute(Value({8, 8}, "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"), S("{replicated}"), ""),
+      "{replicated}", {8, 8});
+  // f32[4,1] split [2,4] to P('x', None): dim 1 (one column over 4 devices) is summed over y.
+  ExpectApplies(MaskedAllReduceRoute(Value({4, 1}, "{devices=[2,4]<=[8]}"),
+                                     S("{devices=[2,1,4]<=[8] last_tile_dim_replicate}"), ""),
+                "{devices=[2,1,4]<=[8] last_tile_dim_replicate}", {2, 1});
+  ExpectNotApplicable(MaskedAllReduceRoute(Value({8, 8}, "{devices=[2,4]<=[8]}"),
+                                           S("{devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}"), ""));
 }
 
 // Reshard between two partially manual shardings off the mesh: neither the local slice nor the

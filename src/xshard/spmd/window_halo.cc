@@ -51,13 +51,13 @@ std::optional<WindowedDim> WindowedDimOf(const Instruction& inst, int operand, i
     const ConvolutionDimensionNumbers& cd = *inst.attrs().conv_dims;
     for (size_t i = 0; i < cd.input_spatial.size() && i < window->dims.size(); ++i) {
       if (cd.input_spatial[i] != dim || TrivialWindowDim(window->dims[i])) continue;
-      return WindowedDim{window->dims[i], static_cast<int>(cd.output_spatial[i])};
+      return WindowedDim{window->dims[i], static_cast<int>(cd.output_spatial[i]), static_cast<int>(i)};
     }
     return std::nullopt;
   }
   if (inst.opcode() == Opcode::kReduceWindow && operand < inst.operand_count() / 2 &&
       dim < static_cast<int>(window->dims.size()) && !TrivialWindowDim(window->dims[dim])) {
-    return WindowedDim{window->dims[dim], dim};
+    return WindowedDim{window->dims[dim], dim, dim};
   }
   return std::nullopt;
 }
@@ -75,6 +75,9 @@ std::optional<DimWindow> ResultTileWindows(const WindowDim& w, int dim, int64_t 
   DimWindow win;
   win.dim = dim;
   win.size = 0;
+  std::vector<int64_t> start(tiles, low);  // padded positions from the first window to lo[k]
+  std::vector<bool> any(tiles, false);     // the tile holds results
+  bool alike = true;
   for (int64_t k = 0; k < tiles; ++k) {
     const int64_t outputs = std::clamp<int64_t>(out_size - k * out_len, 0, out_len);
     const int64_t first = k * out_len * w.stride;
@@ -84,7 +87,30 @@ std::optional<DimWindow> ResultTileWindows(const WindowDim& w, int dim, int64_t 
         outputs > 0 ? std::max<int64_t>(FloorDiv(first + (outputs - 1) * w.stride + reach - 1 - w.pad_low, ld) - lo + 1, 0)
                     : 0);
     win.size = std::max(win.size, FloorDiv(first + (out_len - 1) * w.stride + reach - 1 - w.pad_low, ld) - lo + 1);
-    if (outputs > 0 && w.pad_low + lo * ld - first != low) return std::nullopt;
+    any[k] = outputs > 0;
+    if (any[k]) start[k] = w.pad_low + lo * ld - first;
+    alike = alike && start[k] == low;
+  }
+  if (!alike) {
+    // Tile k's first window starts start[k] (in [0, ld)) before its first element. Starting each
+    // tile's local window local_pad_low - start[k] positions earlier lines them all up; that
+    // reaches no element before lo[k] (the shift is under ld), and the result moves by whole
+    // elements only when the shift is a multiple of the stride.
+    for (int64_t k = 0; k < tiles; ++k) {
+      if (any[k]) win.local_pad_low = std::max(win.local_pad_low, start[k]);
+    }
+    win.size = 0;
+    for (int64_t k = 0; k < tiles; ++k) {
+      const int64_t s = any[k] ? win.local_pad_low - start[k] : 0;
+      if (s % w.stride != 0) return std::nullopt;
+      win.shift.push_back(s);
+      win.extra = std::max(win.extra, s / w.stride);
+    }
+    for (int64_t k = 0; k < tiles; ++k) {
+      const int64_t from = k * out_len * w.stride - win.shift[k];
+      win.size = std::max(
+          win.size, FloorDiv(from + (out_len + win.extra - 1) * w.stride + reach - 1 - w.pad_low, ld) - win.lo[k] + 1);
+    }
   }
   if (win.size <= 0) return std::nullopt;
   return win;
@@ -105,6 +131,8 @@ bool HaloFactorFits(const Op& op, int f, int64_t tiles) {
       const std::optional<DimWindow> w =
           ResultTileWindows(wd->window, d, in_size, ResultDim(*op.inst, wd->result_dim), tiles);
       if (!w) return false;
+      // Shifted tiles cut their result out afterwards (AddShifted): one array result only.
+      if (!w->shift.empty() && !op.inst->shape().IsArray()) return false;
       // A tile whose window spans the whole dim (a cumulative sum or max: reduce-window over the
       // full length) would receive every other tile: as many bytes as gathering the dim, in more
       // collectives, and not shared with the operand's other users the way a gathered copy is
@@ -264,6 +292,56 @@ void LocalizeWindows(Instruction& local, const Instruction& global) {
   } else if (global.opcode() == Opcode::kReduceWindow) {
     for (int d = 0; d < static_cast<int>(attrs.window->dims.size()); ++d) localize(attrs.window->dims[d], d, d);
   }
+}
+
+std::vector<ShiftedResult> ShiftedResults(const Instruction& inst, const Shape& input, const HloSharding& sharding,
+                                          int64_t n) {
+  std::vector<ShiftedResult> out;
+  StatusOr<ShardLayout> layout = ShardLayout::Create(sharding, input.dims(), n);
+  if (!layout.ok()) return out;
+  for (int d = 0; d < input.rank(); ++d) {
+    const std::optional<WindowedDim> wd = WindowedDimOf(inst, 0, d);
+    if (!wd || layout->tiles()[d] <= 1) continue;
+    std::optional<DimWindow> w =
+        ResultTileWindows(wd->window, d, input.dim(d), ResultDim(inst, wd->result_dim), layout->tiles()[d]);
+    if (w && !w->shift.empty()) out.push_back(ShiftedResult{wd->index, wd->result_dim, std::move(*w)});
+  }
+  return out;
+}
+
+StatusOr<Instruction*> AddShifted(std::unique_ptr<Instruction> local, const std::vector<ShiftedResult>& shifts,
+                                  const HloSharding& result_sharding, const Shape& global_result, Emitter& em) {
+  Attributes& attrs = local->mutable_attrs();
+  for (const ShiftedResult& s : shifts) {
+    WindowDim& w = attrs.window->dims[s.window];
+    const int in_dim = attrs.conv_dims ? static_cast<int>(attrs.conv_dims->input_spatial[s.window]) : s.window;
+    const int64_t in = local->operand(0)->shape().dim(in_dim), out = local->shape().dim(s.result_dim);
+    w.pad_low = s.win.local_pad_low;
+    w.pad_high = (out - 1) * w.stride + (w.size - 1) * w.rhs_dilation - w.pad_low - (in - 1) * w.lhs_dilation;
+  }
+  std::vector<int64_t> strides;
+  for (const ShiftedResult& s : shifts) strides.push_back(attrs.window->dims[s.window].stride);
+  Instruction* x = em.AddInstruction(std::move(local));
+  if (shifts.empty()) return x;
+  XS_ASSIGN_OR_RETURN(ShardLayout layout,
+                      ShardLayout::Create(result_sharding, global_result.dims(), em.num_partitions()));
+  std::vector<Instruction*> starts(global_result.rank(), nullptr);
+  std::vector<int64_t> sizes = x->shape().dims();
+  for (size_t i = 0; i < shifts.size(); ++i) {
+    const ShiftedResult& s = shifts[i];
+    if (layout.tiles()[s.result_dim] != static_cast<int64_t>(s.win.shift.size())) {
+      return Internal("a shifted window's result dim ", s.result_dim, " has ", layout.tiles()[s.result_dim],
+                      " tiles where its input has ", s.win.shift.size());
+    }
+    std::vector<int64_t> by_tile;
+    for (int64_t v : s.win.shift) by_tile.push_back(v / strides[i]);
+    starts[s.result_dim] = em.PerTile(layout, s.result_dim, by_tile);
+    sizes[s.result_dim] -= s.win.extra;
+  }
+  for (Instruction*& start : starts) {
+    if (start == nullptr) start = em.ZeroOf(DType::kS32);
+  }
+  return em.DynamicSlice(x, std::move(starts), sizes);
 }
 
 }  // namespace xs::spmd::internal

@@ -30,15 +30,17 @@ inline bool TrivialWindowDim(const WindowDim& w) {
 struct WindowedDim {
   WindowDim window;
   int result_dim = 0;
+  int index = 0;  // in the op's window
 };
 std::optional<WindowedDim> WindowedDimOf(const Instruction& inst, int operand, int dim);
 
 // The input window each of `tiles` result tiles needs along an operand dim of `in_size` elements
 // that makes a result dim of `out_size`: result tile k (ceil(out_size / tiles) positions) reads
 // input elements [lo[k], lo[k] + size). nullopt when halos cannot do it: window reversal, or lhs
-// dilation that puts the tiles' first windows at different distances before their first
-// elements. Windows reaching more than two tiles away are fetched by whole tiles (FarWindow) and
-// costed so (AddHaloCost): the plan then weighs them against gathering.
+// dilation whose tiles start their first windows at distances before their first elements that
+// differ by other than multiples of the stride (where they differ by multiples, DimWindow::shift
+// lines them up and the result is cut afterwards: AddShifted). Windows reaching more than two tiles away are fetched by
+// whole tiles (FarWindow) and costed so (AddHaloCost): the plan then weighs them against gathering.
 std::optional<DimWindow> ResultTileWindows(const WindowDim& w, int dim, int64_t in_size,
                                            int64_t out_size, int64_t tiles);
 
@@ -79,6 +81,23 @@ StatusOr<bool> TryWindowReductionConv(const Instruction& inst, Context& ctx, con
 // padding) and ends where the local result needs it (high padding, negative for inputs longer
 // than that).
 void LocalizeWindows(Instruction& local, const Instruction& global);
+
+// The windowed dims of `inst` (operand 0 `input` in `sharding` over n devices) whose result tiles
+// start their windows at different distances before their first input element (DimWindow::shift):
+// the local result holds win.extra more elements along result_dim.
+struct ShiftedResult {
+  int window = 0;      // index in the op's window
+  int result_dim = 0;  // the result dim it makes
+  DimWindow win;
+};
+std::vector<ShiftedResult> ShiftedResults(const Instruction& inst, const Shape& input, const HloSharding& sharding,
+                                          int64_t n);
+
+// Adds `local` (localized, with `shifts`' extra result elements) and, for shifted dims, sets the
+// window's low padding to the common local_pad_low (high padding to fit) and cuts each tile's own
+// result out at its shift: the value in `result_sharding`. Without shifts: AddInstruction.
+StatusOr<Instruction*> AddShifted(std::unique_ptr<Instruction> local, const std::vector<ShiftedResult>& shifts,
+                                  const HloSharding& result_sharding, const Shape& global_result, Emitter& em);
 
 }  // namespace xs::spmd::internal
 

@@ -68,14 +68,35 @@ TEST(WindowHaloTest, StrideAndDilation) {
 // lhs dilation 2 (the input gradient of a stride-2 conv: H 16 -> 32 on 8 devices): result tile
 // k (4 rows) reads input rows 2k-1 .. 2k+1, one row [2,1,8,3] = 192 B from the previous device.
 // With 3-row result tiles (H 6 -> 11 on 4) the tiles' first windows start at different
-// distances from their first rows: no halo form, gathered, still right.
+// distances from their first rows (tile 0 one position before row 0, tile 1 at row 2): every
+// tile's local window starts one position before its first row, the tiles that start on a row
+// compute one extra leading result, and each cuts its own 3 rows out (a per-tile dynamic-slice):
+// halos, no gather. The same on a Whisper-like input gradient (50 frames of a stride-2 conv1d
+// over 8 devices to 100, uneven, its 13-row tiles alternating) and with a dilated kernel.
 TEST(WindowHaloTest, LhsDilation) {
   PartitionResult r = PartitionAndCompare(Conv(16, 32, 8, "size=3x3 pad=2_1x2_1 lhs_dilate=2x2", 16), 8);
   ASSERT_EQ(CollectiveKinds(r), (Kinds{"collective-permute"}));
   EXPECT_EQ(r.report.collectives[0].bytes, 192);
   r = PartitionAndCompare(Conv(6, 11, 4, "size=3x3 pad=1_1x1_1 lhs_dilate=2x1"), 4);
   ASSERT_FALSE(CollectiveKinds(r).empty());
-  EXPECT_EQ(CollectiveKinds(r)[0], "all-gather");
+  for (const std::string& k : CollectiveKinds(r)) EXPECT_EQ(k, "collective-permute");
+  const std::string whisper =
+      "ENTRY e {\n  g = f32[2,50,16] parameter(0), sharding={devices=[1,8,1]<=[8]}\n"
+      "  w = f32[3,16,16] parameter(1), sharding={replicated}\n"
+      "  ROOT c = f32[2,100,16] convolution(g, w), window={size=3 pad=1_2 lhs_dilate=2}, dim_labels=b0f_0oi->b0f, "
+      "sharding={devices=[1,8,1]<=[8]}\n}\n";
+  r = PartitionAndCompare(whisper, 8);
+  ASSERT_FALSE(CollectiveKinds(r).empty());
+  for (const std::string& k : CollectiveKinds(r)) EXPECT_EQ(k, "collective-permute");
+  std::string dilated = whisper;
+  dilated.replace(dilated.find("size=3 pad=1_2 lhs_dilate=2"), 27, "size=3 pad=2_3 lhs_dilate=2 rhs_dilate=2");
+  for (const std::string& k : CollectiveKinds(PartitionAndCompare(dilated, 8))) EXPECT_NE(k, "all-gather");
+  // Stride 2 over the dilated input (tiles shifted by odd amounts cannot be cut on the result's
+  // grid): gathered, still right.
+  std::string strided = whisper;
+  strided.replace(strided.find("f32[2,100,16] convolution"), 13, "f32[2,50,16] ");
+  strided.replace(strided.find("size=3 pad=1_2 lhs_dilate=2"), 27, "size=3 stride=2 pad=1_1 lhs_dilate=2");
+  PartitionAndCompare(strided, 8);
 }
 
 // Uneven H (10 over 4: shards of 3, the last holds 1 real row) with padding: the padding rows of
@@ -152,6 +173,31 @@ TEST(WindowHaloTest, FarWindowsFetchWholeTiles) {
       8, {1});
   ASSERT_FALSE(CollectiveKinds(r).empty());
   for (const std::string& k : CollectiveKinds(r)) EXPECT_EQ(k, "collective-permute");
+}
+
+// A depthwise conv1d's weight gradient as JAX writes it: conv(h f32[4,32,16] as "f0b", g
+// f32[4,32,16] as "i0o") -> f32[7,1,16], window 32 pad 3_3, batch_group_count=16 (the channels),
+// with the batch (the contracted "feature" dim) split over x=2 and time over y=4. Each device
+// convolves its 8 time steps with a 3-step halo each way of h into a partial f32[7,1,16]; one
+// all-reduce over all 8 devices sums time and batch, as XLA does: no gather of h or g (2 x 3 KiB).
+// An uneven batch (3 over 2) whose padding row holds exp(0) = 1 in h and in g must add nothing.
+TEST(WindowHaloTest, DepthwiseWeightGradientWithTheBatchSplitIsPartialSums) {
+  const std::string text =
+      "ENTRY e {\n  h = f32[4,32,16] parameter(0), sharding={devices=[2,4,1]<=[8]}\n"
+      "  g = f32[4,32,16] parameter(1), sharding={devices=[2,4,1]<=[8]}\n"
+      "  ROOT c = f32[7,1,16] convolution(h, g), window={size=32 pad=3_3}, dim_labels=f0b_i0o->0bf, "
+      "batch_group_count=16, sharding={replicated}\n}\n";
+  const PartitionResult r = PartitionAndCompare(text, 8);
+  ASSERT_EQ(CollectiveKinds(r), (Kinds{"collective-permute", "collective-permute", "all-reduce"}));
+  EXPECT_EQ(r.report.collectives[0].bytes, 2 * 3 * 16 * 4);
+  const std::string uneven =
+      "ENTRY e {\n  a = f32[3,32,16] parameter(0), sharding={devices=[2,4,1]<=[8]}\n"
+      "  b = f32[3,32,16] parameter(1), sharding={devices=[2,4,1]<=[8]}\n"
+      "  h = f32[3,32,16] exponential(a), sharding={devices=[2,4,1]<=[8]}\n"
+      "  g = f32[3,32,16] exponential(b), sharding={devices=[2,4,1]<=[8]}\n"
+      "  ROOT c = f32[7,1,16] convolution(h, g), window={size=32 pad=3_3}, dim_labels=f0b_i0o->0bf, "
+      "batch_group_count=16, sharding={replicated}\n}\n";
+  for (const std::string& k : CollectiveKinds(PartitionAndCompare(uneven, 8))) EXPECT_NE(k, "all-gather");
 }
 
 // 2x2 max pool, stride 2, over H=16 on 8 devices: every window is inside one shard (no
