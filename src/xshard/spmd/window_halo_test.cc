@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 
 #include "xshard/base/strings.h"
@@ -198,6 +199,45 @@ TEST(WindowHaloTest, DepthwiseWeightGradientWithTheBatchSplitIsPartialSums) {
       "  ROOT c = f32[7,1,16] convolution(h, g), window={size=32 pad=3_3}, dim_labels=f0b_i0o->0bf, "
       "batch_group_count=16, sharding={replicated}\n}\n";
   for (const std::string& k : CollectiveKinds(PartitionAndCompare(uneven, 8))) EXPECT_NE(k, "all-gather");
+}
+
+// Random 1-D convolutions and sum pools with lhs (base) dilation, stride, kernel dilation and
+// padding (negative too) over a dim split 2, 4 or 8 ways, evenly or not: the partitioned run
+// matches the one-device run whichever plan wins (halos, shifted tiles, or a gather).
+// XSHARD_HALO_CASES sets the count (default 120).
+TEST(WindowHaloTest, RandomDilatedWindowsMatchTheOneDeviceRun) {
+  std::mt19937 rng(11);
+  const int cases = std::getenv("XSHARD_HALO_CASES") ? std::atoi(std::getenv("XSHARD_HALO_CASES")) : 120;
+  int tried = 0;
+  for (int c = 0; tried < cases && c < 20 * cases; ++c) {
+    const int64_t n = int64_t{1} << (1 + rng() % 3), h = 3 + rng() % 40, k = 1 + rng() % 4;
+    const int64_t stride = 1 + rng() % 2, ld = 1 + rng() % 3, rd = 1 + rng() % 2;
+    const int64_t pl = static_cast<int64_t>(rng() % 6) - 1, ph = static_cast<int64_t>(rng() % 6) - 1;
+    const int64_t padded = (h - 1) * ld + 1 + pl + ph, reach = (k - 1) * rd + 1;
+    if (padded < reach) continue;
+    const int64_t out = (padded - reach) / stride + 1;
+    if (out < 2) continue;
+    ++tried;
+    const std::string window =
+        StrCat("size=", k, " stride=", stride, " pad=", pl, "_", ph, " lhs_dilate=", ld, " rhs_dilate=", rd);
+    const std::string split = StrCat("{devices=[1,", n, ",1]<=[", n, "]}");
+    std::string text;
+    if (c % 3 == 0) {
+      text = StrCat("add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n",
+                    "ENTRY e {\n  x = f32[2,", h, ",3] parameter(0), sharding=", split,
+                    "\n  z = f32[] constant(0)\n  ROOT r = f32[2,", out, ",3] reduce-window(x, z), window={size=1x", k,
+                    "x1 stride=1x", stride, "x1 pad=0_0x", pl, "_", ph, "x0_0 lhs_dilate=1x", ld, "x1 rhs_dilate=1x",
+                    rd, "x1}, to_apply=add, sharding=", split, "\n}\n");
+    } else {
+      text = StrCat("ENTRY e {\n  x = f32[2,", h, ",3] parameter(0), sharding=", split, "\n  w = f32[", k,
+                    ",3,4] parameter(1), sharding={replicated}\n  ROOT c = f32[2,", out,
+                    ",4] convolution(x, w), window={", window, "}, dim_labels=b0f_0io->b0f, sharding=", split, "\n}\n");
+    }
+    SCOPED_TRACE(text);
+    PartitionAndCompare(text, n);
+    if (::testing::Test::HasFailure()) break;
+  }
+  EXPECT_EQ(tried, cases);
 }
 
 // 2x2 max pool, stride 2, over H=16 on 8 devices: every window is inside one shard (no
