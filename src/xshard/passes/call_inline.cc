@@ -145,27 +145,10 @@ bool ControlFlowRole(const Instruction& inst, CallRole role) {
   }
 }
 
-// Fresh computation names "<name>.flat<n>", n counted per name.
-class CopyNames {
- public:
-  explicit CopyNames(const Module& module) {
-    for (const Computation* c : module.computations()) taken_.insert(c->name());
-  }
-  std::string Next(const std::string& base) {
-    for (int& n = next_[base];;) {
-      std::string name = base + ".flat" + std::to_string(++n);
-      if (taken_.insert(name).second) return name;
-    }
-  }
-
- private:
-  std::unordered_set<std::string> taken_;
-  std::unordered_map<std::string, int> next_;
-};
-
-// A copy of `c` (instructions, shardings, control edges, the same callees) added to `module`.
-Computation* CopyComputation(Module& module, const Computation& c, CopyNames& names) {
-  auto copy = std::make_unique<Computation>(names.Next(c.name()));
+// A copy of `c` (instructions, shardings, control edges, the same callees) added to `module`,
+// which names it c's name plus a fresh ".N".
+Computation* CopyComputation(Module& module, const Computation& c) {
+  auto copy = std::make_unique<Computation>(c.name());
   copy->set_execution_thread(c.execution_thread());
   copy->set_async_sugar(c.is_async_sugar());
   Computation* dst = module.AddComputation(std::move(copy));
@@ -197,7 +180,6 @@ StatusOr<bool> FlattenCallGraph(Module& module) {
   for (const Computation* c : module.computations()) budget += c->instruction_count();
   budget = std::max<int64_t>(4 * budget, 20000);
   int64_t copies_left = std::max<int64_t>(4 * module.computation_count(), 1000);
-  CopyNames names(module);
   for (size_t next = 0; next < work.size(); ++next) {
     Computation* c = work[next];
     for (Instruction* inst : c->MakeInstructionPostOrder()) {
@@ -211,7 +193,7 @@ StatusOr<bool> FlattenCallGraph(Module& module) {
         }
         budget -= call.computation->instruction_count();
         if (budget < 0 || --copies_left < 0) continue;
-        call.computation = CopyComputation(module, *call.computation, names);
+        call.computation = CopyComputation(module, *call.computation);
         claimed.insert(call.computation);
         work.push_back(call.computation);
         copied = true;

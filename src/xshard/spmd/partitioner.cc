@@ -179,10 +179,6 @@ StatusOr<Instruction*> MaskOutputs(const spmd::PartitionedValue& v) {
   return v.PadWithValue(nullptr, dims);
 }
 
-}  // namespace
-
-namespace {
-
 // The partitioner writes a computation for every call site of each called computation (a loop
 // body run by two loops is partitioned twice, each for its own shardings), so computations that
 // call each other from several places multiply. Refuses a module whose expanded size passes

@@ -319,22 +319,20 @@ StatusOr<Instruction*> AddShifted(std::unique_ptr<Instruction> local, const std:
     w.pad_low = s.win.local_pad_low;
     w.pad_high = (out - 1) * w.stride + (w.size - 1) * w.rhs_dilation - w.pad_low - (in - 1) * w.lhs_dilation;
   }
-  std::vector<int64_t> strides;
-  for (const ShiftedResult& s : shifts) strides.push_back(attrs.window->dims[s.window].stride);
   Instruction* x = em.AddInstruction(std::move(local));
   if (shifts.empty()) return x;
   XS_ASSIGN_OR_RETURN(ShardLayout layout,
                       ShardLayout::Create(result_sharding, global_result.dims(), em.num_partitions()));
   std::vector<Instruction*> starts(global_result.rank(), nullptr);
   std::vector<int64_t> sizes = x->shape().dims();
-  for (size_t i = 0; i < shifts.size(); ++i) {
-    const ShiftedResult& s = shifts[i];
+  for (const ShiftedResult& s : shifts) {
+    const int64_t stride = x->attrs().window->dims[s.window].stride;
     if (layout.tiles()[s.result_dim] != static_cast<int64_t>(s.win.shift.size())) {
       return Internal("a shifted window's result dim ", s.result_dim, " has ", layout.tiles()[s.result_dim],
                       " tiles where its input has ", s.win.shift.size());
     }
     std::vector<int64_t> by_tile;
-    for (int64_t v : s.win.shift) by_tile.push_back(v / strides[i]);
+    for (int64_t v : s.win.shift) by_tile.push_back(v / stride);
     starts[s.result_dim] = em.PerTile(layout, s.result_dim, by_tile);
     sizes[s.result_dim] -= s.win.extra;
   }
