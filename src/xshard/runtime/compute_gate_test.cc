@@ -109,7 +109,9 @@ Status SumOnce(Communicator& comm, int64_t rank) {
 
 // Device 1 computes inside the client's gate for 4 timeouts before it joins the all-reduce; device
 // 0, waiting there, keeps waiting because a device is busy in the gate, and both succeed. The same
-// delay outside the gate (a device that is not computing) times out, as before.
+// delay outside the gate (a device that is not computing) times out, as before. The gate is
+// entered before the run starts (its slots are not tied to a thread), so that a loaded machine
+// starting device 1's thread late cannot let device 0's wait time out before device 1 is in it.
 TEST(ComputeGate, CollectivesWaitForDevicesComputingInTheGate) {
   const std::chrono::milliseconds timeout(150);
   for (bool in_gate : {true, false}) {
@@ -120,14 +122,15 @@ TEST(ComputeGate, CollectivesWaitForDevicesComputingInTheGate) {
     StatusOr<std::unique_ptr<Client>> client = Client::Create(o);
     ASSERT_TRUE(client.ok()) << client.status().ToString();
     ComputeGate& gate = (*client)->compute_gate();
-    StatusOr<Client::RunResult> r = (*client)->RunPerRank(std::vector<int64_t>{0, 1}, [&](int64_t rank, Communicator& comm) {
-      if (rank == 1) {
-        if (in_gate) gate.Enter();
-        std::this_thread::sleep_for(4 * timeout);
-        if (in_gate) gate.Leave();
-      }
-      return SumOnce(comm, rank);
-    });
+    if (in_gate) gate.Enter();  // device 1's, left by its thread
+    StatusOr<Client::RunResult> r =
+        (*client)->RunPerRank(std::vector<int64_t>{0, 1}, [&](int64_t rank, Communicator& comm) {
+          if (rank == 1) {
+            std::this_thread::sleep_for(4 * timeout);
+            if (in_gate) gate.Leave();
+          }
+          return SumOnce(comm, rank);
+        });
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     if (in_gate) {
       EXPECT_TRUE(r->status.ok()) << r->status.ToString();
