@@ -14,15 +14,71 @@ bool Contains(const std::vector<int64_t>& v, int64_t x) { return std::find(v.beg
 
 void Erase(std::vector<int64_t>& v, int64_t x) { v.erase(std::remove(v.begin(), v.end(), x), v.end()); }
 
+// True when `z` is a scalar constant, or a broadcast of one, that is at most 0.
+bool NonPositiveConstant(const Instruction& z) {
+  const Instruction* c = &z;
+  if (c->opcode() == Opcode::kBroadcast && c->operand(0)->shape().rank() == 0) c = c->operand(0);
+  return c->opcode() == Opcode::kConstant && c->shape().IsArray() && c->shape().rank() == 0 &&
+         c->literal().GetDouble(0) <= 0;
+}
+
 // The dim of `c` along which its values count 0, 1, 2, ... (equal along every other dim): an
-// iota, or a broadcast of a rank-1 iota; nullopt otherwise.
-std::optional<int64_t> IotaDim(const Instruction& c) {
-  if (!c.shape().IsArray() || !IsInteger(c.shape().dtype())) return std::nullopt;
-  if (c.opcode() == Opcode::kIota && c.attrs().iota_dimension) return *c.attrs().iota_dimension;
-  if (c.opcode() != Opcode::kBroadcast || c.dimensions().size() != 1) return std::nullopt;
-  const Instruction& x = *c.operand(0);
-  if (x.opcode() != Opcode::kIota || x.shape().rank() != 1 || !IsInteger(x.shape().dtype())) return std::nullopt;
-  return c.dimensions()[0];
+// iota, and what keeps that: a broadcast of such a value, a reshape that only adds or drops dims
+// of size 1, a convert to an integer type that holds the positions, and the select JAX wraps
+// around an index to wrap negative ones (select(x < 0, x + n, x) of such an x is x, whose values
+// are never negative); nullopt otherwise.
+std::optional<int64_t> IotaDim(const Instruction& c, int depth = 0) {
+  if (depth > 32 || !c.shape().IsArray() || !IsInteger(c.shape().dtype())) return std::nullopt;
+  const Shape& shape = c.shape();
+  switch (c.opcode()) {
+    case Opcode::kIota:
+      if (!c.attrs().iota_dimension) return std::nullopt;
+      return *c.attrs().iota_dimension;
+    case Opcode::kBroadcast: {
+      const std::optional<int64_t> d = IotaDim(*c.operand(0), depth + 1);
+      if (!d || *d >= static_cast<int64_t>(c.dimensions().size())) return std::nullopt;
+      return c.dimensions()[*d];
+    }
+    case Opcode::kReshape: {
+      const Shape& in = c.operand(0)->shape();
+      const std::optional<int64_t> d = IotaDim(*c.operand(0), depth + 1);
+      if (!d || in.dim(static_cast<int>(*d)) <= 1) return std::nullopt;
+      std::vector<int64_t> in_dims, out_dims;  // the dims of size > 1, in order
+      for (int k = 0; k < in.rank(); ++k) {
+        if (in.dim(k) > 1) in_dims.push_back(k);
+      }
+      for (int k = 0; k < shape.rank(); ++k) {
+        if (shape.dim(k) > 1) out_dims.push_back(k);
+      }
+      if (in_dims.size() != out_dims.size()) return std::nullopt;
+      std::optional<int64_t> mapped;
+      for (size_t i = 0; i < in_dims.size(); ++i) {
+        if (in.dim(static_cast<int>(in_dims[i])) != shape.dim(static_cast<int>(out_dims[i]))) return std::nullopt;
+        if (in_dims[i] == *d) mapped = out_dims[i];
+      }
+      return mapped;
+    }
+    case Opcode::kConvert:
+    case Opcode::kCopy: {
+      const std::optional<int64_t> d = IotaDim(*c.operand(0), depth + 1);
+      if (!d) return std::nullopt;
+      const int bits = DTypeBitWidth(shape.dtype()) - (IsSignedInteger(shape.dtype()) ? 1 : 0);
+      if (bits < 62 && shape.dim(static_cast<int>(*d)) > (int64_t{1} << bits)) return std::nullopt;
+      return d;
+    }
+    case Opcode::kSelect: {
+      const Instruction& p = *c.operand(0);
+      if (p.opcode() != Opcode::kCompare || !p.attrs().comparison_direction) return std::nullopt;
+      const ComparisonDirection dir = *p.attrs().comparison_direction;
+      // select(x < z, _, x) and select(x >= z, x, _) with z <= 0 are x.
+      const Instruction* x = nullptr;
+      if (dir == ComparisonDirection::kLt) x = c.operand(2);
+      if (dir == ComparisonDirection::kGe) x = c.operand(1);
+      if (x == nullptr || p.operand(0) != x || !NonPositiveConstant(*p.operand(1))) return std::nullopt;
+      return IotaDim(*x, depth + 1);
+    }
+    default: return std::nullopt;
+  }
 }
 
 // `x`, or what it reads through get-tuple-element of a tuple (an inlined call's result).

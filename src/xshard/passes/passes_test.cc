@@ -282,6 +282,56 @@ ENTRY e {
   EXPECT_NE(m->entry()->GetInstruction("idx"), nullptr);  // the tuple still holds it
 }
 
+// x.at[jnp.arange(8)[:, None], order].set(v) as JAX writes it: the arange is reshaped, wrapped
+// for negative positions (select(i < 0, i + 8, i), a no-op on an iota), broadcast and reshaped
+// again before the concatenate. The component is still the rows' iota: a batching pair. A select
+// that is not that no-op (i < 1) stays.
+TEST(GatherBatchDimsTest, IotaThroughReshapesTheNegativeIndexWrapAndBroadcastsBecomesABatchingDim) {
+  auto module = [](const std::string& bound) {
+    return StrCat(R"(HloModule m
+add {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT s = s32[] add(a, b)
+}
+ENTRY e {
+  order = s32[8,24] parameter(0)
+  v = s32[8,24] parameter(1)
+  i = s32[8] iota(), iota_dimension=0
+  i2 = s32[8,1] reshape(i)
+  zero = s32[] constant()",
+                  bound, R"()
+  zeros = s32[8,1] broadcast(zero), dimensions={}
+  neg = pred[8,1] compare(i2, zeros), direction=LT
+  eight = s32[] constant(8)
+  eights = s32[8,1] broadcast(eight), dimensions={}
+  up = s32[8,1] add(i2, eights)
+  wrapped = s32[8,1] select(neg, up, i2)
+  b3 = s32[8,1,1] broadcast(wrapped), dimensions={0,1}
+  r2 = s32[8,1] reshape(b3)
+  rows = s32[8,24,1] broadcast(r2), dimensions={0,2}
+  cols = s32[8,24,1] reshape(order)
+  idx = s32[8,24,2] concatenate(rows, cols), dimensions={2}
+  c0 = s32[] constant(0)
+  z = s32[8,24] broadcast(c0), dimensions={}
+  ROOT sc = s32[8,24] scatter(z, idx, v), update_window_dims={}, inserted_window_dims={0,1}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=2, to_apply=add
+})");
+  };
+  std::unique_ptr<Module> m = ParseOrFail(module("0"));
+  StatusOr<bool> changed = MakeGatherBatchDimsExplicit(*m);
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(Verify(*m).ok()) << Verify(*m).ToString();
+  const Instruction* sc = m->entry()->GetInstruction("sc");
+  EXPECT_EQ(sc->operand(1)->name(), "cols");
+  EXPECT_EQ(sc->attrs().scatter->input_batching_dims, (std::vector<int64_t>{0}));
+  EXPECT_EQ(sc->attrs().scatter->scatter_indices_batching_dims, (std::vector<int64_t>{0}));
+  EXPECT_EQ(sc->attrs().scatter->scatter_dims_to_operand_dims, (std::vector<int64_t>{1}));
+  // i < 1 is true at i = 0, where the select picks i + 8: not an iota.
+  m = ParseOrFail(module("1"));
+  EXPECT_FALSE(*MakeGatherBatchDimsExplicit(*m));
+}
+
 TEST(PipelineTest, DumpsTheModuleAfterEachPass) {
   std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
 ENTRY e {

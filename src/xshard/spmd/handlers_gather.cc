@@ -220,10 +220,40 @@ StatusOr<bool> TryShardedOperandGather(const Instruction& inst, Context& ctx) {
   return true;
 }
 
+// A scatter's local indices for an operand whose `sliced` dims are split as `layout` splits them:
+// each such component moved to the shard's origin, and sent past the shard (so that the scatter
+// skips it) when it lies in another shard or outside the operand.
+Instruction* LocalScatterIndices(Emitter& em, Instruction* indices, const ScatterDimensionNumbers& sd,
+                                 const std::vector<bool>& sliced, const ShardLayout& layout, const Shape& operand) {
+  const int ivd = static_cast<int>(sd.index_vector_dim);
+  std::vector<Instruction*> comps = Components(em, indices, ivd, sd.scatter_dims_to_operand_dims.size());
+  for (size_t j = 0; j < comps.size(); ++j) {
+    const int d = static_cast<int>(sd.scatter_dims_to_operand_dims[j]);
+    if (!sliced[d]) continue;
+    const Shape& s = comps[j]->shape();
+    const DType t = s.dtype();
+    const double len = static_cast<double>(layout.shard_dims()[d]);
+    // Globally out of bounds: a local position past the shard (skipped, never in the padding).
+    Instruction* inside =
+        em.Compare(comps[j], Splat(em, s, t, static_cast<double>(operand.dim(d))), ComparisonDirection::kLt);
+    if (IsSignedInteger(t)) {
+      inside = em.Binary(Opcode::kAnd, inside, em.Compare(comps[j], Splat(em, s, t, 0), ComparisonDirection::kGe));
+    }
+    Instruction* start = StartOf(em, layout, d, s);
+    Instruction* local = em.Binary(Opcode::kSubtract, comps[j], start);
+    if (!IsSignedInteger(t)) {
+      // Unsigned: positions before the shard would wrap; send them past it instead.
+      inside = em.Binary(Opcode::kAnd, inside, em.Compare(comps[j], start, ComparisonDirection::kGe));
+    }
+    comps[j] = em.Select(inside, local, Splat(em, s, t, len));
+  }
+  return Join(em, std::move(comps), ivd);
+}
+
 // Scatter (one operand) into an operand whose trivially sliced indexed dims (and explicit batching
 // dims) stay sharded: every partition applies all updates of its batch rows to its shard, with indices moved to the shard's origin; updates
 // that belong elsewhere are out of bounds and skipped, as the global scatter skips them.
-StatusOr<bool> TryShardedOperandScatter(const Instruction& inst, Context& ctx) {
+StatusOr<bool> TryShardedOperandScatter(const Instruction& inst, Context& ctx, int64_t limit, int64_t* cost_out) {
   if (inst.operand_count() != 3 || !inst.shape().IsArray()) return false;
   const ScatterDimensionNumbers& sd = *inst.attrs().scatter;
   const PartitionedValue& x = ctx.Get(inst.operand(0));
@@ -281,35 +311,15 @@ StatusOr<bool> TryShardedOperandScatter(const Instruction& inst, Context& ctx) {
   const HloSharding op_s = mesh.ToHloSharding(oa), upd_s = mesh.ToHloSharding(ua);
   const HloSharding idx_s = mesh.ToHloSharding(ia);
   const int64_t cost = PlanCost(ctx, inst, {op_s, idx_s, upd_s}, op_s, {});
-  if (cost >= RulePlanCost(inst, ctx, PositionalConfig(inst))) return false;
+  *cost_out = cost;
+  if (cost >= limit) return false;
 
   Emitter& em = ctx.em();
   XS_ASSIGN_OR_RETURN(PartitionedValue xv, x.Reshard(op_s, "operand 0"));
   XS_ASSIGN_OR_RETURN(PartitionedValue iv, idx.Reshard(idx_s, "operand 1"));
   XS_ASSIGN_OR_RETURN(PartitionedValue uv, upd.Reshard(upd_s, "operand 2"));
   XS_ASSIGN_OR_RETURN(ShardLayout layout, xv.Layout());
-  std::vector<Instruction*> comps = Components(em, iv.hlo(), ivd, sd.scatter_dims_to_operand_dims.size());
-  for (size_t j = 0; j < comps.size(); ++j) {
-    const int d = static_cast<int>(sd.scatter_dims_to_operand_dims[j]);
-    if (!sliced[d]) continue;
-    const Shape& s = comps[j]->shape();
-    const DType t = s.dtype();
-    const double len = static_cast<double>(layout.shard_dims()[d]);
-    // Globally out of bounds: a local position past the shard (skipped, never in the padding).
-    Instruction* inside = em.Compare(comps[j], Splat(em, s, t, static_cast<double>(operand.dim(d))),
-                                     ComparisonDirection::kLt);
-    if (IsSignedInteger(t)) {
-      inside = em.Binary(Opcode::kAnd, inside, em.Compare(comps[j], Splat(em, s, t, 0), ComparisonDirection::kGe));
-    }
-    Instruction* start = StartOf(em, layout, d, s);
-    Instruction* local = em.Binary(Opcode::kSubtract, comps[j], start);
-    if (!IsSignedInteger(t)) {
-      // Unsigned: positions before the shard would wrap; send them past it instead.
-      inside = em.Binary(Opcode::kAnd, inside, em.Compare(comps[j], start, ComparisonDirection::kGe));
-    }
-    comps[j] = em.Select(inside, local, Splat(em, s, t, len));
-  }
-  Instruction* local_indices = Join(em, std::move(comps), ivd);
+  Instruction* local_indices = LocalScatterIndices(em, iv.hlo(), sd, sliced, layout, operand);
   std::unique_ptr<Instruction> clone = inst.CloneWithNewOperands({xv.hlo(), local_indices, uv.hlo()});
   clone->set_shape(xv.hlo()->shape());
   clone->set_sharding(std::nullopt);
@@ -358,9 +368,9 @@ std::optional<Combiner> ScatterCombiner(const Instruction& inst, DType dtype) {
 // combiner's identity, the partial results are combined over those axes (an all-reduce: XLA's
 // plan) and the operand is combined in once. Chosen over the rule plan, which gathers the updates,
 // when it costs less: small outputs, many updates (segment sums, histograms, a replicated
-// table's gradient from a large batch). Updates split unevenly are left to the rule plan (their
-// padding would be scattered).
-StatusOr<bool> TryPartialScatter(const Instruction& inst, Context& ctx) {
+// table's gradient from a large batch). Updates split unevenly have their padding's indices set
+// out of bounds, so that nothing is scattered from it.
+StatusOr<bool> TryPartialScatter(const Instruction& inst, Context& ctx, int64_t limit, int64_t* cost_out) {
   if (inst.operand_count() != 3 || !inst.shape().IsArray()) return false;
   const ScatterDimensionNumbers& sd = *inst.attrs().scatter;
   if (!sd.input_batching_dims.empty()) return false;
@@ -385,7 +395,7 @@ StatusOr<bool> TryPartialScatter(const Instruction& inst, Context& ctx) {
   for (int d = 0; d < indices.rank(); ++d) {
     if (d != ivd) index_dims.push_back(d);
   }
-  std::vector<int> axes;
+  std::vector<int> axes, padded_index_dims;
   size_t k = 0;
   for (int d = 0; d < updates.rank(); ++d) {
     if (Contains(sd.update_window_dims, d)) {
@@ -395,24 +405,71 @@ StatusOr<bool> TryPartialScatter(const Instruction& inst, Context& ctx) {
     if (k >= index_dims.size() || ua->dims[d] != ia->dims[index_dims[k]]) return false;
     int64_t pieces = 1;
     for (int a : ua->dims[d]) pieces *= mesh.axis_size(a);
-    if (updates.dim(d) % pieces != 0) return false;
+    if (updates.dim(d) % pieces != 0) padded_index_dims.push_back(index_dims[k]);
     axes.insert(axes.end(), ua->dims[d].begin(), ua->dims[d].end());
     ++k;
   }
   if (axes.empty() || k != index_dims.size()) return false;
+  // Updates split unevenly: the padding's indices are set out of bounds (-1, or the type's
+  // largest value when unsigned, past every indexed dim), so that the scatter skips them.
+  if (!padded_index_dims.empty() && !IsSignedInteger(indices.dtype())) {
+    for (int64_t o : sd.scatter_dims_to_operand_dims) {
+      if (!IndexTypeHolds(indices.dtype(), operand.dim(static_cast<int>(o)))) return false;
+    }
+  }
+  // The operand's trivially sliced indexed dims that the target splits on axes other than the
+  // updates' stay split: each partition scatters into its own rows of the identity (indices moved
+  // to the shard's origin, the rest skipped), so that the partial results to combine are shards
+  // (XLA's plan for an embedding gradient whose table rows and ids are split on different axes).
+  std::vector<int64_t> window(operand.rank(), 1);
+  size_t w = 0;
+  for (int d = 0; d < operand.rank(); ++d) {
+    if (Contains(sd.inserted_window_dims, d)) continue;
+    window[d] = updates.dim(static_cast<int>(sd.update_window_dims[w++]));
+  }
+  AxesSharding oa{std::vector<std::vector<int>>(operand.rank()), 0};
+  std::vector<bool> sliced(operand.rank(), false);
+  bool any_sliced = false;
+  if (std::optional<AxesSharding> ta = ViewOf(target, operand.rank(), mesh)) {
+    for (int64_t d64 : sd.scatter_dims_to_operand_dims) {
+      const int d = static_cast<int>(d64);
+      const std::vector<int>& da = ta->dims[d];
+      if (window[d] != 1 || operand.dim(d) <= 1 || da.empty() || sliced[d]) continue;
+      if (!IndexTypeHolds(indices.dtype(), operand.dim(d))) continue;
+      if (std::any_of(da.begin(), da.end(),
+                      [&](int a) { return std::find(axes.begin(), axes.end(), a) != axes.end(); }))
+        continue;
+      oa.dims[d] = da;
+      sliced[d] = any_sliced = true;
+    }
+  }
+  const HloSharding op_s = any_sliced ? mesh.ToHloSharding(oa) : HloSharding::Replicate();
   ModuleState& state = ctx.state();
-  const int64_t cost = ReshardCost(state, operand, HloSharding::Replicate(), PartialReduction{axes, nullptr}, target) +
+  const int64_t cost = ReshardCost(state, operand, op_s, PartialReduction{axes, nullptr}, target) +
                        ReshardCost(state, operand, x.sharding(), std::nullopt, target);
-  if (cost >= RulePlanCost(inst, ctx, PositionalConfig(inst))) return false;
+  *cost_out = cost;
+  if (cost >= limit) return false;
 
   Emitter& em = ctx.em();
-  Instruction* identity = Splat(em, operand, operand.dtype(), combiner->identity);
-  std::unique_ptr<Instruction> clone = inst.CloneWithNewOperands({identity, idx.hlo(), upd.hlo()});
-  clone->set_shape(operand);
+  XS_ASSIGN_OR_RETURN(Shape local_shape, LocalShape(operand, op_s, em.num_partitions()));
+  Instruction* identity = Splat(em, local_shape, operand.dtype(), combiner->identity);
+  Instruction* local_indices = idx.hlo();
+  if (!padded_index_dims.empty()) {
+    const DType t = indices.dtype();
+    const double skip =
+        IsSignedInteger(t) ? -1.0 : std::min(std::ldexp(1.0, DTypeBitWidth(t)) - 1, std::ldexp(1.0, 53));
+    XS_ASSIGN_OR_RETURN(local_indices, idx.PadWithValue(em.Scalar(t, skip), padded_index_dims));
+  }
+  if (any_sliced) {
+    XS_ASSIGN_OR_RETURN(ShardLayout layout, PartitionedValue(identity, operand, op_s, &em).Layout());
+    local_indices = LocalScatterIndices(em, local_indices, sd, sliced, layout, operand);
+  }
+  std::unique_ptr<Instruction> clone = inst.CloneWithNewOperands({identity, local_indices, upd.hlo()});
+  clone->set_shape(identity->shape());
   clone->set_sharding(std::nullopt);
   clone->set_calls({{inst.calls()[0].role, state.Clone(*inst.calls()[0].computation)}});
   Instruction* local = em.AddInstruction(std::move(clone));
-  PartitionedValue partial(local, operand, HloSharding::Replicate(), &em,
+  PartitionedValue partial(local, operand, op_s, &em,
                            PartialReduction{axes, state.Reducer(combiner->op, operand.dtype())});
   XS_ASSIGN_OR_RETURN(PartitionedValue combined, partial.Reshard(target, "combine the partitions' scatters"));
   XS_ASSIGN_OR_RETURN(PartitionedValue base, x.Reshard(target, "operand 0"));
@@ -429,9 +486,20 @@ Status HandleGather(const Instruction& inst, Context& ctx) {
 }
 
 Status HandleScatter(const Instruction& inst, Context& ctx) {
-  XS_ASSIGN_OR_RETURN(bool done, TryShardedOperandScatter(inst, ctx));
-  if (!done) {
-    XS_ASSIGN_OR_RETURN(done, TryPartialScatter(inst, ctx));
+  // Each plan's cost first (a limit of 0 emits nothing), then the cheapest: the sharded-operand
+  // plan, the partial one, else the rule handler's.
+  int64_t sharded = kImpossibleCost, partial = kImpossibleCost;
+  XS_RETURN_IF_ERROR(TryShardedOperandScatter(inst, ctx, 0, &sharded).status());
+  XS_RETURN_IF_ERROR(TryPartialScatter(inst, ctx, 0, &partial).status());
+  bool done = false;
+  if (std::min(sharded, partial) < kImpossibleCost) {
+    const int64_t rule = RulePlanCost(inst, ctx, PositionalConfig(inst));
+    int64_t unused = 0;
+    if (sharded <= partial) {
+      XS_ASSIGN_OR_RETURN(done, TryShardedOperandScatter(inst, ctx, rule, &unused));
+    } else {
+      XS_ASSIGN_OR_RETURN(done, TryPartialScatter(inst, ctx, rule, &unused));
+    }
   }
   return done ? OkStatus() : PartitionByRule(inst, ctx, PositionalConfig(inst));
 }

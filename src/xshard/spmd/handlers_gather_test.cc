@@ -189,12 +189,68 @@ TEST(ScatterHandlerTest, ShardedUpdatesIntoASmallResultAreScatteredLocallyAndAll
   text = StrCat(kMaxF, kScatter);
   text.replace(text.find("COMBINER"), 8, "mx");
   EXPECT_EQ(KindsGather(CheckGather(text, 4)), (std::vector<std::string>{"all-reduce"}));
-  // 30 rows do not split evenly over 4: the padding rows must not be scattered (rule plan).
-  text = StrCat(kSum, kScatter);
-  text.replace(text.find("COMBINER"), 8, "sum");
-  text.replace(text.find("s32[32,1]"), 9, "s32[30,1]");
-  text.replace(text.find("f32[32,4]"), 9, "f32[30,4]");
-  CheckGather(text, 4);
+  // 30 rows do not split evenly over 4: the padding rows (garbage here) must not be scattered.
+  // Their indices are set out of bounds (-1; the largest value when unsigned), and the plan stays
+  // a local scatter and one all-reduce (k-means' segment sums over 100 points on 8 devices).
+  for (const char* index_type : {"s32", "u32", "u8"}) {
+    SCOPED_TRACE(index_type);
+    text = StrCat(kSum, kScatter);
+    text.replace(text.find("COMBINER"), 8, "sum");
+    text.replace(text.find("s32[32,1]"), 9, StrCat(index_type, "[30,1]"));
+    text.replace(text.find("f32[32,4]"), 9, "f32[30,4]");
+    EXPECT_EQ(KindsGather(CheckGather(text, 4)), (std::vector<std::string>{"all-reduce"}));
+  }
+}
+
+// Ids i * 5 + 7 of shape s32[32] (values -8..22), reshaped to [32,1]; `spec1` / `spec2` split the
+// lookups of i and of the ids.
+std::string Spread32(const std::string& spec1, const std::string& spec2) {
+  return StrCat(R"(
+  i = s32[32] parameter(0), sharding=)",
+                spec1, R"(
+  five = s32[] constant(5)
+  seven = s32[] constant(7)
+  b5 = s32[32] broadcast(five), dimensions={}
+  b7 = s32[32] broadcast(seven), dimensions={}
+  i5 = s32[32] multiply(i, b5)
+  j = s32[32] add(i5, b7)
+  ids = s32[32,1] reshape(j), sharding=)",
+                spec2, "\n");
+}
+
+// The embedding gradient with the ids and updates split over the lookups on the same axes as the
+// table's rows: each partition scatters its own updates into zeros and one reduce-scatter leaves
+// each its rows (the sharded-operand plan gathered the updates and ids: twice the bytes).
+TEST(ScatterHandlerTest, UpdatesSplitLikeTheRowsAreScatteredLocallyAndReduceScattered) {
+  const PartitionResult r =
+      CheckGather(StrCat(kSum, "ENTRY e {", Spread32("{devices=[4]<=[4]}", "{devices=[4,1]<=[4]}"), R"(
+  zero = f32[] constant(0)
+  t = f32[20,4] broadcast(zero), dimensions={}, sharding={devices=[4,1]<=[4]}
+  u = f32[32,4] parameter(1), sharding={devices=[4,1]<=[4]}
+  ROOT s = f32[20,4] scatter(t, ids, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=sum, sharding={devices=[4,1]<=[4]}
+})"),
+                  4);
+  EXPECT_EQ(KindsGather(r), std::vector<std::string>{"reduce-scatter"});
+}
+
+// Mesh x=2, y=2: the table's rows over x, the ids and updates over y (jnp.take of a row-sharded
+// table by ids sharded on another axis, differentiated). Each partition scatters the updates of
+// its y shard that fall in its own x rows (indices moved to the shard's origin, the rest skipped)
+// and the row shards are all-reduced over y alone: XLA's plan. The operand (not zero here) is
+// added once.
+TEST(ScatterHandlerTest, RowsOnOneAxisAndUpdatesOnAnotherAllReduceOnlyTheRowShards) {
+  const char* kY = "{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}";
+  const PartitionResult r =
+      CheckGather(StrCat(kSum, "ENTRY e {", Spread32("{devices=[2,2]<=[2,2]T(1,0) last_tile_dim_replicate}", kY), R"(
+  t = f32[20,4] parameter(2), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}
+  u = f32[32,4] parameter(1), sharding=)",
+                         kY, R"(
+  ROOT s = f32[20,4] scatter(t, ids, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=sum, sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}
+})"),
+                  4);
+  ASSERT_EQ(KindsGather(r), std::vector<std::string>{"all-reduce"});
+  // The all-reduce sums one row shard ([10,4]) over y, not the whole table.
+  EXPECT_EQ(r.report.collectives[0].shape.dims(), (std::vector<int64_t>{10, 4}));
 }
 
 TEST(ScatterHandlerTest, ScatterAddIntoARowShardedTableNeedsNoCollectives) {

@@ -199,6 +199,36 @@ StatusOr<Plan> ChoosePlan(Op& op, Context& ctx, const RuleConfig& config, std::o
     std::optional<FactorAxes> d = MoveDroppedAxes(a, candidates[candidates.size() - 3], op, mesh);
     if (d) candidates.push_back(Sanitize(*std::move(d), op, config, mesh));
     if (from_operands.size() > 1) candidates.push_back(Sanitize(e, op, config, mesh));
+    // F (dots and convolutions whose repeated work costs more than a collective's fixed cost): A
+    // with the mesh axes it leaves idle given to one more factor, all together and each alone, so
+    // that the devices along those axes compute pieces of the product instead of all of it (a
+    // result replicated over y is then reduced or gathered over y, as XLA does). Smaller products
+    // keep the plans above: a few FLOPs saved must not trade for a wider collective.
+    const Opcode opcode = op.inst->opcode();
+    const FactorAxes base = candidates.front();
+    if ((opcode == Opcode::kDot || opcode == Opcode::kConvolution) &&
+        state.machine.Estimate(0, 0, LocalFlops(op, PlanFromFactors(base, op, mesh), mesh, state.num_partitions)) >
+            state.machine.collective_latency_us * 1e-6) {
+      uint64_t used = op.manual;
+      for (const Axes& axes : base) used |= MaskOf(axes);
+      Axes idle;
+      for (int axis = 0; axis < mesh.num_axes(); ++axis) {
+        if ((used & (uint64_t{1} << axis)) == 0 && mesh.axis_size(axis) > 1) idle.push_back(axis);
+      }
+      std::vector<Axes> groups;
+      if (!idle.empty()) groups.push_back(idle);
+      if (idle.size() > 1) {
+        for (int axis : idle) groups.push_back({axis});
+      }
+      for (const Axes& group : groups) {
+        for (int f = 0; f < nf; ++f) {
+          if (op.rule.factors[f].size % AxesSize(mesh, group) != 0) continue;
+          FactorAxes g = base;
+          g[f].insert(g[f].end(), group.begin(), group.end());
+          candidates.push_back(Sanitize(std::move(g), op, config, mesh));
+        }
+      }
+    }
   }
   candidates.push_back(FactorAxes(nf));
   // Shorter estimated time first; with config.fewest_bytes, fewer bytes, then fewer collectives.

@@ -59,6 +59,26 @@ ENTRY main {
   EXPECT_EQ(kinds, (std::vector<std::string>{"all-gather", "all-to-all"}));
 }
 
+// A step of a longer route reuses an earlier reshard: x (a, b) on a 2 x 2 mesh is gathered along
+// dim 1 for s1, and s2 (dim 1 split over a) is reached by the same gather and then an all-to-all.
+// The gather is emitted once (it used to be emitted again inside s2's route: two all-gathers).
+TEST(ReshardCacheTest, ARouteStepReusesAnEarlierReshardOfTheSameValue) {
+  const PartitionResult r = testing::PartitionAndCompare(R"(
+ENTRY main {
+  x = f32[8,8] parameter(0), sharding={devices=[2,2]<=[4]}
+  s1 = f32[8,8] custom-call(x), custom_call_target="Sharding", sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}
+  s2 = f32[8,8] custom-call(x), custom_call_target="Sharding", sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}
+  a = f32[8,8] negate(s1), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}
+  b = f32[8,8] abs(s2), sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}
+  ROOT t = (f32[8,8], f32[8,8]) tuple(a, b), sharding={{devices=[2,1,2]<=[4] last_tile_dim_replicate}, {devices=[1,2,2]<=[4] last_tile_dim_replicate}}
+}
+)",
+                                                         4, {1});
+  std::vector<std::string> kinds = testing::CollectiveKinds(r);
+  std::sort(kinds.begin(), kinds.end());
+  EXPECT_EQ(kinds, (std::vector<std::string>{"all-gather", "all-to-all"}));
+}
+
 // The cache is per computation: a value resharded in the entry and the same global value's
 // parameter resharded inside a called computation each move it (the callee cannot see the
 // entry's instructions).

@@ -123,12 +123,21 @@ ReplicaGroups LinesAlong(const TileAssignment& ta, int dim) {
 PartitionedValue GatherDim(const PartitionedValue& v, int dim, ReplicaGroups groups,
                            const HloSharding& after, const ShardLayout& after_layout, std::string reason) {
   Emitter& em = v.emitter();
+  // A step of a longer route may reach what an earlier reshard of the same value produced (a value
+  // gathered for one use, then gathered the same way on the way to another sharding): reuse it.
+  if (!v.partial()) {
+    if (const Emitter::CachedReshard* hit =
+            em.FindReshard(v.hlo(), v.global_shape().dims(), v.sharding(), nullptr, after)) {
+      return PartitionedValue(hit->result, v.global_shape(), hit->result_sharding, &em);
+    }
+  }
   Instruction* x = em.AllGather(v.hlo(), dim, std::move(groups), std::move(reason));
   if (x->shape().dim(dim) != after_layout.shard_dims()[dim]) {
     std::vector<int64_t> limits = x->shape().dims();
     limits[dim] = after_layout.shard_dims()[dim];
     x = em.Slice(x, limits);
   }
+  if (!v.partial()) em.RememberReshard(v.hlo(), {v.global_shape().dims(), v.sharding(), std::nullopt, after, x, after});
   return PartitionedValue(x, v.global_shape(), after, &em);
 }
 

@@ -93,6 +93,31 @@ TEST(CostModelTest, OuterAxesAt2048PermutesAndAllReducesAsXlaInsteadOfGatheringB
   EXPECT_DOUBLE_EQ(bytes_only.flops, 2.0 * 1024 * 2048 * 2048);
 }
 
+// am @ am in Muon's Newton-Schulz step on a 2 x 4 mesh: both operands and the result have their
+// rows over x and are replicated over y. Every plan taken from the shardings leaves y idle: the
+// rows of the right operand are gathered over x and the four devices along y each compute the same
+// [256,512] x [512,512] product. Given to the result's columns, y splits the work four ways: the
+// right operand's columns are sliced before its rows are gathered (128 KiB) and the [256,128]
+// pieces are gathered over y (384 KiB): the same 512 KiB, two collectives, a quarter of the FLOPs.
+// XLA splits such a product too (over the contracting dim). A product too small for its FLOPs to
+// outweigh a collective's fixed cost keeps the single all-gather.
+TEST(CostModelTest, ALargeProductReplicatedOverAnIdleAxisIsSplitOverIt) {
+  auto module = [](int n) {
+    const std::string t = StrCat("f32[", n, ",", n, "]");
+    const char* rows = "{devices=[2,1,4]<=[8] last_tile_dim_replicate}";
+    return StrCat("HloModule m, num_partitions=8\n\nENTRY e {\n  a = ", t, " parameter(0), sharding=", rows,
+                  "\n  b = ", t, " parameter(1), sharding=", rows, "\n  ROOT d = ", t,
+                  " dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding=", rows, "\n}\n");
+  };
+  const Outcome big = PartitionText(module(512));
+  EXPECT_EQ(big.kinds, (std::vector<std::string>{"all-gather", "all-gather"}));
+  EXPECT_EQ(big.bytes, 512 << 10);
+  EXPECT_DOUBLE_EQ(big.flops, 2.0 * 256 * 512 * 128);
+  const Outcome small = PartitionText(module(16));
+  EXPECT_EQ(small.kinds, std::vector<std::string>{"all-gather"});
+  EXPECT_DOUBLE_EQ(small.flops, 2.0 * 8 * 16 * 16);
+}
+
 TEST(CostModelTest, Seed000AsJaxLowersItMovesNoMoreBytesAndDoesNoMoreFlopsThanXla) {
   // XLA's compiled programs for JAX's default lowering (no output flag), per device:
   //   inner:    all-reduce f16[4,4] over a: 2 x 3/4 x 32 = 48 B; [4,4] x [4,4]: 128 FLOP.
