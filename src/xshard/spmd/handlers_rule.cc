@@ -199,11 +199,16 @@ StatusOr<Plan> ChoosePlan(Op& op, Context& ctx, const RuleConfig& config, std::o
     std::optional<FactorAxes> d = MoveDroppedAxes(a, candidates[candidates.size() - 3], op, mesh);
     if (d) candidates.push_back(Sanitize(*std::move(d), op, config, mesh));
     if (from_operands.size() > 1) candidates.push_back(Sanitize(e, op, config, mesh));
+  }
+  candidates.push_back(FactorAxes(nf));
+  const size_t first_idle = candidates.size();
+  if (op.on_mesh) {
     // F (dots and convolutions whose repeated work costs more than a collective's fixed cost): A
     // with the mesh axes it leaves idle given to one more factor, all together and each alone, so
     // that the devices along those axes compute pieces of the product instead of all of it (a
     // result replicated over y is then reduced or gathered over y, as XLA does). Smaller products
-    // keep the plans above: a few FLOPs saved must not trade for a wider collective.
+    // keep the plans above, and so does any whose F plans move more bytes than the best above
+    // (below): work saved is not traded for communication.
     const Opcode opcode = op.inst->opcode();
     const FactorAxes base = candidates.front();
     if ((opcode == Opcode::kDot || opcode == Opcode::kConvolution) &&
@@ -230,7 +235,6 @@ StatusOr<Plan> ChoosePlan(Op& op, Context& ctx, const RuleConfig& config, std::o
       }
     }
   }
-  candidates.push_back(FactorAxes(nf));
   // Shorter estimated time first; with config.fewest_bytes, fewer bytes, then fewer collectives.
   auto better = [&](const Plan& p, const Plan& q) {
     if (!config.fewest_bytes || p.cost >= kImpossibleCost || q.cost >= kImpossibleCost) return p.cost < q.cost;
@@ -238,11 +242,16 @@ StatusOr<Plan> ChoosePlan(Op& op, Context& ctx, const RuleConfig& config, std::o
   };
   Plan best;
   std::vector<FactorAxes> seen;
-  for (FactorAxes& fa : candidates) {
+  int64_t bytes_before_idle = kImpossibleCost;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    const FactorAxes& fa = candidates[k];
+    if (k == first_idle) bytes_before_idle = best.cost < kImpossibleCost ? best.bytes : kImpossibleCost;
     if (std::find(seen.begin(), seen.end(), fa) != seen.end()) continue;
     seen.push_back(fa);
     Plan plan = PlanFromFactors(fa, op, mesh);
     Cost(plan, op, state);
+    // A plan that puts idle axes to work must also move no more bytes than the plans above.
+    if (k >= first_idle && plan.bytes > bytes_before_idle) continue;
     if (better(plan, best)) best = std::move(plan);
   }
   if (!op.on_mesh) {
