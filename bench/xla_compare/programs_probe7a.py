@@ -1176,7 +1176,7 @@ def probe7a_programs():
     add("spearman_rank_44", "Spearman: descending stable argsort, rank scatter, rankdata average / dense with ties, 4 x 4",
         _plain(_spearman), M44, XY, [P("x", "y"), P("x", "y"), P("x", "y")], None,
         lambda: [_rand((8, 24), 7201), _rand((8, 24), 7202),
-                 np.random.default_rng(7203).integers(0, 6, (8, 24)).astype(np.float32)])
+                 np.random.default_rng(7203).integers(0, 6, (8, 24)).astype(np.float32)], quick=True)
     add("ece_calibration", "calibration error: softmax over y, digitize, bincount(length, weights), histogram, searchsorted, 4 x 2",
         _plain(_ece), M42, XY, [P("x", "y"), P("x")], None,
         lambda: [_rand((64, 10), 7204, scale=2.0), _ids((64,), 10, 7205)])
@@ -1295,7 +1295,8 @@ def probe7a_programs():
         lambda: [_rand((4, 8, 32), 7703, scale=0.35), _rand((4, 32, 4), 7704, scale=0.18), _rand((16, 8), 7705),
                  _rand((16, 4), 7706)])
     add("kmeans_fori_uneven", "k-means: 4 Lloyd steps in fori_loop (argmin, segment_sum), 100 points over 8 (uneven)",
-        _cut(_kmeans, [(100,), None], [P("x", None), None]), M8, AX, [P("x", None), P()], None, _kmeans_args)
+        _cut(_kmeans, [(100,), None], [P("x", None), None]), M8, AX, [P("x", None), P()], None, _kmeans_args,
+        quick=True)
     add("mixup_dropout_key", "mixup (permutation, beta) + bernoulli dropout from a key, softmax regression step, batch over 8",
         _plain(_mixup), M8, AX, [P(), P("x", None), P("x"), P()], None,
         lambda: [_rand((16, 10), 7707, scale=0.25), _rand((32, 16), 7708), _ids((32,), 10, 7709), _key(7710)])

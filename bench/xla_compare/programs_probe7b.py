@@ -1041,7 +1041,7 @@ def probe7b_programs():
         lambda: [r((32, 64), 7100, scale=0.18), r((64, 16), 7101, scale=0.125), np.zeros((32, 64), np.float32),
                  np.zeros((64, 16), np.float32), 0.01 + np.abs(r((32, 64), 7102, scale=0.01)),
                  0.01 + np.abs(r((64, 16), 7103, scale=0.01)), r((16, 32), 7104), r((16, 16), 7105), np.float32(3.0)],
-        donate_argnums=(0, 1, 2, 3, 4, 5))
+        donate_argnums=(0, 1, 2, 3, 4, 5), quick=True)
     add("broadcast_from_root", "shard_map broadcasts: device 0's block by masked psum, the last by all_gather, the argmax holder's by pmax / pmin",
         _bcast_root, M8, ("x",), [P("x")], None, lambda: [r((64, 16), 7110)])
     add("ring_allreduce_manual", "ring all-reduce by hand: reduce-scatter then all-gather by ppermute in fori_loops, vs pmean, 8",
@@ -1165,7 +1165,7 @@ def probe7b_programs():
         _plain(_slices), M8, ("x",), [P("x"), P()], None, lambda: [r((64, 16), 7640), r((16, 8), 7641, scale=0.25)])
     add("gather_idx_other_axis", "take(table P(x, None), ids P(None, y)), take_along_axis with idx P(y, None), table grad, 2 x 4",
         _plain(_gather_other_axis), M24, ("x", "y"), [P("x", None), P(None, "y"), P("y", None), P()], None,
-        lambda: [r((64, 32), 7650), _ids((16, 8), 64, 7651), _ids((64, 4), 32, 7652), r((32,), 7653)])
+        lambda: [r((64, 32), 7650), _ids((16, 8), 64, 7651), _ids((64, 4), 32, 7652), r((32,), 7653)], quick=True)
     add("a2a_reshards_16", "16 flat: P(x) -> P(None, x), [4,32,16] seq -> features -> P(x) (4 over 16), a1.T @ a1",
         _a2a_reshards16, (16,), ("x",), [P("x"), P(None, "x")], None, lambda: [r((32, 64), 7660), r((4, 32, 16), 7661)])
     # ---- inference

@@ -1,5 +1,5 @@
-// SplitConstantExpressions: each non-constant user of a constant expression (or of a broadcast of
-// a scalar) gets its own copy of it.
+// SplitConstantExpressions: each non-constant user of a constant expression (or of a broadcast)
+// gets its own copy of it.
 #include "xshard/passes/constant_split.h"
 
 #include <unordered_map>
@@ -47,7 +47,7 @@ class Splitter {
       if (IsConstantExpression(*inst)) {
         constant_.insert(inst);
         order_.push_back(inst);
-      } else if (inst->opcode() == Opcode::kBroadcast && IsScalar(*inst->operand(0))) {
+      } else if (inst->opcode() == Opcode::kBroadcast) {
         expansion_.insert(inst);
         order_.push_back(inst);
       } else {
@@ -95,7 +95,7 @@ class Splitter {
     return only;
   }
 
-  // Replaces each operand of `user` that is a constant expression or a scalar's broadcast by a
+  // Replaces each operand of `user` that is a constant expression or a broadcast by a
   // copy of its own (one per user: an operand read twice reads one copy).
   bool SplitOperands(Instruction* user) {
     std::unordered_map<const Instruction*, Instruction*> copies;
@@ -117,7 +117,7 @@ class Splitter {
     if (it != copies.end()) return it->second;
     std::vector<Instruction*> operands;
     operands.reserve(inst->operand_count());
-    // A scalar's broadcast copies only itself; a constant expression copies its whole tree.
+    // A broadcast copies only itself; a constant expression copies its whole tree.
     for (Instruction* o : inst->operands()) operands.push_back(expansion_.contains(inst) ? o : Copy(o, copies));
     Instruction* copy = c_.AddInstruction(inst->CloneWithNewOperands(operands));
     copies[inst] = copy;
@@ -126,7 +126,7 @@ class Splitter {
 
   Computation& c_;
   std::unordered_set<const Instruction*> constant_;   // constant expressions
-  std::unordered_set<const Instruction*> expansion_;  // broadcasts of scalars
+  std::unordered_set<const Instruction*> expansion_;  // other broadcasts
   std::vector<Instruction*> order_;                   // both, in post order
   std::unordered_map<const Instruction*, bool> exclusive_;
 };

@@ -105,6 +105,33 @@ ENTRY e {
   EXPECT_EQ(Get(*m, "c")->user_count(), 2);  // a scalar constant stays shared
 }
 
+// vmap(lambda v: (v @ w, v @ w @ w.T)) broadcasts w to the batch twice; global CSE makes the two
+// one, whose users want it split differently (the dot along its rows, the transpose along its
+// columns). Each user gets its own broadcast again, as JAX wrote them: propagation splits each
+// as its user needs (w itself, not the 8 times larger broadcast, is resharded if anything is),
+// and the cse after partitioning merges copies that end up alike.
+TEST(SplitConstantsTest, ABroadcastOfAnArrayGetsACopyPerUser) {
+  std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
+ENTRY e {
+  x = f32[8,12] parameter(0)
+  w = f32[12,12] parameter(1)
+  bw = f32[8,12,12] broadcast(w), dimensions={1,2}
+  d = f32[8,12] dot(x, bw), lhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+  t = f32[8,12,12] transpose(bw), dimensions={0,2,1}
+  d2 = f32[8,12] dot(d, t), lhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+  ROOT r = (f32[8,12], f32[8,12]) tuple(d, d2)
+})");
+  ASSERT_TRUE(Split(*m));
+  const Instruction* bd = Get(*m, "d")->operand(1);
+  const Instruction* bt = Get(*m, "t")->operand(0);
+  EXPECT_NE(bd, bt);
+  for (const Instruction* b : {bd, bt}) {
+    EXPECT_EQ(b->opcode(), Opcode::kBroadcast);
+    EXPECT_EQ(b->user_count(), 1);
+    EXPECT_EQ(b->operand(0), Get(*m, "w"));  // the broadcast value is shared, not copied
+  }
+}
+
 TEST(SplitConstantsTest, ValuesWithOneUserEachAndOtherOpsStayAsTheyAre) {
   std::unique_ptr<Module> m = ParseOrFail(R"(HloModule m
 ENTRY e {
