@@ -60,27 +60,13 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from programs import Program, _axis_size, _ids, _plain, _rand, _smap, _wsc  # noqa: F401
+from programs_probe6a import _uneven as _cut  # inputs cut inside to uneven sizes
 
 M8, AX = (8,), ("x",)
 M24, M42, XY = (2, 4), (4, 2), ("x", "y")
 M222, XYZ = (2, 2, 2), ("x", "y", "z")
 M44 = (4, 4)
 M2222, ABCD = (2, 2, 2, 2), ("a", "b", "c", "d")
-
-
-def _cut(f, sizes, specs):
-    """make_fn: the inputs (even, as jit's in_shardings need) cut inside to sizes (None: whole; else
-    the leading dims' new sizes) and constrained to specs, so the sharded dims are uneven."""
-    def make(mesh):
-        def g(*args):
-            cut = []
-            for a, n, sp in zip(args, sizes, specs):
-                if n is not None:
-                    a = a[tuple(slice(0, k) for k in n)]
-                cut.append(_wsc(mesh, a, sp) if sp is not None else a)
-            return f(*cut)
-        return g
-    return make
 
 
 def _key(seed):

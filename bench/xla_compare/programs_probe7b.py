@@ -38,22 +38,13 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from programs import Program, _axis_size, _ids, _plain, _rand, _smap, _wsc
+from programs_probe6b import _ln, _rms
 
 M8 = (8,)
 M24, M42, DM = (2, 4), (4, 2), ("data", "model")
 M222 = (2, 2, 2)
 M44 = (4, 4)
 M2222, ABCD = (2, 2, 2, 2), ("a", "b", "c", "d")
-
-
-def _ln(x, eps=1e-5):
-    m = x.mean(-1, keepdims=True)
-    v = ((x - m) ** 2).mean(-1, keepdims=True)
-    return (x - m) * jax.lax.rsqrt(v + eps)
-
-
-def _rms(x, g, eps=1e-6):
-    return x * jax.lax.rsqrt(jnp.mean(x * x, -1, keepdims=True) + eps) * g
 
 
 def _causal_attn(q, k, v, q_off=0, k_off=0):
