@@ -220,6 +220,22 @@ StatusOr<bool> TryShardedOperandGather(const Instruction& inst, Context& ctx) {
   return true;
 }
 
+// The size of a scatter's window along each operand dim (1 for inserted and batching dims), and
+// in `update_dims` (when given) the updates' dim each operand dim's window runs along (-1: none).
+std::vector<int64_t> ScatterWindow(const ScatterDimensionNumbers& sd, const Shape& operand, const Shape& updates,
+                                   std::vector<int>* update_dims = nullptr) {
+  std::vector<int64_t> window(operand.rank(), 1);
+  if (update_dims != nullptr) update_dims->assign(operand.rank(), -1);
+  size_t w = 0;
+  for (int d = 0; d < operand.rank(); ++d) {
+    if (Contains(sd.inserted_window_dims, d) || Contains(sd.input_batching_dims, d)) continue;
+    const int ud = static_cast<int>(sd.update_window_dims[w++]);
+    window[d] = updates.dim(ud);
+    if (update_dims != nullptr) (*update_dims)[d] = ud;
+  }
+  return window;
+}
+
 // A scatter's local indices for an operand whose `sliced` dims are split as `layout` splits them:
 // each such component moved to the shard's origin, and sent past the shard (so that the scatter
 // skips it) when it lies in another shard or outside the operand.
@@ -268,14 +284,8 @@ StatusOr<bool> TryShardedOperandScatter(const Instruction& inst, Context& ctx, i
   const HloSharding target = ctx.TargetOf(inst);
   if (!ox || target.IsManual() || !target.subgroup_types().empty()) return false;
   const int ivd = static_cast<int>(sd.index_vector_dim);
-  std::vector<int64_t> window(operand.rank(), 1);
-  std::vector<int> window_update_dim(operand.rank(), -1);
-  size_t w = 0;
-  for (int d = 0; d < operand.rank(); ++d) {
-    if (Contains(sd.inserted_window_dims, d) || Contains(sd.input_batching_dims, d)) continue;
-    window_update_dim[d] = static_cast<int>(sd.update_window_dims[w++]);
-    window[d] = updates.dim(window_update_dim[d]);
-  }
+  std::vector<int> window_update_dim;
+  const std::vector<int64_t> window = ScatterWindow(sd, operand, updates, &window_update_dim);
   AxesSharding oa{std::vector<std::vector<int>>(operand.rank()), 0};
   AxesSharding ua{std::vector<std::vector<int>>(updates.rank()), 0};
   std::vector<bool> sliced(operand.rank(), false);
@@ -421,12 +431,7 @@ StatusOr<bool> TryPartialScatter(const Instruction& inst, Context& ctx, int64_t 
   // updates' stay split: each partition scatters into its own rows of the identity (indices moved
   // to the shard's origin, the rest skipped), so that the partial results to combine are shards
   // (XLA's plan for an embedding gradient whose table rows and ids are split on different axes).
-  std::vector<int64_t> window(operand.rank(), 1);
-  size_t w = 0;
-  for (int d = 0; d < operand.rank(); ++d) {
-    if (Contains(sd.inserted_window_dims, d)) continue;
-    window[d] = updates.dim(static_cast<int>(sd.update_window_dims[w++]));
-  }
+  const std::vector<int64_t> window = ScatterWindow(sd, operand, updates);
   AxesSharding oa{std::vector<std::vector<int>>(operand.rank()), 0};
   std::vector<bool> sliced(operand.rank(), false);
   bool any_sliced = false;
