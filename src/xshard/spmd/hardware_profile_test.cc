@@ -94,9 +94,19 @@ TEST(HardwareProfileTest, CollectiveInterpolatesInGroupSizeAndClamps) {
   EXPECT_NEAR(p.CollectiveSeconds("all-reduce", 8, 22e6, 4), 40e-6 + 1e-3, 1e-12);
 }
 
-TEST(HardwareProfileTest, BuiltinProfileMatchesMachineModelDefaults) {
+TEST(HardwareProfileTest, BuiltinProfileIsTheSharedDevelopmentHost) {
+  // 8 in-process devices on 2 cores: 20 us per collective (8 per permute), 9 GFLOP/s each. The
+  // partitioner's defaults are those of a device with a core of its own: 2 us, 36 GFLOP/s.
   const HardwareProfile p = BuiltinHardwareProfile();
-  EXPECT_EQ(p.ToMachineModel(8), MachineModel{});
+  const MachineModel shared = p.ToMachineModel(8);
+  EXPECT_DOUBLE_EQ(shared.collective_latency_us, 20);
+  EXPECT_DOUBLE_EQ(shared.LatencyUs("collective-permute"), 8);
+  EXPECT_DOUBLE_EQ(shared.link_gbps, 1.5);
+  EXPECT_DOUBLE_EQ(shared.device_gflops, 9);
+  const MachineModel defaults;
+  EXPECT_DOUBLE_EQ(defaults.collective_latency_us, 2);
+  EXPECT_DOUBLE_EQ(defaults.device_gflops, 36);
+  EXPECT_DOUBLE_EQ(defaults.link_gbps, shared.link_gbps);
   EXPECT_NE(p.source.find("run `xshard bench calibrate`"), std::string::npos);
 }
 

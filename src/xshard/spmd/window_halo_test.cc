@@ -15,6 +15,7 @@ namespace xs::spmd {
 namespace {
 
 using testing::CollectiveKinds;
+using testing::CompareOptions;
 using testing::PartitionAndCompare;
 using Kinds = std::vector<std::string>;
 
@@ -120,14 +121,25 @@ TEST(WindowHaloTest, FeatureGroupsStay) {
   for (const std::string& k : CollectiveKinds(r)) EXPECT_EQ(k, "collective-permute");
 }
 
-// A window reaching three shards away (H=8 over 8, 7 rows, pad 3): fetching whole neighbour
-// tiles (six permutes) costs more than one all-gather of this small image; the result is right.
-TEST(WindowHaloTest, WindowWiderThanTwoShardsFallsBack) {
+// A window reaching three shards away (H=8 over 8, 7 rows, pad 3): whole neighbour tiles are
+// fetched by six permutes (each 192 B) where a collective costs 2 us and a device computes
+// 9 GFLOP/s; where a collective costs 20 us (more devices than cores), one all-gather of this
+// small image is cheaper. The result is right either way, and under the default figures.
+TEST(WindowHaloTest, WindowWiderThanTwoShardsTakesFarHalosOrFallsBack) {
   std::string text = Conv(8, 8, 8, "size=7x3 pad=3_3x1_1");
   text.replace(text.find("w = f32[3,3,"), 12, "w = f32[7,3,");
-  const PartitionResult r = PartitionAndCompare(text, 8);
-  ASSERT_FALSE(CollectiveKinds(r).empty());
-  EXPECT_NE(CollectiveKinds(r)[0], "collective-permute");
+  PartitionAndCompare(text, 8);
+  CompareOptions fast_links;
+  fast_links.partition.machine.collective_latency_us = 2;
+  fast_links.partition.machine.device_gflops = 9;
+  const PartitionResult halos = PartitionAndCompare(text, 8, fast_links);
+  ASSERT_FALSE(CollectiveKinds(halos).empty());
+  for (const std::string& k : CollectiveKinds(halos)) EXPECT_EQ(k, "collective-permute");
+  CompareOptions shared_host = fast_links;
+  shared_host.partition.machine.collective_latency_us = 20;
+  const PartitionResult gathered = PartitionAndCompare(text, 8, shared_host);
+  ASSERT_FALSE(CollectiveKinds(gathered).empty());
+  EXPECT_NE(CollectiveKinds(gathered)[0], "collective-permute");
 }
 
 // A weight gradient: conv(x f32[2,16,8,3] as "f01b", g f32[2,16,8,4] as "i01o") -> f32[3,3,3,4],
