@@ -124,8 +124,17 @@ StatusOr<OpShardingRule> Convolution(const Instruction& inst) {
             ko = static_cast<int>(cd.kernel_output_feature);
   const int ob = static_cast<int>(cd.output_batch), of = static_cast<int>(cd.output_feature);
   const int64_t fgc = inst.attrs().feature_group_count, bgc = inst.attrs().batch_group_count;
+  // Batch groups (a depthwise or grouped convolution's weight gradient): output feature o
+  // belongs to group g = o / (O / bgc) and reads input batch g * (B / bgc) + output batch. So the
+  // input batch dim is [groups, group size], the kernel's and the result's output features
+  // [groups, features per group], and a group split over devices stays local.
+  const bool batch_groups = bgc > 1 && fgc == 1 && in.dim(ib) % bgc == 0 && k.dim(ko) % bgc == 0 &&
+                            out.dim(of) == k.dim(ko) && out.dim(ob) * bgc == in.dim(ib);
   if (bgc == 1) {
     Factor(b, in.dim(ib), FactorKind::kPassThrough, {{lhs, ib}, {res, ob}});
+  } else if (batch_groups) {
+    Factor(b, bgc, FactorKind::kPassThrough, {{lhs, ib}, {rhs, ko}, {res, of}});
+    Factor(b, in.dim(ib) / bgc, FactorKind::kPassThrough, {{lhs, ib}, {res, ob}});
   } else {
     Factor(b, in.dim(ib), FactorKind::kNeedReplication, {{lhs, ib}});
     Factor(b, out.dim(ob), FactorKind::kPassThrough, {{res, ob}});
@@ -138,7 +147,7 @@ StatusOr<OpShardingRule> Convolution(const Instruction& inst) {
     return BadAttr(inst, "feature_group_count does not divide the feature dims");
   } else {
     Factor(b, in.dim(iff), FactorKind::kReduction, {{lhs, iff}, {rhs, ki}});
-    Factor(b, k.dim(ko), FactorKind::kPassThrough, {{rhs, ko}, {res, of}});
+    Factor(b, k.dim(ko) / (batch_groups ? bgc : 1), FactorKind::kPassThrough, {{rhs, ko}, {res, of}});
   }
   for (size_t i = 0; i < ns; ++i) {
     const int is = static_cast<int>(cd.input_spatial[i]),

@@ -172,7 +172,13 @@ Status HandleShapeOp(const Instruction& inst, Context& ctx) {
 Status HandleBroadcast(const Instruction& inst, Context& ctx) {
   RuleConfig config;
   config.allow_result_only = true;
-  return PartitionByRule(inst, ctx, config);
+  const PartitionedValue operand = ctx.Get(inst.operand(0));
+  XS_RETURN_IF_ERROR(PartitionByRule(inst, ctx, config));
+  // Users that need another sharding may reshard the operand and broadcast it again.
+  if (inst.shape().IsArray() && operand.global_shape().IsArray() && inst.attrs().dimensions.has_value()) {
+    ctx.Set(&inst, ctx.Get(&inst).WithBroadcastSource(operand, *inst.attrs().dimensions));
+  }
+  return OkStatus();
 }
 
 // reduce-window: windowed dims may stay sharded (halo exchange, window_halo.h).

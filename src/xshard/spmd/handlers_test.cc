@@ -164,6 +164,65 @@ TEST(ShapeHandlerTest, BroadcastShardsItsNewDimForFree) {
   EXPECT_TRUE(CollectiveKinds(r).empty());
 }
 
+// A bias v f32[16] over y (mesh x=2, y=4) broadcast to dim 0 and added to x f32[16,8,16] over x:
+// the broadcast keeps v's split, the add needs x's. Resharding the broadcast result would gather
+// the 3-D array (6 KiB per device); the vector is gathered instead (48 B) and broadcast again
+// locally. Uneven (v f32[13] over y, rows 13 over x): the same, with the padded tiles.
+TEST(ShapeHandlerTest, ABroadcastIsReshardedThroughItsOperand) {
+  for (int64_t rows : {16, 13}) {
+    const std::string r = std::to_string(rows);
+    PartitionResult p = Check(
+        StrCat(R"(ENTRY e {
+  v = f32[)",
+               r, R"(] parameter(0), sharding={devices=[4,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+  x = f32[)",
+               r, R"(,8,16] parameter(1), sharding={devices=[2,1,1,4]<=[8] last_tile_dim_replicate}
+  b = f32[)",
+               r,
+               R"(,8,16] broadcast(v), dimensions={0}, sharding={devices=[4,1,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}
+  a = f32[)",
+               r, R"(,8,16] add(b, x), sharding={devices=[2,1,1,4]<=[8] last_tile_dim_replicate}
+  ROOT t = f32[)",
+               r, R"(,8,16] tanh(a), sharding={devices=[2,1,1,4]<=[8] last_tile_dim_replicate}
+})"),
+        8);
+    ASSERT_EQ(CollectiveKinds(p), (std::vector<std::string>{"all-gather"})) << rows;
+    EXPECT_LE(p.report.collectives[0].bytes, 64) << rows;
+  }
+}
+
+// batch_group_count: output feature o reads input batch (o / (O / G)) * (B / G) + output batch.
+// The groups split over devices stay local (XLA's plan): a convolution with 4 groups of 2 batch
+// rows, its batch over 4 and its output features over 4; a depthwise kernel gradient (JAX's
+// f01b_i01o->01bf form, 16 channels as 16 groups) with the channels over 8, evenly and unevenly
+// (12 channels).
+TEST(ConvolutionHandlerTest, BatchGroupsSplitOverDevicesStayLocal) {
+  PartitionResult grouped = Check(R"(ENTRY e {
+  x = f32[8,6,6,3] parameter(0), sharding={devices=[4,1,1,1]<=[4]}
+  w = f32[3,3,3,8] parameter(1), sharding={devices=[1,1,1,4]<=[4]}
+  ROOT c = f32[2,6,6,8] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, batch_group_count=4, sharding={devices=[1,1,1,4]<=[4]}
+})",
+                                  4);
+  EXPECT_TRUE(CollectiveKinds(grouped).empty());
+  for (int64_t c : {16, 12}) {
+    const std::string n = std::to_string(c);
+    PartitionResult depthwise = Check(
+        StrCat(R"(ENTRY e {
+  x = f32[2,8,8,)",
+               n, R"(] parameter(0), sharding={devices=[1,1,1,8]<=[8]}
+  g = f32[2,8,8,)",
+               n, R"(] parameter(1), sharding={devices=[1,1,1,8]<=[8]}
+  ROOT c = f32[7,7,1,)",
+               n,
+               R"(] convolution(x, g), window={size=8x8 pad=3_3x3_3}, dim_labels=f01b_i01o->01bf, batch_group_count=)",
+               n,
+               R"(, sharding={devices=[1,1,1,8]<=[8]}
+})"),
+        8);
+    EXPECT_TRUE(CollectiveKinds(depthwise).empty()) << c;
+  }
+}
+
 TEST(HaloTest, SliceOfAShardedDimExchangesHalosInsteadOfGathering) {
   // Rows [3:11) of 16 on 4 devices: output tile k (2 rows) needs input rows 3+2k, 4+2k, which
   // lie in the device's own tile or its neighbour's: one permute from each side.

@@ -244,20 +244,128 @@ StatusOr<PartitionedValue> PartitionedValue::Reshard(const HloSharding& target_i
     return InvalidArgument("tuple sharding ", target.ToString(), " for the array ",
                            global_shape_.ToString(false));
   }
-  if (!partial_ && sharding_ == target) return PartitionedValue(hlo_, global_shape_, target, emitter_);
+  if (!partial_ && sharding_ == target) {
+    PartitionedValue same = *this;
+    same.sharding_ = target;
+    return same;
+  }
   // The same value resharded the same way before in this computation: reuse that result.
   const std::vector<int>* partial_axes = partial_ ? &partial_->axes : nullptr;
   if (const Emitter::CachedReshard* hit =
           emitter_->FindReshard(hlo_, global_shape_.dims(), sharding_, partial_axes, target)) {
-    return PartitionedValue(hit->result, global_shape_, hit->result_sharding, emitter_);
+    PartitionedValue r(hit->result, global_shape_, hit->result_sharding, emitter_);
+    if (!partial_) r.broadcast_ = broadcast_;
+    return r;
   }
-  XS_ASSIGN_OR_RETURN(PartitionedValue r, ReshardArray(target, why));
+  PartitionedValue r;
+  if (broadcast_ && !partial_ &&
+      RebroadcastCost(target, nullptr, nullptr) <
+          ReshardCost(emitter_->state(), global_shape_, sharding_, std::nullopt, target)) {
+    XS_ASSIGN_OR_RETURN(r, Rebroadcast(target, why));
+  } else {
+    XS_ASSIGN_OR_RETURN(r, ReshardArray(target, why));
+  }
+  // The result is still the broadcast of the same operand.
+  if (broadcast_ && !r.partial_ && r.emitter_ == emitter_) r.broadcast_ = broadcast_;
   if (r.hlo_ != hlo_ && !r.partial_ && r.emitter_ == emitter_) {
     emitter_->RememberReshard(
         hlo_, {global_shape_.dims(), sharding_, partial_ ? std::optional(partial_->axes) : std::nullopt, target, r.hlo_,
                r.sharding_});
   }
   return r;
+}
+
+PartitionedValue PartitionedValue::WithBroadcastSource(const PartitionedValue& operand,
+                                                       std::vector<int64_t> dims) const {
+  PartitionedValue v = *this;
+  v.broadcast_ = std::make_shared<const BroadcastSource>(
+      BroadcastSource{std::make_shared<const PartitionedValue>(operand), std::move(dims)});
+  return v;
+}
+
+bool PartitionedValue::RebroadcastShardings(const HloSharding& target, HloSharding* operand_target,
+                                            HloSharding* wide) const {
+  if (!broadcast_ || partial_ || !global_shape_.IsArray() || target.IsTuple() || target.IsMaximal() ||
+      HasManualPart(target) || HasManualPart(sharding_)) {
+    return false;
+  }
+  const PartitionedValue& operand = *broadcast_->operand;
+  if (operand.emitter_ != emitter_ || !operand.global_shape_.IsArray() || HasManualPart(operand.sharding_) ||
+      operand.sharding_.IsMaximal() || operand.global_shape_.rank() != static_cast<int>(broadcast_->dims.size())) {
+    return false;
+  }
+  const TileMesh& mesh = emitter_->mesh();
+  const int rank = global_shape_.rank();
+  const std::optional<AxesSharding> t = mesh.ToAxes(target, rank);
+  if (!t || t->manual != 0) return false;
+  AxesSharding o, w;
+  o.dims.resize(broadcast_->dims.size());
+  w.dims.resize(rank);
+  for (size_t i = 0; i < broadcast_->dims.size(); ++i) {
+    const int64_t d = broadcast_->dims[i];
+    if (d < 0 || d >= rank || operand.global_shape_.dims()[i] != global_shape_.dims()[d]) return false;
+    o.dims[i] = t->dims[d];
+    w.dims[d] = t->dims[d];
+  }
+  *operand_target = mesh.ToHloSharding(o);
+  *wide = mesh.ToHloSharding(w);
+  // The operand's local dims must be the broadcast's along the dims it keeps (same axes, same
+  // sizes: the same padded tiles).
+  StatusOr<Shape> lo = LocalShape(operand.global_shape_, *operand_target, emitter_->num_partitions());
+  StatusOr<Shape> lw = LocalShape(global_shape_, *wide, emitter_->num_partitions());
+  if (!lo.ok() || !lw.ok()) return false;
+  for (size_t i = 0; i < broadcast_->dims.size(); ++i) {
+    if (lo->dims()[i] != lw->dims()[broadcast_->dims[i]]) return false;
+  }
+  return true;
+}
+
+int64_t PartitionedValue::RebroadcastCost(const HloSharding& target, int64_t* bytes, double* latency_us) const {
+  HloSharding operand_target, wide;
+  if (!RebroadcastShardings(target, &operand_target, &wide)) return kImpossibleCost;
+  const PartitionedValue& operand = *broadcast_->operand;
+  const std::vector<int>* partial_axes = operand.partial_ ? &operand.partial_->axes : nullptr;
+  if (emitter_->FindReshard(operand.hlo_, operand.global_shape_.dims(), operand.sharding_, partial_axes,
+                            operand_target) != nullptr ||
+      (!operand.partial_ && operand.sharding_ == operand_target)) {
+    if (bytes != nullptr) *bytes = 0;
+    if (latency_us != nullptr) *latency_us = 0;
+    return 0;
+  }
+  return ReshardCost(emitter_->state(), operand.global_shape_, operand.sharding_, operand.partial_, operand_target,
+                     bytes, latency_us);
+}
+
+StatusOr<PartitionedValue> PartitionedValue::Rebroadcast(const HloSharding& target, std::string_view why) const {
+  HloSharding operand_target, wide;
+  if (!RebroadcastShardings(target, &operand_target, &wide)) {
+    return Internal("rebroadcast of ", global_shape_.ToString(false), " to ", target.ToString(), " does not apply");
+  }
+  XS_ASSIGN_OR_RETURN(
+      PartitionedValue operand,
+      broadcast_->operand->Reshard(
+          operand_target, StrCat(why, why.empty() ? "" : ": ", "the broadcast's operand, broadcast again locally")));
+  XS_ASSIGN_OR_RETURN(Shape local, LocalShape(global_shape_, wide, emitter_->num_partitions()));
+  PartitionedValue w(emitter_->Broadcast(operand.hlo(), local, broadcast_->dims), global_shape_, wide, emitter_);
+  return w.Reshard(target, why);
+}
+
+int64_t PartitionedValue::ReshardCostTo(const HloSharding& target, int64_t* bytes, double* latency_us) const {
+  int64_t direct_bytes = 0;
+  double direct_latency = 0;
+  int64_t cost =
+      ReshardCost(emitter_->state(), global_shape_, sharding_, partial_, target, &direct_bytes, &direct_latency);
+  int64_t again_bytes = 0;
+  double again_latency = 0;
+  const int64_t again = partial_ ? kImpossibleCost : RebroadcastCost(target, &again_bytes, &again_latency);
+  if (again < cost) {
+    cost = again;
+    direct_bytes = again_bytes;
+    direct_latency = again_latency;
+  }
+  if (bytes != nullptr) *bytes = direct_bytes;
+  if (latency_us != nullptr) *latency_us = direct_latency;
+  return cost;
 }
 
 StatusOr<PartitionedValue> PartitionedValue::ReshardArray(const HloSharding& target,

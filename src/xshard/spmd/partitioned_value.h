@@ -15,6 +15,7 @@
 #ifndef XSHARD_SPMD_PARTITIONED_VALUE_H_
 #define XSHARD_SPMD_PARTITIONED_VALUE_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,7 +64,29 @@ class PartitionedValue {
   StatusOr<Instruction*> PadWithValue(Instruction* value, const std::vector<int>& dims) const;
   StatusOr<ShardLayout> Layout() const;
 
+  // This value, remembered as broadcast(operand, dims) of the global program (`operand` as the
+  // SPMD program holds it, before the broadcast's own reshard). Reshard may then reshard the
+  // smaller operand and broadcast it again locally instead of moving the broadcast result, when
+  // that costs less: a bias f32[16] over y added to x f32[16,8,16] over x moves 16 elements, not
+  // the 3-D array.
+  PartitionedValue WithBroadcastSource(const PartitionedValue& operand, std::vector<int64_t> dims) const;
+  // ReshardCost of this value to `target` (no partial results), the rebroadcast counted: the
+  // figure a plan that reshards it should be charged. `bytes` / `latency_us` as ReshardCost's.
+  int64_t ReshardCostTo(const HloSharding& target, int64_t* bytes = nullptr, double* latency_us = nullptr) const;
+  bool has_broadcast_source() const { return broadcast_ != nullptr; }
+
  private:
+  struct BroadcastSource {
+    std::shared_ptr<const PartitionedValue> operand;
+    std::vector<int64_t> dims;  // operand dim i is result dim dims[i]
+  };
+  // The operand's target sharding (`operand_target`) and the result's sharding with the dims the
+  // broadcast adds unsplit (`wide`), or false when the rebroadcast does not apply to `target`.
+  bool RebroadcastShardings(const HloSharding& target, HloSharding* operand_target, HloSharding* wide) const;
+  // The rebroadcast's cost (ReshardCost units), kImpossibleCost when it does not apply.
+  int64_t RebroadcastCost(const HloSharding& target, int64_t* bytes, double* latency_us) const;
+  StatusOr<PartitionedValue> Rebroadcast(const HloSharding& target, std::string_view why) const;
+
   // Reshard of an array value to a canonical leaf `target`, without the per-computation cache.
   StatusOr<PartitionedValue> ReshardArray(const HloSharding& target, std::string_view why) const;
 
@@ -72,6 +95,7 @@ class PartitionedValue {
   HloSharding sharding_;
   Emitter* emitter_ = nullptr;
   std::optional<PartialReduction> partial_;
+  std::shared_ptr<const BroadcastSource> broadcast_;
 };
 
 // Padded per-device shape of `global` under `sharding` (tuples element-wise).

@@ -76,6 +76,13 @@ Status Localize(Instruction& local, const Instruction& global) {
         if (ki == 0 || f % ki != 0) return Unimplemented("feature groups do not line up");
         attrs.feature_group_count = f / ki;
       }
+      if (attrs.batch_group_count > 1) {
+        // The groups a device holds: its input batch over its result batch.
+        const int64_t b = local_in.dim(static_cast<int>(attrs.conv_dims->input_batch));
+        const int64_t ob = local.shape().dim(static_cast<int>(attrs.conv_dims->output_batch));
+        if (ob == 0 || b % ob != 0) return Unimplemented("batch groups do not line up");
+        attrs.batch_group_count = b / ob;
+      }
       break;
     case Opcode::kCustomCall:
       // A batch-partitioned call's layout constraints name its operands' local shapes.
@@ -182,6 +189,17 @@ void Cost(Plan& plan, const Op& op, ModuleState& state) {
     if (!v.partial() &&
         v.emitter().FindReshard(v.hlo(), v.global_shape().dims(), v.sharding(), nullptr, plan.operands[i]) != nullptr)
       continue;
+    if (v.has_broadcast_source() && !v.partial()) {
+      // A broadcast result may be resharded through its smaller operand (PartitionedValue::Reshard).
+      int64_t bytes = 0;
+      double latency_us = 0;
+      const int64_t cost = v.ReshardCostTo(plan.operands[i], &bytes, &latency_us);
+      if (cost >= kImpossibleCost) return;
+      plan.bytes += bytes;
+      plan.collectives += cost - bytes;
+      plan.latency_us += latency_us;
+      continue;
+    }
     if (!add(v.global_shape(), v.sharding(), std::nullopt, plan.operands[i])) return;
   }
   AddHaloCost(op, plan, state, &plan.bytes, &plan.collectives, &plan.latency_us);
