@@ -221,6 +221,20 @@ TEST(ConvolutionHandlerTest, BatchGroupsSplitOverDevicesStayLocal) {
         8);
     EXPECT_TRUE(CollectiveKinds(depthwise).empty()) << c;
   }
+  // More devices along the batch than groups (2 groups of 4 rows over 4), and 3 groups over a
+  // 2 x 4 mesh with the output features over 4: right results, whatever moves.
+  Check(R"(ENTRY e {
+  x = f32[8,6,6,3] parameter(0), sharding={devices=[4,1,1,1]<=[4]}
+  w = f32[3,3,3,8] parameter(1), sharding={replicated}
+  ROOT c = f32[4,6,6,8] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, batch_group_count=2, sharding={devices=[4,1,1,1]<=[4]}
+})",
+        4);
+  Check(R"(ENTRY e {
+  x = f32[12,6,6,3] parameter(0), sharding={devices=[2,1,1,1,4]<=[8] last_tile_dim_replicate}
+  w = f32[3,3,3,12] parameter(1), sharding={devices=[1,1,1,8]<=[8]}
+  ROOT c = f32[4,6,6,12] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, batch_group_count=3, sharding={devices=[1,1,1,4,2]<=[8] last_tile_dim_replicate}
+})",
+        8);
 }
 
 TEST(HaloTest, SliceOfAShardedDimExchangesHalosInsteadOfGathering) {
