@@ -71,7 +71,20 @@ StatusOr<bool> TrySortByMovingTheAxes(const Instruction& inst, Context& ctx) {
     Instruction* local = em.AddInstruction(std::move(clone));
     const HloSharding result =
         inst.shape().IsTuple() ? JoinTuple(inst.shape(), std::vector<HloSharding>(inst.operand_count(), s)) : s;
-    XS_RETURN_IF_ERROR(ctx.Finish(inst, PartitionedValue(local, inst.shape(), result, &em), "sorted rows"));
+    PartitionedValue sorted(local, inst.shape(), result, &em);
+    // A replicated target: the rows stay split and each user gathers what it reads (a median
+    // reads one column of the sorted rows, not all of them).
+    bool replicated = true;
+    if (target.IsTuple()) {
+      for (const HloSharding& leaf : target.tuple_elements()) replicated = replicated && leaf.IsReplicated();
+    } else {
+      replicated = target.IsReplicated();
+    }
+    if (replicated) {
+      ctx.Set(&inst, std::move(sorted));
+      return true;
+    }
+    XS_RETURN_IF_ERROR(ctx.Finish(inst, sorted, "sorted rows"));
     return true;
   }
   return false;

@@ -55,5 +55,19 @@ TEST(SortHandlerTest, KeysWithPositionsAndUnevenRows) {
 })"), 4);
 }
 
+// A median of 13 columns over 8 (uneven) with a replicated result: the sorted rows stay split
+// over the devices and only the middle column is gathered (56 B), not the sorted array (728 B).
+TEST(SortHandlerTest, AReplicatedSortTargetLeavesTheRowsSplitForItsUsers) {
+  const PartitionResult r = CheckSort(StrCat(kLt, R"(ENTRY e {
+  a = f32[16,13] parameter(0), sharding={devices=[1,8]<=[8]}
+  s = f32[16,13] sort(a), dimensions={1}, to_apply=lt, sharding={replicated}
+  m = f32[16,1] slice(s), slice={[0:16], [6:7]}, sharding={replicated}
+  ROOT r = f32[16] reshape(m), sharding={replicated}
+})"),
+                                      8);
+  ASSERT_EQ(KindsSort(r), (std::vector<std::string>{"all-to-all", "all-gather"}));
+  EXPECT_EQ(r.report.collectives[1].bytes, 56);
+}
+
 }  // namespace
 }  // namespace xs::spmd
